@@ -1,0 +1,30 @@
+/* One line per event: time, level, who (supervisor or queue N), message.
+ * The level test is a macro so that a disabled debug line costs one compare
+ * and formats nothing. */
+#ifndef S5_CORE_LOG_H
+#define S5_CORE_LOG_H
+
+#include "config.h"
+
+extern enum s5_log_level s5_log_level;
+
+/* Opens the log file (append) or keeps stderr. Returns 0 or -errno. */
+int s5_log_open(const struct s5_config *cfg);
+
+/* Names this thread in every line it logs: queue index, or -1 for the supervisor. */
+void s5_log_set_queue(int queue);
+
+void s5_log_write(enum s5_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#define s5_log(level, ...)                                   \
+  do {                                                       \
+    if ((level) <= s5_log_level) s5_log_write((level), __VA_ARGS__); \
+  } while (0)
+
+#define s5_error(...) s5_log(S5_LOG_ERROR, __VA_ARGS__)
+#define s5_warn(...)  s5_log(S5_LOG_WARN, __VA_ARGS__)
+#define s5_info(...)  s5_log(S5_LOG_INFO, __VA_ARGS__)
+#define s5_debug(...) s5_log(S5_LOG_DEBUG, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,233 @@
+/* Bytes both ways between the client's lwIP pcb and the proxy socket.
+ *
+ * Client to proxy: lwIP's pbufs are written to the socket as they are
+ * (iovecs over the chain, no copy) and acknowledged to lwIP with tcp_recved()
+ * only once the kernel took them, so a slow proxy closes the client's
+ * window instead of filling our memory.
+ *
+ * Proxy to client: reads are sized to the room in lwIP's send queue and land
+ * in the worker's shared read buffer, from which tcp_write() copies them into
+ * segments; with no room the read stops and lwIP's sent callback restarts it
+ * once the client acknowledged data. */
+#include <string.h>
+
+#include "log.h"
+#include "session.h"
+
+#include "lwip/tcp.h"
+
+/* iovecs per try_write; a client window of pbufs is rarely longer. */
+#define S5_RELAY_IOV 64
+/* Resume reading from the proxy only when a read of this size fits. */
+#define S5_RELAY_MIN_ROOM 4096
+
+static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
+static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+static err_t relay_flush(struct s5_session *s);
+
+/* How many bytes lwIP can queue for the client right now. */
+static size_t relay_room(const struct s5_session *s) {
+  const struct tcp_pcb *pcb = s->pcb;
+  if (pcb == NULL) return 0;
+  size_t room = tcp_sndbuf(pcb);
+  int segs = (int)TCP_SND_QUEUELEN - (int)tcp_sndqueuelen(pcb) - 2;
+  size_t by_segs = segs > 0 ? (size_t)segs * tcp_mss(pcb) : 0;
+  if (room > by_segs) room = by_segs;
+  if (room > S5_WORKER_READ_BUF) room = S5_WORKER_READ_BUF;
+  return room;
+}
+
+static void relay_check_done(struct s5_session *s) {
+  if (s->client_eof && s->proxy_eof && s->proxy_shut) s5_session_finish(s);
+}
+
+/* n more bytes of out reached the proxy: give them back to the client's window. */
+static void relay_consume(struct s5_session *s, size_t n) {
+  s5_session_touch(s);
+  for (size_t left = n; s->pcb != NULL && left > 0;) {
+    u16_t chunk = left > 0xffff ? 0xffff : (u16_t)left;
+    tcp_recved(s->pcb, chunk);
+    left -= chunk;
+  }
+  while (n > 0) {
+    struct pbuf *head = s->out;
+    size_t avail = (size_t)head->len - s->out_off;
+    if (n < avail) {
+      s->out_off += (uint16_t)n;
+      return;
+    }
+    n -= avail;
+    s->out = head->next;
+    s->out_off = 0;
+    head->next = NULL;   /* the chain's reference to the rest is now ours */
+    pbuf_free(head);
+  }
+  if (s->out == NULL) s->out_tail = NULL;
+}
+
+static int relay_bufs(const struct s5_session *s, uv_buf_t *bufs, int max, size_t *total) {
+  int n = 0;
+  *total = 0;
+  for (struct pbuf *q = s->out; q != NULL && n < max; q = q->next) {
+    size_t off = q == s->out ? s->out_off : 0;
+    if (q->len == off) continue;
+    bufs[n++] = uv_buf_init((char *)q->payload + off, q->len - off);
+    *total += q->len - off;
+  }
+  return n;
+}
+
+static void relay_written(uv_write_t *req, int status) {
+  struct s5_session *s = req->handle->data;
+  if (status == UV_ECANCELED || s->state == S5_SESSION_CLOSED) return;
+  s->writing = 0;
+  if (status < 0) {
+    s5_session_abort(s, "writing to proxy failed");
+    return;
+  }
+  relay_consume(s, s->write_len);
+  relay_flush(s);
+}
+
+static void relay_shutdown_done(uv_shutdown_t *req, int status) {
+  struct s5_session *s = req->handle->data;
+  if (status == UV_ECANCELED || s->state == S5_SESSION_CLOSED) return;
+  s->shutting = 0;
+  if (status < 0) {
+    s5_session_abort(s, "half-closing the proxy connection failed");
+    return;
+  }
+  s->proxy_shut = 1;
+  relay_check_done(s);
+}
+
+/* Writes what it can now; the rest goes into one uv_write (at most four
+ * buffers, which libuv keeps inside the request without allocating). Returns
+ * ERR_ABRT when the session was aborted. */
+static err_t relay_flush(struct s5_session *s) {
+  while (s->out != NULL && !s->writing) {
+    uv_buf_t bufs[S5_RELAY_IOV];
+    size_t total;
+    int n = relay_bufs(s, bufs, S5_RELAY_IOV, &total);
+    int r = uv_try_write((uv_stream_t *)&s->sock, bufs, (unsigned)n);
+    if (r > 0) {
+      relay_consume(s, (size_t)r);
+      if ((size_t)r == total) continue;
+      n = relay_bufs(s, bufs, 4, &total);
+    } else if (r == UV_EAGAIN) {
+      n = n > 4 ? 4 : n;
+      total = 0;
+      for (int i = 0; i < n; i++) total += bufs[i].len;
+    } else {
+      return s5_session_abort(s, "writing to proxy failed");
+    }
+    s->write_len = total;
+    r = uv_write(&s->write_req, (uv_stream_t *)&s->sock, bufs, (unsigned)n, relay_written);
+    if (r < 0) return s5_session_abort(s, "writing to proxy failed");
+    s->writing = 1;
+  }
+  if (s->out == NULL && s->client_eof && !s->writing && !s->shutting && !s->proxy_shut) {
+    if (uv_shutdown(&s->shutdown_req, (uv_stream_t *)&s->sock, relay_shutdown_done) < 0)
+      return s5_session_abort(s, "half-closing the proxy connection failed");
+    s->shutting = 1;
+  }
+  return ERR_OK;
+}
+
+/* lwIP: data (or, with p == NULL, the FIN) from the client. */
+static err_t relay_client_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) {
+  struct s5_session *s = arg;
+  if (s == NULL || err != ERR_OK) {
+    if (p != NULL) pbuf_free(p);
+    return ERR_OK;
+  }
+  if (p == NULL) {
+    s->client_eof = 1;
+    err_t e = relay_flush(s);
+    if (e == ERR_OK && s->state != S5_SESSION_CLOSED) relay_check_done(s);
+    return e;
+  }
+  /* Linked by hand rather than pbuf_cat(), which would walk the whole queue
+   * to fix up tot_len fields that nothing here reads. */
+  if (s->out == NULL) s->out = p;
+  else s->out_tail->next = p;
+  while (p->next != NULL) p = p->next;
+  s->out_tail = p;
+  return relay_flush(s);
+}
+
+/* lwIP: the client acknowledged len bytes, so there is room again. */
+static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
+  struct s5_session *s = arg;
+  if (s == NULL) return ERR_OK;
+  s5_session_touch(s);
+  if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY &&
+      relay_room(s) >= S5_RELAY_MIN_ROOM) {
+    if (uv_read_start((uv_stream_t *)&s->sock, relay_alloc, relay_read) == 0) s->reading = 1;
+  }
+  return ERR_OK;
+}
+
+static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+  struct s5_session *s = handle->data;
+  *buf = uv_buf_init((char *)s->w->read_buf, (unsigned)relay_room(s));
+}
+
+static void relay_stop_reading(struct s5_session *s) {
+  uv_read_stop((uv_stream_t *)&s->sock);
+  s->reading = 0;
+}
+
+static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  struct s5_session *s = stream->data;
+  if (s->state == S5_SESSION_CLOSED || nread == 0) return;
+  if (nread == UV_ENOBUFS) {   /* relay_alloc found no room: wait for acks */
+    relay_stop_reading(s);
+    return;
+  }
+  if (nread == UV_EOF) {
+    s->proxy_eof = 1;
+    relay_stop_reading(s);
+    tcp_shutdown(s->pcb, 0, 1);   /* FIN to the client after the queued data */
+    tcp_output(s->pcb);
+    relay_check_done(s);
+    return;
+  }
+  if (nread < 0) {
+    s5_session_abort(s, nread == UV_ECONNRESET ? "proxy reset the connection" : uv_strerror((int)nread));
+    return;
+  }
+  s5_session_touch(s);
+  if (tcp_write(s->pcb, buf->base, (u16_t)nread, TCP_WRITE_FLAG_COPY) != ERR_OK) {
+    s5_session_abort(s, "lwIP send queue refused data");
+    return;
+  }
+  tcp_output(s->pcb);
+  if (relay_room(s) < S5_RELAY_MIN_ROOM) relay_stop_reading(s);
+}
+
+void s5_relay_attach(struct s5_session *s) {
+  tcp_recv(s->pcb, relay_client_recv);
+  tcp_sent(s->pcb, relay_client_sent);
+}
+
+/* The client completed its handshake: deliver what the proxy sent along
+ * with its CONNECT reply, then read from the proxy. Returns ERR_ABRT when
+ * it had to abort the session. */
+err_t s5_relay_start(struct s5_session *s) {
+  if (s->hs_in_len > 0) {
+    if (tcp_write(s->pcb, s->hs_in, s->hs_in_len, TCP_WRITE_FLAG_COPY) != ERR_OK)
+      return s5_session_abort(s, "lwIP send queue refused data");
+    s->hs_in_len = 0;
+    tcp_output(s->pcb);
+  }
+  if (uv_read_start((uv_stream_t *)&s->sock, relay_alloc, relay_read) < 0)
+    return s5_session_abort(s, "reading from proxy failed");
+  s->reading = 1;
+  return ERR_OK;
+}
+
+void s5_relay_release(struct s5_session *s) {
+  if (s->out != NULL) pbuf_free(s->out);
+  s->out = s->out_tail = NULL;
+}

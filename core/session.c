@@ -1,0 +1,189 @@
+/* Session lifecycle: created for a client's SYN, ended exactly once, freed
+ * when its libuv handles have closed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "session.h"
+
+#include "lwip/tcp.h"
+
+static void session_timer_fired(uv_timer_t *timer);
+
+static void session_link(struct s5_session *s) {
+  struct s5_worker *w = s->w;
+  s->next = w->sessions;
+  if (w->sessions != NULL) w->sessions->prev = s;
+  w->sessions = s;
+  w->stats.tcp_sessions_active++;
+  w->stats.tcp_sessions_total++;
+}
+
+static void session_unlink(struct s5_session *s) {
+  struct s5_worker *w = s->w;
+  if (s->prev != NULL) s->prev->next = s->next;
+  else w->sessions = s->next;
+  if (s->next != NULL) s->next->prev = s->prev;
+  w->stats.tcp_sessions_active--;
+}
+
+const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
+  if (s->pcb == NULL) return "(closed)";
+  char src[IPADDR_STRLEN_MAX], dst[IPADDR_STRLEN_MAX];
+  ipaddr_ntoa_r(&s->pcb->remote_ip, src, sizeof src);
+  ipaddr_ntoa_r(&s->pcb->local_ip, dst, sizeof dst);
+  int v6 = IP_IS_V6(&s->pcb->local_ip);
+  snprintf(buf, len, v6 ? "[%s]:%u -> [%s]:%u" : "%s:%u -> %s:%u", src, s->pcb->remote_port,
+           dst, s->pcb->local_port);
+  return buf;
+}
+
+void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loop); }
+
+static void session_handle_closed(uv_handle_t *handle) {
+  struct s5_session *s = handle->data;
+  if (--s->handles_open == 0) free(s);
+}
+
+/* Stops taking callbacks from lwIP for this pcb; the pcb itself lives on in
+ * lwIP (closing, or already freed by it) and is no longer ours. */
+static struct tcp_pcb *session_detach_pcb(struct s5_session *s) {
+  struct tcp_pcb *pcb = s->pcb;
+  if (pcb != NULL) {
+    tcp_arg(pcb, NULL);
+    tcp_recv(pcb, NULL);
+    tcp_sent(pcb, NULL);
+    tcp_err(pcb, NULL);
+    s->pcb = NULL;
+  }
+  return pcb;
+}
+
+/* Ends the session's libuv side. reset: close the proxy connection with a
+ * RST rather than a FIN, so the proxy drops the far end at once too. */
+static void session_close_handles(struct s5_session *s, int reset) {
+  s->state = S5_SESSION_CLOSED;
+  session_unlink(s);
+  s5_relay_release(s);
+  uv_timer_stop(&s->timer);
+  uv_close((uv_handle_t *)&s->timer, session_handle_closed);
+  if (!s->sock_open) return;
+  if (reset && uv_tcp_close_reset(&s->sock, session_handle_closed) == 0) return;
+  uv_close((uv_handle_t *)&s->sock, session_handle_closed);
+}
+
+/* Both directions are done: let lwIP finish the TCP close on its own. */
+void s5_session_finish(struct s5_session *s) {
+  if (s->state == S5_SESSION_CLOSED) return;
+  struct tcp_pcb *pcb = session_detach_pcb(s);
+  if (pcb != NULL && tcp_close(pcb) != ERR_OK) tcp_abort(pcb);
+  s5_debug("s%llu closed", (unsigned long long)s->id);
+  session_close_handles(s, 0);
+}
+
+/* Resets both sides. Returns ERR_ABRT when it aborted the pcb, which an lwIP
+ * callback for that pcb must return; ERR_OK otherwise. */
+int s5_session_abort(struct s5_session *s, const char *why) {
+  if (s->state == S5_SESSION_CLOSED) return ERR_OK;
+  char peer[128];
+  if (why != NULL) s5_info("s%llu %s: %s", (unsigned long long)s->id, s5_session_peer(s, peer, sizeof peer), why);
+  struct tcp_pcb *pcb = session_detach_pcb(s);
+  if (pcb != NULL) tcp_abort(pcb);
+  session_close_handles(s, 1);
+  return pcb != NULL ? ERR_ABRT : ERR_OK;
+}
+
+void s5_session_abort_all(struct s5_worker *w) {
+  while (w->sessions != NULL) s5_session_abort(w->sessions, NULL);
+}
+
+/* lwIP freed the pcb (RST from the client, or retransmissions gave up). */
+static void session_pcb_error(void *arg, err_t err) {
+  struct s5_session *s = arg;
+  if (s == NULL) return;
+  s->pcb = NULL;
+  s5_debug("s%llu client side ended: %s", (unsigned long long)s->id, lwip_strerr(err));
+  if (s->state != S5_SESSION_CLOSED) session_close_handles(s, 1);
+}
+
+/* The listener's accept callback: the client's ACK completed the handshake
+ * we let through. lwIP passes the new pcb's arg, our session. */
+err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
+  struct s5_session *s = arg;
+  if (s == NULL || err != ERR_OK) return ERR_VAL;
+  s->state = S5_SESSION_RELAY;
+  s5_session_touch(s);
+  uv_timer_start(&s->timer, session_timer_fired, s->w->cfg->session.tcp_idle_timeout * 1000ull, 0);
+  return s5_relay_start(s);
+}
+
+/* CONNECT succeeded: answer the client's SYN now. */
+void s5_session_established(struct s5_session *s) {
+  s->state = S5_SESSION_SYNACK;
+  tcp_output(s->pcb);
+}
+
+static void session_timer_fired(uv_timer_t *timer) {
+  struct s5_session *s = timer->data;
+  if (s->state != S5_SESSION_RELAY) {
+    s5_session_abort(s, "proxy did not complete the connection in time");
+    return;
+  }
+  uint64_t idle_ms = s->w->cfg->session.tcp_idle_timeout * 1000ull;
+  uint64_t quiet = uv_now(&s->w->loop) - s->last_active;
+  if (quiet >= idle_ms) {
+    s5_session_abort(s, "idle timeout");
+    return;
+  }
+  uv_timer_start(timer, session_timer_fired, idle_ms - quiet, 0);
+}
+
+static struct s5_session *session_new(struct s5_worker *w, struct tcp_pcb *pcb) {
+  struct s5_session *s = calloc(1, sizeof *s);
+  if (s == NULL) return NULL;
+  s->w = w;
+  s->pcb = pcb;
+  s->id = ++w->next_session_id;
+  s->state = S5_SESSION_CONNECTING;
+  uv_timer_init(&w->loop, &s->timer);
+  s->timer.data = s;
+  s->handles_open = 1;
+  return s;
+}
+
+/* The listener's SYN callback: a client wants a connection. The SYN-ACK
+ * waits (ERR_INPROGRESS) until the proxy has connected. Returning anything
+ * else makes lwIP refuse the SYN with a RST. */
+err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
+  struct s5_worker *w = arg;
+  unsigned max = w->cfg->session.max_sessions;
+  if (w->stopping || (max != 0 && w->stats.tcp_sessions_active >= max)) {
+    w->stats.tcp_refused++;
+    return ERR_MEM;
+  }
+  struct s5_session *s = session_new(w, pcb);
+  if (s == NULL) {
+    w->stats.tcp_refused++;
+    return ERR_MEM;
+  }
+  session_link(s);
+  s5_session_touch(s);
+  uv_timer_start(&s->timer, session_timer_fired, w->cfg->session.connect_timeout * 1000ull, 0);
+
+  tcp_arg(pcb, s);
+  tcp_err(pcb, session_pcb_error);
+  tcp_nagle_disable(pcb);  /* the client already coalesced; do not delay its peer's bytes */
+  s5_relay_attach(s);
+
+  if (s5_handshake_start(s) < 0) {
+    /* Refused before lwIP let go of the SYN: let lwIP send the RST. */
+    session_detach_pcb(s);
+    w->stats.tcp_refused++;
+    session_close_handles(s, 0);
+    return ERR_MEM;
+  }
+  char peer[128];
+  s5_debug("s%llu new %s", (unsigned long long)s->id, s5_session_peer(s, peer, sizeof peer));
+  return ERR_INPROGRESS;
+}

@@ -1,0 +1,88 @@
+/* A session is one TCP connection from the TUN carried to the SOCKS5 proxy.
+ * Its life, in three files:
+ *   session.c    birth from a SYN, timers, the end (graceful or reset);
+ *   handshake.c  the proxy connection and the SOCKS5 exchange;
+ *   relay.c      bytes both ways with backpressure, and half-close.
+ * The client's SYN is answered only once the proxy's CONNECT succeeded, so a
+ * refused CONNECT looks to the client like a refused connection. */
+#ifndef S5_CORE_SESSION_H
+#define S5_CORE_SESSION_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "lwip/err.h"
+#include "socks5.h"
+#include "worker.h"
+
+struct tcp_pcb;
+struct pbuf;
+
+enum s5_session_state {
+  S5_SESSION_CONNECTING,  /* TCP connect to the proxy */
+  S5_SESSION_HANDSHAKE,   /* SOCKS5 greeting, auth, CONNECT */
+  S5_SESSION_SYNACK,      /* CONNECT succeeded, SYN-ACK sent, waiting for the client's ACK */
+  S5_SESSION_RELAY,       /* bytes flow */
+  S5_SESSION_CLOSED,      /* handles closing, freed when they are */
+};
+
+/* Pending SOCKS5 replies, in the order the server sends them. */
+enum s5_handshake_step { S5_HS_METHOD, S5_HS_AUTH, S5_HS_REPLY, S5_HS_DONE };
+
+struct s5_session {
+  struct s5_session *prev, *next;   /* the worker's list */
+  struct s5_worker *w;
+  uint64_t id;
+  enum s5_session_state state;
+
+  struct tcp_pcb *pcb;              /* NULL once lwIP no longer lets us use it */
+  uv_tcp_t sock;                    /* to the proxy */
+  uv_timer_t timer;                 /* connect timeout, then idle timeout */
+  int handles_open;                 /* sock and timer: freed when both closed */
+  uint64_t last_active;             /* uv_now() of the last byte either way */
+
+  uv_connect_t connect_req;
+  uv_shutdown_t shutdown_req;
+  uv_write_t write_req;             /* at most one write in flight */
+
+  /* SOCKS5 replies read so far; after the CONNECT reply, whatever the
+   * proxy sent beyond it (the target's first bytes) waits here for the client. */
+  enum s5_handshake_step step;
+  uint16_t hs_in_len;
+  uint8_t hs_in[S5_SOCKS5_MAX_MSG];
+
+  /* Client to proxy: pbufs lwIP handed us, not yet taken by the proxy socket.
+   * Their bytes are acknowledged to lwIP (tcp_recved) only once written, so
+   * the client's window is the only buffer and it is bounded. */
+  struct pbuf *out, *out_tail;
+  uint16_t out_off;                 /* bytes of out already written */
+  size_t write_len;                 /* bytes in the uv_write in flight */
+
+  unsigned sock_open : 1;           /* sock initialised: must be closed */
+  unsigned writing : 1;             /* write_req in flight */
+  unsigned reading : 1;             /* uv_read_start active */
+  unsigned client_eof : 1;          /* FIN from the client */
+  unsigned proxy_eof : 1;           /* EOF from the proxy */
+  unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
+  unsigned shutting : 1;            /* shutdown_req in flight */
+};
+
+/* session.c */
+err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb);
+err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err);
+void s5_session_established(struct s5_session *s);
+void s5_session_finish(struct s5_session *s);
+int s5_session_abort(struct s5_session *s, const char *why);
+void s5_session_abort_all(struct s5_worker *w);
+void s5_session_touch(struct s5_session *s);
+const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);
+
+/* handshake.c */
+int s5_handshake_start(struct s5_session *s);
+
+/* relay.c */
+void s5_relay_attach(struct s5_session *s);
+err_t s5_relay_start(struct s5_session *s);
+void s5_relay_release(struct s5_session *s);
+
+#endif

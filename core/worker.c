@@ -1,0 +1,132 @@
+/* A worker's life: init (loop and stop handle), run (lwIP instance, TUN
+ * netif, listener, timer; then the loop), and an orderly end. lwIP has no
+ * deinit, so the end undoes by hand what run set up: every pcb aborted, the
+ * netif removed. */
+#include <signal.h>
+#include <string.h>
+
+#include "log.h"
+#include "session.h"
+#include "worker.h"
+
+#include "lwip/init.h"
+#include "lwip/ip4_frag.h"
+#include "lwip/ip6_frag.h"
+#include "lwip/priv/tcp_priv.h"
+#include "lwip/tcp.h"
+
+/* lwIP's TCP timer period; reassembly timers run every fourth tick. */
+#define S5_LWIP_TICK_MS TCP_TMR_INTERVAL
+
+static void worker_tick(uv_timer_t *timer) {
+  struct s5_worker *w = timer->data;
+  tcp_tmr();
+  if (++w->lwip_ticks % 4 == 0) {
+    ip_reass_tmr();
+    ip6_reass_tmr();
+  }
+}
+
+static void worker_close_handle(uv_handle_t *handle, void *arg) {
+  if (!uv_is_closing(handle)) uv_close(handle, NULL);
+}
+
+/* Stops everything; the loop then runs until the last close callback. */
+static void worker_shutdown(struct s5_worker *w) {
+  if (w->stopping) return;
+  w->stopping = 1;
+  if (w->listener != NULL) {
+    tcp_close(w->listener);
+    w->listener = NULL;
+  }
+  s5_session_abort_all(w);
+  /* pcbs lwIP kept after their sessions ended (closing, TIME_WAIT) */
+  while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);
+  while (tcp_tw_pcbs != NULL) tcp_abort(tcp_tw_pcbs);
+  s5_netif_stop(w);
+  uv_walk(&w->loop, worker_close_handle, NULL);
+}
+
+static void worker_stop_requested(uv_async_t *async) { worker_shutdown(async->data); }
+
+static void worker_signal(uv_signal_t *sig, int signum) {
+  s5_info("%s: stopping", strsignal(signum));
+  worker_shutdown(sig->data);
+}
+
+int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned index, int fd) {
+  memset(w, 0, offsetof(struct s5_worker, read_buf));
+  w->cfg = cfg;
+  w->index = index;
+  w->fd = fd;
+  int r = uv_loop_init(&w->loop);
+  if (r == 0) {
+    r = uv_async_init(&w->loop, &w->stop_async, worker_stop_requested);
+    if (r < 0) uv_loop_close(&w->loop);
+  }
+  if (r < 0) {
+    s5_error("queue %u: event loop: %s", index, uv_strerror(r));
+    return -1;
+  }
+  w->stop_async.data = w;
+  return 0;
+}
+
+static int worker_watch_signals(struct s5_worker *w) {
+  uv_signal_t *sigs[] = {&w->sigterm, &w->sigint};
+  int nums[] = {SIGTERM, SIGINT};
+  for (int i = 0; i < 2; i++) {
+    int r = uv_signal_init(&w->loop, sigs[i]);
+    if (r == 0) r = uv_signal_start(sigs[i], worker_signal, nums[i]);
+    if (r < 0) {
+      s5_error("watching %s: %s", strsignal(nums[i]), uv_strerror(r));
+      return -1;
+    }
+    sigs[i]->data = w;
+  }
+  return 0;
+}
+
+/* The one listening pcb: SYNs to every address and port end up here. */
+static int worker_listen(struct s5_worker *w) {
+  w->listener = tcp_new_any_dest_listener();
+  if (w->listener == NULL) {
+    s5_error("lwIP could not create the listener");
+    return -1;
+  }
+  tcp_arg(w->listener, w);
+  tcp_syn(w->listener, s5_session_on_syn);
+  tcp_accept(w->listener, s5_session_on_accept);
+  return 0;
+}
+
+static int worker_start(struct s5_worker *w, int handle_signals) {
+  lwip_init();   /* this thread's own instance: lwIP's state is thread-local */
+  if (handle_signals && worker_watch_signals(w) < 0) return -1;
+  if (s5_netif_start(w) < 0 || worker_listen(w) < 0) return -1;
+  int r = uv_timer_init(&w->loop, &w->lwip_timer);
+  if (r == 0) r = uv_timer_start(&w->lwip_timer, worker_tick, S5_LWIP_TICK_MS, S5_LWIP_TICK_MS);
+  if (r < 0) {
+    s5_error("lwIP timer: %s", uv_strerror(r));
+    return -1;
+  }
+  w->lwip_timer.data = w;
+  return 0;
+}
+
+int s5_worker_run(struct s5_worker *w, int handle_signals) {
+  s5_log_set_queue((int)w->index);
+  int ok = worker_start(w, handle_signals);
+  if (ok == 0) s5_info("serving TUN queue (fd %d)", w->fd);
+  else worker_shutdown(w);
+  uv_run(&w->loop, UV_RUN_DEFAULT);
+  s5_info("stopped: %llu sessions served", (unsigned long long)w->stats.tcp_sessions_total);
+  return ok;
+}
+
+void s5_worker_stop(struct s5_worker *w) { uv_async_send(&w->stop_async); }
+
+void s5_worker_close(struct s5_worker *w) {
+  int r = uv_loop_close(&w->loop);
+  if (r < 0) s5_warn("queue %u: event loop closed with handles open: %s", w->index, uv_strerror(r));
+}

@@ -1,0 +1,78 @@
+/* A worker owns one TUN queue and everything that serves it: one libuv loop,
+ * one lwIP instance (lwIP's state is thread-local, see third_party/), the
+ * sessions accepted from that queue. Nothing in here is shared with another
+ * worker; every field is touched only by the worker's own thread, except
+ * stop_async, which exists so that other threads can ask it to stop. */
+#ifndef S5_CORE_WORKER_H
+#define S5_CORE_WORKER_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "lwip/netif.h"
+
+struct tcp_pcb;
+struct pbuf;
+struct s5_session;
+
+/* Proxy-to-client reads land in one buffer per worker: the bytes are copied
+ * into lwIP's send queue inside the read callback, so the buffer is free again
+ * before the next read and no session needs a receive buffer of its own. */
+#define S5_WORKER_READ_BUF 65535   /* tcp_write() takes a u16_t length */
+
+struct s5_worker_stats {
+  uint64_t tun_rx_packets, tun_rx_bytes;   /* read from the TUN queue */
+  uint64_t tun_tx_packets, tun_tx_bytes;   /* written to the TUN queue */
+  uint64_t tun_tx_dropped;                 /* TUN write failed */
+  uint64_t tcp_sessions_total;
+  uint64_t tcp_refused;                    /* proxy failed or max-sessions */
+  uint32_t tcp_sessions_active;
+};
+
+struct s5_worker {
+  const struct s5_config *cfg;
+  unsigned index;              /* queue number, for logs */
+  int fd;                      /* the TUN queue; owned by whoever opened it */
+
+  uv_loop_t loop;
+  uv_poll_t tun_poll;          /* readable TUN queue */
+  uv_timer_t lwip_timer;       /* drives tcp_tmr() and reassembly timers */
+  uv_async_t stop_async;       /* s5_worker_stop() from another thread */
+  uv_signal_t sigterm, sigint; /* process mode: the worker's own signals */
+  unsigned lwip_ticks;
+  int stopping;
+
+  struct netif netif;
+  struct tcp_pcb *listener;    /* takes SYNs to every address and port */
+  struct pbuf *spare;          /* allocated, not yet filled by a TUN read */
+
+  struct s5_session *sessions; /* all live sessions, for shutdown */
+  uint64_t next_session_id;
+
+  struct s5_worker_stats stats;
+  uint8_t read_buf[S5_WORKER_READ_BUF];
+};
+
+/* Prepares w for queue `index` on TUN fd `fd`: its loop and stop handle
+ * exist afterwards, so s5_worker_stop() is safe from then on. Can run on
+ * another thread than the worker's. Returns 0, or -1 (logged). */
+int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned index, int fd);
+
+/* Runs the worker on the calling thread until it is stopped, closing every
+ * handle it opened (not the TUN fd, not the loop). handle_signals is set in process
+ * mode, where the worker process gets SIGTERM/SIGINT itself. Returns 0 after
+ * a clean stop, -1 when it could not start. */
+int s5_worker_run(struct s5_worker *w, int handle_signals);
+
+/* Asks a worker to stop: safe from any thread from init until close. */
+void s5_worker_stop(struct s5_worker *w);
+
+/* Releases the loop after run returned (on any thread). */
+void s5_worker_close(struct s5_worker *w);
+
+/* lwIP glue (core/netif.c): the TUN netif and its packet pump. */
+int s5_netif_start(struct s5_worker *w);
+void s5_netif_stop(struct s5_worker *w);
+
+#endif

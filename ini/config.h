@@ -1,0 +1,93 @@
+/* s5tund configuration: one read-only struct, filled once at start-up from
+ * built-in defaults, then the INI file, then command-line flags, and shared
+ * by every worker afterwards (never written again). */
+#ifndef S5_INI_CONFIG_H
+#define S5_INI_CONFIG_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define S5_QUEUES_MAX 256
+
+enum s5_mode { S5_MODE_THREAD, S5_MODE_PROCESS };
+
+enum s5_log_level { S5_LOG_ERROR, S5_LOG_WARN, S5_LOG_INFO, S5_LOG_DEBUG };
+
+/* An interface address with prefix length; family is 0 when unset. */
+struct s5_prefix {
+  int family;        /* AF_INET, AF_INET6 or 0 */
+  uint8_t addr[16];  /* network byte order; 4 bytes used for AF_INET */
+  unsigned len;      /* prefix length */
+};
+
+struct s5_config {
+  enum s5_mode mode;
+  unsigned queues;                /* resolved: 1..S5_QUEUES_MAX, never 0 */
+
+  struct {
+    char name[16];                /* IFNAMSIZ */
+    unsigned mtu;                 /* 1280..65535 */
+    struct s5_prefix ipv4;
+    struct s5_prefix ipv6;
+    bool persist;
+  } tun;
+
+  struct {
+    struct sockaddr_storage addr; /* proxy address and port */
+    socklen_t addrlen;
+    char username[256];           /* empty = no authentication */
+    char password[256];
+    uint32_t mark;                /* SO_MARK, 0 = none */
+  } socks5;
+
+  struct {
+    unsigned connect_timeout;     /* seconds, >= 1 */
+    unsigned tcp_idle_timeout;    /* seconds, >= 1 */
+    unsigned max_sessions;        /* per worker, 0 = unlimited */
+  } session;
+
+  struct {
+    enum s5_log_level level;
+    char file[PATH_MAX];          /* empty = stderr */
+  } log;
+};
+
+/* What main() should do after s5_args_load(). */
+enum s5_args_result {
+  S5_ARGS_RUN = 0,   /* configuration complete: start the daemon */
+  S5_ARGS_EXIT_OK,   /* --help, --version or a good --check-config: exit 0 */
+  S5_ARGS_EXIT_BAD,  /* a message naming file/line/key or flag was printed: exit 2 */
+};
+
+/* Fills *cfg from defaults, the --config file (if any) and the flags, in that
+ * order of precedence. Prints help, version, the effective configuration
+ * (--check-config) or one error message to stdout/stderr itself. */
+enum s5_args_result s5_args_load(struct s5_config *cfg, int argc, char **argv);
+
+/* s5_args_load() with its output streams given: help, version and
+ * --check-config go to out, the one error message to err. For tests. */
+enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc,
+                                    char **argv, FILE *out, FILE *err);
+
+/* Built-in defaults (queues resolved to the online CPU count). */
+void s5_config_defaults(struct s5_config *cfg);
+
+/* Loads an INI file over *cfg. On error returns -1, leaves *cfg untouched
+ * and writes one message of the form "FILE:LINE: [section] key: what is
+ * wrong" into err. */
+int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Sets one key (section "" for mode and queues) from its text form, with the
+ * same checks as the file. On error returns -1 and writes what is wrong
+ * (without file or line) into err. */
+int s5_config_set(struct s5_config *cfg, const char *section, const char *key,
+                  const char *value, char *err, size_t errlen);
+
+/* Writes the effective configuration as an INI document that
+ * s5_config_load_file() accepts (password shown as "***"). */
+void s5_config_print(const struct s5_config *cfg, FILE *out);
+
+#endif

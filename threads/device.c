@@ -1,0 +1,60 @@
+/* Bringing up the device both run modes serve, with errors that say what to do. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "run.h"
+#include "tun.h"
+
+static const char *tun_advice(int err) {
+  switch (err) {
+    case EPERM:
+    case EACCES: return "run s5tund as root or with CAP_NET_ADMIN";
+    case ENOENT:
+    case ENODEV: return "the kernel has no TUN driver: modprobe tun";
+    case EBUSY: return "another device has this name: delete it or set [tun] name";
+    case E2BIG: return "the kernel allows no more queues: lower queues";
+    default: return "see the error above";
+  }
+}
+
+int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
+  int fd = s5_tun_open_queue(cfg->tun.name);
+  if (fd < 0)
+    s5_error("opening queue %u of TUN device %s: %s (%s)", index, cfg->tun.name, strerror(-fd),
+             tun_advice(-fd));
+  return fd;
+}
+
+int s5_device_open(const struct s5_config *cfg, int *fds) {
+  unsigned n = 0;
+  for (; n < cfg->queues; n++) {
+    fds[n] = s5_device_open_queue(cfg, n);
+    if (fds[n] < 0) goto fail;
+  }
+  if (cfg->tun.persist) {
+    int r = s5_tun_set_persist(fds[0], 1);
+    if (r < 0) {
+      s5_error("making %s persistent: %s", cfg->tun.name, strerror(-r));
+      goto fail;
+    }
+  }
+  char err[256];
+  if (s5_tun_link_setup(cfg->tun.name, cfg->tun.mtu, &cfg->tun.ipv4, &cfg->tun.ipv6, err,
+                        sizeof err) < 0) {
+    s5_error("%s", err);
+    goto fail;
+  }
+  return 0;
+fail:
+  s5_device_close(fds, n);
+  return -1;
+}
+
+void s5_device_close(int *fds, unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    if (fds[i] >= 0 && close(fds[i]) < 0) s5_warn("closing queue %u: %s", i, strerror(errno));
+    fds[i] = -1;
+  }
+}

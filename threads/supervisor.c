@@ -1,0 +1,219 @@
+/* mode = process: the parent opens the device, forks one worker process per
+ * queue and supervises them. The parent holds every queue fd, so the device
+ * stays while a worker restarts; a restarted worker gets a freshly opened
+ * queue (the old one, with whatever packets the dead worker left in it, is
+ * closed only after the new one is attached). Workers that die quickly in a
+ * row are restarted with a growing delay, so a crash loop cannot spin. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "run.h"
+#include "worker.h"
+
+#define S5_RESTART_DELAY_MIN_MS 100
+#define S5_RESTART_DELAY_MAX_MS 30000
+#define S5_RESTART_HEALTHY_MS   10000   /* a worker that lived this long resets the delay */
+#define S5_STOP_GRACE_MS        10000   /* then SIGKILL */
+
+struct child {
+  pid_t pid;             /* 0 while waiting to be restarted */
+  int fd;                /* its TUN queue, held by the parent too */
+  uint64_t started_ms;
+  uint64_t restart_at_ms;
+  unsigned delay_ms;
+  unsigned restarts;
+};
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* In the child: serve one queue, then exit. Never returns. */
+static void child_main(const struct s5_config *cfg, struct child *kids, unsigned index,
+                       const sigset_t *old_mask) {
+  /* Die with the supervisor, so a killed parent never leaves queues behind. */
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  for (unsigned i = 0; i < cfg->queues; i++)
+    if (i != index && kids[i].fd >= 0) close(kids[i].fd);
+  sigprocmask(SIG_SETMASK, old_mask, NULL);
+
+  struct s5_worker *w = malloc(sizeof *w);
+  int code = 1;
+  if (w != NULL && s5_worker_init(w, cfg, index, kids[index].fd) == 0) {
+    code = s5_worker_run(w, 1) == 0 ? 0 : 1;
+    s5_worker_close(w);
+  }
+  _exit(code);
+}
+
+static int child_spawn(const struct s5_config *cfg, struct child *kids, unsigned index,
+                       const sigset_t *old_mask) {
+  pid_t pid = fork();
+  if (pid < 0) {
+    s5_error("forking worker %u: %s", index, strerror(errno));
+    return -1;
+  }
+  if (pid == 0) child_main(cfg, kids, index, old_mask);
+  kids[index].pid = pid;
+  kids[index].started_ms = now_ms();
+  s5_info("worker %u started (pid %d)", index, (int)pid);
+  return 0;
+}
+
+static void describe_exit(int status, char *buf, size_t len) {
+  if (WIFSIGNALED(status))
+    snprintf(buf, len, "killed by %s", strsignal(WTERMSIG(status)));
+  else
+    snprintf(buf, len, "exit code %d", WEXITSTATUS(status));
+}
+
+/* A worker died unasked: give its queue a fresh fd and schedule a restart. */
+static void child_died(const struct s5_config *cfg, struct child *c, unsigned index, int status) {
+  char why[64];
+  describe_exit(status, why, sizeof why);
+  uint64_t lived = now_ms() - c->started_ms;
+  if (lived >= S5_RESTART_HEALTHY_MS) c->delay_ms = S5_RESTART_DELAY_MIN_MS;
+  else c->delay_ms = c->delay_ms == 0 ? S5_RESTART_DELAY_MIN_MS
+                                      : (c->delay_ms * 2 > S5_RESTART_DELAY_MAX_MS ? S5_RESTART_DELAY_MAX_MS : c->delay_ms * 2);
+  c->pid = 0;
+  c->restart_at_ms = now_ms() + c->delay_ms;
+  s5_warn("worker %u %s after %llu ms; restarting in %u ms", index, why,
+          (unsigned long long)lived, c->delay_ms);
+
+  int fresh = s5_device_open_queue(cfg, index);
+  if (fresh >= 0) {
+    close(c->fd);
+    c->fd = fresh;
+  }
+}
+
+static void reap(const struct s5_config *cfg, struct child *kids, int stopping) {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (unsigned i = 0; i < cfg->queues; i++) {
+      if (kids[i].pid != pid) continue;
+      if (stopping) {
+        kids[i].pid = 0;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+          char why[64];
+          describe_exit(status, why, sizeof why);
+          s5_warn("worker %u %s while stopping", i, why);
+        }
+      } else {
+        child_died(cfg, &kids[i], i, status);
+      }
+    }
+  }
+}
+
+/* Milliseconds until the next scheduled restart, or -1 for none. */
+static long next_restart_in(const struct s5_config *cfg, const struct child *kids) {
+  long best = -1;
+  uint64_t now = now_ms();
+  for (unsigned i = 0; i < cfg->queues; i++) {
+    if (kids[i].pid != 0) continue;
+    long in = kids[i].restart_at_ms > now ? (long)(kids[i].restart_at_ms - now) : 0;
+    if (best < 0 || in < best) best = in;
+  }
+  return best;
+}
+
+static void restart_due(const struct s5_config *cfg, struct child *kids, const sigset_t *old) {
+  uint64_t now = now_ms();
+  for (unsigned i = 0; i < cfg->queues; i++) {
+    if (kids[i].pid != 0 || kids[i].restart_at_ms > now) continue;
+    kids[i].restarts++;
+    if (child_spawn(cfg, kids, i, old) < 0) kids[i].restart_at_ms = now + S5_RESTART_DELAY_MAX_MS;
+  }
+}
+
+static int wait_signal(const sigset_t *set, long timeout_ms) {
+  if (timeout_ms < 0) {
+    int sig;
+    return sigwait(set, &sig) == 0 ? sig : -1;
+  }
+  struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000};
+  int sig = sigtimedwait(set, NULL, &ts);
+  return sig;   /* -1 with EAGAIN on timeout */
+}
+
+static unsigned alive(const struct s5_config *cfg, const struct child *kids) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < cfg->queues; i++) n += kids[i].pid != 0;
+  return n;
+}
+
+/* SIGTERM to every worker, then wait; SIGKILL whoever is left after the grace. */
+static void stop_all(const struct s5_config *cfg, struct child *kids, const sigset_t *set) {
+  for (unsigned i = 0; i < cfg->queues; i++)
+    if (kids[i].pid > 0) kill(kids[i].pid, SIGTERM);
+  uint64_t deadline = now_ms() + S5_STOP_GRACE_MS;
+  while (alive(cfg, kids) > 0) {
+    reap(cfg, kids, 1);
+    uint64_t now = now_ms();
+    if (alive(cfg, kids) == 0) break;
+    if (now >= deadline) {
+      for (unsigned i = 0; i < cfg->queues; i++)
+        if (kids[i].pid > 0) {
+          s5_warn("worker %u did not stop in time: killing it", i);
+          kill(kids[i].pid, SIGKILL);
+        }
+      deadline = now + S5_STOP_GRACE_MS;
+    }
+    wait_signal(set, (long)(deadline - now));
+  }
+}
+
+int s5_run_processes(const struct s5_config *cfg) {
+  struct child *kids = calloc(cfg->queues, sizeof *kids);
+  int *fds = calloc(cfg->queues, sizeof *fds);
+  if (kids == NULL || fds == NULL) {
+    s5_error("out of memory");
+    return 1;
+  }
+  sigset_t set, old;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &set, &old);
+
+  int code = 1;
+  if (s5_device_open(cfg, fds) < 0) goto out;
+  for (unsigned i = 0; i < cfg->queues; i++) kids[i].fd = fds[i];
+
+  unsigned started = 0;
+  for (; started < cfg->queues; started++)
+    if (child_spawn(cfg, kids, started, &old) < 0) break;
+  if (started == cfg->queues) {
+    s5_info("ready: %s, %u queues, mode process", cfg->tun.name, cfg->queues);
+    code = 0;
+    for (;;) {
+      int sig = wait_signal(&set, next_restart_in(cfg, kids));
+      if (sig == SIGTERM || sig == SIGINT) {
+        s5_info("%s: stopping", strsignal(sig));
+        break;
+      }
+      reap(cfg, kids, 0);
+      restart_due(cfg, kids, &old);
+    }
+  }
+  stop_all(cfg, kids, &set);
+  for (unsigned i = 0; i < cfg->queues; i++) fds[i] = kids[i].fd;
+  s5_device_close(fds, cfg->queues);
+out:
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  free(kids);
+  free(fds);
+  return code;
+}

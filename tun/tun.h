@@ -1,0 +1,55 @@
+/* Linux multi-queue TUN device: opening queues (queue.c) and configuring the
+ * link with rtnetlink (link.c).
+ *
+ * Every function returns 0 (or an fd) on success and -errno on failure, so
+ * that main() can turn the errno into advice ("run as root", "delete the
+ * existing device", ...). Nothing here logs. */
+#ifndef S5_TUN_TUN_H
+#define S5_TUN_TUN_H
+
+#include <stddef.h>
+
+struct s5_prefix;  /* ini/config.h */
+
+/* Opens one queue of the multi-queue TUN device `name` (IFF_TUN | IFF_NO_PI |
+ * IFF_MULTI_QUEUE), creating the device if it does not exist. Returns a
+ * non-blocking, close-on-exec fd, or -errno. The first queue opened creates
+ * the device; the device disappears when its last queue is closed unless
+ * persist is set.
+ *
+ * Errors worth telling apart:
+ *   -EINVAL        name empty or a "%d" template
+ *   -ENAMETOOLONG  name does not fit IFNAMSIZ
+ *   -ENOENT, -ENODEV  no /dev/net/tun or no tun driver (modprobe tun)
+ *   -EACCES, -EPERM   not allowed to open /dev/net/tun or to create the
+ *                     device (needs CAP_NET_ADMIN), or the existing device
+ *                     belongs to another user/group
+ *   -EBUSY         the name is taken by a device that is not a multi-queue
+ *                  TUN (a single-queue TUN, a TAP, a bridge, ...)
+ *   -E2BIG         the device already has the most queues the kernel allows */
+int s5_tun_open_queue(const char *name);
+
+/* TUNSETPERSIST on any queue fd of the device. Returns 0 or -errno. */
+int s5_tun_set_persist(int fd, int persist);
+
+/* Detach / re-attach a queue (TUNSETQUEUE with IFF_DETACH_QUEUE /
+ * IFF_ATTACH_QUEUE). A detached queue keeps its fd but receives no packets.
+ * Returns 0 or -errno. */
+int s5_tun_queue_detach(int fd);
+int s5_tun_queue_attach(int fd);
+
+/* With rtnetlink: sets the MTU, adds the IPv4 and/or IPv6 address (a prefix
+ * whose family is 0 is skipped; NULL is the same), and brings the link up,
+ * in that order. IPv6 addresses get IFA_F_NODAD so they are usable at once.
+ * Adding an address the device already has is not an error (a persistent
+ * device being set up again). Returns 0 or -errno, and on failure writes
+ * what failed into err, e.g. "setting MTU 8500 on tun0: Invalid argument". */
+int s5_tun_link_setup(const char *name, unsigned mtu, const struct s5_prefix *ipv4,
+                      const struct s5_prefix *ipv6, char *err, size_t errlen);
+
+/* Deletes the device with RTM_DELLINK: used to remove a persistent device on
+ * request (otherwise closing every queue is enough). Returns 0 or -errno
+ * (-ENODEV when there is no such device). */
+int s5_tun_link_delete(const char *name);
+
+#endif
