@@ -1,0 +1,348 @@
+/* Command-line flags. Precedence is defaults, then the file, then flags, so
+ * the flags are read twice: first to check their spelling and find --config,
+ * --help and friends, then (after the file is loaded) to apply their values.
+ *
+ * Hand-written rather than getopt_long(): the messages must name the flag as
+ * typed, and getopt's unique-prefix matching ("--que" for --queues) would
+ * make today's abbreviations break when a flag is added. Accepted forms:
+ * "--flag value", "--flag=value", "-c FILE", "-cFILE", "-h", "-V". A flag
+ * given twice: the later one wins, as usual for command lines. */
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+#ifndef S5_VERSION
+#error "S5_VERSION must be defined by the build (see ini/CMakeLists.txt)"
+#endif
+
+enum flag_id {
+  FLAG_CONFIG,
+  FLAG_MODE,
+  FLAG_QUEUES,
+  FLAG_TUN,
+  FLAG_MTU,
+  FLAG_SOCKS5,
+  FLAG_LOG_LEVEL,
+  FLAG_CHECK,
+  FLAG_HELP,
+  FLAG_VERSION,
+};
+
+struct flag {
+  enum flag_id id;
+  const char *name;     /* long name, without "--" */
+  char letter;          /* short name, 0 = none */
+  const char *arg;      /* what the value is, NULL = takes no value */
+  const char *section;  /* config key set by the value, if one key */
+  const char *key;
+};
+
+static const struct flag flags[] = {
+  { FLAG_CONFIG, "config", 'c', "FILE", NULL, NULL },
+  { FLAG_MODE, "mode", 0, "thread|process", "", "mode" },
+  { FLAG_QUEUES, "queues", 0, "N", "", "queues" },
+  { FLAG_TUN, "tun", 0, "NAME", "tun", "name" },
+  { FLAG_MTU, "mtu", 0, "N", "tun", "mtu" },
+  { FLAG_SOCKS5, "socks5", 0, "ADDR:PORT", NULL, NULL },
+  { FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level" },
+  { FLAG_CHECK, "check-config", 0, NULL, NULL, NULL },
+  { FLAG_HELP, "help", 'h', NULL, NULL, NULL },
+  { FLAG_VERSION, "version", 'V', NULL, NULL, NULL },
+};
+
+#define FLAG_COUNT (sizeof flags / sizeof flags[0])
+
+/* One flag as found on the command line. */
+struct arg {
+  const struct flag *flag;
+  char spelled[40];   /* as typed, e.g. "--mtu" or "-c", for messages */
+  const char *value;  /* NULL for flags without a value */
+};
+
+/* What the first pass found. */
+struct args {
+  const char *config;  /* --config FILE, NULL = none */
+  bool check;
+  bool help;
+  bool version;
+};
+
+static void usage(FILE *out) {
+  fputs("Usage: s5tund [OPTION]...\n"
+        "Carry TCP from a multi-queue TUN device to a SOCKS5 proxy.\n"
+        "\n"
+        "  -c, --config FILE        read settings from the INI file FILE\n"
+        "      --mode thread|process  run the queue workers as threads or "
+        "processes\n"
+        "      --queues N           number of TUN queues, 1..256 "
+        "(0 = one per CPU)\n"
+        "      --tun NAME           TUN device name\n"
+        "      --mtu N              TUN device MTU, 1280..65535\n"
+        "      --socks5 ADDR:PORT   SOCKS5 proxy, e.g. 127.0.0.1:1080 or "
+        "[::1]:1080\n"
+        "      --log-level LEVEL    error, warn, info or debug\n"
+        "      --check-config       print the effective configuration and "
+        "exit\n"
+        "  -h, --help               print this help and exit\n"
+        "  -V, --version            print the version and exit\n"
+        "\n"
+        "Flags override the file, which overrides the built-in defaults.\n"
+        "Exit status: 0 ok, 2 bad configuration or command line.\n", out);
+}
+
+/* Copies the first n bytes of a flag as typed, for a message: unquoted,
+ * like the flags we know, but without control bytes. */
+static void spell(char *buf, size_t len, const char *s, size_t n) {
+  size_t i;
+
+  for (i = 0; i < n && s[i] != '\0' && i + 1 < len; i++)
+    buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+  buf[i] = '\0';
+}
+
+static const struct flag *find_long(const char *name, size_t len) {
+  size_t i;
+
+  for (i = 0; i < FLAG_COUNT; i++)
+    if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
+      return &flags[i];
+  return NULL;
+}
+
+static const struct flag *find_short(char letter) {
+  size_t i;
+
+  for (i = 0; i < FLAG_COUNT; i++)
+    if (flags[i].letter != 0 && flags[i].letter == letter)
+      return &flags[i];
+  return NULL;
+}
+
+/* Takes the value from the next argument. One that looks like a long flag
+ * is not taken: "--queues --mode process" means a forgotten number. */
+static int take_next(struct arg *a, int argc, char **argv, int *i,
+                     char *err, size_t errlen) {
+  if (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0) {
+    snprintf(err, errlen, "%s: missing argument (%s %s)", a->spelled,
+             a->spelled, a->flag->arg);
+    return -1;
+  }
+  a->value = argv[++*i];
+  return 0;
+}
+
+static int read_long(struct arg *a, int argc, char **argv, int *i,
+                     char *err, size_t errlen) {
+  const char *name = argv[*i] + 2;
+  const char *eq = strchr(name, '=');
+  size_t len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+  char shown[S5_SHOW_MAX];
+
+  a->flag = find_long(name, len);
+  if (a->flag == NULL) {
+    spell(shown, sizeof shown, argv[*i], len + 2);
+    snprintf(err, errlen, "%s: unknown flag (see --help)", shown);
+    return -1;
+  }
+  snprintf(a->spelled, sizeof a->spelled, "--%s", a->flag->name);
+  if (a->flag->arg == NULL) {
+    if (eq != NULL) {
+      snprintf(err, errlen, "%s: takes no value", a->spelled);
+      return -1;
+    }
+    return 0;
+  }
+  if (eq != NULL) {
+    a->value = eq + 1;
+    return 0;
+  }
+  return take_next(a, argc, argv, i, err, errlen);
+}
+
+static int read_short(struct arg *a, int argc, char **argv, int *i,
+                      char *err, size_t errlen) {
+  const char *s = argv[*i];
+  char shown[S5_SHOW_MAX];
+
+  a->flag = find_short(s[1]);
+  /* "-hV" bundles are not supported; "-cFILE" is. */
+  if (a->flag == NULL || (a->flag->arg == NULL && s[2] != '\0')) {
+    spell(shown, sizeof shown, s, strlen(s));
+    snprintf(err, errlen, "%s: unknown flag (see --help)", shown);
+    return -1;
+  }
+  snprintf(a->spelled, sizeof a->spelled, "-%c", s[1]);
+  if (a->flag->arg == NULL)
+    return 0;
+  if (s[2] != '\0') {
+    a->value = s + 2;
+    return 0;
+  }
+  return take_next(a, argc, argv, i, err, errlen);
+}
+
+/* Reads the flag at argv[*i] (and its value), leaving *i on the last
+ * argument used. */
+static int read_arg(struct arg *a, int argc, char **argv, int *i,
+                    char *err, size_t errlen) {
+  const char *s = argv[*i];
+  char shown[S5_SHOW_MAX];
+
+  memset(a, 0, sizeof *a);
+  if (strncmp(s, "--", 2) == 0 && s[2] != '\0')
+    return read_long(a, argc, argv, i, err, errlen);
+  if (s[0] == '-' && s[1] != '\0' && s[1] != '-')
+    return read_short(a, argc, argv, i, err, errlen);
+  s5_show(shown, sizeof shown, s);
+  snprintf(err, errlen, "%s: unexpected argument (s5tund takes only flags; "
+           "see --help)", shown);
+  return -1;
+}
+
+/* First pass: spelling, --config, and the flags that end the run early.
+ * --help and --version win as soon as they are seen. */
+static int scan(struct args *as, int argc, char **argv, char *err,
+                size_t errlen) {
+  struct arg a;
+  int i;
+
+  memset(as, 0, sizeof *as);
+  for (i = 1; i < argc; i++) {
+    if (read_arg(&a, argc, argv, &i, err, errlen) != 0)
+      return -1;
+    switch (a.flag->id) {
+    case FLAG_CONFIG:
+      if (a.value[0] == '\0') {
+        snprintf(err, errlen, "%s: empty file name", a.spelled);
+        return -1;
+      }
+      as->config = a.value;
+      break;
+    case FLAG_CHECK:
+      as->check = true;
+      break;
+    case FLAG_HELP:
+      as->help = true;
+      return 0;
+    case FLAG_VERSION:
+      as->version = true;
+      return 0;
+    default:
+      break;
+    }
+  }
+  return 0;
+}
+
+/* "ADDR:PORT", or "[ADDR]:PORT" for IPv6, whose ':'s would be ambiguous. */
+static int apply_socks5(struct s5_config *cfg, const char *value,
+                        char *err, size_t errlen) {
+  char addr[S5_SHOW_MAX + 8];
+  char shown[S5_SHOW_MAX];
+  char msg[256];
+  const char *colon;
+  const char *port;
+  size_t len;
+
+  s5_show(shown, sizeof shown, value);
+  if (value[0] == '[') {
+    const char *close = strchr(value, ']');
+    if (close == NULL || close[1] != ':') {
+      snprintf(err, errlen, "%s: expected [IPV6]:PORT", shown);
+      return -1;
+    }
+    colon = close + 1;
+  } else {
+    colon = strrchr(value, ':');
+    if (colon != NULL && memchr(value, ':', (size_t)(colon - value)) != NULL) {
+      snprintf(err, errlen, "%s: write an IPv6 address in brackets, "
+               "[ADDR]:PORT", shown);
+      return -1;
+    }
+    if (colon == NULL) {
+      snprintf(err, errlen, "%s: expected ADDR:PORT", shown);
+      return -1;
+    }
+  }
+  len = (size_t)(colon - value);
+  if (len >= sizeof addr) {
+    snprintf(err, errlen, "%s is not an IPv4 or IPv6 address", shown);
+    return -1;
+  }
+  memcpy(addr, value, len);
+  addr[len] = '\0';
+  port = colon + 1;
+  /* Address first: it keeps the old port, which the port then replaces. */
+  if (s5_config_set(cfg, "socks5", "address", addr, err, errlen) != 0)
+    return -1;
+  if (s5_config_set(cfg, "socks5", "port", port, msg, sizeof msg) != 0) {
+    snprintf(err, errlen, "port: %s", msg);
+    return -1;
+  }
+  return 0;
+}
+
+/* Second pass: the values, over defaults and file. Spelling was checked by
+ * scan(), so read_arg() cannot fail here. */
+static int apply(struct s5_config *cfg, int argc, char **argv, char *err,
+                 size_t errlen) {
+  char what[512];
+  struct arg a;
+  int rc;
+  int i;
+
+  for (i = 1; i < argc; i++) {
+    if (read_arg(&a, argc, argv, &i, err, errlen) != 0)
+      return -1;
+    if (a.flag->id == FLAG_SOCKS5)
+      rc = apply_socks5(cfg, a.value, what, sizeof what);
+    else if (a.flag->key != NULL)
+      rc = s5_config_set(cfg, a.flag->section, a.flag->key, a.value,
+                         what, sizeof what);
+    else
+      continue;
+    if (rc != 0) {
+      snprintf(err, errlen, "%s: %s", a.spelled, what);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc,
+                                    char **argv, FILE *out, FILE *errout) {
+  char err[1024];
+  struct args as;
+
+  s5_config_defaults(cfg);
+  if (scan(&as, argc, argv, err, sizeof err) != 0)
+    goto bad;
+  if (as.help) {
+    usage(out);
+    return S5_ARGS_EXIT_OK;
+  }
+  if (as.version) {
+    fprintf(out, "s5tund %s\n", S5_VERSION);
+    return S5_ARGS_EXIT_OK;
+  }
+  if (as.config != NULL &&
+      s5_config_load_file(cfg, as.config, err, sizeof err) != 0)
+    goto bad;
+  if (apply(cfg, argc, argv, err, sizeof err) != 0)
+    goto bad;
+  if (as.check) {
+    s5_config_print(cfg, out);
+    return S5_ARGS_EXIT_OK;
+  }
+  return S5_ARGS_RUN;
+
+bad:
+  fprintf(errout, "s5tund: %s\n", err);
+  return S5_ARGS_EXIT_BAD;
+}
+
+enum s5_args_result s5_args_load(struct s5_config *cfg, int argc,
+                                 char **argv) {
+  return s5_args_load_io(cfg, argc, argv, stdout, stderr);
+}

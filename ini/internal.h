@@ -1,0 +1,78 @@
+/* Private to the ini/ folder: the value parsers and the key table shared by
+ * the INI loader (config_load.c) and the command-line flags (args.c). */
+#ifndef S5_INI_INTERNAL_H
+#define S5_INI_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* Longest physical line accepted in a configuration file, in bytes. Room for
+ * a PATH_MAX log file name plus the key and some quoting. */
+#define S5_INI_LINE_MAX 8192
+
+/* Buffer size that fits a value shown in a message (see s5_show). */
+#define S5_SHOW_MAX 80
+
+/* Writes text into buf as a double-quoted, escaped and (if long) shortened
+ * string, so that a message never carries raw control bytes or kilobytes. */
+void s5_show(char *buf, size_t len, const char *text);
+
+/* The parsers below take a complete value (quotes and comments already
+ * removed), store the result and return 0, or write a short "what is wrong"
+ * into err and return -1. The caller prefixes where the value came from. */
+
+/* Decimal digits only: no sign, no blanks, no 0x, nothing after the digits. */
+int s5_parse_uint(const char *text, unsigned long min, unsigned long max,
+                  unsigned long *out, char *err, size_t errlen);
+
+/* Decimal, or hexadecimal with a 0x prefix: 0..4294967295. */
+int s5_parse_u32(const char *text, uint32_t *out, char *err, size_t errlen);
+
+/* true/false, yes/no, on/off, 1/0, in any letter case. */
+int s5_parse_bool(const char *text, bool *out, char *err, size_t errlen);
+
+/* One of a NULL-terminated list of words (any letter case); *out = index. */
+int s5_parse_word(const char *text, const char *const *words, int *out,
+                  char *err, size_t errlen);
+
+/* A network interface name the kernel accepts, given exactly (no template). */
+int s5_parse_ifname(const char *text, char *out, size_t outlen,
+                    char *err, size_t errlen);
+
+/* ADDR/LEN of the given family; an empty text clears *out (family 0). */
+int s5_parse_prefix(const char *text, int family, struct s5_prefix *out,
+                    char *err, size_t errlen);
+
+/* An IPv4 or IPv6 literal (optionally in brackets) stored with the port. */
+int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
+                socklen_t *sslen, char *err, size_t errlen);
+
+/* Free text of at most max bytes without control characters. The value is
+ * never repeated in the message: it may be a password. */
+int s5_parse_text(const char *text, size_t max, char *out, size_t outlen,
+                  char *err, size_t errlen);
+
+/* Key table (config.c). Keys are identified by their index 0..count-1. */
+int s5_config_key_count(void);
+int s5_config_key_find(const char *section, const char *name);
+const char *s5_config_key_section(int key);
+const char *s5_config_key_name(int key);
+int s5_config_key_set(struct s5_config *cfg, int key, const char *value,
+                      char *err, size_t errlen);
+
+/* Writes a hint for a key that is not in the table (wrong section, wrong
+ * letter case, unknown section) into err, e.g. "unknown key in [tun]". */
+void s5_config_key_unknown(const char *section, const char *name,
+                           char *err, size_t errlen);
+
+/* Checks rules that involve more than one key. On failure returns -1, names
+ * the key to blame in *key and writes what is wrong into err. */
+int s5_config_check(const struct s5_config *cfg, int *key,
+                    char *err, size_t errlen);
+
+/* Port of a socket address in host byte order, 0 if the family is unset. */
+uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss);
+
+#endif
