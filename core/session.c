@@ -103,7 +103,7 @@ static void session_pcb_error(void *arg, err_t err) {
   struct s5_session *s = arg;
   if (s == NULL) return;
   s->pcb = NULL;
-  s5_debug("s%llu client side ended: %s", (unsigned long long)s->id, lwip_strerr(err));
+  s5_debug("s%llu client side ended (lwIP error %d)", (unsigned long long)s->id, (int)err);
   if (s->state != S5_SESSION_CLOSED) session_close_handles(s, 1);
 }
 
@@ -127,7 +127,7 @@ void s5_session_established(struct s5_session *s) {
 static void session_timer_fired(uv_timer_t *timer) {
   struct s5_session *s = timer->data;
   if (s->state != S5_SESSION_RELAY) {
-    s5_session_abort(s, "proxy did not complete the connection in time");
+    s5_session_abort(s, "connection not established within connect-timeout");
     return;
   }
   uint64_t idle_ms = s->w->cfg->session.tcp_idle_timeout * 1000ull;
