@@ -1,0 +1,424 @@
+#!/usr/bin/python3
+"""Client for the s5tund end-to-end tests (target protocol: see e2elib.py).
+
+  client.py [common options] echo [--count N] [--halfclose] [--retry-for S]
+  client.py [common options] bulk [--size 64M] [--upload-mode eof|length]
+  client.py [common options] concurrent N [--retry-for S]
+  client.py [common options] hold [--hold S]
+  client.py [common options] expect-refused [--accept-eof]
+
+Common options: --host ADDR --port PORT --timeout S (every socket operation),
+and, for the harness self-check only, --socks5 ADDR:PORT [--user U
+--password P] to go through a SOCKS5 proxy directly instead of through
+s5tund's TUN device.
+
+Exit status 0 when every check passed, 1 otherwise; the last line printed
+says what happened.
+"""
+
+import argparse
+import hashlib
+import os
+import random
+import socket
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib  # noqa: E402
+
+
+class Mismatch(Exception):
+    """Data came back wrong: a real failure, never retried."""
+
+
+def log(msg):
+    print("client: " + msg, flush=True)
+
+
+def open_conn(args):
+    return e2elib.connect(args.host, args.port, args.timeout, args.socks5,
+                          args.user, args.password)
+
+
+def recv_until_eof(sock, limit=None):
+    buf = bytearray()
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return bytes(buf)
+        buf += chunk
+        if limit is not None and len(buf) > limit:
+            raise Mismatch("more than %d bytes before EOF" % limit)
+
+
+# ---------------------------------------------------------------- echo
+
+def echo_once(args, rng):
+    s = open_conn(args)
+    try:
+        s.sendall(b"ECHO\n")
+        # Ping-pong: messages small enough to always fit in the buffers of
+        # the path, so send-then-receive cannot deadlock.
+        sizes = [1, 2, 100, 536, 1400, 1460, 4096, 9000, 16384]
+        total = 0
+        for i in range(args.count):
+            msg = rng.randbytes(sizes[i % len(sizes)])
+            s.sendall(msg)
+            got = e2elib.recv_exact(s, len(msg))
+            if got != msg:
+                raise Mismatch("echo message %d (%d bytes) came back different"
+                               % (i, len(msg)))
+            total += len(msg)
+        # Streaming: 1 MiB sent by a thread while this one reads it back.
+        block = rng.randbytes(args.stream_size)
+        err = []
+
+        def sender():
+            try:
+                s.sendall(block)
+            except OSError as e:
+                err.append(e)
+
+        t = threading.Thread(target=sender, daemon=True)
+        t.start()
+        got = e2elib.recv_exact(s, len(block))
+        t.join(args.timeout)
+        if err:
+            raise err[0]
+        if got != block:
+            raise Mismatch("streamed block of %d bytes came back different" % len(block))
+        total += len(block)
+        if args.halfclose:
+            # Half-close: our FIN must reach the target, and the target's
+            # echo of the last message must still come back after it.
+            last = rng.randbytes(5000)
+            s.sendall(last)
+            s.shutdown(socket.SHUT_WR)
+            got = recv_until_eof(s, limit=len(last))
+            if got != last:
+                raise Mismatch("after half-close got %d bytes back, expected the %d "
+                               "bytes sent before it" % (len(got), len(last)))
+            total += len(last)
+            return "%d bytes echoed, half-close ok" % total
+        return "%d bytes echoed" % total
+    finally:
+        s.close()
+
+
+def cmd_echo(args):
+    rng = random.Random(args.seed)
+    deadline = time.monotonic() + args.retry_for
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            what = echo_once(args, rng)
+            log("echo %s:%d ok: %s (attempt %d)" % (args.host, args.port, what, attempt))
+            return 0
+        except Mismatch as e:
+            log("echo %s:%d FAILED: %s" % (args.host, args.port, e))
+            return 1
+        except (OSError, ConnectionError, e2elib.Socks5Error) as e:
+            if time.monotonic() >= deadline:
+                log("echo %s:%d FAILED after %d attempt(s): %s: %s"
+                    % (args.host, args.port, attempt, type(e).__name__, e))
+                return 1
+            if attempt == 1 or attempt % 10 == 0:
+                log("attempt %d: %s: %s; retrying" % (attempt, type(e).__name__, e))
+            time.sleep(args.retry_interval)
+
+
+# ---------------------------------------------------------------- bulk
+
+def bulk_upload(args, n, seed):
+    s = open_conn(args)
+    try:
+        h = hashlib.sha256()
+        if args.upload_mode == "eof":
+            s.sendall(b"UPLOAD\n")
+        else:
+            s.sendall(b"UPLOAD %d\n" % n)
+        t0 = time.monotonic()
+        for chunk in e2elib.stream(seed, n):
+            h.update(chunk)
+            s.sendall(chunk)
+        if args.upload_mode == "eof":
+            s.shutdown(socket.SHUT_WR)
+        reply = recv_until_eof(s, limit=200).decode("ascii", "replace").strip()
+        dt = time.monotonic() - t0
+    finally:
+        s.close()
+    if reply != h.hexdigest():
+        raise Mismatch("upload of %d bytes: target got sha256 %r, sent %s"
+                       % (n, reply, h.hexdigest()))
+    log("upload %d bytes ok (%s, %.1f MiB/s), sha256 %s"
+        % (n, args.upload_mode, n / (1 << 20) / max(dt, 1e-6), reply))
+
+
+def bulk_download(args, n, seed):
+    expect = e2elib.stream_sha256(seed, n)
+    s = open_conn(args)
+    try:
+        s.sendall(b"DOWNLOAD %d %d\n" % (n, seed))
+        h = hashlib.sha256()
+        got = 0
+        t0 = time.monotonic()
+        buf = bytearray(1 << 18)
+        view = memoryview(buf)
+        while True:
+            k = s.recv_into(buf)
+            if k == 0:
+                break
+            h.update(view[:k])
+            got += k
+        dt = time.monotonic() - t0
+    finally:
+        s.close()
+    if got != n or h.hexdigest() != expect:
+        raise Mismatch("download: got %d bytes sha256 %s, expected %d bytes sha256 %s"
+                       % (got, h.hexdigest(), n, expect))
+    log("download %d bytes ok (%.1f MiB/s), sha256 %s"
+        % (n, n / (1 << 20) / max(dt, 1e-6), expect))
+
+
+def cmd_bulk(args):
+    n = e2elib.parse_size(args.size)
+    try:
+        if args.direction in ("both", "up"):
+            bulk_upload(args, n, args.seed)
+        if args.direction in ("both", "down"):
+            bulk_download(args, n, args.seed + 1)
+    except Mismatch as e:
+        log("bulk FAILED: %s" % e)
+        return 1
+    except (OSError, ConnectionError, e2elib.Socks5Error) as e:
+        log("bulk FAILED: %s: %s" % (type(e).__name__, e))
+        return 1
+    log("bulk %s:%d ok: %d bytes each way" % (args.host, args.port, n))
+    return 0
+
+
+# ---------------------------------------------------------------- concurrent
+
+def concurrent_once(args, n):
+    socks = [None] * n
+    errors = []
+    lock = threading.Lock()
+
+    def record(i, what, e):
+        with lock:
+            errors.append("conn %d: %s: %s: %s" % (i, what, type(e).__name__, e))
+
+    def opener(i):
+        try:
+            s = open_conn(args)
+            s.sendall(b"ECHO\n")
+            socks[i] = s
+        except (OSError, ConnectionError, e2elib.Socks5Error) as e:
+            record(i, "connect", e)
+
+    def exchanger(i):
+        s = socks[i]
+        rng = random.Random(i * 7919 + args.seed)
+        try:
+            for r in range(args.rounds):
+                msg = ("conn %d round %d " % (i, r)).encode() + rng.randbytes(2000)
+                s.sendall(msg)
+                got = e2elib.recv_exact(s, len(msg))
+                if got != msg:
+                    with lock:
+                        errors.append("conn %d round %d: echo came back different" % (i, r))
+                    return
+        except (OSError, ConnectionError, Mismatch) as e:
+            record(i, "exchange", e)
+
+    def run_all(fn, idx):
+        threads = [threading.Thread(target=fn, args=(i,), daemon=True) for i in idx]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    try:
+        # Phase 1: open all n connections; they stay open together.
+        run_all(opener, range(n))
+        opened = sum(1 for s in socks if s is not None)
+        if errors:
+            return False, "%d of %d connections opened; first errors: %s" % (
+                opened, n, "; ".join(sorted(errors)[:5]))
+        # Phase 2: every connection does its echo exchange at the same time.
+        run_all(exchanger, range(n))
+        if errors:
+            return False, "%d of %d exchanges failed; first errors: %s" % (
+                len(errors), n, "; ".join(sorted(errors)[:5]))
+        return True, "%d concurrent connections, %d rounds each, all ok" % (n, args.rounds)
+    finally:
+        for s in socks:
+            if s is not None:
+                s.close()
+
+
+def cmd_concurrent(args):
+    deadline = time.monotonic() + args.retry_for
+    attempt = 0
+    while True:
+        attempt += 1
+        ok, what = concurrent_once(args, args.n)
+        if ok:
+            log("concurrent %s:%d ok: %s (attempt %d)" % (args.host, args.port, what, attempt))
+            return 0
+        if time.monotonic() >= deadline:
+            log("concurrent %s:%d FAILED (attempt %d): %s" % (args.host, args.port, attempt, what))
+            return 1
+        log("attempt %d failed: %s; retrying" % (attempt, what))
+        time.sleep(args.retry_interval)
+
+
+# ---------------------------------------------------------------- hold
+
+def cmd_hold(args):
+    """One echo exchange, then keeps the connection open (a live session)
+    until the peer closes it, --hold seconds pass, or this process is killed."""
+    try:
+        s = open_conn(args)
+        s.sendall(b"ECHO\nhold\n")
+        if e2elib.recv_exact(s, 5) != b"hold\n":
+            log("hold FAILED: echo came back different")
+            return 1
+    except (OSError, ConnectionError, e2elib.Socks5Error) as e:
+        log("hold FAILED: %s: %s" % (type(e).__name__, e))
+        return 1
+    log("hold: connection to %s:%d open" % (args.host, args.port))
+    s.settimeout(args.hold)
+    try:
+        data = s.recv(4096)
+        log("hold: peer closed the connection (%s)" % ("EOF" if not data else "data"))
+    except socket.timeout:
+        log("hold: still open after %.0f s" % args.hold)
+    except OSError as e:
+        log("hold: connection ended: %s" % e)
+    s.close()
+    return 0
+
+
+# ---------------------------------------------------------------- expect-refused
+
+def cmd_expect_refused(args):
+    """Passes when the connection is refused (RST to the SYN) or reset before
+    any data came back. Fails when data comes back (the connection works),
+    when nothing at all happens within --timeout (a hang), and, unless
+    --accept-eof, when the connection is closed cleanly (FIN)."""
+    where = "%s:%d" % (args.host, args.port)
+    s = socket.socket(e2elib.family_of(args.host), socket.SOCK_STREAM)
+    s.settimeout(args.timeout)
+    try:
+        try:
+            s.connect((args.host, args.port))
+        except ConnectionRefusedError:
+            log("expect-refused %s ok: connect refused (ECONNREFUSED)" % where)
+            return 0
+        except ConnectionResetError:
+            log("expect-refused %s ok: connection reset during connect" % where)
+            return 0
+        except socket.timeout:
+            log("expect-refused %s FAILED: connect neither completed nor was refused "
+                "within %.0f s" % (where, args.timeout))
+            return 1
+        except OSError as e:
+            log("expect-refused %s FAILED: connect failed with %s, expected ECONNREFUSED"
+                % (where, e))
+            return 1
+        # Connected (the TUN side may accept before the proxy answers): the
+        # connection must now be reset without delivering anything.
+        try:
+            s.sendall(b"ECHO\nprobe\n")
+            data = s.recv(4096)
+        except (ConnectionResetError, BrokenPipeError) as e:
+            log("expect-refused %s ok: connected, then reset before any data (%s)"
+                % (where, type(e).__name__))
+            return 0
+        except socket.timeout:
+            log("expect-refused %s FAILED: connected, then neither data, reset nor "
+                "close within %.0f s (hang)" % (where, args.timeout))
+            return 1
+        except OSError as e:
+            log("expect-refused %s FAILED: connected, then %s" % (where, e))
+            return 1
+        if data:
+            log("expect-refused %s FAILED: connection works, got %d bytes back: %r"
+                % (where, len(data), data[:40]))
+            return 1
+        if args.accept_eof:
+            log("expect-refused %s ok: connected, then closed (FIN) without data" % where)
+            return 0
+        log("expect-refused %s FAILED: connected, then closed cleanly (FIN) instead of "
+            "being reset" % where)
+        return 1
+    finally:
+        s.close()
+
+
+def main():
+    def add_common(parser, top):
+        # Accepted before and after the subcommand; only the top level has
+        # defaults so that a subcommand does not reset what was given before it.
+        d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
+        parser.add_argument("--host", default=d(None))
+        parser.add_argument("--port", type=int, default=d(7000))
+        parser.add_argument("--timeout", type=float, default=d(30.0),
+                            help="limit for every socket operation, seconds")
+        parser.add_argument("--socks5", default=d(None),
+                            help="self-check only: go through this SOCKS5 proxy")
+        parser.add_argument("--user", default=d(None))
+        parser.add_argument("--password", default=d(None))
+        parser.add_argument("--seed", type=int, default=d(1))
+
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common(ap, True)
+    common = argparse.ArgumentParser(add_help=False)
+    add_common(common, False)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("echo", parents=[common])
+    p.add_argument("--count", type=int, default=20)
+    p.add_argument("--stream-size", type=int, default=1 << 20)
+    p.add_argument("--halfclose", action="store_true")
+    p.add_argument("--retry-for", type=float, default=0.0)
+    p.add_argument("--retry-interval", type=float, default=0.3)
+    p.set_defaults(fn=cmd_echo)
+
+    p = sub.add_parser("bulk", parents=[common])
+    p.add_argument("--size", default="64M")
+    p.add_argument("--upload-mode", choices=["eof", "length"], default="eof")
+    p.add_argument("--direction", choices=["both", "up", "down"], default="both")
+    p.set_defaults(fn=cmd_bulk)
+
+    p = sub.add_parser("concurrent", parents=[common])
+    p.add_argument("n", type=int)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--retry-for", type=float, default=0.0)
+    p.add_argument("--retry-interval", type=float, default=0.5)
+    p.set_defaults(fn=cmd_concurrent)
+
+    p = sub.add_parser("hold", parents=[common])
+    p.add_argument("--hold", type=float, default=60.0)
+    p.set_defaults(fn=cmd_hold)
+
+    p = sub.add_parser("expect-refused", parents=[common])
+    p.add_argument("--accept-eof", action="store_true")
+    p.set_defaults(fn=cmd_expect_refused)
+
+    args = ap.parse_args()
+    if not args.host:
+        ap.error("--host is required")
+    if (args.user is None) != (args.password is None):
+        ap.error("--user and --password go together")
+    sys.exit(args.fn(args))
+
+
+if __name__ == "__main__":
+    main()

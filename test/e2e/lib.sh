@@ -1,0 +1,485 @@
+# shellcheck shell=bash
+# Shared shell library of the s5tund end-to-end tests: the topology, the
+# SOCKS5 servers, the target, s5tund itself, and the clean-up trap.
+# Sourced by run.sh and test/demo.sh; needs bash, root, iproute2, procps.
+#
+# Topology (names unique per run so that runs can go in parallel):
+#
+#   namespace C (s5c-<name>-<pid>)          namespace S (s5s-<name>-<pid>)
+#     s5tund, owns tun0                       microsocks 10.200.0.2:1080
+#     client.py                               danted     10.200.0.2:1081,
+#     veth0 10.200.0.1/24 fd00:200::1/64        [fd00:200::2]:1081
+#     route 10.201.0.0/24  dev tun0  <---->   veth0 10.200.0.2/24 fd00:200::2/64
+#     route fd00:201::/64  dev tun0           lo: 10.201.0.1/32 fd00:201::1/128
+#                                             target.py port 7000 on both
+#
+# All traffic stays inside these two namespaces (and loopback).
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export PYTHONDONTWRITEBYTECODE=1
+export PATH="$PATH:/usr/sbin:/sbin"   # ip, danted
+PY=/usr/bin/python3           # Debian's, stdlib only (another python3 may be first in PATH)
+
+C_ADDR4=10.200.0.1
+S_ADDR4=10.200.0.2
+C_ADDR6=fd00:200::1
+S_ADDR6=fd00:200::2
+TGT4=10.201.0.1
+TGT6=fd00:201::1
+TGT_PORT=7000
+MS_PORT=1080                  # microsocks
+DANTE_PORT=1081               # danted
+TUN=tun0
+TUN_IPV4=198.18.0.1/15
+TUN_IPV6=fc00::1/64
+
+# Bounds (seconds): generous, only there so that nothing can hang forever.
+T_START=${E2E_T_START:-30}    # daemon up, proxy listening, first traffic
+T_STEP=${E2E_T_STEP:-60}      # one client step
+# shellcheck disable=SC2034  # used by run.sh and demo.sh
+T_BULK=${E2E_T_BULK:-300}     # one bulk transfer step
+T_STOP=${E2E_T_STOP:-30}      # daemon exit after SIGTERM
+
+NS_C=""
+NS_S=""
+WORK=""
+S5PID=""
+S5LOG=""
+E2E_NAME=""
+E2E_CLEANED=0
+E2E_LOGS=()                   # logs printed on failure
+
+oneline() { tr '\n' ' ' <<<"$1" | sed 's/ *$//'; }   # "a\nb\n" -> "a b"
+log()  { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+fail() { printf '[e2e %s] FAIL: %s\n' "$(date +%H:%M:%S)" "$*" >&2; exit 1; }
+skip() { printf '[e2e] SKIP: %s\n' "$*"; exit 77; }
+
+# ------------------------------------------------------------ prerequisites
+
+e2e_require_root() {
+  [[ $EUID -eq 0 ]] || skip "needs root (network namespaces, TUN devices)"
+  [[ -c /dev/net/tun ]] || skip "/dev/net/tun is missing"
+  ip netns list >/dev/null 2>&1 || skip "cannot use network namespaces (ip netns)"
+}
+
+e2e_require_tools() {
+  local t missing=()
+  for t in ip ss pgrep timeout microsocks danted "$PY"; do
+    command -v "$t" >/dev/null 2>&1 || missing+=("$t")
+  done
+  ((${#missing[@]} == 0)) || fail "missing tools: ${missing[*]} (run 'make deps')"
+}
+
+# Resolves the s5tund binary: argument, $S5TUND, or build/s5tund.
+e2e_find_s5tund() {
+  S5TUND=${1:-${S5TUND:-$E2E_DIR/../../build/s5tund}}
+  [[ -x $S5TUND ]] || fail "s5tund binary not found or not executable: $S5TUND"
+  S5TUND=$(readlink -f "$S5TUND")
+}
+
+# ------------------------------------------------------------ namespaces
+
+# Namespaces left behind by a run that was killed hard (SIGKILL, so that its
+# trap could not run): ours by name, and their owner pid no longer exists.
+e2e_reap_stale() {
+  local ns owner
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+    [[ $ns =~ ^s5[cs]-.*-([0-9]+)$ ]] || continue
+    owner=${BASH_REMATCH[1]}
+    kill -0 "$owner" 2>/dev/null && continue
+    log "removing stale namespace $ns (run $owner is gone)"
+    e2e_ns_destroy "$ns"
+  done
+}
+
+# Ends every process inside namespace $1 (only our own test processes live
+# there), then deletes it.
+e2e_ns_destroy() {
+  local ns=$1 pids i
+  [[ -e /run/netns/$ns ]] || return 0
+  pids=$(ip netns pids "$ns" 2>/dev/null || true)
+  if [[ -n $pids ]]; then
+    # shellcheck disable=SC2086
+    kill -TERM $pids 2>/dev/null || true
+    for i in $(seq 50); do
+      pids=$(ip netns pids "$ns" 2>/dev/null || true)
+      [[ -z $pids ]] && break
+      sleep 0.1
+    done
+    # shellcheck disable=SC2086
+    if [[ -n $pids ]]; then kill -KILL $pids 2>/dev/null || true; fi
+  fi
+  ip netns del "$ns" 2>/dev/null || true
+}
+
+e2e_dump_logs() {
+  local f
+  echo "================ diagnostics ($E2E_NAME) ================"
+  if [[ -n $NS_C && -e /run/netns/$NS_C ]]; then
+    echo "---- namespace C: links, addresses, routes, sockets"
+    ip -n "$NS_C" -d link show 2>&1 | sed 's/^/  /'
+    ip -n "$NS_C" addr show 2>&1 | grep -E 'inet|^[0-9]' | sed 's/^/  /'
+    ip -n "$NS_C" route show 2>&1 | sed 's/^/  /'
+    ip -n "$NS_C" -6 route show 2>&1 | sed 's/^/  /'
+    echo "---- processes in C"
+    for f in $(ip netns pids "$NS_C" 2>/dev/null); do
+      echo "  $f (ppid $(awk '{print $4}' "/proc/$f/stat" 2>/dev/null)): $(tr '\0' ' ' <"/proc/$f/cmdline" 2>/dev/null)"
+    done
+  fi
+  if [[ -n $NS_S && -e /run/netns/$NS_S ]]; then
+    echo "---- namespace S: listening sockets"
+    ip netns exec "$NS_S" ss -Hltnp 2>&1 | sed 's/^/  /'
+  fi
+  for f in "${E2E_LOGS[@]}"; do
+    [[ -f $f ]] || continue
+    echo "---- $(basename "$f") (last 150 lines)"
+    tail -n 150 "$f"
+  done
+  echo "================ end of diagnostics ================"
+}
+
+E2E_ERR_SEEN=0
+e2e_on_err() {   # names the failed command and where (once: ERR fires per function level)
+  ((E2E_ERR_SEEN)) && return 0
+  E2E_ERR_SEEN=1
+  local i=0 where="" frame
+  while frame=$(caller "$i"); do
+    # frame: LINE FUNCTION FILE
+    # shellcheck disable=SC2086
+    set -- $frame
+    where+=" <- $(basename "$3"):$1 ${2}"
+    i=$((i + 1))
+  done
+  printf '[e2e %s] FAIL: command failed: %s\n    at%s\n' "$(date +%H:%M:%S)" "$BASH_COMMAND" "$where" >&2
+}
+
+e2e_cleanup() {
+  local rc=$?
+  ((E2E_CLEANED)) && return 0
+  E2E_CLEANED=1
+  trap - EXIT INT TERM HUP ERR
+  trap '' PIPE                # a reader that went away must not cut the clean-up short
+  set +e
+  if ((rc != 0 && rc != 77)); then
+    e2e_dump_logs
+  fi
+  if [[ -n $S5PID ]] && kill -0 "$S5PID" 2>/dev/null; then
+    kill -TERM "$S5PID" 2>/dev/null
+    for _ in $(seq 50); do e2e_pid_running "$S5PID" || break; sleep 0.1; done
+    kill -KILL "$S5PID" 2>/dev/null || true
+  fi
+  if [[ -n ${E2E_WATCHDOG:-} ]]; then
+    kill $(pgrep -P "$E2E_WATCHDOG") "$E2E_WATCHDOG" 2>/dev/null
+  fi
+  [[ -n $NS_C ]] && e2e_ns_destroy "$NS_C"
+  [[ -n $NS_S ]] && e2e_ns_destroy "$NS_S"
+  if [[ -n $WORK && -d $WORK ]]; then
+    if [[ -n ${E2E_KEEP:-} ]]; then
+      log "kept work directory $WORK"
+    else
+      rm -rf "$WORK"
+    fi
+  fi
+  ((rc == 0)) || log "exit status $rc"
+  return "$rc"
+}
+
+# e2e_init NAME: work directory, namespace names, trap. Call first.
+e2e_init() {
+  E2E_NAME=$1
+  NS_C="s5c-$E2E_NAME-$$"
+  NS_S="s5s-$E2E_NAME-$$"
+  trap e2e_cleanup EXIT
+  trap e2e_on_err ERR
+  trap 'log "interrupted"; exit 130' INT
+  trap 'log "terminated"; exit 143' TERM
+  trap 'exit 129' HUP
+  trap 'exit 141' PIPE
+  # Watchdog: the whole case is bounded (ctest's own timeout would SIGKILL
+  # us, leaving no chance to clean up).
+  ( sleep "${E2E_DEADLINE:-600}"
+    printf '[e2e] FAIL: watchdog: case still running after %ss\n' "${E2E_DEADLINE:-600}" >&2
+    kill -TERM $$ ) &
+  E2E_WATCHDOG=$!
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/s5e2e-$E2E_NAME.XXXXXX")
+  chmod 755 "$WORK"           # danted's unprivileged children read nothing here, but may log
+  e2e_reap_stale
+}
+
+e2e_topology_up() {
+  ip netns add "$NS_C"
+  ip netns add "$NS_S"
+  ip -n "$NS_C" link set lo up
+  ip -n "$NS_S" link set lo up
+  ip -n "$NS_C" link add veth0 type veth peer name veth0 netns "$NS_S"
+  ip -n "$NS_C" addr add "$C_ADDR4/24" dev veth0
+  ip -n "$NS_S" addr add "$S_ADDR4/24" dev veth0
+  ip -n "$NS_C" addr add "$C_ADDR6/64" dev veth0 nodad
+  ip -n "$NS_S" addr add "$S_ADDR6/64" dev veth0 nodad
+  ip -n "$NS_C" link set veth0 up
+  ip -n "$NS_S" link set veth0 up
+  # Target addresses exist only in S.
+  ip -n "$NS_S" addr add "$TGT4/32" dev lo
+  ip -n "$NS_S" addr add "$TGT6/128" dev lo nodad
+  log "topology up: C=$NS_C S=$NS_S"
+}
+
+# Runs a command in C / S.
+in_c() { ip netns exec "$NS_C" "$@"; }
+in_s() { ip netns exec "$NS_S" "$@"; }
+
+# ------------------------------------------------------------ servers in S
+
+# e2e_wait_listen PORT [ADDR]: until something in S listens on PORT.
+e2e_wait_listen() {
+  local port=$1 addr=${2:-} i
+  for i in $(seq $((T_START * 10))); do
+    if [[ -n $addr ]]; then
+      in_s ss -Hltn "sport = :$port" | grep -qF "$addr" && return 0
+    else
+      [[ -n $(in_s ss -Hltn "sport = :$port") ]] && return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+e2e_start_target() {
+  local ready=$WORK/target.ready
+  E2E_LOGS+=("$WORK/target.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/target.py" --listen "$TGT4" --listen "$TGT6" \
+    --port "$TGT_PORT" --ready-file "$ready" >"$WORK/target.log" 2>&1 &
+  local i
+  for i in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && { log "target listening on $TGT4 and [$TGT6] port $TGT_PORT"; return 0; }
+    sleep 0.1
+  done
+  fail "target.py did not start"
+}
+
+# e2e_start_microsocks [USER PASS]
+e2e_start_microsocks() {
+  local auth=()
+  [[ $# -eq 2 ]] && auth=(-u "$1" -P "$2")
+  E2E_LOGS+=("$WORK/microsocks.log")
+  # No -1 (auth_once): that would whitelist an address after one good login
+  # and hide authentication failures.
+  ip netns exec "$NS_S" microsocks -i "$S_ADDR4" -p "$MS_PORT" "${auth[@]}" >>"$WORK/microsocks.log" 2>&1 &
+  MS_PID=$!
+  e2e_wait_listen "$MS_PORT" "$S_ADDR4" || fail "microsocks does not listen on $S_ADDR4:$MS_PORT"
+  log "microsocks listening on $S_ADDR4:$MS_PORT${auth:+ (username/password)} pid $MS_PID"
+}
+
+e2e_stop_microsocks() {
+  [[ -n ${MS_PID:-} ]] || return 0
+  kill -TERM "$MS_PID" 2>/dev/null || true
+  wait "$MS_PID" 2>/dev/null || true
+  MS_PID=""
+}
+
+e2e_start_dante() {
+  local conf=$WORK/danted.conf
+  E2E_LOGS+=("$WORK/danted.log")
+  cat >"$conf" <<EOF
+# danted for the s5tund end-to-end tests (namespace $NS_S)
+logoutput: $WORK/danted.log
+internal: $S_ADDR4 port = $DANTE_PORT
+internal: $S_ADDR6 port = $DANTE_PORT
+external: $S_ADDR4
+external: $S_ADDR6
+clientmethod: none
+socksmethod: none
+user.privileged: root
+user.unprivileged: nobody
+client pass {
+  from: 0/0 to: 0/0
+  log: error
+}
+socks pass {
+  from: 0/0 to: 0/0
+  command: connect
+  log: error connect disconnect
+}
+EOF
+  # Foreground (no -D), our own pid file so that parallel runs do not clash.
+  ip netns exec "$NS_S" danted -f "$conf" -p "$WORK/danted.pid" >>"$WORK/danted.log" 2>&1 &
+  DANTE_PID=$!
+  e2e_wait_listen "$DANTE_PORT" "$S_ADDR4" || fail "danted does not listen on $S_ADDR4:$DANTE_PORT"
+  e2e_wait_listen "$DANTE_PORT" "$S_ADDR6" || fail "danted does not listen on [$S_ADDR6]:$DANTE_PORT"
+  log "danted listening on $S_ADDR4:$DANTE_PORT and [$S_ADDR6]:$DANTE_PORT pid $DANTE_PID"
+}
+
+# ------------------------------------------------------------ s5tund
+
+e2e_pid_running() {   # true while $1 exists and is not a zombie
+  local st
+  st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $st && $st != Z && $st != X ]]
+}
+
+# e2e_write_config FILE: an INI file from the variables CFG_MODE, CFG_QUEUES,
+# CFG_PROXY_ADDR, CFG_PROXY_PORT, CFG_USER, CFG_PASS (empty ones are left out).
+e2e_write_config() {
+  local f=$1
+  {
+    echo "# s5tund configuration for e2e test $E2E_NAME"
+    [[ -n ${CFG_MODE:-} ]] && echo "mode = $CFG_MODE"
+    [[ -n ${CFG_QUEUES:-} ]] && echo "queues = $CFG_QUEUES"
+    echo
+    echo "[tun]"
+    echo "name = $TUN"
+    echo "ipv4 = $TUN_IPV4"
+    echo "ipv6 = $TUN_IPV6"
+    echo
+    if [[ -n ${CFG_PROXY_ADDR:-} || -n ${CFG_USER:-} ]]; then
+      echo "[socks5]"
+      [[ -n ${CFG_PROXY_ADDR:-} ]] && echo "address = $CFG_PROXY_ADDR"
+      [[ -n ${CFG_PROXY_PORT:-} ]] && echo "port = $CFG_PROXY_PORT"
+      [[ -n ${CFG_USER:-} ]] && echo "username = $CFG_USER"
+      [[ -n ${CFG_PASS:-} ]] && echo "password = $CFG_PASS"
+      echo
+    fi
+    echo "[session]"
+    echo "connect-timeout = 10"
+    echo
+    echo "[log]"
+    echo "level = ${CFG_LOG_LEVEL:-info}"
+  } >"$f"
+}
+
+# e2e_start_s5tund ARGS...: starts s5tund in C (stdout+stderr to its log),
+# sets S5PID. Does not wait for readiness.
+e2e_start_s5tund() {
+  S5LOG=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).log
+  S5_RUNS=$((${S5_RUNS:-0} + 1))
+  E2E_LOGS+=("$S5LOG")
+  echo "+ $S5TUND $*" >"$S5LOG"
+  ip netns exec "$NS_C" "$S5TUND" "$@" >>"$S5LOG" 2>&1 &
+  S5PID=$!
+  log "s5tund started (pid $S5PID): $*"
+}
+
+e2e_tun_up() { [[ -n $(in_c ip link show dev "$TUN" up 2>/dev/null) ]]; }
+e2e_tun_exists() { in_c ip link show dev "$TUN" >/dev/null 2>&1; }
+
+# Number of queues attached to the TUN device.
+e2e_tun_numqueues() {
+  local n
+  n=$(in_c ip -d link show dev "$TUN" 2>/dev/null | grep -o 'numqueues [0-9]*' | awk '{print $2}')
+  if [[ -z $n ]]; then
+    n=$(in_c sh -c "ls -d /sys/class/net/$TUN/queues/tx-* 2>/dev/null | wc -l")
+  fi
+  echo "${n:-0}"
+}
+
+# Byte counters of the TUN device: "TX RX" (TX: from the kernel, i.e. the
+# client, into s5tund; RX: written by s5tund towards the client).
+e2e_tun_bytes() {
+  echo "$(in_c cat "/sys/class/net/$TUN/statistics/tx_bytes") $(in_c cat "/sys/class/net/$TUN/statistics/rx_bytes")"
+}
+
+# e2e_check_through_tun "TX0 RX0" MIN: both counters grew by at least MIN
+# bytes since TX0 RX0: the traffic really went through the TUN device.
+e2e_check_through_tun() {
+  local before after min=$2
+  read -r -a before <<<"$1"
+  read -r -a after <<<"$(e2e_tun_bytes)"
+  local tx=$((after[0] - before[0])) rx=$((after[1] - before[1]))
+  ((tx >= min && rx >= min)) \
+    || fail "$TUN carried $tx bytes in and $rx bytes out, expected at least $min each way"
+  log "$TUN carried $tx bytes from the client and $rx bytes back"
+}
+
+# Worker processes of s5tund (its children), one pid a line.
+e2e_workers() { pgrep -P "$S5PID" 2>/dev/null || true; }
+
+e2e_s5_alive() { e2e_pid_running "$S5PID"; }
+
+e2e_require_alive() {
+  e2e_s5_alive || fail "s5tund (pid $S5PID) is not running any more ($*)"
+}
+
+# e2e_wait_ready MODE QUEUES: e2e_wait_device, then an echo through the
+# tunnel (retried for a bounded time).
+e2e_wait_ready() {
+  e2e_wait_device "$@"
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 \
+    || fail "no traffic through the tunnel within ${T_START}s"
+}
+
+# e2e_wait_device MODE QUEUES: TUN device up with every queue attached, the
+# workers there (processes in process mode, threads in thread mode), and the
+# routes to the targets through it.
+e2e_wait_device() {
+  local mode=$1 queues=$2 i nq=0 nw=0
+  for i in $(seq $((T_START * 10))); do
+    e2e_s5_alive || fail "s5tund exited before its device came up"
+    e2e_tun_up && break
+    sleep 0.1
+  done
+  e2e_tun_up || fail "device $TUN is not up after ${T_START}s"
+  for i in $(seq $((T_START * 10))); do
+    nq=$(e2e_tun_numqueues)
+    if [[ $mode == process ]]; then
+      nw=$(e2e_workers | wc -l)
+    else
+      nw=$(ls "/proc/$S5PID/task" 2>/dev/null | wc -l)
+    fi
+    if [[ $mode == process ]]; then
+      ((nq == queues && nw == queues)) && break
+    else
+      ((nq == queues && nw >= queues)) && break
+    fi
+    sleep 0.1
+  done
+  ((nq == queues)) || fail "$TUN has $nq queues attached, expected $queues"
+  if [[ $mode == process ]]; then
+    ((nw == queues)) || fail "s5tund has $nw worker processes, expected $queues"
+    log "$TUN up, $nq queue(s), worker pids: $(e2e_workers | tr '\n' ' ')"
+  else
+    ((nw >= queues)) || fail "s5tund has $nw threads, expected at least $queues"
+    log "$TUN up, $nq queue(s), $nw threads"
+  fi
+  e2e_add_routes
+}
+
+e2e_add_routes() {
+  in_c ip route replace 10.201.0.0/24 dev "$TUN"
+  in_c ip -6 route replace fd00:201::/64 dev "$TUN"
+}
+
+# e2e_stop_s5tund: SIGTERM, wait (bounded); sets S5RC to its exit status.
+e2e_stop_s5tund() {
+  local i
+  kill -TERM "$S5PID" 2>/dev/null || true
+  for i in $(seq $((T_STOP * 10))); do
+    e2e_pid_running "$S5PID" || break
+    sleep 0.1
+  done
+  if e2e_pid_running "$S5PID"; then
+    fail "s5tund (pid $S5PID) still running ${T_STOP}s after SIGTERM"
+  fi
+  S5RC=0
+  wait "$S5PID" || S5RC=$?
+  log "s5tund exited with status $S5RC"
+  S5PID=""
+}
+
+# bg_wait CMD...: runs CMD in the background and waits for it, so that a
+# signal (Ctrl-C, the watchdog) is handled at once instead of after CMD ends.
+bg_wait() {
+  "$@" &
+  wait $!
+}
+
+# sclient ARGS...: client.py in S (the harness's own checks), bounded.
+sclient() {
+  bg_wait ip netns exec "$NS_S" timeout -k 5 "${CLIENT_T:-$T_STEP}" \
+    "$PY" "$E2E_DIR/client.py" --port "$TGT_PORT" "$@"
+}
+
+# client ARGS...: client.py in C, bounded by T_STEP (or $CLIENT_T).
+client() {
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "${CLIENT_T:-$T_STEP}" \
+    "$PY" "$E2E_DIR/client.py" --port "$TGT_PORT" "$@"
+}
