@@ -61,6 +61,7 @@ static void hs_connected(uv_connect_t *req, int status) {
   struct s5_session *s = req->handle->data;
   if (status == UV_ECANCELED || s->state == S5_SESSION_CLOSED) return;
   if (status < 0) {
+    S5_STAT_ADD(s->w->stats, socks5_connect_failed, 1);
     char why[128];
     snprintf(why, sizeof why, "proxy connection failed: %s", uv_strerror(status));
     s5_session_abort(s, why);
@@ -115,6 +116,10 @@ static int hs_parse(struct s5_session *s, size_t *used) {
 
 static void hs_fail(struct s5_session *s, int status) {
   char why[160];
+  struct s5_queue_stats *st = s->w->stats;
+  if (status <= -256) S5_STAT_ADD(st, socks5_refused, 1);
+  else if (status == S5_SOCKS5_AUTH_FAILED || status == S5_SOCKS5_NO_METHOD) S5_STAT_ADD(st, socks5_auth_failed, 1);
+  else S5_STAT_ADD(st, socks5_bad_reply, 1);
   if (status <= -256)
     snprintf(why, sizeof why, "proxy refused CONNECT: %s", s5_socks5_strrep((uint8_t)(-status - 256)));
   else if (status == S5_SOCKS5_AUTH_FAILED)
@@ -136,6 +141,7 @@ static void hs_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   struct s5_session *s = stream->data;
   if (nread == 0) return;
   if (nread < 0) {
+    S5_STAT_ADD(s->w->stats, socks5_bad_reply, 1);
     s5_session_abort(s, nread == UV_EOF ? "proxy closed the connection during the SOCKS5 handshake"
                                          : uv_strerror((int)nread));
     return;

@@ -5,23 +5,47 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 enum s5_log_level s5_log_level = S5_LOG_INFO;
 
-static int log_fd = STDERR_FILENO;
+static int log_fd = STDERR_FILENO;   /* -1: syslog */
+static const char *log_path;         /* the file, for reopening */
 static __thread int log_queue = -1;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static const int syslog_levels[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 
 int s5_log_open(const struct s5_config *cfg) {
   s5_log_level = cfg->log.level;
   if (cfg->log.file[0] == '\0') return 0;
+  if (strcmp(cfg->log.file, "syslog") == 0) {
+    openlog("s5tund", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+    log_fd = -1;
+    return 0;
+  }
   int fd = open(cfg->log.file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) return -errno;
   log_fd = fd;
+  log_path = cfg->log.file;
   return 0;
+}
+
+int s5_log_fd(void) { return log_fd; }
+
+/* dup2() swaps the file under the same fd number atomically, so writers on
+ * other threads never see a closed fd. */
+void s5_log_reopen(void) {
+  if (log_path == NULL) return;
+  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    s5_error("reopening log %s: %s", log_path, strerror(errno));
+    return;
+  }
+  if (dup3(fd, log_fd, O_CLOEXEC) < 0) s5_error("reopening log %s: %s", log_path, strerror(errno));
+  close(fd);
 }
 
 void s5_log_set_queue(int queue) { log_queue = queue; }
@@ -35,9 +59,12 @@ void s5_log_write(enum s5_log_level level, const char *fmt, ...) {
   clock_gettime(CLOCK_REALTIME, &ts);
   localtime_r(&ts.tv_sec, &tm);
 
-  int n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
-  n += snprintf(line + n, sizeof line - n, ".%03ld %-5s ", ts.tv_nsec / 1000000,
-                level_names[level]);
+  int n = 0;
+  if (log_fd >= 0) {   /* syslog stamps time and level itself */
+    n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+    n += snprintf(line + n, sizeof line - n, ".%03ld %-5s ", ts.tv_nsec / 1000000,
+                  level_names[level]);
+  }
   if (log_queue >= 0)
     n += snprintf(line + n, sizeof line - n, "q%d ", log_queue);
   else
@@ -51,7 +78,12 @@ void s5_log_write(enum s5_log_level level, const char *fmt, ...) {
   line[n++] = '\n';
 
   int saved = errno;   /* callers often log right before returning -errno */
-  ssize_t unused = write(log_fd, line, (size_t)n);
-  (void)unused;
+  if (log_fd < 0) {
+    line[n - 1] = '\0';
+    syslog(syslog_levels[level], "%s", line);
+  } else {
+    ssize_t unused = write(log_fd, line, (size_t)n);
+    (void)unused;
+  }
   errno = saved;
 }

@@ -8,8 +8,16 @@
 
 extern enum s5_log_level s5_log_level;
 
-/* Opens the log file (append) or keeps stderr. Returns 0 or -errno. */
+/* Opens the log: stderr (file empty), syslog (file = syslog), or a file
+ * opened for appending. Returns 0 or -errno. */
 int s5_log_open(const struct s5_config *cfg);
+
+/* Reopens the log file (SIGHUP, after rotation). Safe to call at any time:
+ * lines being written meanwhile go to the old file or the new one. */
+void s5_log_reopen(void);
+
+/* The fd lines are written to, or -1 for syslog (kept open across fork). */
+int s5_log_fd(void);
 
 /* Names this thread in every line it logs: queue index, or -1 for the supervisor. */
 void s5_log_set_queue(int queue);

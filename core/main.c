@@ -4,6 +4,7 @@
  * queue (core/worker.c); core/netif.c reads the packet into lwIP; a SYN
  * becomes a session (core/session.c), which connects through the proxy
  * (core/handshake.c) and then relays bytes both ways (core/relay.c). */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,8 +12,29 @@
 #include "config.h"
 #include "log.h"
 #include "run.h"
+#include "stats.h"
+#include "stats_server.h"
+
+#define S5_STATS_DEFAULT_SOCKET "/run/s5tund.sock"
+
+/* s5tund --stats [SOCKET] [--json]: a client of a running daemon. */
+static int stats_command(int argc, char **argv) {
+  const char *path = S5_STATS_DEFAULT_SOCKET;
+  int json = 0;
+  for (int i = 2; i < argc; i++) {
+    if (strcmp(argv[i], "--json") == 0) json = 1;
+    else if (argv[i][0] != '-') path = argv[i];
+    else {
+      fprintf(stderr, "s5tund: --stats: unknown option %s (usage: s5tund --stats [SOCKET] [--json])\n", argv[i]);
+      return 2;
+    }
+  }
+  return s5_stats_client(path, json);
+}
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "--stats") == 0) return stats_command(argc, argv);
+
   static struct s5_config cfg;   /* read-only once loaded; every worker reads it */
   switch (s5_args_load(&cfg, argc, argv)) {
     case S5_ARGS_RUN: break;
@@ -27,7 +49,13 @@ int main(int argc, char **argv) {
   /* A proxy that goes away mid-write must cost one session, not the daemon. */
   signal(SIGPIPE, SIG_IGN);
 
+  /* Counters live in memory shared across fork, so one area serves both modes. */
+  struct s5_stats_area *stats = s5_stats_create(cfg.queues);
+  if (stats == NULL) {
+    s5_error("mapping the stats area: %s", strerror(errno));
+    return 1;
+  }
   s5_info("s5tund %s starting: %s, %u queues, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
           cfg.mode == S5_MODE_THREAD ? "thread" : "process");
-  return cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg) : s5_run_processes(&cfg);
+  return cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg, stats) : s5_run_processes(&cfg, stats);
 }

@@ -35,12 +35,13 @@ static err_t netif_write(struct netif *nif, struct pbuf *p) {
   if (r < 0) {
     /* The kernel takes TUN writes without blocking; a failure here means the
      * packet is lost, which TCP recovers from: count it, never stall. */
-    if (w->stats.tun_tx_dropped++ == 0)
+    if (w->stats->drop_tun_write == 0)
       s5_warn("write to TUN queue failed: %s (further drops counted only)", strerror(errno));
+    S5_STAT_ADD(w->stats, drop_tun_write, 1);
     return ERR_OK;
   }
-  w->stats.tun_tx_packets++;
-  w->stats.tun_tx_bytes += (uint64_t)r;
+  S5_STAT_ADD(w->stats, tun_tx_packets, 1);
+  S5_STAT_ADD(w->stats, tun_tx_bytes, r);
   return ERR_OK;
 }
 
@@ -85,8 +86,8 @@ static struct pbuf *tun_read_packet(struct s5_worker *w, int *err) {
     return NULL;
   }
   pbuf_realloc(p, (u16_t)n);
-  w->stats.tun_rx_packets++;
-  w->stats.tun_rx_bytes += (uint64_t)n;
+  S5_STAT_ADD(w->stats, tun_rx_packets, 1);
+  S5_STAT_ADD(w->stats, tun_rx_bytes, n);
   return p;
 }
 

@@ -44,6 +44,7 @@ static void relay_check_done(struct s5_session *s) {
 /* n more bytes of out reached the proxy: give them back to the client's window. */
 static void relay_consume(struct s5_session *s, size_t n) {
   s5_session_touch(s);
+  S5_STAT_ADD(s->w->stats, bytes_to_proxy, n);
   for (size_t left = n; s->pcb != NULL && left > 0;) {
     u16_t chunk = left > 0xffff ? 0xffff : (u16_t)left;
     tcp_recved(s->pcb, chunk);
@@ -198,6 +199,7 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     return;
   }
   s5_session_touch(s);
+  S5_STAT_ADD(s->w->stats, bytes_from_proxy, nread);
   if (tcp_write(s->pcb, buf->base, (u16_t)nread, TCP_WRITE_FLAG_COPY) != ERR_OK) {
     s5_session_abort(s, "lwIP send queue refused data");
     return;

@@ -16,8 +16,8 @@ static void session_link(struct s5_session *s) {
   s->next = w->sessions;
   if (w->sessions != NULL) w->sessions->prev = s;
   w->sessions = s;
-  w->stats.tcp_sessions_active++;
-  w->stats.tcp_sessions_total++;
+  S5_STAT_ADD(w->stats, tcp_active, 1);
+  S5_STAT_ADD(w->stats, tcp_total, 1);
 }
 
 static void session_unlink(struct s5_session *s) {
@@ -25,7 +25,8 @@ static void session_unlink(struct s5_session *s) {
   if (s->prev != NULL) s->prev->next = s->next;
   else w->sessions = s->next;
   if (s->next != NULL) s->next->prev = s->prev;
-  w->stats.tcp_sessions_active--;
+  S5_STAT_SUB(w->stats, tcp_active, 1);
+  s5_worker_session_gone(w);
 }
 
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
@@ -127,6 +128,7 @@ void s5_session_established(struct s5_session *s) {
 static void session_timer_fired(uv_timer_t *timer) {
   struct s5_session *s = timer->data;
   if (s->state != S5_SESSION_RELAY) {
+    S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
     s5_session_abort(s, "connection not established within connect-timeout");
     return;
   }
@@ -158,13 +160,13 @@ static struct s5_session *session_new(struct s5_worker *w, struct tcp_pcb *pcb) 
 err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
   struct s5_worker *w = arg;
   unsigned max = w->cfg->session.max_sessions;
-  if (w->stopping || (max != 0 && w->stats.tcp_sessions_active >= max)) {
-    w->stats.tcp_refused++;
+  if (w->draining || w->stopping || (max != 0 && w->stats->tcp_active >= max)) {
+    S5_STAT_ADD(w->stats, drop_max_sessions, 1);
     return ERR_MEM;
   }
   struct s5_session *s = session_new(w, pcb);
   if (s == NULL) {
-    w->stats.tcp_refused++;
+    S5_STAT_ADD(w->stats, drop_no_memory, 1);
     return ERR_MEM;
   }
   session_link(s);
@@ -179,7 +181,7 @@ err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
   if (s5_handshake_start(s) < 0) {
     /* Refused before lwIP let go of the SYN: let lwIP send the RST. */
     session_detach_pcb(s);
-    w->stats.tcp_refused++;
+    S5_STAT_ADD(w->stats, socks5_connect_failed, 1);
     session_close_handles(s, 0);
     return ERR_MEM;
   }

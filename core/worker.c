@@ -20,6 +20,7 @@
 
 static void worker_tick(uv_timer_t *timer) {
   struct s5_worker *w = timer->data;
+  S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
   tcp_tmr();
   if (++w->lwip_ticks % 4 == 0) {
     ip_reass_tmr();
@@ -31,14 +32,20 @@ static void worker_close_handle(uv_handle_t *handle, void *arg) {
   if (!uv_is_closing(handle)) uv_close(handle, NULL);
 }
 
+static void worker_close_listener(struct s5_worker *w) {
+  if (w->listener != NULL) {
+    tcp_close(w->listener);   /* from now on lwIP answers SYNs with a RST */
+    w->listener = NULL;
+  }
+}
+
 /* Stops everything; the loop then runs until the last close callback. */
 static void worker_shutdown(struct s5_worker *w) {
   if (w->stopping) return;
   w->stopping = 1;
-  if (w->listener != NULL) {
-    tcp_close(w->listener);
-    w->listener = NULL;
-  }
+  S5_STAT_SET(w->stats, ready, 0);
+  worker_close_listener(w);
+  if (w->sessions != NULL) s5_info("resetting %u open TCP sessions", (unsigned)w->stats->tcp_active);
   s5_session_abort_all(w);
   /* pcbs lwIP kept after their sessions ended (closing, TIME_WAIT) */
   while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);
@@ -47,16 +54,38 @@ static void worker_shutdown(struct s5_worker *w) {
   uv_walk(&w->loop, worker_close_handle, NULL);
 }
 
-static void worker_stop_requested(uv_async_t *async) { worker_shutdown(async->data); }
+static void worker_drain_over(uv_timer_t *timer) { worker_shutdown(timer->data); }
+
+/* A stop request: refuse new sessions at once, let open ones finish for up
+ * to drain-timeout, then reset what is left. */
+static void worker_drain(struct s5_worker *w) {
+  if (w->draining || w->stopping) return;
+  w->draining = 1;
+  worker_close_listener(w);
+  unsigned ms = w->cfg->run.drain_timeout * 1000u;
+  if (w->sessions == NULL) ms = 0;
+  else s5_info("draining %u TCP sessions for up to %u s", (unsigned)w->stats->tcp_active, w->cfg->run.drain_timeout);
+  uv_timer_start(&w->drain_timer, worker_drain_over, ms, 0);
+}
+
+/* The last session of a draining worker ended. Deferred through the timer
+ * because this runs inside that session's close path, maybe inside lwIP. */
+void s5_worker_session_gone(struct s5_worker *w) {
+  if (w->draining && w->sessions == NULL) uv_timer_start(&w->drain_timer, worker_drain_over, 0, 0);
+}
+
+static void worker_stop_requested(uv_async_t *async) { worker_drain(async->data); }
 
 static void worker_signal(uv_signal_t *sig, int signum) {
   s5_info("%s: stopping", strsignal(signum));
-  worker_shutdown(sig->data);
+  worker_drain(sig->data);
 }
 
-int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned index, int fd) {
+int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned index, int fd,
+                   struct s5_queue_stats *stats) {
   memset(w, 0, offsetof(struct s5_worker, read_buf));
   w->cfg = cfg;
+  w->stats = stats;
   w->index = index;
   w->fd = fd;
   int r = uv_loop_init(&w->loop);
@@ -105,6 +134,8 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
   if (handle_signals && worker_watch_signals(w) < 0) return -1;
   if (s5_netif_start(w) < 0 || worker_listen(w) < 0) return -1;
   int r = uv_timer_init(&w->loop, &w->lwip_timer);
+  if (r == 0) r = uv_timer_init(&w->loop, &w->drain_timer);
+  w->drain_timer.data = w;
   if (r == 0) r = uv_timer_start(&w->lwip_timer, worker_tick, S5_LWIP_TICK_MS, S5_LWIP_TICK_MS);
   if (r < 0) {
     s5_error("lwIP timer: %s", uv_strerror(r));
@@ -117,10 +148,15 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
 int s5_worker_run(struct s5_worker *w, int handle_signals) {
   s5_log_set_queue((int)w->index);
   int ok = worker_start(w, handle_signals);
-  if (ok == 0) s5_info("serving TUN queue (fd %d)", w->fd);
-  else worker_shutdown(w);
+  if (ok == 0) {
+    S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
+    S5_STAT_SET(w->stats, ready, 1);
+    s5_info("serving TUN queue (fd %d)", w->fd);
+  } else {
+    worker_shutdown(w);
+  }
   uv_run(&w->loop, UV_RUN_DEFAULT);
-  s5_info("stopped: %llu sessions served", (unsigned long long)w->stats.tcp_sessions_total);
+  s5_info("stopped (%llu TCP sessions on this queue since start)", (unsigned long long)w->stats->tcp_total);
   return ok;
 }
 

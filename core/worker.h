@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "stats.h"
 #include "lwip/netif.h"
 
 struct tcp_pcb;
@@ -21,15 +22,6 @@ struct s5_session;
  * before the next read and no session needs a receive buffer of its own. */
 #define S5_WORKER_READ_BUF 65535   /* tcp_write() takes a u16_t length */
 
-struct s5_worker_stats {
-  uint64_t tun_rx_packets, tun_rx_bytes;   /* read from the TUN queue */
-  uint64_t tun_tx_packets, tun_tx_bytes;   /* written to the TUN queue */
-  uint64_t tun_tx_dropped;                 /* TUN write failed */
-  uint64_t tcp_sessions_total;
-  uint64_t tcp_refused;                    /* proxy failed or max-sessions */
-  uint32_t tcp_sessions_active;
-};
-
 struct s5_worker {
   const struct s5_config *cfg;
   unsigned index;              /* queue number, for logs */
@@ -40,7 +32,9 @@ struct s5_worker {
   uv_timer_t lwip_timer;       /* drives tcp_tmr() and reassembly timers */
   uv_async_t stop_async;       /* s5_worker_stop() from another thread */
   uv_signal_t sigterm, sigint; /* process mode: the worker's own signals */
+  uv_timer_t drain_timer;      /* stop: ends the drain at drain-timeout */
   unsigned lwip_ticks;
+  int draining;                /* no new sessions; ends when the last one does */
   int stopping;
 
   struct netif netif;
@@ -50,14 +44,15 @@ struct s5_worker {
   struct s5_session *sessions; /* all live sessions, for shutdown */
   uint64_t next_session_id;
 
-  struct s5_worker_stats stats;
+  struct s5_queue_stats *stats; /* this queue's slot in the shared area */
   uint8_t read_buf[S5_WORKER_READ_BUF];
 };
 
 /* Prepares w for queue `index` on TUN fd `fd`: its loop and stop handle
  * exist afterwards, so s5_worker_stop() is safe from then on. Can run on
  * another thread than the worker's. Returns 0, or -1 (logged). */
-int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned index, int fd);
+int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned index, int fd,
+                   struct s5_queue_stats *stats);
 
 /* Runs the worker on the calling thread until it is stopped, closing every
  * handle it opened (not the TUN fd, not the loop). handle_signals is set in process
@@ -70,6 +65,9 @@ void s5_worker_stop(struct s5_worker *w);
 
 /* Releases the loop after run returned (on any thread). */
 void s5_worker_close(struct s5_worker *w);
+
+/* A session left the worker's list (core/session.c). */
+void s5_worker_session_gone(struct s5_worker *w);
 
 /* lwIP glue (core/netif.c): the TUN netif and its packet pump. */
 int s5_netif_start(struct s5_worker *w);

@@ -168,6 +168,29 @@ static int set_tcp_idle_timeout(struct s5_config *cfg, const char *value,
 
 /* A million sessions per worker already exceeds any sane fd limit; a bigger
  * number is more likely a typo than a plan. */
+static int set_pid_file(struct s5_config *cfg, const char *value,
+                        char *err, size_t errlen) {
+  return s5_parse_text(value, PATH_MAX - 1, cfg->run.pid_file,
+                       sizeof cfg->run.pid_file, err, errlen);
+}
+
+static int set_drain_timeout(struct s5_config *cfg, const char *value,
+                             char *err, size_t errlen) {
+  unsigned long n;
+
+  if (s5_parse_uint(value, 0, 3600, &n, err, errlen) != 0)
+    return -1;
+  cfg->run.drain_timeout = (unsigned)n;
+  return 0;
+}
+
+/* sun_path holds 108 bytes including the terminating NUL. */
+static int set_stats_socket(struct s5_config *cfg, const char *value,
+                            char *err, size_t errlen) {
+  return s5_parse_text(value, sizeof cfg->stats.socket - 1, cfg->stats.socket,
+                       sizeof cfg->stats.socket, err, errlen);
+}
+
 static int set_max_sessions(struct s5_config *cfg, const char *value,
                             char *err, size_t errlen) {
   unsigned long n;
@@ -195,6 +218,115 @@ static int set_log_file(struct s5_config *cfg, const char *value,
                        sizeof cfg->log.file, err, errlen);
 }
 
+/* ---- UDP, mapped DNS, ICMP (core/udp.c, core/dns.c, core/icmp.c) ---- */
+
+static const char *const icmp_words[] = { "off", "reply", NULL };
+static const char *const udp_words[] = { "off", "associate", NULL };
+
+static int set_tun_icmp(struct s5_config *cfg, const char *value,
+                        char *err, size_t errlen) {
+  int i;
+
+  if (s5_parse_word(value, icmp_words, &i, err, errlen) != 0)
+    return -1;
+  cfg->tun.icmp_reply = i == 1;
+  return 0;
+}
+
+static int set_socks5_udp(struct s5_config *cfg, const char *value,
+                          char *err, size_t errlen) {
+  int i;
+
+  if (s5_parse_word(value, udp_words, &i, err, errlen) != 0)
+    return -1;
+  cfg->socks5.udp = i == 1;
+  return 0;
+}
+
+/* Empty: send to the relay address the proxy returns (its own address if
+ * that is unspecified). Otherwise this address, with the returned port. */
+static int set_socks5_udp_address(struct s5_config *cfg, const char *value,
+                                  char *err, size_t errlen) {
+  socklen_t len;
+
+  if (*value == '\0') {
+    memset(&cfg->socks5.udp_addr, 0, sizeof cfg->socks5.udp_addr);
+    return 0;
+  }
+  return s5_parse_ip(value, 0, &cfg->socks5.udp_addr, &len, err, errlen);
+}
+
+/* UDP has no close: an association ends after this long without a datagram
+ * either way (or when the proxy closes its control connection). */
+static int set_udp_idle_timeout(struct s5_config *cfg, const char *value,
+                                char *err, size_t errlen) {
+  unsigned long n;
+
+  if (s5_parse_uint(value, 1, 86400, &n, err, errlen) != 0)
+    return -1;
+  cfg->session.udp_idle_timeout = (unsigned)n;
+  return 0;
+}
+
+/* The mapped resolver's address; empty disables mapped DNS. */
+static int set_dns_address(struct s5_config *cfg, const char *value,
+                           char *err, size_t errlen) {
+  socklen_t len;
+
+  if (*value == '\0') {
+    memset(&cfg->dns.addr, 0, sizeof cfg->dns.addr);
+    return 0;
+  }
+  return s5_parse_ip(value, 53, &cfg->dns.addr, &len, err, errlen);
+}
+
+/* An IPv4 pool of at least 2 usable addresses (/30); the address is taken
+ * as given but must be the network's first (no host bits), so that the
+ * file says exactly which addresses are claimed. */
+static int set_dns_network(struct s5_config *cfg, const char *value,
+                           char *err, size_t errlen) {
+  struct s5_prefix p;
+  uint32_t a;
+  uint32_t mask;
+
+  if (*value == '\0') {
+    snprintf(err, errlen, "empty (expected an IPv4 network, e.g. "
+             "100.64.0.0/10)");
+    return -1;
+  }
+  if (s5_parse_prefix(value, AF_INET, &p, err, errlen) != 0)
+    return -1;
+  if (p.len > 30) {
+    snprintf(err, errlen, "prefix length %u is too long: the pool needs at "
+             "least /30", p.len);
+    return -1;
+  }
+  a = ((uint32_t)p.addr[0] << 24) | ((uint32_t)p.addr[1] << 16) |
+      ((uint32_t)p.addr[2] << 8) | p.addr[3];
+  mask = 0xffffffffu << (32 - p.len);
+  if ((a & ~mask) != 0) {
+    snprintf(err, errlen, "has host bits set (the network of /%u starts at "
+             "%u.%u.%u.%u)", p.len, (a & mask) >> 24, ((a & mask) >> 16) & 0xff,
+             ((a & mask) >> 8) & 0xff, (a & mask) & 0xff);
+    return -1;
+  }
+  cfg->dns.network = p;
+  return 0;
+}
+
+/* Up to a million names: an entry takes about 270 bytes of shared memory
+ * (the default 10000 is under 3 MB). Checked against the pool's size once
+ * the whole file is read (s5_config_check). */
+static int set_dns_cache_size(struct s5_config *cfg, const char *value,
+                              char *err, size_t errlen) {
+  unsigned long n;
+
+  if (s5_parse_uint(value, 1, 1000000, &n, err, errlen) != 0)
+    return -1;
+  cfg->dns.cache_size = (unsigned)n;
+  return 0;
+}
+
 /* Order matters for the defaults only: address before port. */
 static const struct s5_key keys[] = {
   { "", "mode", "thread", set_mode },
@@ -204,21 +336,31 @@ static const struct s5_key keys[] = {
   { "tun", "ipv4", "198.18.0.1/15", set_tun_ipv4 },
   { "tun", "ipv6", "", set_tun_ipv6 },
   { "tun", "persist", "false", set_tun_persist },
+  { "tun", "icmp", "off", set_tun_icmp },
   { "socks5", "address", "127.0.0.1", set_socks5_address },
   { "socks5", "port", "1080", set_socks5_port },
   { "socks5", "username", "", set_socks5_username },
   { "socks5", "password", "", set_socks5_password },
   { "socks5", "mark", "0", set_socks5_mark },
+  { "socks5", "udp", "associate", set_socks5_udp },
+  { "socks5", "udp-address", "", set_socks5_udp_address },
   { "session", "connect-timeout", "10", set_connect_timeout },
   { "session", "tcp-idle-timeout", "600", set_tcp_idle_timeout },
   { "session", "max-sessions", "0", set_max_sessions },
+  { "session", "udp-idle-timeout", "60", set_udp_idle_timeout },
+  { "dns", "address", "", set_dns_address },
+  { "dns", "network", "100.64.0.0/10", set_dns_network },
+  { "dns", "cache-size", "10000", set_dns_cache_size },
   { "log", "level", "info", set_log_level },
   { "log", "file", "", set_log_file },
+  { "run", "pid-file", "", set_pid_file },
+  { "run", "drain-timeout", "5", set_drain_timeout },
+  { "stats", "socket", "", set_stats_socket },
 };
 
 #define KEY_COUNT ((int)(sizeof keys / sizeof keys[0]))
 
-static const char *const sections[] = { "", "tun", "socks5", "session", "log",
+static const char *const sections[] = { "", "tun", "socks5", "session", "dns", "log",
                                         NULL };
 
 int s5_config_key_count(void) {
@@ -283,7 +425,7 @@ void s5_config_key_unknown(const char *section, const char *name,
                "lowercase: [%s])", section, sections[i]);
     else
       snprintf(err, errlen, "unknown section [%s] (expected [tun], "
-               "[socks5], [session] or [log])", section);
+               "[socks5], [session], [dns] or [log])", section);
     return;
   }
   /* Right name, wrong place or wrong case: point at the right spelling. */
@@ -336,6 +478,41 @@ void s5_config_defaults(struct s5_config *cfg) {
   }
 }
 
+/* Mapped DNS: the pool must hold cache-size names, and the resolver's own
+ * address must not be one of the addresses it hands out. */
+static int s5_config_check_dns(const struct s5_config *cfg, int *key,
+                               char *err, size_t errlen) {
+  const struct s5_prefix *net = &cfg->dns.network;
+  unsigned long long pool;
+  uint32_t a, n, mask;
+  const uint8_t *ip;
+
+  if (net->family != AF_INET || net->len < 1 || net->len > 30)
+    return 0;   /* the setter already refused anything else */
+  pool = (1ull << (32 - net->len)) - 2;
+  if (cfg->dns.cache_size > pool) {
+    *key = s5_config_key_find("dns", "cache-size");
+    snprintf(err, errlen, "%u is more than the %llu addresses of [dns] "
+             "network /%u", cfg->dns.cache_size, pool, net->len);
+    return -1;
+  }
+  if (cfg->dns.addr.ss_family != AF_INET)
+    return 0;
+  ip = (const uint8_t *)&((const struct sockaddr_in *)&cfg->dns.addr)->sin_addr;
+  a = ((uint32_t)ip[0] << 24) | ((uint32_t)ip[1] << 16) |
+      ((uint32_t)ip[2] << 8) | ip[3];
+  n = ((uint32_t)net->addr[0] << 24) | ((uint32_t)net->addr[1] << 16) |
+      ((uint32_t)net->addr[2] << 8) | net->addr[3];
+  mask = 0xffffffffu << (32 - net->len);
+  if ((a & mask) == (n & mask)) {
+    *key = s5_config_key_find("dns", "address");
+    snprintf(err, errlen, "is inside [dns] network, the pool of mapped "
+             "addresses");
+    return -1;
+  }
+  return 0;
+}
+
 int s5_config_check(const struct s5_config *cfg, int *key,
                     char *err, size_t errlen) {
   bool user = cfg->socks5.username[0] != '\0';
@@ -355,5 +532,7 @@ int s5_config_check(const struct s5_config *cfg, int *key,
              "device needs at least one address");
     return -1;
   }
+  if (s5_config_check_dns(cfg, key, err, errlen) != 0)
+    return -1;
   return 0;
 }

@@ -33,6 +33,7 @@ struct s5_config {
     struct s5_prefix ipv4;
     struct s5_prefix ipv6;
     bool persist;
+    bool icmp_reply;              /* icmp = reply: answer echo requests to any address */
   } tun;
 
   struct {
@@ -41,18 +42,36 @@ struct s5_config {
     char username[256];           /* empty = no authentication */
     char password[256];
     uint32_t mark;                /* SO_MARK, 0 = none */
+    bool udp;                     /* udp = associate (true) | off */
+    struct sockaddr_storage udp_addr; /* udp-address: ss_family 0 = use the relay address the proxy returns */
   } socks5;
 
   struct {
     unsigned connect_timeout;     /* seconds, >= 1 */
     unsigned tcp_idle_timeout;    /* seconds, >= 1 */
     unsigned max_sessions;        /* per worker, 0 = unlimited */
+    unsigned udp_idle_timeout;    /* seconds, >= 1 */
   } session;
 
   struct {
+    struct sockaddr_storage addr; /* the mapped resolver, port 53; ss_family 0 = disabled */
+    struct s5_prefix network;     /* IPv4 pool of mapped addresses */
+    unsigned cache_size;          /* names kept, 1..pool size */
+  } dns;
+
+  struct {
     enum s5_log_level level;
-    char file[PATH_MAX];          /* empty = stderr */
+    char file[PATH_MAX];          /* empty = stderr, "syslog" = syslog */
   } log;
+
+  struct {
+    char pid_file[PATH_MAX];      /* written once every queue serves; empty = none */
+    unsigned drain_timeout;       /* seconds open sessions get after SIGTERM, 0..3600 */
+  } run;
+
+  struct {
+    char socket[108];             /* unix socket answering JSON stats; empty = none */
+  } stats;
 };
 
 /* What main() should do after s5_args_load(). */

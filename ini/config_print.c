@@ -57,6 +57,21 @@ static void print_prefix(FILE *out, const char *key,
   fprintf(out, "%s = %s/%u\n", key, buf, p->len);
 }
 
+/* An address without port; empty when unset (ss_family 0). */
+static void print_addr(FILE *out, const char *key,
+                       const struct sockaddr_storage *ss) {
+  char buf[INET6_ADDRSTRLEN] = "";
+  const void *addr = NULL;
+
+  if (ss->ss_family == AF_INET)
+    addr = &((const struct sockaddr_in *)ss)->sin_addr;
+  else if (ss->ss_family == AF_INET6)
+    addr = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+  if (addr == NULL || inet_ntop(ss->ss_family, addr, buf, sizeof buf) == NULL)
+    buf[0] = '\0';
+  fprintf(out, "%s =%s%s\n", key, buf[0] ? " " : "", buf);
+}
+
 static void print_sockaddr(FILE *out, const struct sockaddr_storage *ss) {
   char buf[INET6_ADDRSTRLEN] = "";
   const void *addr = NULL;
@@ -78,6 +93,7 @@ static void print_tun(FILE *out, const struct s5_config *cfg) {
   print_prefix(out, "ipv4", &cfg->tun.ipv4);
   print_prefix(out, "ipv6", &cfg->tun.ipv6);
   fprintf(out, "persist = %s\n", cfg->tun.persist ? "true" : "false");
+  fprintf(out, "icmp = %s\n", cfg->tun.icmp_reply ? "reply" : "off");
 }
 
 static void print_socks5(FILE *out, const struct s5_config *cfg) {
@@ -86,6 +102,8 @@ static void print_socks5(FILE *out, const struct s5_config *cfg) {
   print_text(out, "username", cfg->socks5.username);
   print_text(out, "password", cfg->socks5.password[0] != '\0' ? "***" : "");
   fprintf(out, "mark = %lu\n", (unsigned long)cfg->socks5.mark);
+  fprintf(out, "udp = %s\n", cfg->socks5.udp ? "associate" : "off");
+  print_addr(out, "udp-address", &cfg->socks5.udp_addr);
 }
 
 static void print_session(FILE *out, const struct s5_config *cfg) {
@@ -93,6 +111,11 @@ static void print_session(FILE *out, const struct s5_config *cfg) {
   fprintf(out, "connect-timeout = %u\n", cfg->session.connect_timeout);
   fprintf(out, "tcp-idle-timeout = %u\n", cfg->session.tcp_idle_timeout);
   fprintf(out, "max-sessions = %u\n", cfg->session.max_sessions);
+  fprintf(out, "udp-idle-timeout = %u\n", cfg->session.udp_idle_timeout);
+  fputs("\n[dns]\n", out);
+  print_addr(out, "address", &cfg->dns.addr);
+  print_prefix(out, "network", &cfg->dns.network);
+  fprintf(out, "cache-size = %u\n", cfg->dns.cache_size);
 }
 
 static void print_log(FILE *out, const struct s5_config *cfg) {
@@ -103,6 +126,14 @@ static void print_log(FILE *out, const struct s5_config *cfg) {
   print_text(out, "file", cfg->log.file);
 }
 
+static void print_run(FILE *out, const struct s5_config *cfg) {
+  fputs("\n[run]\n", out);
+  print_text(out, "pid-file", cfg->run.pid_file);
+  fprintf(out, "drain-timeout = %u\n", cfg->run.drain_timeout);
+  fputs("\n[stats]\n", out);
+  print_text(out, "socket", cfg->stats.socket);
+}
+
 void s5_config_print(const struct s5_config *cfg, FILE *out) {
   fputs("; s5tund effective configuration\n", out);
   fprintf(out, "mode = %s\n", mode_names[cfg->mode == S5_MODE_PROCESS]);
@@ -111,4 +142,5 @@ void s5_config_print(const struct s5_config *cfg, FILE *out) {
   print_socks5(out, cfg);
   print_session(out, cfg);
   print_log(out, cfg);
+  print_run(out, cfg);
 }

@@ -1,14 +1,14 @@
 /* mode = thread: one pthread per queue, each running a worker with its own
- * loop and lwIP instance. The main thread only waits for signals: every
- * thread is created with SIGTERM, SIGINT and SIGCHLD blocked, so they reach
- * the main thread's sigwait(), and a worker thread that ends reports it by
- * sending SIGCHLD to the main thread. */
-#include <errno.h>
+ * loop and lwIP instance. The main thread runs the control loop; a worker
+ * thread that ends by itself (they only end when told) reports it with a
+ * SIGCHLD to the main thread, which then stops the daemon: in one process
+ * there is no restarting a worker whose state may be damaged. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "log.h"
 #include "run.h"
 #include "worker.h"
@@ -48,20 +48,21 @@ static void pool_stop_all(void) {
   pthread_mutex_unlock(&pool.lock);
 }
 
-/* Returns 1 when some worker ended by itself (a failure: they only end when told). */
-static int pool_any_done(void) {
+static int pool_on_child(void *arg) {
   int any = 0;
   pthread_mutex_lock(&pool.lock);
   for (unsigned i = 0; i < pool.n; i++) any |= pool.slots[i].done;
   pthread_mutex_unlock(&pool.lock);
-  return any;
+  if (!any) return 0;
+  s5_error("a worker stopped unexpectedly: stopping all");
+  return -1;
 }
 
-static int pool_start(const struct s5_config *cfg, int *fds) {
+static int pool_start(const struct s5_config *cfg, int *fds, struct s5_stats_area *stats) {
   for (unsigned i = 0; i < pool.n; i++) {
     struct pool_slot *slot = &pool.slots[i];
     slot->w = malloc(sizeof *slot->w);
-    if (slot->w == NULL || s5_worker_init(slot->w, cfg, i, fds[i]) < 0) {
+    if (slot->w == NULL || s5_worker_init(slot->w, cfg, i, fds[i], &stats->q[i]) < 0) {
       free(slot->w);
       slot->w = NULL;
       return -1;
@@ -79,24 +80,20 @@ static int pool_start(const struct s5_config *cfg, int *fds) {
   return 0;
 }
 
-/* Waits for SIGTERM/SIGINT, or for a worker that ended on its own. */
-static int pool_wait(const sigset_t *set) {
-  for (;;) {
-    int sig;
-    if (sigwait(set, &sig) != 0) continue;
-    if (sig == SIGCHLD) {
-      if (pool_any_done()) {
-        s5_error("a worker stopped unexpectedly: stopping all");
-        return 1;
-      }
-      continue;
-    }
-    s5_info("%s: stopping", strsignal(sig));
-    return 0;
+static int pool_join_all(void) {
+  int code = 0;
+  for (unsigned i = 0; i < pool.n; i++) {
+    struct pool_slot *slot = &pool.slots[i];
+    if (!slot->started) continue;
+    pthread_join(slot->thread, NULL);
+    if (slot->result != 0) code = 1;
+    s5_worker_close(slot->w);
+    free(slot->w);
   }
+  return code;
 }
 
-int s5_run_threads(const struct s5_config *cfg) {
+int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats) {
   int *fds = calloc(cfg->queues, sizeof *fds);
   pool.slots = calloc(cfg->queues, sizeof *pool.slots);
   if (fds == NULL || pool.slots == NULL) {
@@ -106,28 +103,16 @@ int s5_run_threads(const struct s5_config *cfg) {
   pool.n = cfg->queues;
   pool.main_thread = pthread_self();
 
-  sigset_t set, old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGCHLD);
-  pthread_sigmask(SIG_BLOCK, &set, &old);
-
+  sigset_t old;
+  s5_control_block_signals(&old);   /* before any thread exists: they inherit the mask */
   int code = 1;
   if (s5_device_open(cfg, fds) == 0) {
-    if (pool_start(cfg, fds) == 0) {
-      s5_info("ready: %s, %u queues, mode thread", cfg->tun.name, cfg->queues);
-      code = pool_wait(&set);
+    if (pool_start(cfg, fds, stats) == 0) {
+      struct s5_control_mode mode = {.on_child = pool_on_child};
+      code = s5_control_run(cfg, stats, &mode);
     }
     pool_stop_all();
-    for (unsigned i = 0; i < pool.n; i++) {
-      struct pool_slot *slot = &pool.slots[i];
-      if (!slot->started) continue;
-      pthread_join(slot->thread, NULL);
-      if (slot->result != 0) code = 1;
-      s5_worker_close(slot->w);
-      free(slot->w);
-    }
+    if (pool_join_all() != 0) code = 1;
     s5_device_close(fds, cfg->queues);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "log.h"
 #include "run.h"
 #include "worker.h"
@@ -20,7 +21,14 @@
 #define S5_RESTART_DELAY_MIN_MS 100
 #define S5_RESTART_DELAY_MAX_MS 30000
 #define S5_RESTART_HEALTHY_MS   10000   /* a worker that lived this long resets the delay */
-#define S5_STOP_GRACE_MS        10000   /* then SIGKILL */
+#define S5_STOP_GRACE_MS        5000    /* after drain-timeout: then SIGKILL */
+
+struct supervisor {
+  const struct s5_config *cfg;
+  struct s5_stats_area *stats;
+  struct child *kids;
+  sigset_t old_mask;   /* what workers run with */
+};
 
 struct child {
   pid_t pid;             /* 0 while waiting to be restarted */
@@ -37,34 +45,44 @@ static uint64_t now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* Closes every inherited fd but stdio, the log and the queue: the other
+ * queues, the supervisor's signalfd and stats socket are not the worker's. */
+static void child_close_fds(int keep1, int keep2) {
+  int lo = keep1 < keep2 ? keep1 : keep2, hi = keep1 < keep2 ? keep2 : keep1;
+  if (lo > 3) close_range(3, (unsigned)lo - 1, 0);
+  if (hi > lo + 1) close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+  close_range((unsigned)hi + 1, ~0u, 0);
+}
+
 /* In the child: serve one queue, then exit. Never returns. */
-static void child_main(const struct s5_config *cfg, struct child *kids, unsigned index,
-                       const sigset_t *old_mask) {
+static void child_main(struct supervisor *sv, unsigned index) {
+  const struct s5_config *cfg = sv->cfg;
   /* Die with the supervisor, so a killed parent never leaves queues behind. */
   prctl(PR_SET_PDEATHSIG, SIGTERM);
-  for (unsigned i = 0; i < cfg->queues; i++)
-    if (i != index && kids[i].fd >= 0) close(kids[i].fd);
-  sigprocmask(SIG_SETMASK, old_mask, NULL);
+  int fd = sv->kids[index].fd, log_fd = s5_log_fd();
+  child_close_fds(fd, log_fd > 2 ? log_fd : fd);
+  sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
 
   struct s5_worker *w = malloc(sizeof *w);
   int code = 1;
-  if (w != NULL && s5_worker_init(w, cfg, index, kids[index].fd) == 0) {
+  if (w != NULL && s5_worker_init(w, cfg, index, fd, &sv->stats->q[index]) == 0) {
     code = s5_worker_run(w, 1) == 0 ? 0 : 1;
     s5_worker_close(w);
   }
   _exit(code);
 }
 
-static int child_spawn(const struct s5_config *cfg, struct child *kids, unsigned index,
-                       const sigset_t *old_mask) {
+static int child_spawn(struct supervisor *sv, unsigned index) {
+  struct child *kids = sv->kids;
   pid_t pid = fork();
   if (pid < 0) {
     s5_error("forking worker %u: %s", index, strerror(errno));
     return -1;
   }
-  if (pid == 0) child_main(cfg, kids, index, old_mask);
+  if (pid == 0) child_main(sv, index);
   kids[index].pid = pid;
   kids[index].started_ms = now_ms();
+  S5_STAT_SET(&sv->stats->q[index], pid, pid);
   s5_info("worker %u started (pid %d)", index, (int)pid);
   return 0;
 }
@@ -77,7 +95,15 @@ static void describe_exit(int status, char *buf, size_t len) {
 }
 
 /* A worker died unasked: give its queue a fresh fd and schedule a restart. */
-static void child_died(const struct s5_config *cfg, struct child *c, unsigned index, int status) {
+static void child_died(struct supervisor *sv, unsigned index, int status) {
+  const struct s5_config *cfg = sv->cfg;
+  struct child *c = &sv->kids[index];
+  struct s5_queue_stats *st = &sv->stats->q[index];
+  /* The dead worker's sessions are gone with it. */
+  S5_STAT_SET(st, ready, 0);
+  S5_STAT_SET(st, tcp_active, 0);
+  S5_STAT_SET(st, udp_active, 0);
+  S5_STAT_SET(st, pid, 0);
   char why[64];
   describe_exit(status, why, sizeof why);
   uint64_t lived = now_ms() - c->started_ms;
@@ -96,7 +122,9 @@ static void child_died(const struct s5_config *cfg, struct child *c, unsigned in
   }
 }
 
-static void reap(const struct s5_config *cfg, struct child *kids, int stopping) {
+static void reap(struct supervisor *sv, int stopping) {
+  const struct s5_config *cfg = sv->cfg;
+  struct child *kids = sv->kids;
   int status;
   pid_t pid;
   while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
@@ -110,14 +138,17 @@ static void reap(const struct s5_config *cfg, struct child *kids, int stopping) 
           s5_warn("worker %u %s while stopping", i, why);
         }
       } else {
-        child_died(cfg, &kids[i], i, status);
+        child_died(sv, i, status);
       }
     }
   }
 }
 
 /* Milliseconds until the next scheduled restart, or -1 for none. */
-static long next_restart_in(const struct s5_config *cfg, const struct child *kids) {
+static long next_restart_in(void *arg) {
+  struct supervisor *sv = arg;
+  const struct s5_config *cfg = sv->cfg;
+  const struct child *kids = sv->kids;
   long best = -1;
   uint64_t now = now_ms();
   for (unsigned i = 0; i < cfg->queues; i++) {
@@ -128,13 +159,21 @@ static long next_restart_in(const struct s5_config *cfg, const struct child *kid
   return best;
 }
 
-static void restart_due(const struct s5_config *cfg, struct child *kids, const sigset_t *old) {
+static void restart_due(void *arg) {
+  struct supervisor *sv = arg;
+  struct child *kids = sv->kids;
   uint64_t now = now_ms();
-  for (unsigned i = 0; i < cfg->queues; i++) {
+  for (unsigned i = 0; i < sv->cfg->queues; i++) {
     if (kids[i].pid != 0 || kids[i].restart_at_ms > now) continue;
     kids[i].restarts++;
-    if (child_spawn(cfg, kids, i, old) < 0) kids[i].restart_at_ms = now + S5_RESTART_DELAY_MAX_MS;
+    S5_STAT_ADD(&sv->stats->q[i], restarts, 1);
+    if (child_spawn(sv, i) < 0) kids[i].restart_at_ms = now + S5_RESTART_DELAY_MAX_MS;
   }
+}
+
+static int on_child(void *arg) {
+  reap(arg, 0);
+  return 0;
 }
 
 static int wait_signal(const sigset_t *set, long timeout_ms) {
@@ -153,13 +192,16 @@ static unsigned alive(const struct s5_config *cfg, const struct child *kids) {
   return n;
 }
 
-/* SIGTERM to every worker, then wait; SIGKILL whoever is left after the grace. */
-static void stop_all(const struct s5_config *cfg, struct child *kids, const sigset_t *set) {
+/* SIGTERM to every worker (they drain), then wait; SIGKILL whoever is left
+ * after drain-timeout and a grace. */
+static void stop_all(struct supervisor *sv, const sigset_t *set) {
+  const struct s5_config *cfg = sv->cfg;
+  struct child *kids = sv->kids;
   for (unsigned i = 0; i < cfg->queues; i++)
     if (kids[i].pid > 0) kill(kids[i].pid, SIGTERM);
-  uint64_t deadline = now_ms() + S5_STOP_GRACE_MS;
+  uint64_t deadline = now_ms() + cfg->run.drain_timeout * 1000ull + S5_STOP_GRACE_MS;
   while (alive(cfg, kids) > 0) {
-    reap(cfg, kids, 1);
+    reap(sv, 1);
     uint64_t now = now_ms();
     if (alive(cfg, kids) == 0) break;
     if (now >= deadline) {
@@ -174,45 +216,35 @@ static void stop_all(const struct s5_config *cfg, struct child *kids, const sigs
   }
 }
 
-int s5_run_processes(const struct s5_config *cfg) {
+int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats) {
   struct child *kids = calloc(cfg->queues, sizeof *kids);
   int *fds = calloc(cfg->queues, sizeof *fds);
   if (kids == NULL || fds == NULL) {
     s5_error("out of memory");
     return 1;
   }
-  sigset_t set, old;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &set, &old);
+  struct supervisor sv = {.cfg = cfg, .stats = stats, .kids = kids};
+  s5_control_block_signals(&sv.old_mask);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
 
   int code = 1;
   if (s5_device_open(cfg, fds) < 0) goto out;
   for (unsigned i = 0; i < cfg->queues; i++) kids[i].fd = fds[i];
 
   unsigned started = 0;
-  for (; started < cfg->queues; started++)
-    if (child_spawn(cfg, kids, started, &old) < 0) break;
+  while (started < cfg->queues && child_spawn(&sv, started) == 0) started++;
   if (started == cfg->queues) {
-    s5_info("ready: %s, %u queues, mode process", cfg->tun.name, cfg->queues);
-    code = 0;
-    for (;;) {
-      int sig = wait_signal(&set, next_restart_in(cfg, kids));
-      if (sig == SIGTERM || sig == SIGINT) {
-        s5_info("%s: stopping", strsignal(sig));
-        break;
-      }
-      reap(cfg, kids, 0);
-      restart_due(cfg, kids, &old);
-    }
+    struct s5_control_mode mode = {
+        .arg = &sv, .on_child = on_child, .next_tick = next_restart_in, .tick = restart_due};
+    code = s5_control_run(cfg, stats, &mode);
   }
-  stop_all(cfg, kids, &set);
+  stop_all(&sv, &chld);
   for (unsigned i = 0; i < cfg->queues; i++) fds[i] = kids[i].fd;
   s5_device_close(fds, cfg->queues);
 out:
-  sigprocmask(SIG_SETMASK, &old, NULL);
+  sigprocmask(SIG_SETMASK, &sv.old_mask, NULL);
   free(kids);
   free(fds);
   return code;

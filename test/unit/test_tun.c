@@ -7,7 +7,9 @@
  * without them it prints why and exits 77 (ctest SKIP_RETURN_CODE).
  * Otherwise prints one line per failed check, then "N passed, M failed",
  * and exits 1 when anything failed. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE  /* unshare() */
+#endif
 #include "tun.h"
 #include "config.h"
 

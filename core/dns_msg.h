@@ -1,0 +1,61 @@
+/* DNS messages for the mapped resolver (RFC 1035, RFC 6891 for EDNS):
+ * parsing a query and building its answer. Pure functions over byte
+ * buffers, no I/O, no allocation, so they can be fuzzed on their own. */
+#ifndef S5_CORE_DNS_MSG_H
+#define S5_CORE_DNS_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define S5_DNS_TYPE_A 1
+#define S5_DNS_TYPE_AAAA 28
+#define S5_DNS_TYPE_OPT 41
+#define S5_DNS_CLASS_IN 1
+
+#define S5_DNS_RCODE_NOERROR 0
+#define S5_DNS_RCODE_FORMERR 1
+#define S5_DNS_RCODE_NXDOMAIN 3
+#define S5_DNS_RCODE_NOTIMP 4
+#define S5_DNS_RCODE_REFUSED 5
+
+/* Longest name in text form without the final dot (RFC 1035: 255 bytes on
+ * the wire, which is 253 characters of text). */
+#define S5_DNS_NAME_MAX 253
+
+/* Our answers fit in this: header, question, one A record, an OPT record. */
+#define S5_DNS_ANSWER_MAX (12 + (S5_DNS_NAME_MAX + 2) + 4 + 16 + 11)
+
+/* What parsing a query found. */
+enum s5_dns_parse {
+  S5_DNS_QUERY = 0,         /* a standard query with one question: answer it */
+  S5_DNS_NOT_QUERY = 1,     /* a well-formed header with OPCODE != QUERY: answer NOTIMP */
+  S5_DNS_MALFORMED = -1,    /* not a query we can answer: drop it */
+};
+
+struct s5_dns_query {
+  uint16_t id;
+  uint16_t flags;           /* as received */
+  uint16_t qtype, qclass;
+  size_t question_len;      /* bytes of the question (name, type, class) after the header */
+  char name[S5_DNS_NAME_MAX + 1];  /* lowercase text, no final dot; "" for the root */
+  size_t name_len;
+  int name_ok;              /* every label is made of [a-z0-9_-] (so it can go to a proxy as text) */
+  int has_opt;              /* the query carried an EDNS OPT record */
+  uint8_t edns_version;
+};
+
+/* Parses the len bytes of a DNS message sent to the resolver. */
+enum s5_dns_parse s5_dns_parse_query(const uint8_t *msg, size_t len, struct s5_dns_query *q);
+
+/* Builds the response to q (msg is the query it was parsed from; its
+ * question is copied as it was, letter case included) into out. rcode is a
+ * 4-bit RCODE. addr4 (4 bytes, network order) adds one A record with the
+ * given ttl; NULL gives no answer. A query with OPT gets an OPT back (and
+ * BADVERS if it asked for an EDNS version other than 0). For
+ * S5_DNS_NOT_QUERY, q->question_len must be 0: the header alone is sent.
+ * Returns the length, or -1 when out is too small. */
+int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg,
+                          const struct s5_dns_query *q, unsigned rcode,
+                          const uint8_t *addr4, uint32_t ttl);
+
+#endif

@@ -1,0 +1,47 @@
+/* The name <-> address table of the mapped resolver, shared by every worker
+ * of one s5tund: a fixed-size area mapped MAP_SHARED | MAP_ANONYMOUS before
+ * the workers start, so threads and forked worker processes see the same
+ * table, guarded by a process-shared robust mutex.
+ *
+ * Entry i always stands for pool address first + i, so an address finds
+ * its name without a search; names find their entry through a hash table
+ * of entry indices. When every entry is in use, the least recently used one
+ * (by a query or a connection) is given to the new name. */
+#ifndef S5_CORE_DNS_TABLE_H
+#define S5_CORE_DNS_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct s5_dns_table;
+
+/* Usable addresses of an IPv4 pool of prefix length len: every address but
+ * the network's first and last (those look like network/broadcast
+ * addresses to some software). 0 if len is out of 1..30. */
+uint32_t s5_dns_pool_size(unsigned len);
+
+/* Maps a table of `entries` names for the pool net/len (net in network
+ * order; host bits are ignored). entries must be 1..s5_dns_pool_size(len).
+ * Returns NULL with errno set on failure. */
+struct s5_dns_table *s5_dns_table_create(const uint8_t net[4], unsigned len, uint32_t entries);
+void s5_dns_table_destroy(struct s5_dns_table *t);
+
+/* The address standing for name (len bytes of lowercase text, 1..253),
+ * giving the name an entry if it has none. Marks it most recently used.
+ * Writes the address (network order) into addr. Returns 0, or -1 if len is
+ * out of range. */
+int s5_dns_table_map(struct s5_dns_table *t, const char *name, size_t len, uint8_t addr[4]);
+
+/* The name addr (network order) stands for, NUL-terminated into name
+ * (cap >= 254 always suffices); marks it most recently used. Returns the
+ * name's length, 0 when addr is in the pool but stands for no name (never
+ * given out, or recycled since), -1 when addr is not in the pool. */
+int s5_dns_table_name(struct s5_dns_table *t, const uint8_t addr[4], char *name, size_t cap);
+
+/* 1 if addr (network order) is one of the pool's addresses. No lock taken. */
+int s5_dns_table_in_pool(const struct s5_dns_table *t, const uint8_t addr[4]);
+
+/* Times the table was found with its lock's owner dead and was cleared. */
+uint64_t s5_dns_table_resets(const struct s5_dns_table *t);
+
+#endif

@@ -1,0 +1,68 @@
+/* Per-queue counters in one memory area shared by every worker and the
+ * supervisor: MAP_SHARED, created before the workers start, so it serves
+ * threads and forked processes alike. Each counter has exactly one writer
+ * (its queue's worker; restarts and pid: the supervisor), which updates it
+ * with a plain relaxed store; readers load it relaxed. No locks, no
+ * read-modify-write on the hot path. */
+#ifndef S5_CORE_STATS_H
+#define S5_CORE_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Every counter, once: the struct, the JSON and the table come from here. */
+#define S5_STATS_COUNTERS(X)                                                   \
+  X(tun_rx_packets) X(tun_rx_bytes) X(tun_tx_packets) X(tun_tx_bytes)          \
+  X(tcp_active) X(tcp_total) X(udp_active) X(udp_total)                        \
+  X(bytes_to_proxy) X(bytes_from_proxy)                                        \
+  X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \
+  X(socks5_bad_reply) X(socks5_timeout)                                        \
+  X(drop_tun_write) X(drop_max_sessions) X(drop_no_memory) X(drop_udp)         \
+  X(drop_dns) X(drop_icmp) X(restarts)
+
+struct s5_queue_stats {
+#define S5_STATS_FIELD(name) uint64_t name;
+  S5_STATS_COUNTERS(S5_STATS_FIELD)
+#undef S5_STATS_FIELD
+  uint64_t heartbeat_ms;   /* CLOCK_MONOTONIC ms when the worker's loop last turned */
+  int32_t pid;             /* the worker's process */
+  uint32_t ready;          /* the worker is serving */
+} __attribute__((aligned(64)));   /* a cache line or more each: no false sharing */
+
+struct s5_stats_area {
+  uint32_t queues;
+  uint64_t started_unix;
+  struct s5_queue_stats q[];
+};
+
+#define S5_STAT_ADD(st, field, n) \
+  __atomic_store_n(&(st)->field, (st)->field + (uint64_t)(n), __ATOMIC_RELAXED)
+#define S5_STAT_SUB(st, field, n) \
+  __atomic_store_n(&(st)->field, (st)->field - (uint64_t)(n), __ATOMIC_RELAXED)
+#define S5_STAT_SET(st, field, v) __atomic_store_n(&(st)->field, (v), __ATOMIC_RELAXED)
+#define S5_STAT_GET(st, field) __atomic_load_n(&(st)->field, __ATOMIC_RELAXED)
+
+/* Maps the shared area for `queues` queues. Returns NULL (errno set) on failure. */
+struct s5_stats_area *s5_stats_create(unsigned queues);
+
+/* Copies queue i's counters (i == queues: the sum over all queues). */
+void s5_stats_read(const struct s5_stats_area *a, unsigned i, struct s5_queue_stats *out);
+
+/* The JSON document the stats socket answers with: {"totals":{...},"queues":[{...},...]}.
+ * Returns its length, or the length it would need when cap is too small. */
+size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap);
+
+/* Parses a document written by s5_stats_json() back into totals and up to
+ * max queues. Returns the number of queues, or -1 when it is not one. */
+int s5_stats_parse(const char *json, struct s5_queue_stats *totals, struct s5_queue_stats *queues,
+                   unsigned max);
+
+/* A human table: one row per queue and a total row, main counters only. */
+void s5_stats_table(FILE *out, const struct s5_queue_stats *totals,
+                    const struct s5_queue_stats *queues, unsigned n);
+
+/* The one-line summary of one queue that SIGUSR1 logs. */
+void s5_stats_summary(const struct s5_queue_stats *st, char *buf, size_t len);
+
+#endif

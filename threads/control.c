@@ -1,0 +1,144 @@
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "log.h"
+#include "notify.h"
+#include "stats_server.h"
+
+#define S5_CONTROL_PERIOD_MS   250    /* readiness and watchdog checks */
+#define S5_STALL_MS            5000   /* a loop this quiet is reported */
+
+static const int control_signals[] = {SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1};
+
+void s5_control_block_signals(sigset_t *old) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (size_t i = 0; i < sizeof control_signals / sizeof *control_signals; i++)
+    sigaddset(&set, control_signals[i]);
+  pthread_sigmask(SIG_BLOCK, &set, old);
+}
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void log_summaries(const struct s5_stats_area *stats) {
+  char line[512];
+  struct s5_queue_stats st;
+  for (unsigned i = 0; i <= stats->queues; i++) {
+    s5_stats_read(stats, i, &st);
+    s5_stats_summary(&st, line, sizeof line);
+    if (i < stats->queues) s5_info("queue %u: %s", i, line);
+    else s5_info("total: %s", line);
+  }
+}
+
+struct control {
+  const struct s5_config *cfg;
+  struct s5_stats_area *stats;
+  const struct s5_control_mode *mode;
+  int ready;
+  unsigned char *stalled;   /* per queue: already reported */
+};
+
+/* READY=1 once every queue serves; then the pid file. */
+static void check_ready(struct control *c) {
+  if (c->ready) return;
+  for (unsigned i = 0; i < c->stats->queues; i++)
+    if (!S5_STAT_GET(&c->stats->q[i], ready)) return;
+  c->ready = 1;
+  s5_notify_ready(c->cfg);
+  s5_info("ready: %s, %u queues, mode %s", c->cfg->tun.name, c->cfg->queues,
+          c->cfg->mode == S5_MODE_THREAD ? "thread" : "process");
+}
+
+static void check_stalls(struct control *c) {
+  uint64_t now = now_ms();
+  for (unsigned i = 0; i < c->stats->queues; i++) {
+    const struct s5_queue_stats *st = &c->stats->q[i];
+    uint64_t beat = S5_STAT_GET(st, heartbeat_ms);
+    int stalled = S5_STAT_GET(st, ready) && beat != 0 && now > beat + S5_STALL_MS;
+    if (stalled && !c->stalled[i])
+      s5_warn("queue %u: worker's event loop has not turned for %llu ms", i,
+              (unsigned long long)(now - beat));
+    else if (!stalled && c->stalled[i])
+      s5_info("queue %u: worker's event loop turns again", i);
+    c->stalled[i] = (unsigned char)stalled;
+  }
+}
+
+/* Returns 1 to stop cleanly, -1 to stop with failure, 0 to go on. */
+static int handle_signal(struct control *c, int sig) {
+  switch (sig) {
+    case SIGTERM:
+    case SIGINT:
+      s5_info("%s: stopping", strsignal(sig));
+      return 1;
+    case SIGHUP:
+      s5_log_reopen();
+      s5_info("SIGHUP: log reopened");
+      return 0;
+    case SIGUSR1:
+      log_summaries(c->stats);
+      return 0;
+    case SIGCHLD:
+      return c->mode->on_child(c->mode->arg) < 0 ? -1 : 0;
+    default:
+      return 0;
+  }
+}
+
+static int control_wait_ms(const struct control *c) {
+  long t = c->mode->next_tick ? c->mode->next_tick(c->mode->arg) : -1;
+  return (t < 0 || t > S5_CONTROL_PERIOD_MS) ? S5_CONTROL_PERIOD_MS : (int)t;
+}
+
+int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
+                   const struct s5_control_mode *mode) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (size_t i = 0; i < sizeof control_signals / sizeof *control_signals; i++)
+    sigaddset(&set, control_signals[i]);
+  int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) {
+    s5_error("signalfd: %s", strerror(errno));
+    return 1;
+  }
+  unsigned char stalled[S5_QUEUES_MAX] = {0};
+  struct control c = {cfg, stats, mode, 0, stalled};
+  struct s5_stats_server server;
+  if (s5_stats_server_open(&server, cfg, stats) < 0) {
+    close(sfd);
+    return 1;
+  }
+
+  int result = 0;
+  while (result == 0) {
+    struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = server.fd, .events = POLLIN}};
+    int n = poll(pfd, server.fd >= 0 ? 2 : 1, control_wait_ms(&c));
+    if (n < 0 && errno != EINTR) {
+      s5_error("poll: %s", strerror(errno));
+      result = -1;
+      break;
+    }
+    struct signalfd_siginfo si;
+    while (result == 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+      result = handle_signal(&c, (int)si.ssi_signo);
+    if (n > 0 && pfd[1].revents) s5_stats_server_answer(&server);
+    if (mode->tick) mode->tick(mode->arg);
+    check_ready(&c);
+    check_stalls(&c);
+  }
+  s5_stats_server_close(&server);
+  s5_notify_stopping(cfg);
+  close(sfd);
+  return result > 0 ? 0 : 1;
+}

@@ -1,0 +1,25 @@
+/* The stats socket: a unix stream socket that answers every connection
+ * with one JSON document (core/stats.h) and closes it. */
+#ifndef S5_THREADS_STATS_SERVER_H
+#define S5_THREADS_STATS_SERVER_H
+
+#include "config.h"
+#include "stats.h"
+
+struct s5_stats_server {
+  int fd;                          /* -1 when no socket is configured */
+  const char *path;
+  const struct s5_stats_area *stats;
+};
+
+/* Returns 0 (also when [stats] socket is empty), or -1 after logging. */
+int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cfg,
+                         const struct s5_stats_area *stats);
+void s5_stats_server_answer(struct s5_stats_server *srv);
+void s5_stats_server_close(struct s5_stats_server *srv);
+
+/* The client side, for `s5tund --stats [SOCKET] [--json]`: prints the
+ * document (json) or a table to stdout. Returns the exit code. */
+int s5_stats_client(const char *path, int json);
+
+#endif
