@@ -72,14 +72,16 @@ static void table_clear(struct s5_dns_table *t) {
   for (uint32_t i = 0; i < t->count; i++) {
     struct entry *e = &t->entries[i];
     e->hnext = -1;
-    e->prev = (int32_t)i - 1;
-    e->next = i + 1 < t->count ? (int32_t)i + 1 : -1;
+    /* the list runs from the last entry (head) to entry 0 (tail), so free
+       entries are handed out in address order */
+    e->next = (int32_t)i - 1;
+    e->prev = i + 1 < t->count ? (int32_t)i + 1 : -1;
     e->used = 0;
     e->len = 0;
     e->name[0] = '\0';
   }
-  t->head = 0;
-  t->tail = (int32_t)t->count - 1;
+  t->head = (int32_t)t->count - 1;
+  t->tail = 0;
 }
 
 static void table_lock(struct s5_dns_table *t) {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "dns.h"
 #include "log.h"
 #include "session.h"
 
@@ -47,6 +48,12 @@ static int hs_send_connect(struct s5_session *s) {
   struct sockaddr_storage dst;
   uint8_t msg[S5_SOCKS5_MAX_MSG];
   original_destination(s->pcb, &dst);
+  /* A mapped DNS address: CONNECT by name, the proxy resolves it. */
+  char name[256];
+  int mapped = s5_dns_name_of((struct sockaddr *)&dst, name, sizeof name);
+  if (mapped < 0) return -1;
+  if (mapped > 0)
+    return hs_send(s, msg, s5_socks5_write_connect_name(msg, sizeof msg, name, s->pcb->local_port));
   return hs_send(s, msg, s5_socks5_write_connect(msg, sizeof msg, (struct sockaddr *)&dst));
 }
 

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "config.h"
+#include "dns.h"
 #include "log.h"
+#include "privileges.h"
 #include "run.h"
 #include "stats.h"
 #include "stats_server.h"
@@ -41,6 +43,7 @@ int main(int argc, char **argv) {
     case S5_ARGS_EXIT_OK: return 0;
     default: return 2;
   }
+  if (s5_privileges_resolve(&cfg) < 0) return 1;
   int r = s5_log_open(&cfg);
   if (r < 0) {
     fprintf(stderr, "s5tund: opening log file %s: %s\n", cfg.log.file, strerror(-r));
@@ -55,6 +58,8 @@ int main(int argc, char **argv) {
     s5_error("mapping the stats area: %s", strerror(errno));
     return 1;
   }
+  /* Mapped DNS names, shared by every worker: mapped before any exists. */
+  if (s5_dns_setup(&cfg) < 0) return 1;
   s5_info("s5tund %s starting: %s, %u queues, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
           cfg.mode == S5_MODE_THREAD ? "thread" : "process");
   return cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg, stats) : s5_run_processes(&cfg, stats);

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "icmp.h"
 #include "log.h"
 #include "worker.h"
 
@@ -104,6 +105,12 @@ static void tun_readable(uv_poll_t *handle, int status, int events) {
       if (err != EAGAIN && err != EINTR)
         s5_error("reading TUN queue: %s", strerror(err));
       return;
+    }
+    /* [tun] icmp = off: lwIP would answer a ping to any address. */
+    if (!w->cfg->tun.icmp_reply && s5_icmp_is_echo_request(p->payload, p->len)) {
+      S5_STAT_ADD(w->stats, drop_icmp, 1);
+      pbuf_free(p);
+      continue;
     }
     /* ip_input() owns p from here, whatever it returns. */
     w->netif.input(p, &w->netif);

@@ -1,5 +1,6 @@
 /* Session lifecycle: created for a client's SYN, ended exactly once, freed
  * when its libuv handles have closed. */
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,33 @@ static struct s5_session *session_new(struct s5_worker *w, struct tcp_pcb *pcb) 
   return s;
 }
 
+/* A SYN to the proxy itself means the proxy connections are routed into
+ * the tunnel (no mark, or a rule missing): carrying it would loop forever. */
+static int session_targets_proxy(const struct s5_worker *w, const struct tcp_pcb *pcb) {
+  const struct sockaddr_storage *ss = &w->cfg->socks5.addr;
+  if (ss->ss_family == AF_INET && !IP_IS_V6(&pcb->local_ip)) {
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+    return sin->sin_addr.s_addr == ip_2_ip4(&pcb->local_ip)->addr &&
+           ntohs(sin->sin_port) == pcb->local_port;
+  }
+  if (ss->ss_family == AF_INET6 && IP_IS_V6(&pcb->local_ip)) {
+    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+    return memcmp(&sin6->sin6_addr, ip_2_ip6(&pcb->local_ip)->addr, 16) == 0 &&
+           ntohs(sin6->sin6_port) == pcb->local_port;
+  }
+  return 0;
+}
+
+static void session_refuse_loop(struct s5_worker *w) {
+  S5_STAT_ADD(w->stats, drop_proxy_loop, 1);
+  uint64_t now = uv_now(&w->loop);
+  if (w->loop_logged_ms != 0 && now - w->loop_logged_ms < 10000) return;   /* once per 10 s */
+  w->loop_logged_ms = now;
+  s5_warn("refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
+          "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
+          (unsigned long long)w->stats->drop_proxy_loop);
+}
+
 /* The listener's SYN callback: a client wants a connection. The SYN-ACK
  * waits (ERR_INPROGRESS) until the proxy has connected. Returning anything
  * else makes lwIP refuse the SYN with a RST. */
@@ -162,6 +190,10 @@ err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
   unsigned max = w->cfg->session.max_sessions;
   if (w->draining || w->stopping || (max != 0 && w->stats->tcp_active >= max)) {
     S5_STAT_ADD(w->stats, drop_max_sessions, 1);
+    return ERR_MEM;
+  }
+  if (session_targets_proxy(w, pcb)) {
+    session_refuse_loop(w);
     return ERR_MEM;
   }
   struct s5_session *s = session_new(w, pcb);

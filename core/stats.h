@@ -19,7 +19,7 @@
   X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \
   X(socks5_bad_reply) X(socks5_timeout)                                        \
   X(drop_tun_write) X(drop_max_sessions) X(drop_no_memory) X(drop_udp)         \
-  X(drop_dns) X(drop_icmp) X(restarts)
+  X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts)
 
 struct s5_queue_stats {
 #define S5_STATS_FIELD(name) uint64_t name;

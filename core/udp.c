@@ -462,9 +462,10 @@ static int ctl_parse(struct s5_assoc *a) {
         snprintf(why, sizeof why, "proxy refused UDP ASSOCIATE: %s", s5_socks5_strrep(rep));
       else
         snprintf(why, sizeof why, "SOCKS5 handshake for UDP failed: %s", s5_socks5_strerror(r));
-      S5_STAT_ADD(a->u->w->stats, r == S5_SOCKS5_AUTH_FAILED ? socks5_auth_failed
-                                  : r == S5_SOCKS5_REFUSED   ? socks5_refused
-                                                             : socks5_bad_reply, 1);
+      struct s5_queue_stats *st = a->u->w->stats;
+      if (r == S5_SOCKS5_AUTH_FAILED) S5_STAT_ADD(st, socks5_auth_failed, 1);
+      else if (r == S5_SOCKS5_REFUSED) S5_STAT_ADD(st, socks5_refused, 1);
+      else S5_STAT_ADD(st, socks5_bad_reply, 1);
       assoc_fail(a, why);
       return -1;
     }

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "log.h"
+#include "privileges.h"
 #include "session.h"
+#include "udp.h"
 #include "worker.h"
 
 #include "lwip/init.h"
@@ -50,6 +52,7 @@ static void worker_shutdown(struct s5_worker *w) {
   /* pcbs lwIP kept after their sessions ended (closing, TIME_WAIT) */
   while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);
   while (tcp_tw_pcbs != NULL) tcp_abort(tcp_tw_pcbs);
+  s5_udp_stop(w);
   s5_netif_stop(w);
   uv_walk(&w->loop, worker_close_handle, NULL);
 }
@@ -132,8 +135,13 @@ static int worker_listen(struct s5_worker *w) {
 static int worker_start(struct s5_worker *w, int handle_signals) {
   lwip_init();   /* this thread's own instance: lwIP's state is thread-local */
   if (handle_signals && worker_watch_signals(w) < 0) return -1;
-  if (s5_netif_start(w) < 0 || worker_listen(w) < 0) return -1;
-  int r = uv_timer_init(&w->loop, &w->lwip_timer);
+  if (s5_netif_start(w) < 0 || worker_listen(w) < 0 || s5_udp_start(w) < 0) return -1;
+  int r = s5_privileges_drop(w->cfg);
+  if (r < 0) {
+    s5_error("dropping privileges to %s: %s", w->cfg->run.user, strerror(-r));
+    return -1;
+  }
+  r = uv_timer_init(&w->loop, &w->lwip_timer);
   if (r == 0) r = uv_timer_init(&w->loop, &w->drain_timer);
   w->drain_timer.data = w;
   if (r == 0) r = uv_timer_start(&w->lwip_timer, worker_tick, S5_LWIP_TICK_MS, S5_LWIP_TICK_MS);

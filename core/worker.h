@@ -43,6 +43,7 @@ struct s5_worker {
 
   struct s5_session *sessions; /* all live sessions, for shutdown */
   uint64_t next_session_id;
+  uint64_t loop_logged_ms;     /* last "connection to the proxy itself" warning */
 
   struct s5_queue_stats *stats; /* this queue's slot in the shared area */
   uint8_t read_buf[S5_WORKER_READ_BUF];

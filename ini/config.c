@@ -168,6 +168,31 @@ static int set_tcp_idle_timeout(struct s5_config *cfg, const char *value,
 
 /* A million sessions per worker already exceeds any sane fd limit; a bigger
  * number is more likely a typo than a plan. */
+static int set_tun_auto_route(struct s5_config *cfg, const char *value,
+                              char *err, size_t errlen) {
+  return s5_parse_bool(value, &cfg->tun.auto_route, err, errlen);
+}
+
+static int set_tun_post_up(struct s5_config *cfg, const char *value,
+                           char *err, size_t errlen) {
+  return s5_parse_text(value, PATH_MAX - 1, cfg->tun.post_up,
+                       sizeof cfg->tun.post_up, err, errlen);
+}
+
+static int set_tun_pre_down(struct s5_config *cfg, const char *value,
+                            char *err, size_t errlen) {
+  return s5_parse_text(value, PATH_MAX - 1, cfg->tun.pre_down,
+                       sizeof cfg->tun.pre_down, err, errlen);
+}
+
+/* Only the form is checked here; whether the user exists is checked at
+ * start-up, where a missing user is a runtime failure. */
+static int set_run_user(struct s5_config *cfg, const char *value,
+                        char *err, size_t errlen) {
+  return s5_parse_text(value, sizeof cfg->run.user - 1, cfg->run.user,
+                       sizeof cfg->run.user, err, errlen);
+}
+
 static int set_pid_file(struct s5_config *cfg, const char *value,
                         char *err, size_t errlen) {
   return s5_parse_text(value, PATH_MAX - 1, cfg->run.pid_file,
@@ -353,6 +378,10 @@ static const struct s5_key keys[] = {
   { "dns", "cache-size", "10000", set_dns_cache_size },
   { "log", "level", "info", set_log_level },
   { "log", "file", "", set_log_file },
+  { "tun", "auto-route", "false", set_tun_auto_route },
+  { "tun", "post-up", "", set_tun_post_up },
+  { "tun", "pre-down", "", set_tun_pre_down },
+  { "run", "user", "", set_run_user },
   { "run", "pid-file", "", set_pid_file },
   { "run", "drain-timeout", "5", set_drain_timeout },
   { "stats", "socket", "", set_stats_socket },
@@ -534,5 +563,12 @@ int s5_config_check(const struct s5_config *cfg, int *key,
   }
   if (s5_config_check_dns(cfg, key, err, errlen) != 0)
     return -1;
+  /* Without a mark the proxy connections would be routed into the tunnel. */
+  if (cfg->tun.auto_route && cfg->socks5.mark == 0) {
+    *key = s5_config_key_find("tun", "auto-route");
+    snprintf(err, errlen, "needs [socks5] mark: the proxy connections "
+             "must carry a mark to stay out of the tunnel");
+    return -1;
+  }
   return 0;
 }

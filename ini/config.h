@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #define S5_QUEUES_MAX 256
 
@@ -34,6 +35,9 @@ struct s5_config {
     struct s5_prefix ipv6;
     bool persist;
     bool icmp_reply;              /* icmp = reply: answer echo requests to any address */
+    bool auto_route;              /* policy routing: all but [socks5] mark into the device */
+    char post_up[PATH_MAX];       /* command run once the device is up; empty = none */
+    char pre_down[PATH_MAX];      /* command run before the device goes */
   } tun;
 
   struct {
@@ -67,6 +71,9 @@ struct s5_config {
   struct {
     char pid_file[PATH_MAX];      /* written once every queue serves; empty = none */
     unsigned drain_timeout;       /* seconds open sessions get after SIGTERM, 0..3600 */
+    char user[64];                /* workers drop to this user; empty = stay */
+    uid_t uid;                    /* user, resolved by main() at start-up */
+    gid_t gid;
   } run;
 
   struct {

@@ -93,6 +93,9 @@ static void print_tun(FILE *out, const struct s5_config *cfg) {
   print_prefix(out, "ipv4", &cfg->tun.ipv4);
   print_prefix(out, "ipv6", &cfg->tun.ipv6);
   fprintf(out, "persist = %s\n", cfg->tun.persist ? "true" : "false");
+  fprintf(out, "auto-route = %s\n", cfg->tun.auto_route ? "true" : "false");
+  print_text(out, "post-up", cfg->tun.post_up);
+  print_text(out, "pre-down", cfg->tun.pre_down);
   fprintf(out, "icmp = %s\n", cfg->tun.icmp_reply ? "reply" : "off");
 }
 
@@ -128,6 +131,7 @@ static void print_log(FILE *out, const struct s5_config *cfg) {
 
 static void print_run(FILE *out, const struct s5_config *cfg) {
   fputs("\n[run]\n", out);
+  print_text(out, "user", cfg->run.user);
   print_text(out, "pid-file", cfg->run.pid_file);
   fprintf(out, "drain-timeout = %u\n", cfg->run.drain_timeout);
   fputs("\n[stats]\n", out);

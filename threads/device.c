@@ -5,6 +5,7 @@
 
 #include "log.h"
 #include "run.h"
+#include "route.h"
 #include "tun.h"
 
 static const char *tun_advice(int err) {
@@ -18,6 +19,8 @@ static const char *tun_advice(int err) {
     default: return "see the error above";
   }
 }
+
+static void close_queues(int *fds, unsigned n);
 
 int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
   int fd = s5_tun_open_queue(cfg->tun.name);
@@ -46,13 +49,33 @@ int s5_device_open(const struct s5_config *cfg, int *fds) {
     s5_error("%s", err);
     goto fail;
   }
+  if (cfg->tun.auto_route) {
+    if (s5_route_install(cfg->tun.name, cfg->socks5.mark, err, sizeof err) < 0) {
+      s5_error("%s", err);
+      goto fail;
+    }
+    s5_info("auto-route: all traffic but fwmark 0x%x into %s (table %u, rule priority %u)",
+            cfg->socks5.mark, cfg->tun.name, S5_ROUTE_TABLE, S5_ROUTE_PREF);
+  }
+  if (s5_hook_run(cfg, "post-up", cfg->tun.post_up) < 0) goto fail_routed;
   return 0;
+fail_routed:
+  if (cfg->tun.auto_route) s5_route_remove();
 fail:
-  s5_device_close(fds, n);
+  close_queues(fds, n);
   return -1;
 }
 
-void s5_device_close(int *fds, unsigned n) {
+void s5_device_close(const struct s5_config *cfg, int *fds) {
+  s5_hook_run(cfg, "pre-down", cfg->tun.pre_down);
+  if (cfg->tun.auto_route) {
+    int r = s5_route_remove();
+    if (r < 0) s5_warn("auto-route: removing the rules: %s", strerror(-r));
+  }
+  close_queues(fds, cfg->queues);
+}
+
+static void close_queues(int *fds, unsigned n) {
   for (unsigned i = 0; i < n; i++) {
     if (fds[i] >= 0 && close(fds[i]) < 0) s5_warn("closing queue %u: %s", i, strerror(errno));
     fds[i] = -1;

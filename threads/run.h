@@ -7,15 +7,20 @@
 #include "config.h"
 #include "stats.h"
 
-/* Opens cfg->queues queues of the TUN device and configures its link.
- * Returns 0, or -1 after logging what failed and what to do about it. */
+/* Opens cfg->queues queues of the TUN device, configures its link, installs
+ * auto-route and runs post-up. Returns 0, or -1 after logging what failed
+ * and what to do about it (and undoing what it did). */
 int s5_device_open(const struct s5_config *cfg, int *fds);
 
 /* Opens one more queue of the running device (for a restarted worker). */
 int s5_device_open_queue(const struct s5_config *cfg, unsigned index);
 
-/* Closes the queue fds; the device goes with the last one unless persistent. */
-void s5_device_close(int *fds, unsigned n);
+/* Runs pre-down, removes auto-route, closes the queue fds; the device goes
+ * with the last one unless persistent. */
+void s5_device_close(const struct s5_config *cfg, int *fds);
+
+/* Runs a [tun] post-up/pre-down command with /bin/sh. Returns 0 or -1 (logged). */
+int s5_hook_run(const struct s5_config *cfg, const char *key, const char *command);
 
 /* Run until SIGTERM/SIGINT; each returns the process exit code. stats is
  * the shared counter area with one slot per queue. */

@@ -242,7 +242,7 @@ int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats) {
   }
   stop_all(&sv, &chld);
   for (unsigned i = 0; i < cfg->queues; i++) fds[i] = kids[i].fd;
-  s5_device_close(fds, cfg->queues);
+  s5_device_close(cfg, fds);
 out:
   sigprocmask(SIG_SETMASK, &sv.old_mask, NULL);
   free(kids);

@@ -123,6 +123,17 @@ static const char *cfg_diff(const struct s5_config *a,
     return "session.tcp_idle_timeout";
   if (a->session.max_sessions != b->session.max_sessions)
     return "session.max_sessions";
+  if (a->tun.icmp_reply != b->tun.icmp_reply) return "tun.icmp";
+  if (a->socks5.udp != b->socks5.udp) return "socks5.udp";
+  if (memcmp(&a->socks5.udp_addr, &b->socks5.udp_addr,
+             sizeof a->socks5.udp_addr) != 0)
+    return "socks5.udp_addr";
+  if (a->session.udp_idle_timeout != b->session.udp_idle_timeout)
+    return "session.udp_idle_timeout";
+  if (memcmp(&a->dns.addr, &b->dns.addr, sizeof a->dns.addr) != 0)
+    return "dns.addr";
+  if (!prefix_eq(&a->dns.network, &b->dns.network)) return "dns.network";
+  if (a->dns.cache_size != b->dns.cache_size) return "dns.cache_size";
   if (a->log.level != b->log.level) return "log.level";
   if (strcmp(a->log.file, b->log.file) != 0) return "log.file";
   return NULL;
@@ -237,6 +248,14 @@ static void test_defaults(void) {
   CHECK(c.session.max_sessions == 0, "default max-sessions");
   CHECK(c.log.level == S5_LOG_INFO, "default log level");
   CHECK(c.log.file[0] == '\0', "default log file");
+  CHECK(!c.tun.icmp_reply, "default icmp off");
+  CHECK(c.socks5.udp, "default udp associate");
+  CHECK(c.socks5.udp_addr.ss_family == 0, "default udp-address unset");
+  CHECK(c.session.udp_idle_timeout == 60, "default udp-idle-timeout");
+  CHECK(c.dns.addr.ss_family == 0, "default dns address unset");
+  CHECK(is_prefix(&c.dns.network, AF_INET, "100.64.0.0", 10),
+        "default dns network");
+  CHECK(c.dns.cache_size == 10000, "default dns cache-size");
 }
 
 /* ---- good files --------------------------------------------------------- */
@@ -290,6 +309,20 @@ static void test_good_files(void) {
     CHECK(is_sockaddr(&c, "::1", 1081), "ipv6_only.ini: [::1] and port: "
           "1081");
   }
+  if (load_ok(conf("udp_dns.ini"), &c)) {
+    const struct sockaddr_in *u = (const void *)&c.socks5.udp_addr;
+    const struct sockaddr_in *a = (const void *)&c.dns.addr;
+    CHECK(c.tun.icmp_reply, "udp_dns.ini: icmp");
+    CHECK(!c.socks5.udp, "udp_dns.ini: udp");
+    CHECK(u->sin_family == AF_INET && ntohl(u->sin_addr.s_addr) == 0xc0000207,
+          "udp_dns.ini: udp-address");
+    CHECK(c.session.udp_idle_timeout == 86400, "udp_dns.ini: udp-idle-timeout");
+    CHECK(a->sin_family == AF_INET && ntohl(a->sin_addr.s_addr) == 0xc6120002 &&
+          ntohs(a->sin_port) == 53, "udp_dns.ini: dns address");
+    CHECK(is_prefix(&c.dns.network, AF_INET, "10.128.0.0", 30),
+          "udp_dns.ini: dns network");
+    CHECK(c.dns.cache_size == 2, "udp_dns.ini: cache-size");
+  }
   if (load_ok(conf("quoted.ini"), &c)) {
     CHECK(strcmp(c.socks5.username, " lead;semi\"quote\\back ") == 0,
           "quoted.ini: username is [%s]", c.socks5.username);
@@ -311,7 +344,7 @@ static const struct bad bad_files[] = {
   { "bad_section.ini", 3, "[tunnel] mtu", "unknown section [tunnel]" },
   { "bad_section_case.ini", 2, "[TUN] mtu", "lowercase: [tun]" },
   { "bad_key.ini", 3, "[tun] mtuu", "unknown key (expected one of: name, "
-    "mtu, ipv4, ipv6, persist)" },
+    "mtu, ipv4, ipv6, persist, icmp, auto-route, post-up, pre-down)" },
   { "bad_key_case.ini", 2, "[tun] MTU", "lowercase: mtu" },
   { "bad_key_section.ini", 2, "[tun] port", "did you mean [socks5] port?" },
   { "bad_key_global.ini", 2, "[tun] queues", "before the first [section]" },
@@ -365,6 +398,25 @@ static const struct bad bad_files[] = {
   { "bad_quote_trailing.ini", 2, "[socks5] username", "after the closing "
     "quote" },
   { "bad_escape.ini", 2, "[socks5] username", "unknown escape" },
+  { "bad_icmp.ini", 2, "[tun] icmp", "\"echo\" is not one of: off, reply" },
+  { "bad_udp.ini", 2, "[socks5] udp", "\"relay\" is not one of: off, "
+    "associate" },
+  { "bad_udp_address.ini", 2, "[socks5] udp-address", "host names are not "
+    "looked up" },
+  { "bad_udp_idle_timeout.ini", 2, "[session] udp-idle-timeout",
+    "0 is out of range (1..86400)" },
+  { "bad_dns_address.ini", 2, "[dns] address", "not an IPv4 or IPv6 address" },
+  { "bad_dns_network_nolen.ini", 2, "[dns] network", "no prefix length" },
+  { "bad_dns_network_family.ini", 2, "[dns] network", "wrong family" },
+  { "bad_dns_network_hostbits.ini", 2, "[dns] network", "host bits set (the "
+    "network of /10 starts at 100.64.0.0)" },
+  { "bad_dns_network_small.ini", 2, "[dns] network", "at least /30" },
+  { "bad_dns_network_empty.ini", 2, "[dns] network", "empty" },
+  { "bad_dns_cache_size.ini", 2, "[dns] cache-size", "0 is out of range "
+    "(1..1000000)" },
+  { "bad_dns_cache_pool.ini", 3, "[dns] cache-size", "300 is more than the "
+    "254 addresses of [dns] network /24" },
+  { "bad_dns_address_in_pool.ini", 2, "[dns] address", "inside [dns] network" },
 };
 
 /* Loads path over a non-default configuration and checks: -1, the message
@@ -782,6 +834,7 @@ static void test_round_trip(void) {
   round_trip("full.ini", conf("full.ini"), NULL, NULL);
   round_trip("quoted.ini", conf("quoted.ini"), NULL, NULL);
   round_trip("ipv6_only.ini", conf("ipv6_only.ini"), NULL, NULL);
+  round_trip("udp_dns.ini", conf("udp_dns.ini"), NULL, NULL);
   round_trip("precedence.ini + --socks5", conf("precedence.ini"), "--socks5",
              "[fd00::2]:1");
 }

@@ -1,0 +1,44 @@
+#include <errno.h>
+#include <linux/capability.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "privileges.h"
+
+int s5_privileges_resolve(struct s5_config *cfg) {
+  if (cfg->run.user[0] == '\0') return 0;
+  struct passwd pw, *found = NULL;
+  char buf[4096];
+  int r = getpwnam_r(cfg->run.user, &pw, buf, sizeof buf, &found);
+  if (found == NULL) {
+    fprintf(stderr, "s5tund: [run] user %s: %s\n", cfg->run.user,
+            r != 0 ? strerror(r) : "no such user");
+    return -1;
+  }
+  cfg->run.uid = pw.pw_uid;
+  cfg->run.gid = pw.pw_gid;
+  return 0;
+}
+
+/* glibc's setuid() and friends change every thread of the process; the raw
+ * system calls change only the caller, which is what thread mode needs. */
+int s5_privileges_drop(const struct s5_config *cfg) {
+  if (cfg->run.user[0] == '\0') return 0;
+  int keep = cfg->socks5.mark != 0;
+  gid_t gid = cfg->run.gid;
+  uid_t uid = cfg->run.uid;
+  if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) return -errno;
+  if (syscall(SYS_setgroups, 1, &gid) < 0) return -errno;
+  if (syscall(SYS_setresgid, gid, gid, gid) < 0) return -errno;
+  if (syscall(SYS_setresuid, uid, uid, uid) < 0) return -errno;
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  if (keep) data[0].effective = data[0].permitted = 1u << CAP_NET_ADMIN;
+  if (syscall(SYS_capset, &hdr, data) < 0) return -errno;
+  return 0;
+}

@@ -1,0 +1,19 @@
+/* Dropping a worker's privileges to [run] user once its queue and listener
+ * are set up. The raw syscalls change the calling thread's credentials
+ * only, so in thread mode the workers run as the user while the main
+ * thread keeps what it needs to clean up (auto-route) - and in process mode
+ * the worker is its process's only thread, so the whole worker drops. */
+#ifndef S5_CORE_PRIVILEGES_H
+#define S5_CORE_PRIVILEGES_H
+
+#include "config.h"
+
+/* Resolves cfg->run.user into cfg->run.uid/gid (main(), before anything starts).
+ * Returns 0, or -1 after printing why. */
+int s5_privileges_resolve(struct s5_config *cfg);
+
+/* Drops the calling thread to the user, keeping CAP_NET_ADMIN only when
+ * [socks5] mark needs it (SO_MARK). Returns 0 or -errno. */
+int s5_privileges_drop(const struct s5_config *cfg);
+
+#endif

@@ -1,0 +1,268 @@
+/* Unit test for the mapped resolver's pure parts: core/dns_msg.c (query
+ * parsing, answers), core/dns_table.c (mapping, LRU recycling, sharing
+ * across fork) and core/icmp.c (echo request filter). Prints one line per
+ * failed check and "N passed, M failed"; exits 1 on failure. */
+#include "dns_msg.h"
+#include "dns_table.h"
+#include "icmp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
+
+static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void check(int ok, int line, const char *fmt, ...) {
+  va_list ap;
+  if (ok) {
+    passed++;
+    return;
+  }
+  failed++;
+  printf("FAIL line %d: ", line);
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  putchar('\n');
+}
+
+/* A query as a stub sends it: id 0x1234, RD, one question, optional OPT. */
+static size_t make_query(uint8_t *buf, const char *name, unsigned qtype, int opt) {
+  size_t n = 0;
+  static const uint8_t hdr[] = {0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0};
+  memcpy(buf, hdr, 12);
+  buf[11] = opt ? 1 : 0;
+  n = 12;
+  const char *p = name;
+  while (*p) {
+    const char *dot = strchr(p, '.');
+    size_t l = dot ? (size_t)(dot - p) : strlen(p);
+    buf[n++] = (uint8_t)l;
+    memcpy(buf + n, p, l);
+    n += l;
+    p += l;
+    if (*p == '.') p++;
+  }
+  buf[n++] = 0;
+  buf[n++] = (uint8_t)(qtype >> 8);
+  buf[n++] = (uint8_t)qtype;
+  buf[n++] = 0;
+  buf[n++] = 1;   /* IN */
+  if (opt) {
+    static const uint8_t o[] = {0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0};
+    memcpy(buf + n, o, sizeof o);
+    n += sizeof o;
+  }
+  return n;
+}
+
+static void test_parse(void) {
+  uint8_t m[600];
+  struct s5_dns_query q;
+  size_t n = make_query(m, "Target.TEST", 1, 0);
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_QUERY, "plain A query");
+  CHECK(q.id == 0x1234 && q.qtype == 1 && q.qclass == 1 && strcmp(q.name, "target.test") == 0 &&
+            q.name_len == 11 && q.name_ok && !q.has_opt && q.question_len == n - 12,
+        "fields: name [%s]", q.name);
+  /* Every truncation of it is malformed. */
+  for (size_t len = 0; len < n; len++)
+    if (s5_dns_parse_query(m, len, &q) != S5_DNS_MALFORMED) {
+      CHECK(0, "truncated at %zu not malformed", len);
+      break;
+    }
+  n = make_query(m, "example.test", 28, 1);
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_QUERY && q.qtype == 28 && q.has_opt && q.edns_version == 0,
+        "AAAA with OPT");
+  CHECK(s5_dns_parse_query(m, n - 1, &q) == S5_DNS_QUERY && !q.has_opt, "OPT cut short: ignored");
+  m[n - 2] = 0, m[n - 1] = 5;   /* OPT RDLEN beyond the end */
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "OPT RDLEN overflow");
+
+  n = make_query(m, "", 1, 0);
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_QUERY && q.name_len == 0 && q.name[0] == '\0', "root");
+  n = make_query(m, "we!rd.test", 1, 0);
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_QUERY && !q.name_ok, "odd byte -> not name_ok");
+
+  /* Header problems. */
+  n = make_query(m, "a.test", 1, 0);
+  m[2] |= 0x80;
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "QR = 1 (a response)");
+  m[2] = 0x01 | (2 << 3);
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_NOT_QUERY, "OPCODE 2 -> not query");
+  m[2] = 0x01;
+  m[5] = 2;
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "QDCOUNT 2");
+  m[5] = 0;
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "QDCOUNT 0");
+  m[5] = 1;
+  m[7] = 1;
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "ANCOUNT 1");
+  m[7] = 0;
+
+  /* Names: pointer, reserved label type, 64-byte label, > 255 bytes. */
+  n = make_query(m, "a.test", 1, 0);
+  m[12] = 0xc0;
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "compression pointer in question");
+  m[12] = 0x41;
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "label type 01");
+  char big[300];
+  memset(big, 'a', 64);
+  big[64] = '\0';
+  n = make_query(m, big, 1, 0);
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "64-byte label");
+  /* 4 labels of 63 = 4*64 + 1 = 257 wire bytes: too long; 3*64+61+1 = 254 fine. */
+  for (int i = 0; i < 4; i++) {
+    memset(big + i * 64, 'b', 63);
+    big[i * 64 + 63] = '.';
+  }
+  big[4 * 64 - 1] = '\0';
+  n = make_query(m, big, 1, 0);
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "name of 257 wire bytes");
+  big[3 * 64 + 61] = '\0';
+  n = make_query(m, big, 1, 0);
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_QUERY && q.name_len == 253, "name of 253 characters: %zu",
+        q.name_len);
+}
+
+static void test_build(void) {
+  uint8_t m[600], out[S5_DNS_ANSWER_MAX];
+  struct s5_dns_query q;
+  size_t n = make_query(m, "Target.test", 1, 0);
+  s5_dns_parse_query(m, n, &q);
+  static const uint8_t addr[4] = {100, 64, 0, 1};
+  int r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr, 1);
+  CHECK(r == (int)n + 16, "A answer length %d", r);
+  CHECK(out[0] == 0x12 && out[1] == 0x34, "id copied");
+  CHECK(out[2] == (0x80 | 0x04 | 0x01) && out[3] == 0x80, "flags QR AA RD RA, NOERROR: %02x %02x", out[2], out[3]);
+  CHECK(out[5] == 1 && out[7] == 1 && out[9] == 0 && out[11] == 0, "counts 1/1/0/0");
+  CHECK(memcmp(out + 12, m + 12, n - 12) == 0, "question copied as sent (letter case too)");
+  static const uint8_t rr[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 100, 64, 0, 1};
+  CHECK(memcmp(out + n, rr, sizeof rr) == 0, "answer record");
+  CHECK(s5_dns_build_response(out, (size_t)r - 1, m, &q, 0, addr, 1) == -1, "no room");
+
+  n = make_query(m, "x.test", 28, 1);
+  s5_dns_parse_query(m, n, &q);
+  r = s5_dns_build_response(out, sizeof out, m, &q, 0, NULL, 1);
+  CHECK(r == (int)n, "AAAA no data + OPT: %d (query %zu)", r, n);
+  CHECK(out[7] == 0 && out[11] == 1 && out[r - 11] == 0 && out[r - 9] == 41, "no answer, OPT back");
+
+  m[n - 5] = 1;   /* EDNS version 1 */
+  s5_dns_parse_query(m, n, &q);
+  r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr, 1);
+  CHECK(r == (int)n && (out[3] & 0x0f) == 0 && out[r - 6] == 1 && out[7] == 0, "BADVERS: ext rcode 1, no answer");
+
+  n = make_query(m, "a.test", 1, 0);
+  m[2] = 0x01 | (4 << 3);   /* NOTIFY */
+  CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_NOT_QUERY, "notify");
+  q.question_len = 0;
+  r = s5_dns_build_response(out, sizeof out, m, &q, S5_DNS_RCODE_NOTIMP, NULL, 1);
+  CHECK(r == 12 && (out[3] & 0x0f) == 4 && ((out[2] >> 3) & 0x0f) == 4 && out[5] == 0, "NOTIMP header only");
+}
+
+static void test_table(void) {
+  static const uint8_t net[4] = {100, 64, 0, 0};
+  CHECK(s5_dns_pool_size(10) == 4194302 && s5_dns_pool_size(30) == 2 && s5_dns_pool_size(31) == 0, "pool sizes");
+  CHECK(s5_dns_table_create(net, 30, 3) == NULL, "more entries than the pool");
+  struct s5_dns_table *t = s5_dns_table_create(net, 24, 3);
+  CHECK(t != NULL, "create");
+  if (t == NULL) return;
+  uint8_t a[4], b[4], c[4], d[4], e[4];
+  char name[256];
+  CHECK(s5_dns_table_map(t, "one.test", 8, a) == 0 && a[0] == 100 && a[1] == 64 && a[2] == 0 && a[3] == 1,
+        "first name -> first pool address");
+  CHECK(s5_dns_table_map(t, "two.test", 8, b) == 0 && b[3] == 2, "second name");
+  CHECK(s5_dns_table_map(t, "one.test", 8, e) == 0 && memcmp(a, e, 4) == 0, "same name, same address");
+  CHECK(s5_dns_table_map(t, "three.test", 10, c) == 0 && c[3] == 3, "third name");
+  CHECK(s5_dns_table_name(t, b, name, sizeof name) == 8 && strcmp(name, "two.test") == 0, "address -> name");
+  /* LRU is now one.test (touched by the map before three), then ... the
+   * order of use: one(map), two(map), one(map), three(map), two(name):
+   * least recently used is one.test. */
+  CHECK(s5_dns_table_map(t, "four.test", 9, d) == 0 && memcmp(d, a, 4) == 0, "four.test recycles one.test's address");
+  CHECK(s5_dns_table_name(t, a, name, sizeof name) == 9 && strcmp(name, "four.test") == 0, "recycled address");
+  CHECK(s5_dns_table_map(t, "one.test", 8, e) == 0 && memcmp(e, c, 4) == 0, "one.test again takes three's (LRU)");
+  static const uint8_t out_of_pool[4] = {100, 64, 0, 9};
+  static const uint8_t outside[4] = {10, 0, 0, 1};
+  CHECK(s5_dns_table_name(t, out_of_pool, name, sizeof name) == -1, "beyond the entries: not in pool");
+  CHECK(s5_dns_table_name(t, outside, name, sizeof name) == -1, "outside the network");
+  CHECK(s5_dns_table_in_pool(t, a) && !s5_dns_table_in_pool(t, outside), "in_pool");
+  CHECK(s5_dns_table_map(t, "", 0, e) == -1, "empty name refused");
+
+  /* Shared across fork: a child maps a name, the parent sees it. */
+  pid_t pid = fork();
+  if (pid == 0) {
+    uint8_t x[4];
+    _exit(s5_dns_table_map(t, "child.test", 10, x) == 0 ? 0 : 1);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child mapped a name");
+  int found = 0;
+  for (int i = 1; i <= 3; i++) {
+    uint8_t x[4] = {100, 64, 0, (uint8_t)i};
+    if (s5_dns_table_name(t, x, name, sizeof name) > 0 && strcmp(name, "child.test") == 0) found = 1;
+  }
+  CHECK(found, "the child's name is visible in the parent");
+  s5_dns_table_destroy(t);
+
+  /* Many names through a small table: every lookup consistent. */
+  t = s5_dns_table_create(net, 16, 100);
+  int bad = 0;
+  for (int i = 0; i < 5000 && t != NULL; i++) {
+    char nm[32];
+    int len = snprintf(nm, sizeof nm, "n%d.test", i % 250);
+    uint8_t x[4];
+    s5_dns_table_map(t, nm, (size_t)len, x);
+    if (s5_dns_table_name(t, x, name, sizeof name) != len || strcmp(name, nm) != 0) bad++;
+  }
+  CHECK(t != NULL && bad == 0, "5000 lookups through 100 entries: %d inconsistent", bad);
+  s5_dns_table_destroy(t);
+}
+
+static void test_icmp(void) {
+  uint8_t p4[28] = {0x45, 0, 0, 28, 0, 0, 0, 0, 64, 1};
+  p4[20] = 8;
+  CHECK(s5_icmp_is_echo_request(p4, sizeof p4), "IPv4 echo request");
+  p4[20] = 0;
+  CHECK(!s5_icmp_is_echo_request(p4, sizeof p4), "IPv4 echo reply");
+  p4[20] = 3;
+  CHECK(!s5_icmp_is_echo_request(p4, sizeof p4), "IPv4 unreachable");
+  p4[6] = 0x20;   /* MF */
+  CHECK(s5_icmp_is_echo_request(p4, sizeof p4), "IPv4 ICMP fragment");
+  p4[6] = 0;
+  p4[9] = 17;
+  p4[20] = 8;
+  CHECK(!s5_icmp_is_echo_request(p4, sizeof p4), "IPv4 UDP");
+  p4[9] = 1;
+  CHECK(!s5_icmp_is_echo_request(p4, 20), "IPv4 ICMP without its type byte");
+  uint8_t p6[64] = {0x60};
+  p6[6] = 58;
+  p6[40] = 128;
+  CHECK(s5_icmp_is_echo_request(p6, 48), "IPv6 echo request");
+  p6[40] = 129;
+  CHECK(!s5_icmp_is_echo_request(p6, 48), "IPv6 echo reply");
+  p6[6] = 0;        /* hop-by-hop, 8 bytes, then ICMPv6 */
+  p6[40] = 58;
+  p6[41] = 0;
+  p6[48] = 128;
+  CHECK(s5_icmp_is_echo_request(p6, 56), "IPv6 echo after hop-by-hop");
+  CHECK(!s5_icmp_is_echo_request(p6, 44), "IPv6 truncated extension chain");
+  p6[6] = 44;       /* fragment header carrying ICMPv6 */
+  p6[40] = 58;
+  CHECK(s5_icmp_is_echo_request(p6, 48), "IPv6 ICMPv6 fragment");
+  CHECK(!s5_icmp_is_echo_request(p6, 0) && !s5_icmp_is_echo_request((const uint8_t *)"\x50", 1),
+        "empty and unknown version");
+}
+
+int main(void) {
+  test_parse();
+  test_build();
+  test_table();
+  test_icmp();
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}

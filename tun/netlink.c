@@ -1,0 +1,219 @@
+/* rtnetlink plumbing: see netlink.h. */
+#include "netlink.h"
+
+#include <errno.h>
+#include <linux/rtnetlink.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- netlink plumbing --------------------------------------------------- */
+
+int s5_nl_open(struct nl_conn *c) {
+  int one = 1;
+
+  c->seq = 0;
+  c->why[0] = '\0';
+  c->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+  if (c->fd < 0)
+    return -errno;
+  /* Extended acks give a reason ("MTU greater than device maximum") on
+   * kernels >= 4.12; capped acks keep our request out of the reply. Both
+   * are only nice to have, so a kernel that lacks them is not an error. */
+  if (setsockopt(c->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one)) < 0 &&
+      errno != ENOPROTOOPT)
+    return -errno;
+  if (setsockopt(c->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one)) < 0 &&
+      errno != ENOPROTOOPT)
+    return -errno;
+  return 0;
+}
+
+void s5_nl_close(struct nl_conn *c) {
+  if (c->fd >= 0)
+    close(c->fd);
+  c->fd = -1;
+}
+
+/* Starts a request of `type` whose fixed part is `fixed` (fixedlen bytes). */
+void s5_nl_init(struct nl_req *r, uint16_t type, uint16_t flags, const void *fixed,
+                    size_t fixedlen) {
+  memset(r, 0, sizeof(*r));
+  r->u.h.nlmsg_len = (uint32_t)NLMSG_LENGTH(fixedlen);
+  r->u.h.nlmsg_type = type;
+  r->u.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+  memcpy(NLMSG_DATA(&r->u.h), fixed, fixedlen);
+}
+
+int s5_nl_put_attr(struct nl_req *r, uint16_t type, const void *data, size_t len) {
+  size_t off = NLMSG_ALIGN(r->u.h.nlmsg_len);
+  struct rtattr *rta;
+
+  if (off + RTA_SPACE(len) > sizeof(r->u.buf))
+    return -EMSGSIZE;
+  rta = (struct rtattr *)(r->u.buf + off);
+  rta->rta_type = type;
+  rta->rta_len = (unsigned short)RTA_LENGTH(len);
+  memcpy(RTA_DATA(rta), data, len);
+  r->u.h.nlmsg_len = (uint32_t)(off + RTA_SPACE(len));
+  return 0;
+}
+
+static int nl_send(struct nl_conn *c, struct nl_req *r) {
+  struct sockaddr_nl kernel;
+  ssize_t n;
+
+  memset(&kernel, 0, sizeof(kernel));
+  kernel.nl_family = AF_NETLINK;
+  r->u.h.nlmsg_seq = ++c->seq;
+  do
+    n = sendto(c->fd, r->u.buf, r->u.h.nlmsg_len, 0, (struct sockaddr *)&kernel,
+               sizeof(kernel));
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return -errno;
+  if ((size_t)n != r->u.h.nlmsg_len)
+    return -EIO;
+  return 0;
+}
+
+/* Copies NLMSGERR_ATTR_MSG out of the TLVs that follow an error ack.
+ * Works on offsets from the message start so that a bogus length can only
+ * make us give up, never point outside the message. */
+static void nl_ack_text(struct nl_conn *c, const struct nlmsghdr *h) {
+  const struct nlmsgerr *e = NLMSG_DATA(h);
+  const char *base = (const char *)h;
+  size_t end = h->nlmsg_len;
+  size_t off = NLMSG_LENGTH(sizeof(*e));
+  const struct nlattr *a;
+  size_t len;
+
+  if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
+    return;
+  /* Without NETLINK_CAP_ACK the payload of our request sits in between. */
+  if (!(h->nlmsg_flags & NLM_F_CAPPED)) {
+    if (e->msg.nlmsg_len < sizeof(e->msg) || e->msg.nlmsg_len > end)
+      return;
+    off += NLMSG_ALIGN(e->msg.nlmsg_len - sizeof(e->msg));
+  }
+  while (off + NLA_HDRLEN <= end) {
+    a = (const struct nlattr *)(base + off);
+    if (a->nla_len < NLA_HDRLEN || a->nla_len > end - off)
+      return;
+    if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
+      len = strnlen(base + off + NLA_HDRLEN, a->nla_len - NLA_HDRLEN);
+      if (len >= sizeof(c->why))
+        len = sizeof(c->why) - 1;
+      memcpy(c->why, base + off + NLA_HDRLEN, len);
+      c->why[len] = '\0';
+      return;
+    }
+    off += NLA_ALIGN(a->nla_len);
+  }
+}
+
+/* Looks for the ack to our last request among the messages in buf.
+ * Returns 1 when none is there, else 0 or -errno from the ack. */
+static int nl_find_ack(struct nl_conn *c, const char *buf, size_t len) {
+  const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+  const struct nlmsgerr *e;
+  /* Signed on purpose: NLMSG_NEXT subtracts the aligned length, which can
+   * exceed what is left for an unpadded last message; an int goes negative
+   * and ends the loop where a size_t would wrap. */
+  int left = (int)len;
+
+  for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+    /* Anything else is a late answer to an earlier request: skip it. */
+    if (h->nlmsg_seq != c->seq || h->nlmsg_type != NLMSG_ERROR)
+      continue;
+    if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+      return -EBADMSG;
+    e = NLMSG_DATA(h);
+    if (e->error == 0)
+      return 0;
+    nl_ack_text(c, h);
+    /* error is a negative errno; guard against anything else. */
+    return e->error < 0 ? e->error : -EPROTO;
+  }
+  return 1;
+}
+
+static int nl_wait_ack(struct nl_conn *c) {
+  /* Aligned for struct nlmsghdr. */
+  union {
+    struct nlmsghdr h;
+    char buf[NL_REPLY_MAX];
+  } reply;
+  struct sockaddr_nl from;
+  struct iovec iov = {reply.buf, sizeof(reply.buf)};
+  struct msghdr msg;
+  ssize_t n;
+  int r;
+
+  for (;;) {
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_name = &from;
+    msg.msg_namelen = sizeof(from);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    n = recvmsg(c->fd, &msg, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    if (msg.msg_flags & MSG_TRUNC)
+      return -EMSGSIZE;
+    /* Only the kernel (port 0) speaks for the kernel. */
+    if (msg.msg_namelen != sizeof(from) || from.nl_pid != 0)
+      continue;
+    r = nl_find_ack(c, reply.buf, (size_t)n);
+    if (r <= 0)
+      return r;
+  }
+}
+
+/* Sends one request and waits for its ack. Returns 0 or -errno. */
+int s5_nl_talk(struct nl_conn *c, struct nl_req *r) {
+  int err;
+
+  c->why[0] = '\0';
+  err = nl_send(c, r);
+  if (err < 0)
+    return err;
+  return nl_wait_ack(c);
+}
+
+/* ---- error text --------------------------------------------------------- */
+
+/* "<what>: <strerror>[ (<kernel text>)]", with what already in err. */
+int s5_nl_fail(struct nl_conn *c, int err, char *buf, size_t buflen, size_t used) {
+  const char *why = c != NULL ? c->why : "";
+
+  if (buf == NULL || buflen == 0 || used >= buflen)
+    return err;
+  if (why[0] != '\0')
+    snprintf(buf + used, buflen - used, ": %s (%s)", strerror(-err), why);
+  else
+    snprintf(buf + used, buflen - used, ": %s", strerror(-err));
+  return err;
+}
+
+/* Writes the start of an error message and returns its length (clamped). */
+size_t s5_nl_what(char *buf, size_t buflen, const char *fmt, ...) {
+  va_list ap;
+  int n;
+
+  if (buf == NULL || buflen == 0)
+    return 0;
+  va_start(ap, fmt);
+  n = vsnprintf(buf, buflen, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    buf[0] = '\0';
+    return 0;
+  }
+  return (size_t)n < buflen ? (size_t)n : buflen - 1;
+}
+
