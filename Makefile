@@ -4,6 +4,7 @@
 #   make build   configure and build into build/
 #   make test    deps + build + every test (unit and end-to-end) with ctest
 #   make demo    deps + build + a demonstration in private network namespaces
+#   make install build, then cmake --install (DESTDIR honoured)
 #   make clean   remove build/
 #
 # The end-to-end tests and the demo need root (network namespaces, TUN);
@@ -14,9 +15,9 @@ CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
 # Build tools and libraries, then what the end-to-end tests run: the SOCKS5
-# servers, ip/ss, pgrep, timeout, Debian's python3 (stdlib only).
+# servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib only).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev xz-utils \
-        ca-certificates microsocks dante-server iproute2 python3 procps coreutils
+        ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
@@ -60,3 +61,28 @@ demo: deps build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# make bench        deps + build + the benchmark (test/bench/; root; several
+#                   minutes): direct path vs s5tund thread/process mode,
+#                   queues 1 2 4; table, CSV and chart in $(BUILD_DIR)/bench/
+# make bench-short  the same, short (CI): asserts only that every case
+#                   moved traffic and completed, never a speed
+# BENCH_ARGS passes options to test/bench/run.sh (see its --help).
+BENCH_ARGS ?=
+
+.PHONY: bench bench-short
+
+bench: deps build
+	BUILD_DIR=$(BUILD_DIR) bash test/bench/run.sh --s5tund $(BUILD_DIR)/s5tund $(BENCH_ARGS)
+
+bench-short: deps build
+	BUILD_DIR=$(BUILD_DIR) bash test/bench/run.sh --short --s5tund $(BUILD_DIR)/s5tund $(BENCH_ARGS)
+
+# make install      build, then install with CMake: s5tund to sbin, the
+#                   systemd unit, the man page, the example configuration
+#                   (prefix from CMAKE_INSTALL_PREFIX at configure time,
+#                   default /usr/local; DESTDIR=/staging honoured)
+.PHONY: install
+
+install: build
+	cmake --install $(BUILD_DIR)

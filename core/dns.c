@@ -131,6 +131,7 @@ int s5_dns_name_of_ip(const ip_addr_t *dst, char *name, size_t cap) {
             a[0], a[1], a[2], a[3]);
     return -1;
   }
+  s5_debug("dns: %u.%u.%u.%u stands for %s: sent by name", a[0], a[1], a[2], a[3], name);
   return 1;
 }
 

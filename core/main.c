@@ -17,7 +17,7 @@
 #include "stats.h"
 #include "stats_server.h"
 
-#define S5_STATS_DEFAULT_SOCKET "/run/s5tund.sock"
+#define S5_STATS_DEFAULT_SOCKET "/run/s5tund/s5tund.sock"   /* the systemd unit's RuntimeDirectory */
 
 /* s5tund --stats [SOCKET] [--json]: a client of a running daemon. */
 static int stats_command(int argc, char **argv) {

@@ -146,9 +146,11 @@ void s5_stats_summary(const struct s5_queue_stats *st, char *buf, size_t len) {
   snprintf(buf, len,
            "tun rx %" PRIu64 " pkts/%" PRIu64 " B, tx %" PRIu64 " pkts/%" PRIu64
            " B; tcp %" PRIu64 " active/%" PRIu64 " total; udp %" PRIu64 " active/%" PRIu64
-           " total; socks5 failures %" PRIu64 "; restarts %" PRIu64,
+           " total; to proxy %" PRIu64 " B, from proxy %" PRIu64 " B; socks5 failures %" PRIu64
+           "; restarts %" PRIu64,
           st->tun_rx_packets, st->tun_rx_bytes, st->tun_tx_packets, st->tun_tx_bytes,
-          st->tcp_active, st->tcp_total, st->udp_active, st->udp_total,
+          st->tcp_active, st->tcp_total, st->udp_active, st->udp_total, st->bytes_to_proxy,
+          st->bytes_from_proxy,
           st->socks5_connect_failed + st->socks5_auth_failed + st->socks5_refused +
               st->socks5_bad_reply + st->socks5_timeout,
           st->restarts);

@@ -32,7 +32,6 @@
 #include "socks5_udp.h"
 #include "worker.h"
 
-#include "lwip/icmp.h"
 #include "lwip/inet_chksum.h"
 #include "lwip/ip.h"
 #include "lwip/pbuf.h"
@@ -609,12 +608,40 @@ static struct s5_assoc *assoc_find(struct s5_udp *u, const ip_addr_t *client, ui
 /* ---------------------------------------------------------------- from lwIP */
 
 /* ICMP port unreachable quoting the datagram, as a host without the port
- * would answer (only valid inside lwIP's input processing, as here). */
+ * would answer, sent from the address the datagram was for. lwIP's own
+ * icmp_port_unreach() would take the source from the netif, which has no
+ * address (it takes every destination). Only valid inside lwIP's input
+ * processing (ip_current_*), as here. */
 static void reject(struct s5_worker *w, struct pbuf *p) {
   S5_STAT_ADD(w->stats, drop_udp, 1);
-  if (pbuf_header_force(p, (s16_t)(ip_current_header_tot_len() + UDP_HLEN)) == 0)
-    icmp_port_unreach(ip_current_is_v6(), p);
+  int v6 = ip_current_is_v6();
+  /* Quote as much as RFC 1812 (IPv4: 576-byte message) and RFC 4443
+   * (IPv6: within the minimum MTU, 1280) allow. */
+  u16_t room = v6 ? 1280 - 40 - 8 : 576 - 20 - 8;
+  if (pbuf_header_force(p, (s16_t)(ip_current_header_tot_len() + UDP_HLEN)) != 0) {
+    pbuf_free(p);
+    return;
+  }
+  u16_t quote = p->tot_len < room ? p->tot_len : room;
+  struct pbuf *q = pbuf_alloc(PBUF_IP, (u16_t)(8 + quote), PBUF_RAM);
+  if (q == NULL) {
+    pbuf_free(p);
+    return;
+  }
+  uint8_t *m = q->payload;
+  memset(m, 0, 8);
+  m[0] = v6 ? 1 : 3;   /* destination unreachable */
+  m[1] = v6 ? 4 : 3;   /* port unreachable */
+  pbuf_copy_partial(p, m + 8, quote, 0);
+  ip_addr_t src, dst;
+  ip_addr_copy(src, *ip_current_dest_addr());
+  ip_addr_copy(dst, *ip_current_src_addr());
   pbuf_free(p);
+  u16_t sum = v6 ? ip6_chksum_pseudo(q, IP6_NEXTH_ICMP6, q->tot_len, ip_2_ip6(&src), ip_2_ip6(&dst))
+                 : inet_chksum(m, q->len);
+  memcpy(m + 2, &sum, 2);   /* both sums come in network order */
+  ip_output_if_src(q, &src, &dst, 64, 0, v6 ? IP6_NEXTH_ICMP6 : IP_PROTO_ICMP, &w->netif);
+  pbuf_free(q);
 }
 
 static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport,

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "privileges.h"
 #include "session.h"
+#include "tun.h"
 #include "udp.h"
 #include "worker.h"
 
@@ -45,6 +46,10 @@ static void worker_close_listener(struct s5_worker *w) {
 static void worker_shutdown(struct s5_worker *w) {
   if (w->stopping) return;
   w->stopping = 1;
+  /* Other queues may still be draining: detached, this queue's flows go to
+   * them, whose closed listeners answer new SYNs with a RST, instead of
+   * waiting in a queue nobody reads. */
+  if (w->draining) s5_tun_queue_detach(w->fd);
   S5_STAT_SET(w->stats, ready, 0);
   worker_close_listener(w);
   if (w->sessions != NULL) s5_info("resetting %u open TCP sessions", (unsigned)w->stats->tcp_active);
@@ -79,7 +84,13 @@ void s5_worker_session_gone(struct s5_worker *w) {
 
 static void worker_stop_requested(uv_async_t *async) { worker_drain(async->data); }
 
+/* Process mode: the supervisor forwards SIGHUP so each worker process
+ * reopens its own log fd; SIGTERM/SIGINT start the drain. */
 static void worker_signal(uv_signal_t *sig, int signum) {
+  if (signum == SIGHUP) {
+    s5_log_reopen();
+    return;
+  }
   s5_info("%s: stopping", strsignal(signum));
   worker_drain(sig->data);
 }
@@ -105,9 +116,9 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
 }
 
 static int worker_watch_signals(struct s5_worker *w) {
-  uv_signal_t *sigs[] = {&w->sigterm, &w->sigint};
-  int nums[] = {SIGTERM, SIGINT};
-  for (int i = 0; i < 2; i++) {
+  uv_signal_t *sigs[] = {&w->sigterm, &w->sigint, &w->sighup};
+  int nums[] = {SIGTERM, SIGINT, SIGHUP};
+  for (int i = 0; i < 3; i++) {
     int r = uv_signal_init(&w->loop, sigs[i]);
     if (r == 0) r = uv_signal_start(sigs[i], worker_signal, nums[i]);
     if (r < 0) {

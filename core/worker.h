@@ -31,7 +31,7 @@ struct s5_worker {
   uv_poll_t tun_poll;          /* readable TUN queue */
   uv_timer_t lwip_timer;       /* drives tcp_tmr() and reassembly timers */
   uv_async_t stop_async;       /* s5_worker_stop() from another thread */
-  uv_signal_t sigterm, sigint; /* process mode: the worker's own signals */
+  uv_signal_t sigterm, sigint, sighup; /* process mode: the worker's own signals */
   uv_timer_t drain_timer;      /* stop: ends the drain at drain-timeout */
   unsigned lwip_ticks;
   int draining;                /* no new sessions; ends when the last one does */

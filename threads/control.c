@@ -85,6 +85,7 @@ static int handle_signal(struct control *c, int sig) {
     case SIGHUP:
       s5_log_reopen();
       s5_info("SIGHUP: log reopened");
+      if (c->mode->on_hangup) c->mode->on_hangup(c->mode->arg);
       return 0;
     case SIGUSR1:
       log_summaries(c->stats);

@@ -12,6 +12,8 @@ struct s5_control_mode {
   void *arg;
   /* SIGCHLD arrived. Returns 0, or -1 when the daemon must stop (exit 1). */
   int (*on_child)(void *arg);
+  /* SIGHUP arrived, after the main log was reopened (may be NULL). */
+  void (*on_hangup)(void *arg);
   /* Milliseconds until tick is wanted, or -1 for never. */
   long (*next_tick)(void *arg);
   void (*tick)(void *arg);

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "control.h"
 #include "log.h"
@@ -76,6 +77,7 @@ static int pool_start(const struct s5_config *cfg, int *fds, struct s5_stats_are
       return -1;
     }
     slot->started = 1;
+    S5_STAT_SET(&stats->q[i], pid, getpid());   /* every queue lives in this process */
   }
   return 0;
 }

@@ -171,6 +171,13 @@ static void restart_due(void *arg) {
   }
 }
 
+/* SIGHUP: the supervisor reopened its log; each worker has its own fd. */
+static void on_hangup(void *arg) {
+  struct supervisor *sv = arg;
+  for (unsigned i = 0; i < sv->cfg->queues; i++)
+    if (sv->kids[i].pid > 0) kill(sv->kids[i].pid, SIGHUP);
+}
+
 static int on_child(void *arg) {
   reap(arg, 0);
   return 0;
@@ -237,7 +244,8 @@ int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats) {
   while (started < cfg->queues && child_spawn(&sv, started) == 0) started++;
   if (started == cfg->queues) {
     struct s5_control_mode mode = {
-        .arg = &sv, .on_child = on_child, .next_tick = next_restart_in, .tick = restart_due};
+        .arg = &sv, .on_child = on_child, .on_hangup = on_hangup, .next_tick = next_restart_in,
+        .tick = restart_due};
     code = s5_control_run(cfg, stats, &mode);
   }
   stop_all(&sv, &chld);

@@ -6,6 +6,11 @@
   client.py [common options] concurrent N [--retry-for S]
   client.py [common options] hold [--hold S]
   client.py [common options] expect-refused [--accept-eof]
+  client.py [common options] rst --tag T
+  client.py [common options] silent --tag T [--expect reset|eof]
+  client.py [common options] read-end --expect-data BYTES --expect-end reset|eof
+  client.py [common options] talk [--interval S] [--duration S]
+  client.py [common options] limit N [--retry-for S]
 
 Common options: --host ADDR --port PORT --timeout S (every socket operation),
 and, for the harness self-check only, --socks5 ADDR:PORT [--user U
@@ -21,6 +26,7 @@ import hashlib
 import os
 import random
 import socket
+import struct
 import sys
 import threading
 import time
@@ -306,59 +312,278 @@ def cmd_hold(args):
 
 # ---------------------------------------------------------------- expect-refused
 
-def cmd_expect_refused(args):
-    """Passes when the connection is refused (RST to the SYN) or reset before
-    any data came back. Fails when data comes back (the connection works),
-    when nothing at all happens within --timeout (a hang), and, unless
-    --accept-eof, when the connection is closed cleanly (FIN)."""
-    where = "%s:%d" % (args.host, args.port)
+def probe_refused(args, accept_eof=False):
+    """One connection that should be refused: (True, how) when it was,
+    (False, what happened instead) otherwise."""
     s = socket.socket(e2elib.family_of(args.host), socket.SOCK_STREAM)
     s.settimeout(args.timeout)
     try:
         try:
             s.connect((args.host, args.port))
         except ConnectionRefusedError:
-            log("expect-refused %s ok: connect refused (ECONNREFUSED)" % where)
-            return 0
+            return True, "connect refused (ECONNREFUSED)"
         except ConnectionResetError:
-            log("expect-refused %s ok: connection reset during connect" % where)
-            return 0
+            return True, "connection reset during connect"
         except socket.timeout:
-            log("expect-refused %s FAILED: connect neither completed nor was refused "
-                "within %.0f s" % (where, args.timeout))
-            return 1
+            return False, ("connect neither completed nor was refused within %.0f s"
+                           % args.timeout)
         except OSError as e:
-            log("expect-refused %s FAILED: connect failed with %s, expected ECONNREFUSED"
-                % (where, e))
-            return 1
+            return False, "connect failed with %s, expected ECONNREFUSED" % e
         # Connected (the TUN side may accept before the proxy answers): the
         # connection must now be reset without delivering anything.
         try:
             s.sendall(b"ECHO\nprobe\n")
             data = s.recv(4096)
         except (ConnectionResetError, BrokenPipeError) as e:
-            log("expect-refused %s ok: connected, then reset before any data (%s)"
-                % (where, type(e).__name__))
-            return 0
+            return True, "connected, then reset before any data (%s)" % type(e).__name__
         except socket.timeout:
-            log("expect-refused %s FAILED: connected, then neither data, reset nor "
-                "close within %.0f s (hang)" % (where, args.timeout))
-            return 1
+            return False, ("connected, then neither data, reset nor close within %.0f s (hang)"
+                           % args.timeout)
         except OSError as e:
-            log("expect-refused %s FAILED: connected, then %s" % (where, e))
-            return 1
+            return False, "connected, then %s" % e
         if data:
-            log("expect-refused %s FAILED: connection works, got %d bytes back: %r"
-                % (where, len(data), data[:40]))
-            return 1
-        if args.accept_eof:
-            log("expect-refused %s ok: connected, then closed (FIN) without data" % where)
-            return 0
-        log("expect-refused %s FAILED: connected, then closed cleanly (FIN) instead of "
-            "being reset" % where)
+            return False, "connection works, got %d bytes back: %r" % (len(data), data[:40])
+        if accept_eof:
+            return True, "connected, then closed (FIN) without data"
+        return False, "connected, then closed cleanly (FIN) instead of being reset"
+    finally:
+        s.close()
+
+
+def cmd_expect_refused(args):
+    """Passes when the connection is refused (RST to the SYN) or reset before
+    any data came back. Fails when data comes back (the connection works),
+    when nothing at all happens within --timeout (a hang), and, unless
+    --accept-eof, when the connection is closed cleanly (FIN)."""
+    ok, what = probe_refused(args, args.accept_eof)
+    log("expect-refused %s:%d %s: %s" % (args.host, args.port, "ok" if ok else "FAILED", what))
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------- ends of connections
+
+def recv_line(sock, limit=200):
+    buf = bytearray()
+    while not buf.endswith(b"\n"):
+        chunk = sock.recv(1)
+        if not chunk:
+            raise ConnectionError("EOF after %r, expected a line" % bytes(buf))
+        buf += chunk
+        if len(buf) > limit:
+            raise Mismatch("no end of line in %d bytes" % limit)
+    return bytes(buf)
+
+
+def open_hold(args):
+    """A connection in the target's HOLD mode, after its "HELD" answer."""
+    s = open_conn(args)
+    try:
+        s.sendall(b"HOLD %s\n" % args.tag.encode())
+        line = recv_line(s)
+        if line != b"HELD %s\n" % args.tag.encode():
+            raise Mismatch("HOLD %s answered %r" % (args.tag, line))
+    except BaseException:
+        s.close()
+        raise
+    return s
+
+
+def read_to_end(sock):
+    """Reads until the connection ends: (ending, bytes read), the ending being
+    'eof', 'reset', 'timeout' (nothing for --timeout seconds) or 'error ...'."""
+    buf = bytearray()
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return "eof", bytes(buf)
+            buf += chunk
+    except ConnectionResetError:
+        return "reset", bytes(buf)
+    except socket.timeout:
+        return "timeout", bytes(buf)
+    except OSError as e:
+        return "error %s" % e, bytes(buf)
+
+
+def cmd_rst(args):
+    """HOLD --tag through the tunnel, then ends the connection with a RST
+    (SO_LINGER {1, 0} and close). Passes when the connection was open."""
+    where = "%s:%d" % (args.host, args.port)
+    try:
+        s = open_hold(args)
+    except (OSError, ConnectionError, Mismatch, e2elib.Socks5Error) as e:
+        log("rst %s FAILED: HOLD %s: %s: %s" % (where, args.tag, type(e).__name__, e))
+        return 1
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+    log("rst %s ok: HOLD %s was open, closed it with a RST" % (where, args.tag))
+    return 0
+
+
+def cmd_silent(args):
+    """HOLD --tag, then silence: passes when the other side ends the
+    connection with --expect (reset or eof) within --timeout seconds, with no
+    byte arriving first."""
+    where = "%s:%d" % (args.host, args.port)
+    try:
+        s = open_hold(args)
+    except (OSError, ConnectionError, Mismatch, e2elib.Socks5Error) as e:
+        log("silent %s FAILED: HOLD %s: %s: %s" % (where, args.tag, type(e).__name__, e))
+        return 1
+    t0 = time.monotonic()
+    try:
+        end, data = read_to_end(s)
+    finally:
+        s.close()
+    waited = time.monotonic() - t0
+    what = "HOLD %s silent, then %s after %.1f s" % (args.tag, end, waited)
+    if data:
+        what += " (with %d unexpected bytes first: %r)" % (len(data), data[:40])
+    if end == args.expect and not data:
+        log("silent %s ok: %s" % (where, what))
+        return 0
+    log("silent %s FAILED: %s, expected %s" % (where, what, args.expect))
+    return 1
+
+
+def cmd_read_end(args):
+    """Connects, sends nothing and reads until the connection ends: passes
+    when exactly --expect-data arrived and the end was --expect-end (reset:
+    ECONNRESET after the data; eof: a clean close after it)."""
+    where = "%s:%d" % (args.host, args.port)
+    want = args.expect_data.encode().decode("unicode_escape").encode("latin-1")
+    try:
+        s = open_conn(args)
+    except (OSError, ConnectionError, e2elib.Socks5Error) as e:
+        log("read-end %s FAILED: connect: %s: %s" % (where, type(e).__name__, e))
+        return 1
+    try:
+        end, data = read_to_end(s)
+    finally:
+        s.close()
+    what = "got %d bytes %r, then %s" % (len(data), data[:60], end)
+    if data != want:
+        log("read-end %s FAILED: %s; expected the %d bytes %r" % (where, what, len(want), want[:60]))
+        return 1
+    if end != args.expect_end:
+        log("read-end %s FAILED: %s; expected %s after the data" % (where, what, args.expect_end))
+        return 1
+    log("read-end %s ok: %s" % (where, what))
+    return 0
+
+
+# ---------------------------------------------------------------- talk
+
+def cmd_talk(args):
+    """ECHO, then one small message every --interval seconds for --duration
+    seconds, each echoed back; then a half-close whose EOF must come back.
+    Passes when every echo came back and the connection was never reset."""
+    where = "%s:%d" % (args.host, args.port)
+    n = 0
+    try:
+        s = open_conn(args)
+    except (OSError, ConnectionError, e2elib.Socks5Error) as e:
+        log("talk %s FAILED: connect: %s: %s" % (where, type(e).__name__, e))
+        return 1
+    try:
+        s.sendall(b"ECHO\n")
+        t0 = time.monotonic()
+        while True:
+            msg = b"talk %d\n" % n
+            s.sendall(msg)
+            if e2elib.recv_exact(s, len(msg)) != msg:
+                raise Mismatch("message %d came back different" % n)
+            n += 1
+            if time.monotonic() - t0 >= args.duration:
+                break
+            time.sleep(args.interval)
+        s.shutdown(socket.SHUT_WR)
+        end, data = read_to_end(s)
+        if end != "eof" or data:
+            raise Mismatch("after %d messages and a half-close: %s with %d bytes, expected "
+                           "eof" % (n, end, len(data)))
+    except (OSError, ConnectionError, Mismatch) as e:
+        log("talk %s FAILED after %d messages: %s: %s" % (where, n, type(e).__name__, e))
         return 1
     finally:
         s.close()
+    log("talk %s ok: %d messages, one every %.1f s for %.1f s, then a clean half-close"
+        % (where, n, args.interval, args.duration))
+    return 0
+
+
+# ---------------------------------------------------------------- limit
+
+def cmd_limit(args):
+    """The session limit: N echo connections open together, the next one
+    refused, the N still working; one closed, then a new one accepted
+    (retried for --retry-for seconds, as the freed session ends
+    asynchronously), and with N open again the next one refused again."""
+    where = "%s:%d" % (args.host, args.port)
+    conns = []
+    rng = random.Random(args.seed)
+
+    def ping(s, i):
+        msg = b"conn %d " % i + rng.randbytes(100)
+        s.sendall(msg)
+        if e2elib.recv_exact(s, len(msg)) != msg:
+            raise Mismatch("echo on connection %d came back different" % i)
+
+    def open_echo(i, retry_for):
+        """An echo connection, retried while refused (bounded)."""
+        deadline = time.monotonic() + retry_for
+        refused = 0
+        while True:
+            try:
+                s = open_conn(args)
+                s.sendall(b"ECHO\n")
+                ping(s, i)
+                return s, refused
+            except (ConnectionRefusedError, ConnectionResetError) as e:
+                refused += 1
+                if time.monotonic() >= deadline:
+                    raise ConnectionError("connection %d still refused after %d attempts "
+                                          "in %.0f s: %s" % (i, refused, retry_for, e))
+                time.sleep(args.retry_interval)
+
+    def expect_refused(step):
+        ok, what = probe_refused(args)
+        if not ok or not what.startswith("connect refused"):
+            # Beyond the limit the SYN itself gets the RST: ECONNREFUSED.
+            raise Mismatch("%s: connection %d with %d open: %s" % (step, args.n + 1,
+                                                                  len(conns), what))
+        log("%s: connection %d with %d open refused as it must be: %s"
+            % (step, args.n + 1, len(conns), what))
+
+    try:
+        for i in range(args.n):
+            s, refused = open_echo(i, args.retry_for)
+            conns.append(s)
+            if refused:
+                log("connection %d opened after %d refusals (earlier sessions still ending)"
+                    % (i, refused))
+        log("%d connections open, each echoes" % args.n)
+        expect_refused("at the limit")
+        for i, s in enumerate(conns):
+            ping(s, i)
+        log("the %d open connections still echo" % args.n)
+        conns.pop(0).close()
+        s, refused = open_echo(args.n, args.retry_for)
+        conns.append(s)
+        log("one closed: a new connection was accepted (after %d refusals while the closed "
+            "session ended)" % refused)
+        expect_refused("at the limit again")
+        for i, s in enumerate(conns):
+            ping(s, i)
+    except (OSError, ConnectionError, Mismatch) as e:
+        log("limit %d %s FAILED: %s: %s" % (args.n, where, type(e).__name__, e))
+        return 1
+    finally:
+        for s in conns:
+            s.close()
+    log("limit %d %s ok" % (args.n, where))
+    return 0
 
 
 def main():
@@ -411,6 +636,32 @@ def main():
     p = sub.add_parser("expect-refused", parents=[common])
     p.add_argument("--accept-eof", action="store_true")
     p.set_defaults(fn=cmd_expect_refused)
+
+    p = sub.add_parser("rst", parents=[common])
+    p.add_argument("--tag", required=True)
+    p.set_defaults(fn=cmd_rst)
+
+    p = sub.add_parser("silent", parents=[common])
+    p.add_argument("--tag", required=True)
+    p.add_argument("--expect", choices=["reset", "eof"], default="reset")
+    p.set_defaults(fn=cmd_silent)
+
+    p = sub.add_parser("read-end", parents=[common])
+    p.add_argument("--expect-data", required=True,
+                   help="the bytes expected before the end (backslash escapes allowed)")
+    p.add_argument("--expect-end", choices=["reset", "eof"], required=True)
+    p.set_defaults(fn=cmd_read_end)
+
+    p = sub.add_parser("talk", parents=[common])
+    p.add_argument("--interval", type=float, default=0.5)
+    p.add_argument("--duration", type=float, default=5.0)
+    p.set_defaults(fn=cmd_talk)
+
+    p = sub.add_parser("limit", parents=[common])
+    p.add_argument("n", type=int)
+    p.add_argument("--retry-for", type=float, default=10.0)
+    p.add_argument("--retry-interval", type=float, default=0.2)
+    p.set_defaults(fn=cmd_limit)
 
     args = ap.parse_args()
     if not args.host:

@@ -16,6 +16,10 @@ terminated by "\\n", then:
                        such as microsocks that tear down both directions on
                        the first EOF).
   DOWNLOAD <n> <seed>  the target sends stream(seed, n) and closes.
+  HOLD <tag>           the target answers "HELD <tag>\n", then sends nothing
+                       and reads until the peer ends the connection; its log
+                       line "hold <tag> ended: eof|reset ..." says how it
+                       ended (the tests of resets and timeouts wait for it).
 """
 
 import hashlib

@@ -9,6 +9,8 @@
 #     s5tund, owns tun0                       microsocks 10.200.0.2:1080
 #     client.py                               danted     10.200.0.2:1081,
 #     veth0 10.200.0.1/24 fd00:200::1/64        [fd00:200::2]:1081
+#                                             badproxy.py 10.200.0.2:1082,
+#                                               [fd00:200::2]:1082
 #     route 10.201.0.0/24  dev tun0  <---->   veth0 10.200.0.2/24 fd00:200::2/64
 #     route fd00:201::/64  dev tun0           lo: 10.201.0.1/32 fd00:201::1/128
 #                                             target.py port 7000 on both
@@ -29,6 +31,12 @@ TGT6=fd00:201::1
 TGT_PORT=7000
 MS_PORT=1080                  # microsocks
 DANTE_PORT=1081               # danted
+BP_PORT=1082                  # badproxy.py (the misbehaving SOCKS5 server)
+BP_PORT_HANG=7001             # CONNECT ports that choose badproxy's behaviour
+BP_PORT_DATA_RST=7002
+BP_PORT_DATA_FIN=7003
+BP_PORT_LATE_DATA_RST=7004
+BP_DATA='badproxy: these bytes come before the end\n'   # badproxy.DATA, escaped
 TUN=tun0
 TUN_IPV4=198.18.0.1/15
 TUN_IPV6=fc00::1/64
@@ -297,7 +305,7 @@ client pass {
 }
 socks pass {
   from: 0/0 to: 0/0
-  command: connect
+  command: connect udpassociate udpreply
   log: error connect disconnect
 }
 EOF
@@ -309,6 +317,34 @@ EOF
   log "danted listening on $S_ADDR4:$DANTE_PORT and [$S_ADDR6]:$DANTE_PORT pid $DANTE_PID"
 }
 
+# The misbehaving SOCKS5 server: its behaviour is chosen by the port the
+# CONNECT asks for (see badproxy.py); other ports are relayed honestly.
+e2e_start_badproxy() {
+  local ready=$WORK/badproxy.ready
+  BP_LOG=$WORK/badproxy.log
+  E2E_LOGS+=("$BP_LOG")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/badproxy.py" --listen "$S_ADDR4" --listen "$S_ADDR6" \
+    --port "$BP_PORT" --ready-file "$ready" >"$BP_LOG" 2>&1 &
+  local i
+  for i in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && { log "badproxy listening on $S_ADDR4 and [$S_ADDR6] port $BP_PORT"; return 0; }
+    sleep 0.1
+  done
+  fail "badproxy.py did not start"
+}
+
+# e2e_wait_log FILE ERE SECONDS: until a line of FILE matches ERE (bounded);
+# prints the line. Fails naming WHAT (the 4th argument) when none does.
+e2e_wait_log() {
+  local f=$1 re=$2 secs=$3 what=${4:-"a line matching /$2/ in $(basename "$1")"} i line
+  for i in $(seq $((secs * 10))); do
+    line=$(grep -E -m 1 -- "$re" "$f" 2>/dev/null || true)
+    [[ -n $line ]] && { printf '%s\n' "$line"; return 0; }
+    sleep 0.1
+  done
+  fail "no $what within ${secs}s"
+}
+
 # ------------------------------------------------------------ s5tund
 
 e2e_pid_running() {   # true while $1 exists and is not a zombie
@@ -318,7 +354,9 @@ e2e_pid_running() {   # true while $1 exists and is not a zombie
 }
 
 # e2e_write_config FILE: an INI file from the variables CFG_MODE, CFG_QUEUES,
-# CFG_PROXY_ADDR, CFG_PROXY_PORT, CFG_USER, CFG_PASS (empty ones are left out).
+# CFG_PROXY_ADDR, CFG_PROXY_PORT, CFG_USER, CFG_PASS, CFG_MARK, CFG_PERSIST,
+# CFG_IDLE_TIMEOUT, CFG_MAX_SESSIONS (empty ones are left out) and
+# CFG_CONNECT_TIMEOUT (default 10).
 e2e_write_config() {
   local f=$1
   {
@@ -330,17 +368,21 @@ e2e_write_config() {
     echo "name = $TUN"
     echo "ipv4 = $TUN_IPV4"
     echo "ipv6 = $TUN_IPV6"
+    [[ -n ${CFG_PERSIST:-} ]] && echo "persist = $CFG_PERSIST"
     echo
-    if [[ -n ${CFG_PROXY_ADDR:-} || -n ${CFG_USER:-} ]]; then
+    if [[ -n ${CFG_PROXY_ADDR:-} || -n ${CFG_USER:-} || -n ${CFG_MARK:-} ]]; then
       echo "[socks5]"
       [[ -n ${CFG_PROXY_ADDR:-} ]] && echo "address = $CFG_PROXY_ADDR"
       [[ -n ${CFG_PROXY_PORT:-} ]] && echo "port = $CFG_PROXY_PORT"
       [[ -n ${CFG_USER:-} ]] && echo "username = $CFG_USER"
       [[ -n ${CFG_PASS:-} ]] && echo "password = $CFG_PASS"
+      [[ -n ${CFG_MARK:-} ]] && echo "mark = $CFG_MARK"
       echo
     fi
     echo "[session]"
-    echo "connect-timeout = 10"
+    echo "connect-timeout = ${CFG_CONNECT_TIMEOUT:-10}"
+    [[ -n ${CFG_IDLE_TIMEOUT:-} ]] && echo "tcp-idle-timeout = $CFG_IDLE_TIMEOUT"
+    [[ -n ${CFG_MAX_SESSIONS:-} ]] && echo "max-sessions = $CFG_MAX_SESSIONS"
     echo
     echo "[log]"
     echo "level = ${CFG_LOG_LEVEL:-info}"
@@ -388,6 +430,14 @@ e2e_check_through_tun() {
   ((tx >= min && rx >= min)) \
     || fail "$TUN carried $tx bytes in and $rx bytes out, expected at least $min each way"
   log "$TUN carried $tx bytes from the client and $rx bytes back"
+}
+
+# e2e_s5_log_clean [LOG]: s5tund's log (default: the current run's) has no
+# line at level error or warn.
+e2e_s5_log_clean() {
+  local f=${1:-$S5LOG} bad
+  bad=$(grep -E '^[0-9T:.-]+ (error|warn) ' "$f" || true)
+  [[ -z $bad ]] || fail "s5tund logged errors or warnings ($(basename "$f")): $(oneline "$bad")"
 }
 
 # Worker processes of s5tund (its children), one pid a line.

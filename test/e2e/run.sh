@@ -4,9 +4,11 @@
 #   run.sh CASE [MODE QUEUES] [S5TUND]
 #
 # CASE     harness | echo | echo_dante | bulk | bulk_dante | concurrent |
-#          auth | deadproxy | sigterm | kill9 | badconfig
-# MODE     thread | process       (not for harness, badconfig)
-# QUEUES   number of TUN queues   (not for harness, badconfig)
+#          auth | deadproxy | sigterm | kill9 | badconfig | reset_from_client |
+#          reset_from_proxy | connect_timeout | idle_timeout | max_sessions |
+#          mark_routing | persist | busy_device
+# MODE     thread | process       (not for harness, badconfig, busy_device)
+# QUEUES   number of TUN queues   (not for harness, badconfig, busy_device)
 # S5TUND   the binary; default $S5TUND, then build/s5tund
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
@@ -27,8 +29,9 @@ shift
 MODE=""
 QUEUES=""
 case $CASE in
-  harness|badconfig) ;;
-  echo|echo_dante|bulk|bulk_dante|concurrent|auth|deadproxy|sigterm|kill9)
+  harness|badconfig|busy_device) ;;
+  echo|echo_dante|bulk|bulk_dante|concurrent|auth|deadproxy|sigterm|kill9|reset_from_client|\
+  reset_from_proxy|connect_timeout|idle_timeout|max_sessions|mark_routing|persist)
     [[ $# -ge 2 ]] || usage
     MODE=$1 QUEUES=$2
     shift 2
@@ -368,6 +371,382 @@ $socks" ipv4
   ((rc == 0)) || fail "--check-config on a good file: exit status $rc, expected 0"
   check_no_device "check-config"
   log "good file with --check-config: exit 0, no device"
+}
+
+# reset_from_client: the client ends a connection with a RST. s5tund must
+# close the proxy connection with a RST, the far end must see its connection
+# end, and the daemon must log no error and keep serving.
+case_reset_from_client() {
+  local line v
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_dante
+  e2e_start_badproxy
+  # 1. Through danted, a real proxy: the target's side of the connection
+  #    must end, and with a reset, which is what danted makes of our RST.
+  CFG_LOG_LEVEL=debug start_with_config "$S_ADDR4" "$DANTE_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  for v in 4 6; do
+    local host=$TGT4
+    [[ $v == 6 ]] && host=$TGT6
+    client --host "$host" rst --tag "rst-dante$v"
+    line=$(e2e_wait_log "$WORK/target.log" "hold rst-dante$v ended" 15 \
+      "end of the target's side of rst-dante$v (HOLD through danted, client sent RST)")
+    # danted passes a RST on as a RST (seen on every run): so must the
+    # target see it.
+    [[ $line == *"ended: reset"* ]] || fail "through danted the target did not see a reset: $line"
+    log "through danted the target saw: ${line#*hold }"
+  done
+  # s5tund took the client's RST as such (lwIP reports ERR_RST, -14).
+  e2e_wait_log "$S5LOG" "client side ended \(lwIP error -14\)" 15 \
+    "debug line of s5tund saying the client reset the connection" >/dev/null
+  client --host "$TGT4" echo
+  client --host "$TGT6" echo
+  e2e_require_alive "after client resets through danted"
+  e2e_s5_log_clean
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with $S5RC after SIGTERM, expected 0"
+  # 2. Through badproxy's honest relay, which reports how s5tund ended the
+  #    proxy connection and passes a RST on as a RST: s5tund must have sent
+  #    a RST (SO_LINGER 0), not a FIN, and the target sees the reset.
+  start_with_config "$S_ADDR4" "$BP_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  for v in 4 6; do
+    local host=$TGT4
+    [[ $v == 6 ]] && host=$TGT6
+    client --host "$host" rst --tag "rst-bp$v"
+    line=$(e2e_wait_log "$BP_LOG" "\[HOLD rst-bp$v\] client-end=" 15 \
+      "end of the proxy connection of rst-bp$v in badproxy's log")
+    [[ $line == *"client-end=reset"* ]] \
+      || fail "s5tund did not reset the proxy connection after the client's RST: $line"
+    line=$(e2e_wait_log "$WORK/target.log" "hold rst-bp$v ended" 15 \
+      "end of the target's side of rst-bp$v")
+    [[ $line == *"ended: reset"* ]] || fail "the target did not see the reset: $line"
+    log "s5tund reset the proxy connection, the target saw: ${line#*hold }"
+  done
+  client --host "$TGT4" echo
+  client --host "$TGT6" echo
+  e2e_require_alive "after client resets through badproxy"
+  e2e_s5_log_clean
+}
+
+# reset_from_proxy: the proxy sends bytes, then a RST (along with its
+# CONNECT reply, and 0.3 s after it): the client gets the bytes, then
+# ECONNRESET. The proxy sends bytes, then a FIN: the client gets
+# the bytes, then a clean EOF, and its own close reaches the proxy as a FIN.
+case_reset_from_proxy() {
+  local out host n
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_badproxy
+  start_with_config "$S_ADDR4" "$BP_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  for host in "$TGT4" "$TGT6"; do
+    client --host "$host" --port "$BP_PORT_DATA_RST" --timeout 15 read-end \
+      --expect-data "$BP_DATA" --expect-end reset
+    client --host "$host" --port "$BP_PORT_LATE_DATA_RST" --timeout 15 read-end \
+      --expect-data "$BP_DATA" --expect-end reset
+    client --host "$host" --port "$BP_PORT_DATA_FIN" --timeout 15 read-end \
+      --expect-data "$BP_DATA" --expect-end eof
+  done
+  # The check can fail: a RST is not taken for a clean end, nor the reverse.
+  out=$(client --host "$TGT4" --port "$BP_PORT_DATA_RST" --timeout 15 read-end \
+    --expect-data "$BP_DATA" --expect-end eof) \
+    && fail "read-end took the proxy's RST for a clean EOF: $out"
+  log "read-end expecting EOF fails on the RST as it must: $out"
+  out=$(client --host "$TGT4" --port "$BP_PORT_DATA_FIN" --timeout 15 read-end \
+    --expect-data "$BP_DATA" --expect-end reset) \
+    && fail "read-end took the proxy's FIN for a reset: $out"
+  log "read-end expecting a reset fails on the FIN as it must: $out"
+  # The client's close after the EOF reached badproxy as a FIN (half-close
+  # passed on), for every data-fin connection (3: two above, one check).
+  for n in $(seq $((T_START * 10))); do
+    (($(grep -c "data-fin: .* client-end=" "$BP_LOG") >= 3)) && break
+    sleep 0.1
+  done
+  out=$(grep "data-fin: " "$BP_LOG" || true)
+  (($(grep -c "client-end=eof" <<<"$out") == 3)) \
+    || fail "badproxy did not see s5tund end every data-fin connection with a FIN: $(oneline "$out")"
+  log "the client's close reached the proxy as a FIN on all 3 data-fin connections"
+  e2e_wait_log "$S5LOG" "proxy reset the connection" 5 "s5tund log line about the proxy's RST" >/dev/null
+  client --host "$TGT4" echo
+  e2e_require_alive "after proxy resets"
+  e2e_s5_log_clean
+}
+
+# connect_timeout: a proxy that takes the connection and never answers the
+# CONNECT: with connect-timeout = 1 the client's connection is refused, the
+# hung proxy connection is closed, and the daemon goes on serving (through
+# the same proxy, which relays connections to port 7000 honestly).
+case_connect_timeout() {
+  local line host
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_badproxy
+  CFG_CONNECT_TIMEOUT=1 start_with_config "$S_ADDR4" "$BP_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  for host in "$TGT4" "$TGT6"; do
+    CLIENT_T=30 client --host "$host" --port "$BP_PORT_HANG" --timeout 15 expect-refused
+  done
+  e2e_wait_log "$S5LOG" "not established within connect-timeout" 5 \
+    "s5tund log line about the connect-timeout" >/dev/null
+  for host in "$TGT4:$BP_PORT_HANG" "\[$TGT6\]:$BP_PORT_HANG"; do
+    line=$(e2e_wait_log "$BP_LOG" "CONNECT $host hang: client-end=" 15 \
+      "end of the hung proxy connection to $host in badproxy's log")
+    log "s5tund closed the hung proxy connection: ${line#*hang: }"
+  done
+  client --host "$TGT4" echo
+  client --host "$TGT6" echo
+  e2e_require_alive "after connect timeouts"
+  e2e_s5_log_clean
+}
+
+# idle_timeout: with tcp-idle-timeout = 2 a silent connection is reset on
+# both sides (the client sees ECONNRESET; badproxy sees s5tund's RST and
+# passes it to the target), while one that talks every 0.5 s for 5 s lives.
+case_idle_timeout() {
+  local talk_pid talk_rc=0 v host line
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_badproxy
+  CFG_IDLE_TIMEOUT=2 start_with_config "$S_ADDR4" "$BP_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  E2E_LOGS+=("$WORK/talk.log")
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" \
+    --port "$TGT_PORT" --timeout 15 talk --interval 0.5 --duration 5 >"$WORK/talk.log" 2>&1 &
+  talk_pid=$!
+  for v in 4 6; do
+    host=$TGT4
+    [[ $v == 6 ]] && host=$TGT6
+    CLIENT_T=30 client --host "$host" --timeout 15 silent --tag "idle$v" --expect reset
+    line=$(e2e_wait_log "$BP_LOG" "\[HOLD idle$v\] client-end=" 15 \
+      "end of the proxy connection of idle$v in badproxy's log")
+    [[ $line == *"client-end=reset"* ]] || fail "s5tund did not reset the idle proxy connection: $line"
+    line=$(e2e_wait_log "$WORK/target.log" "hold idle$v ended" 15 "end of the target's side of idle$v")
+    log "idle$v: client reset, proxy connection reset, target saw: ${line#*hold }"
+  done
+  wait "$talk_pid" || talk_rc=$?
+  cat "$WORK/talk.log"
+  ((talk_rc == 0)) || fail "the talking connection did not live (status $talk_rc)"
+  e2e_wait_log "$S5LOG" "idle timeout" 5 "s5tund log line about the idle timeout" >/dev/null
+  client --host "$TGT4" echo
+  e2e_require_alive "after idle timeouts"
+  e2e_s5_log_clean
+}
+
+# max_sessions: max-sessions = 3 on one queue: three connections open and
+# echoing, the fourth refused (RST to its SYN), one closed, then a new one
+# accepted and the next refused again.
+case_max_sessions() {
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  CFG_MAX_SESSIONS=3 start_with_config "$S_ADDR4" "$MS_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  client --host "$TGT4" --timeout 10 limit 3 --retry-for 15
+  client --host "$TGT6" --timeout 10 limit 3 --retry-for 15
+  e2e_require_alive "after refusing sessions beyond the limit"
+  client --host "$TGT4" echo --retry-for 15 --timeout 10
+  e2e_s5_log_clean
+}
+
+# mark_routing: sending everything into the tunnel without looping, made
+# real in C, with two routing recipes:
+#   table: the proxies' subnets only in table 100, reached only by packets
+#          marked 0x53 (ip rule fwmark 0x53 lookup 100); the default routes
+#          into tun0;
+#   readme: the README's recipe word for word: marked packets use main,
+#          everything else table 100, whose default route is tun0.
+# With [socks5] mark = 0x53 traffic flows (the proxy connections carry the
+# mark: ss shows it); with mark = 0 the proxy connections go into the tunnel
+# themselves and the echo must fail (bounded), while the daemon survives.
+case_mark_routing() {
+  local out recipe
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  e2e_start_dante
+  # The proxies' replies are unmarked and come in on veth0 while unmarked
+  # traffic routes into tun0: strict reverse-path filtering would drop them,
+  # so it is off here (loose mode would do too).
+  in_c sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.veth0.rp_filter=0
+
+  routing() {   # RECIPE: the rules and routes not involving tun0
+    in_c ip rule del pref 100 2>/dev/null || true
+    in_c ip rule del pref 200 2>/dev/null || true
+    in_c ip -6 rule del pref 100 2>/dev/null || true
+    in_c ip -6 rule del pref 200 2>/dev/null || true
+    in_c ip route flush table 100 2>/dev/null || true
+    in_c ip -6 route flush table 100 2>/dev/null || true
+    in_c ip route del 10.200.0.0/24 dev veth0 2>/dev/null || true
+    in_c ip -6 route del fd00:200::/64 dev veth0 2>/dev/null || true
+    case $1 in
+      table)
+        in_c ip route add 10.200.0.0/24 dev veth0 table 100
+        in_c ip rule add fwmark 0x53 lookup 100 pref 100
+        in_c ip -6 route add fd00:200::/64 dev veth0 table 100
+        in_c ip -6 rule add fwmark 0x53 lookup 100 pref 100
+        ;;
+      readme)
+        in_c ip route add 10.200.0.0/24 dev veth0
+        in_c ip -6 route add fd00:200::/64 dev veth0
+        in_c ip rule add fwmark 0x53 lookup main pref 100
+        in_c ip rule add not fwmark 0x53 lookup 100 pref 200
+        in_c ip -6 rule add not fwmark 0x53 lookup 100 pref 200
+        ;;
+    esac
+  }
+  # RECIPE: the routes into tun0 (gone with the device: again for each run).
+  # Only the default routes: not the harness's routes to the targets.
+  into_tun() {
+    in_c ip route del 10.201.0.0/24 dev "$TUN"
+    in_c ip -6 route del fd00:201::/64 dev "$TUN"
+    if [[ $1 == table ]]; then
+      in_c ip route replace default dev "$TUN"
+      in_c ip -6 route replace default dev "$TUN"
+    else
+      in_c ip route replace default dev "$TUN" table 100
+      in_c ip -6 route replace default dev "$TUN" table 100
+    fi
+  }
+  # RECIPE MARK ADDR PORT: s5tund with that mark and proxy, routes set.
+  start_marked() {
+    CFG_MARK=$2 CFG_CONNECT_TIMEOUT=2 start_with_config "$3" "$4"
+    e2e_wait_device "$MODE" "$QUEUES"
+    into_tun "$1"
+  }
+  # ADDR PORT: the proxy connection of a live session carries the mark
+  # (only s5tund connects to PORT from C).
+  check_mark() {
+    local hold_pid ssout
+    ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" \
+      --host "$TGT4" --port "$TGT_PORT" hold --hold 20 >"$WORK/hold.log" 2>&1 &
+    hold_pid=$!
+    e2e_wait_log "$WORK/hold.log" "connection to" 15 "open held connection" >/dev/null
+    ssout=$(in_c ss -Htne state established "( dport = :$2 )" 2>/dev/null)
+    kill "$hold_pid" 2>/dev/null || true
+    wait "$hold_pid" 2>/dev/null || true
+    [[ $ssout == *"fwmark:0x53"* ]] || fail "the proxy connection to $1 port $2 has no fwmark 0x53: $ssout"
+    log "the proxy connection to $1 port $2 carries $(oneline "$ssout" | grep -o 'fwmark:0x[0-9a-f]*' | head -n 1)"
+  }
+  E2E_LOGS+=("$WORK/hold.log")
+
+  for recipe in table readme; do
+    log "recipe $recipe"
+    routing "$recipe"
+    if [[ $recipe == table ]]; then
+      # Unmarked, the proxies cannot be reached (no tun0 yet). The README's
+      # recipe falls through to main while table 100 is still empty.
+      out=$(client --host "$TGT4" --socks5 "$S_ADDR4:$MS_PORT" --timeout 3 echo --count 1) \
+        && fail "recipe $recipe: the proxy is reachable without the mark: $out"
+      log "recipe $recipe: unmarked connections cannot reach the proxy: $(tail -n 1 <<<"$out")"
+    fi
+    # mark = 0x53, proxy over IPv4 (microsocks) and over IPv6 (danted).
+    start_marked "$recipe" 0x53 "$S_ADDR4" "$MS_PORT"
+    client --host "$TGT4" echo --retry-for "$T_START" --timeout 10
+    client --host "$TGT6" echo
+    check_mark "$S_ADDR4" "$MS_PORT"
+    e2e_require_alive "after traffic with mark 0x53"
+    e2e_s5_log_clean
+    e2e_stop_s5tund
+    start_marked "$recipe" 0x53 "$S_ADDR6" "$DANTE_PORT"
+    client --host "$TGT4" echo --retry-for "$T_START" --timeout 10
+    client --host "$TGT6" echo
+    check_mark "$S_ADDR6" "$DANTE_PORT"
+    e2e_require_alive "after traffic with mark 0x53 to the IPv6 proxy"
+    e2e_s5_log_clean
+    e2e_stop_s5tund
+    # The control: mark = 0, the same routes: the echo must fail. (The proxy
+    # connections loop through tun0 into s5tund until connect-timeout.)
+    start_marked "$recipe" 0 "$S_ADDR4" "$MS_PORT"
+    out=$(CLIENT_T=40 client --host "$TGT4" --timeout 20 echo --count 1) \
+      && fail "recipe $recipe: echo worked with mark = 0: the mark made no difference: $out"
+    log "recipe $recipe: with mark = 0 the echo fails as it must: $(tail -n 1 <<<"$out")"
+    e2e_require_alive "after a routing loop with mark = 0"
+    e2e_stop_s5tund
+  done
+}
+
+# persist: [tun] persist = true: the device outlives s5tund (SIGTERM, exit
+# 0), a new s5tund serves on it, and ip link del removes it.
+case_persist() {
+  local run info ifindex="" now
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  for run in 1 2; do
+    CFG_PERSIST=true start_with_config "$S_ADDR4" "$MS_PORT"
+    e2e_wait_ready "$MODE" "$QUEUES"
+    if [[ -n $ifindex ]]; then
+      # The same device, not a new one under the same name.
+      now=$(in_c cat "/sys/class/net/$TUN/ifindex")
+      [[ $now == "$ifindex" ]] || fail "run $run: $TUN has ifindex $now, the persistent one had $ifindex"
+      log "run $run: serving on the persistent $TUN (ifindex $now)"
+    fi
+    client --host "$TGT4" echo
+    client --host "$TGT6" echo
+    e2e_stop_s5tund
+    ((S5RC == 0)) || fail "run $run: s5tund exited with $S5RC after SIGTERM, expected 0"
+    e2e_tun_exists || fail "run $run: $TUN is gone after s5tund exited, despite persist = true"
+    info=$(in_c ip -d link show dev "$TUN")
+    [[ $info == *"persist on"* ]] || fail "run $run: $TUN is not a persistent TUN device: $(oneline "$info")"
+    [[ $info == *"numqueues 0 "* ]] || fail "run $run: queues still attached after s5tund exited: $(oneline "$info")"
+    ifindex=$(in_c cat "/sys/class/net/$TUN/ifindex")
+    log "run $run: s5tund exited 0, $TUN is still there: $(grep -o 'tun type.*persist on' <<<"$info")"
+  done
+  in_c ip link del "$TUN"
+  e2e_tun_exists && fail "$TUN still exists after ip link del"
+  log "ip link del removed $TUN"
+}
+
+# busy_device: the name is taken by a device s5tund cannot serve (a TAP, a
+# dummy or, without that driver, a veth, a single-queue TUN): exit 1, a message naming the device and what
+# to do, and the device untouched.
+case_busy_device() {
+  local kind mode out err rc before after
+  ip netns add "$NS_C"
+  ip -n "$NS_C" link set lo up
+  CFG_MODE="" CFG_QUEUES="" CFG_PROXY_ADDR="$S_ADDR4" CFG_PROXY_PORT="$MS_PORT" \
+    e2e_write_config "$WORK/busy.ini"
+  # Everything about the device but its counters.
+  device_state() {
+    in_c ip -d -o link show dev "$TUN" | sed 's/ *\\ */ /g'
+    in_c ip -o addr show dev "$TUN"
+  }
+  for kind in tap dummy tun-single-queue; do
+    case $kind in
+      tap) in_c ip tuntap add mode tap name "$TUN" ;;
+      dummy)   # not every kernel has the dummy driver; a veth is as foreign
+        if ! in_c ip link add "$TUN" type dummy 2>/dev/null; then
+          kind=veth
+          in_c ip link add "$TUN" type veth peer name "$TUN-peer"
+        fi ;;
+      tun-single-queue) in_c ip tuntap add mode tun name "$TUN" ;;
+    esac
+    in_c ip addr add 192.0.2.1/24 dev "$TUN"
+    before=$(device_state)
+    for mode in thread process; do
+      rc=0
+      in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$WORK/busy.ini" --mode "$mode" --queues 2 \
+        >"$WORK/busy.out" 2>"$WORK/busy.err" || rc=$?
+      out=$(cat "$WORK/busy.out")
+      err=$(cat "$WORK/busy.err")
+      printf '%s\n' "$err" | sed "s/^/    $kind $mode: /"
+      ((rc == 124 || rc == 137)) && fail "$kind, $mode: s5tund did not exit within ${T_STOP}s"
+      ((rc == 1)) || fail "$kind, $mode: exit status $rc, expected 1"
+      grep -qF "another device has this name" <<<"$err" \
+        || fail "$kind, $mode: stderr does not say the name is taken: $(oneline "$err")"
+      grep -qF "delete it or set [tun] name" <<<"$err" \
+        || fail "$kind, $mode: stderr does not say what to do: $(oneline "$err")"
+      grep -qF "$TUN" <<<"$err" || fail "$kind, $mode: stderr does not name $TUN: $(oneline "$err")"
+      [[ -z $out ]] || fail "$kind, $mode: s5tund wrote to stdout: $(oneline "$out")"
+      after=$(device_state)
+      [[ $after == "$before" ]] \
+        || fail "$kind, $mode: the existing $TUN was changed: before: $(oneline "$before") after: $(oneline "$after")"
+      log "$kind named $TUN, mode $mode: exit 1, says the name is taken and what to do, device untouched"
+    done
+    in_c ip link del "$TUN"
+  done
 }
 
 "case_$CASE"

@@ -64,11 +64,31 @@ async def do_download(reader, writer, n, seed):
     return "download %d bytes seed %d" % (n, seed)
 
 
+async def do_hold(reader, writer, tag):
+    """HOLD <tag>: says "HELD <tag>" once, then sends nothing and reads until
+    the peer ends the connection; the log line says how it ended (EOF or
+    reset), which is what the tests that end connections look for."""
+    writer.write(b"HELD %s\n" % tag.encode())
+    await writer.drain()
+    total = 0
+    try:
+        while True:
+            data = await reader.read(READ)
+            if not data:
+                return "hold %s ended: eof after %d bytes" % (tag, total), True
+            total += len(data)
+    except ConnectionResetError:
+        return "hold %s ended: reset after %d bytes" % (tag, total), False
+    except OSError as e:
+        return "hold %s ended: error %s after %d bytes" % (tag, e, total), False
+
+
 async def handle(reader, writer):
     stats["conns"] += 1
     stats["active"] += 1
     peer = writer.get_extra_info("peername")
     what = "?"
+    alive = True   # False: the peer reset the connection, nothing more to send
     try:
         line = await reader.readuntil(b"\n")
         words = line.decode("ascii", "replace").split()
@@ -81,13 +101,16 @@ async def handle(reader, writer):
             what = await do_upload(reader, writer, int(words[1]))
         elif cmd == "DOWNLOAD" and len(words) == 3:
             what = await do_download(reader, writer, int(words[1]), int(words[2]))
+        elif cmd == "HOLD" and len(words) == 2:
+            what, alive = await do_hold(reader, writer, words[1])
         else:
             writer.write(b"ERR unknown command\n")
             what = "bad command %r" % line[:80]
         # Orderly close: FIN after everything was sent.
-        if writer.can_write_eof():
-            writer.write_eof()
-        await writer.drain()
+        if alive:
+            if writer.can_write_eof():
+                writer.write_eof()
+            await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError, OSError, ValueError) as e:
         stats["errors"] += 1
         what = "%s: error %s: %s" % (what, type(e).__name__, e)

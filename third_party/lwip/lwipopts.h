@@ -45,8 +45,8 @@
 #define LWIP_IPV4                       1
 #define LWIP_IPV6                       1
 #define LWIP_TCP                        1  /* terminated here and carried to the SOCKS5 proxy */
-#define LWIP_UDP                        1  /* any-destination UDP comes later; keeps udp_input() in */
-#define LWIP_ICMP                       1  /* echo replies and protocol-unreachable for IPv4 */
+#define LWIP_UDP                        1  /* datagrams to any destination go to core/udp.c (patch 0003) */
+#define LWIP_ICMP                       1  /* echo replies ([tun] icmp = reply; core/netif.c drops echo requests otherwise) and protocol-unreachable */
 #define LWIP_RAW                        0  /* no raw pcbs */
 #define LWIP_DNS                        0  /* the proxy resolves, if anyone does */
 #define LWIP_ARP                        0  /* TUN is layer 3: no ARP ... */
@@ -137,6 +137,11 @@
  * proxy; every retransmitted SYN from the client restarts it. */
 
 #define TCP_QUEUE_OOSEQ                 1  /* keep out-of-order segments instead of forcing retransmits */
+/* TIME_WAIT lasts 2*TCP_MSL. Its job, keeping old duplicates of a closed
+ * connection away from a new one on the same ports, hardly arises between
+ * a host and its own TUN, while at thousands of connections per second the
+ * default 2 min would keep hundreds of thousands of dead pcbs in memory. */
+#define TCP_MSL                         1000UL
 #define LWIP_TCP_SACK_OUT               1  /* tell the host which out-of-order data we hold */
 #define TCP_LISTEN_BACKLOG              0  /* admission is decided in the listener's syn callback (patch 0002) */
 

@@ -1,0 +1,285 @@
+#!/usr/bin/python3
+"""A deliberately misbehaving SOCKS5 server for the s5tund end-to-end tests.
+
+  badproxy.py --listen 10.200.0.2 --listen fd00:200::2 --port 1082 \\
+              [--ready-file FILE]
+
+It speaks enough RFC 1928 to get a CONNECT request (method "no
+authentication" only), then behaves according to the port the CONNECT asks
+for, so that one s5tund pointed at one proxy address can meet every kind of
+peer in a single run:
+
+  port 7001  hang           never answers the CONNECT; keeps the connection
+                            open until s5tund gives up, and logs how s5tund
+                            ended it.
+  port 7002  data-rst       answers success, sends DATA, waits until s5tund's
+                            kernel acknowledged it, then closes with a RST
+                            (SO_LINGER {1, 0}).
+  port 7003  data-fin       answers success, sends DATA, then half-closes
+                            (FIN) and reads until s5tund ends its side, which
+                            it logs.
+  port 7004  late-data-rst  as data-rst, but 0.3 s after the success reply, so
+                            the bytes reach s5tund after its handshake
+                            (data-rst's usually come with the reply).
+  any other  relay          an honest proxy: connects to the requested
+                            address (REP 5 "connection refused" when that
+                            fails), answers success and relays both ways. An
+                            EOF from either side is passed on as a half-close
+                            (shutdown SHUT_WR), a RST from either side as a
+                            RST. Port 7000 is the tests' target.py.
+
+DATA is the constant below. One log line per connection on stdout, for
+example
+
+  badproxy: conn 3 CONNECT 10.201.0.1:7000 relay [HOLD rst1] client-end=reset target-end=-
+  badproxy: conn 4 CONNECT 10.201.0.1:7001 hang: client-end=reset
+
+"client" is s5tund (the SOCKS5 client), "target" the connection the relay
+opened. "[...]" holds the first line the client sent through the relay (the
+target protocol's command), so that a test can find its own connection.
+client-end / target-end say how that side ended: eof, reset, or "-" when it
+did not end by itself (the relay ended it after the other side's reset).
+
+Standard library only, Debian's /usr/bin/python3; one thread per connection
+and one more per relay direction: the tests open a handful of connections.
+"""
+
+import argparse
+import fcntl
+import ipaddress
+import os
+import signal
+import socket
+import struct
+import sys
+import termios
+import threading
+import time
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+
+DATA = b"badproxy: these bytes come before the end\n"
+PORT_HANG, PORT_DATA_RST, PORT_DATA_FIN, PORT_LATE_DATA_RST = 7001, 7002, 7003, 7004
+
+lock = threading.Lock()
+counter = [0]
+
+
+def log(msg):
+    with lock:
+        print("badproxy: " + msg, flush=True)
+
+
+def recv_exact(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("EOF after %d of %d bytes" % (len(buf), n))
+        buf += chunk
+    return bytes(buf)
+
+
+def read_to_end(sock):
+    """Reads until the peer ends its side: 'eof' or 'reset'."""
+    try:
+        while sock.recv(65536):
+            pass
+        return "eof"
+    except ConnectionResetError:
+        return "reset"
+    except OSError as e:
+        return "error %s" % e
+
+
+def reset(sock):
+    """Closes with a RST rather than a FIN."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    sock.close()
+
+
+def wait_acked(sock, limit=5.0):
+    """Until the peer acknowledged everything sent (SIOCOUTQ 0), bounded: a
+    RST right after a send would otherwise discard data not yet on the wire."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if struct.unpack("i", fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0" * 4))[0] == 0:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def reply(sock, rep):
+    sock.sendall(b"\x05" + bytes([rep]) + b"\x00\x01" + b"\x00" * 6)
+
+
+class Relay:
+    """Both directions of one relayed connection, each on its own thread."""
+
+    def __init__(self, client, target):
+        self.client, self.target = client, target
+        self.ends = {"client": "-", "target": "-"}
+        self.first_line = bytearray()
+        self.aborted = False
+        self.lock = threading.Lock()
+
+    def pump(self, src, dst, name):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    with self.lock:
+                        if self.aborted:
+                            return
+                        self.ends[name] = "eof"
+                    try:
+                        dst.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+                    return
+                if name == "client" and len(self.first_line) < 60 and b"\n" not in self.first_line:
+                    self.first_line += data[:60]
+                try:
+                    dst.sendall(data)
+                except OSError:
+                    return   # dst is gone: its own pump reports how
+        except ConnectionResetError:
+            with self.lock:
+                if self.aborted:
+                    return
+                self.aborted = True
+                self.ends[name] = "reset"
+            # Pass the RST on: linger 0 on the other socket, wake its reader
+            # (SHUT_RD sends nothing), and the close below sends the RST.
+            other = self.target if src is self.client else self.client
+            other.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            try:
+                other.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        except OSError:
+            with self.lock:
+                if self.ends[name] == "-" and not self.aborted:
+                    self.ends[name] = "error"
+
+    def run(self):
+        t = threading.Thread(target=self.pump, args=(self.target, self.client, "target"),
+                             daemon=True)
+        t.start()
+        self.pump(self.client, self.target, "client")
+        t.join()
+        self.client.close()
+        self.target.close()
+        line = bytes(self.first_line).split(b"\n")[0].decode("ascii", "replace")
+        return "[%s] client-end=%s target-end=%s" % (line, self.ends["client"],
+                                                     self.ends["target"])
+
+
+def handle(conn, n):
+    what = "?"
+    dst = "?"
+    try:
+        conn.settimeout(None)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ver, nmethods = recv_exact(conn, 2)
+        methods = recv_exact(conn, nmethods)
+        if ver != 5 or 0 not in methods:
+            conn.sendall(b"\x05\xff")
+            what = "no acceptable method (ver %d, methods %r)" % (ver, methods)
+            conn.close()
+            return
+        conn.sendall(b"\x05\x00")
+        ver, cmd, _, atyp = recv_exact(conn, 4)
+        if atyp == 1:
+            host = str(ipaddress.IPv4Address(recv_exact(conn, 4)))
+        elif atyp == 4:
+            host = str(ipaddress.IPv6Address(recv_exact(conn, 16)))
+        elif atyp == 3:
+            host = recv_exact(conn, recv_exact(conn, 1)[0]).decode("ascii", "replace")
+        else:
+            what = "bad ATYP %d" % atyp
+            conn.close()
+            return
+        (port,) = struct.unpack("!H", recv_exact(conn, 2))
+        dst = "%s:%d" % (host, port) if ":" not in host else "[%s]:%d" % (host, port)
+        if ver != 5 or cmd != 1:
+            reply(conn, 7)
+            what = "not a CONNECT (ver %d cmd %d)" % (ver, cmd)
+            conn.close()
+            return
+        if port == PORT_HANG:
+            what = "hang: client-end=%s" % read_to_end(conn)
+            conn.close()
+        elif port in (PORT_DATA_RST, PORT_LATE_DATA_RST):
+            reply(conn, 0)
+            if port == PORT_LATE_DATA_RST:
+                time.sleep(0.3)   # s5tund is relaying by now, not in the handshake
+            conn.sendall(DATA)
+            acked = wait_acked(conn)
+            reset(conn)
+            what = "data-rst: sent %d bytes (%s) and a RST" % (
+                len(DATA), "acknowledged" if acked else "NOT acknowledged within 5 s")
+        elif port == PORT_DATA_FIN:
+            reply(conn, 0)
+            conn.sendall(DATA)
+            conn.shutdown(socket.SHUT_WR)
+            what = "data-fin: sent %d bytes and a FIN, client-end=%s" % (len(DATA), read_to_end(conn))
+            conn.close()
+        else:
+            try:
+                target = socket.create_connection((host, port), timeout=10)
+                target.settimeout(None)
+                target.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError as e:
+                reply(conn, 5)
+                what = "relay: connecting failed: %s" % e
+                conn.close()
+                return
+            reply(conn, 0)
+            what = "relay " + Relay(conn, target).run()
+    except (OSError, ValueError) as e:
+        what = "%s: error %s: %s" % (what, type(e).__name__, e)
+        conn.close()
+    finally:
+        log("conn %d CONNECT %s %s" % (n, dst, what))
+
+
+def serve(lsock):
+    while True:
+        conn, _ = lsock.accept()
+        with lock:
+            counter[0] += 1
+            n = counter[0]
+        threading.Thread(target=handle, args=(conn, n), daemon=True).start()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--listen", action="append", required=True)
+    ap.add_argument("--port", type=int, default=1082)
+    ap.add_argument("--ready-file")
+    args = ap.parse_args()
+    for addr in args.listen:
+        fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((addr, args.port))
+        s.listen(128)
+        threading.Thread(target=serve, args=(s,), daemon=True).start()
+        log("listening on %s port %d" % (addr, args.port))
+    if args.ready_file:
+        with open(args.ready_file, "w") as f:
+            f.write("%d\n" % os.getpid())
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    while not done.wait(1):
+        pass
+    log("stopping")
+
+
+if __name__ == "__main__":
+    main()

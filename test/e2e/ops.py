@@ -1,0 +1,776 @@
+#!/usr/bin/python3
+"""Operations checks of the s5tund end-to-end tests (driven by ops.sh).
+
+  ops.py stats     --stats SOCK --s5tund BIN --pid PID --log FILE --tun DEV
+                   --host H [--port P] [--upload N] [--download M]
+  ops.py notify    --socket PATH --pid-file F (--expect-pid PID | --expect-pid-file F)
+                   --host H [--conns K] [--stats SOCK] [--tun DEV --queues Q]
+                   [--on-ready CMD]... [--listening-file F] [--checked-file F]
+  ops.py supervise --stats SOCK --host H [--conns N] [--kills K]
+  ops.py drain     --stats SOCK --pid PID --log FILE --host H --queues Q
+                   --drain-timeout D [--probes K] [--close | --idle-queues]
+
+Runs inside namespace C (ip netns exec), talks to target.py through the
+tunnel (protocol: e2elib.py) and to s5tund over its stats socket. Every
+socket operation has a timeout and every wait a bound; nothing asserts on
+speed. Exit status 0 when every check passed, 1 otherwise; the lines
+printed say what was checked and what was found.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib  # noqa: E402
+
+# The counters of one queue, in the order of core/stats.h.
+COUNTERS = [
+    "tun_rx_packets", "tun_rx_bytes", "tun_tx_packets", "tun_tx_bytes",
+    "tcp_active", "tcp_total", "udp_active", "udp_total",
+    "bytes_to_proxy", "bytes_from_proxy",
+    "socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
+    "socks5_bad_reply", "socks5_timeout",
+    "drop_tun_write", "drop_max_sessions", "drop_no_memory", "drop_udp",
+    "drop_dns", "drop_icmp", "restarts",
+]
+S5_FAIL = ["socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
+           "socks5_bad_reply", "socks5_timeout"]
+DROPS = ["drop_tun_write", "drop_max_sessions", "drop_no_memory", "drop_udp",
+         "drop_dns", "drop_icmp"]
+
+T_WAIT = 30.0   # bound of every wait for a state (seconds)
+
+
+class Fail(Exception):
+    """A check failed."""
+
+
+def log(msg):
+    print("ops: " + msg, flush=True)
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+def wait_for(pred, what, bound=T_WAIT, interval=0.05):
+    """Polls pred() until it returns a true value (returned), bounded."""
+    deadline = time.monotonic() + bound
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise Fail("no %s within %.0f s" % (what, bound))
+        time.sleep(interval)
+
+
+# ---------------------------------------------------------------- stats socket
+
+def stats_raw(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    try:
+        s.connect(path)
+        buf = bytearray()
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        s.close()
+    return bytes(buf).decode()
+
+
+def stats(path):
+    doc = json.loads(stats_raw(path))
+    check(isinstance(doc.get("queues"), list) and "totals" in doc,
+          "stats document without totals or queues: %r" % doc)
+    return doc
+
+
+def quiet_stats(path, bound=T_WAIT):
+    """Two documents in a row with identical counters (nothing moved in
+    between, not even a stray IPv6 packet of the kernel): returns the second."""
+    prev = [None]
+
+    def same():
+        doc = stats(path)
+        key = json.dumps([doc["totals"], doc["queues"]], sort_keys=True)
+        ok = prev[0] == key
+        prev[0] = key
+        return doc if ok else None
+    return wait_for(same, "two identical stats documents in a row", bound, 0.2)
+
+
+def delta(after, before):
+    return {k: after[k] - before[k] for k in COUNTERS}
+
+
+# ---------------------------------------------------------------- connections
+
+class EchoConn:
+    """An ECHO connection through the tunnel."""
+
+    def __init__(self, host, port, timeout=10.0, tag=""):
+        self.tag = tag
+        self.sock = e2elib.connect(host, port, timeout)
+        self.sock.sendall(b"ECHO\n")
+        self.n = 0
+        self.queue = None
+
+    def ping(self, size=64):
+        msg = (b"%s ping %d " % (self.tag.encode(), self.n)).ljust(size, b".")
+        self.n += 1
+        self.sock.sendall(msg)
+        got = e2elib.recv_exact(self.sock, len(msg))
+        if got != msg:
+            raise Fail("connection %s: echo came back different" % self.tag)
+
+    def fate(self):
+        """Pings once more and says how it went: 'echo', 'reset', 'eof',
+        'timeout' or 'error ...'."""
+        try:
+            self.ping()
+            return "echo"
+        except (ConnectionResetError, BrokenPipeError):
+            return "reset"
+        except ConnectionError as e:
+            return "eof" if "EOF" in str(e) else "error %s" % e
+        except socket.timeout:
+            return "timeout"
+        except OSError as e:
+            return "error %s" % e
+
+    def close(self):
+        self.sock.close()
+
+
+def open_mapped(args, path, n, tag="c"):
+    """Opens n echo connections one at a time, and finds each one's queue:
+    the queue whose tcp_total went up by one while it opened (nothing else
+    opens connections meanwhile)."""
+    conns = []
+    for i in range(n):
+        before = stats(path)
+        c = EchoConn(args.host, args.port, tag="%s%d" % (tag, i))
+        c.ping()
+        after = wait_for(lambda: (lambda d: d if d["totals"]["tcp_total"] > before["totals"]["tcp_total"] else None)(stats(path)),
+                         "tcp_total increase for connection %s" % c.tag)
+        grew = [q["queue"] for q, p in zip(after["queues"], before["queues"])
+                if q["tcp_total"] != p["tcp_total"]]
+        check(len(grew) == 1 and after["totals"]["tcp_total"] == before["totals"]["tcp_total"] + 1,
+              "connection %s: tcp_total grew on queues %s by %d in total, expected one queue by 1"
+              % (c.tag, grew, after["totals"]["tcp_total"] - before["totals"]["tcp_total"]))
+        c.queue = grew[0]
+        conns.append(c)
+    return conns
+
+
+def by_queue(conns):
+    m = {}
+    for c in conns:
+        m.setdefault(c.queue, []).append(c)
+    return m
+
+
+# ---------------------------------------------------------------- stats
+
+def parse_table(text, nq):
+    """s5tund --stats: header, one row per queue, a total row."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    check(len(lines) == nq + 2, "table has %d lines, expected a header, %d queue rows and a "
+          "total row:\n%s" % (len(lines), nq, text))
+    head = lines[0].split()
+    want = ["queue", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tcp", "tcp_total",
+            "udp", "udp_total", "s5_fail", "drops"]
+    check(head == want, "table header %s, expected %s" % (head, want))
+    rows = {}
+    for ln in lines[1:]:
+        f = ln.split()
+        check(len(f) == len(want), "table row with %d fields: %r" % (len(f), ln))
+        rows[f[0]] = [int(x) for x in f[1:]]
+    check(sorted(rows) == sorted([str(i) for i in range(nq)] + ["total"]),
+          "table rows %s, expected 0..%d and total" % (sorted(rows), nq - 1))
+    return rows
+
+
+def table_values(q):
+    return [q["tun_rx_packets"], q["tun_rx_bytes"], q["tun_tx_packets"], q["tun_tx_bytes"],
+            q["tcp_active"], q["tcp_total"], q["udp_active"], q["udp_total"],
+            sum(q[k] for k in S5_FAIL), sum(q[k] for k in DROPS)]
+
+
+def check_sums(doc):
+    nq = doc["queue_count"]
+    check(len(doc["queues"]) == nq, "queue_count %d but %d queues listed" % (nq, len(doc["queues"])))
+    check([q["queue"] for q in doc["queues"]] == list(range(nq)), "queues not numbered 0..%d" % (nq - 1))
+    for k in COUNTERS:
+        s = sum(q[k] for q in doc["queues"])
+        check(s == doc["totals"][k], "%s: queues add up to %d, totals say %d" % (k, s, doc["totals"][k]))
+        check(k in doc["totals"], "totals lack %s" % k)
+    for q in doc["queues"]:
+        check(q["ready"] == 1, "queue %d: ready %s" % (q["queue"], q["ready"]))
+        # pid: the worker process in process mode; thread mode reports 0.
+        check(q["pid"] >= 0, "queue %d: pid %s" % (q["queue"], q["pid"]))
+
+
+def sysfs(dev, name):
+    with open("/sys/class/net/%s/statistics/%s" % (dev, name)) as f:
+        return int(f.read())
+
+
+def cmd_stats(args):
+    n_up, n_down = args.upload, args.download
+    path = args.stats
+    base = quiet_stats(path)
+    check_sums(base)
+    nq = base["queue_count"]
+    log("%d queues; before the transfer: %s" % (nq, {k: base["totals"][k] for k in
+        ("tcp_total", "bytes_to_proxy", "bytes_from_proxy", "tun_rx_bytes", "tun_tx_bytes")}))
+
+    # The known transfer: UPLOAD n (length-delimited: microsocks ends both
+    # directions at the first EOF), reply sha256 hex + "\n"; DOWNLOAD m seed.
+    up_cmd = b"UPLOAD %d\n" % n_up
+    s = e2elib.connect(args.host, args.port, 30)
+    s.sendall(up_cmd)
+    for chunk in e2elib.stream(7, n_up):
+        s.sendall(chunk)
+    reply = bytearray()
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        reply += chunk
+    s.close()
+    check(reply.decode().strip() == e2elib.stream_sha256(7, n_up),
+          "upload of %d bytes: target answered %r" % (n_up, bytes(reply[:80])))
+    down_cmd = b"DOWNLOAD %d 8\n" % n_down
+    s = e2elib.connect(args.host, args.port, 30)
+    s.sendall(down_cmd)
+    got = 0
+    while True:
+        chunk = s.recv(1 << 18)
+        if not chunk:
+            break
+        got += len(chunk)
+    s.close()
+    check(got == n_down, "download: got %d bytes, expected %d" % (got, n_down))
+    log("uploaded %d bytes, downloaded %d bytes through the tunnel" % (n_up, n_down))
+
+    # Both sessions have ended (tcp_active back where it was), then quiet.
+    wait_for(lambda: stats(path)["totals"]["tcp_active"] == base["totals"]["tcp_active"],
+             "tcp_active back to %d" % base["totals"]["tcp_active"])
+    after = quiet_stats(path)
+    check_sums(after)
+    d = delta(after["totals"], base["totals"])
+    to_proxy = len(up_cmd) + n_up + len(down_cmd)
+    from_proxy = len(reply) + n_down
+    log("deltas: %s" % {k: v for k, v in d.items() if v})
+    check(d["bytes_to_proxy"] == to_proxy,
+          "bytes_to_proxy grew by %d, expected %d (%d-byte command + %d bytes + %d-byte command)"
+          % (d["bytes_to_proxy"], to_proxy, len(up_cmd), n_up, len(down_cmd)))
+    check(d["bytes_from_proxy"] == from_proxy,
+          "bytes_from_proxy grew by %d, expected %d (%d-byte digest line + %d bytes)"
+          % (d["bytes_from_proxy"], from_proxy, len(reply), n_down))
+    check(d["tcp_total"] == 2, "tcp_total grew by %d, expected 2 (two connections)" % d["tcp_total"])
+    # The TUN side carries the payload plus at least one IPv4+TCP header
+    # (40 bytes) per segment of at most MTU-40 bytes; ACKs and headers stay
+    # well under the payload again (MTU 8500: about 1% overhead).
+    mss = args.mtu - 40
+    for name, payload, other in (("tun_rx_bytes", to_proxy, from_proxy),
+                                 ("tun_tx_bytes", from_proxy, to_proxy)):
+        low = payload + 40 * -(-payload // mss)
+        high = 2 * payload + other // 4 + (1 << 20)
+        check(low <= d[name] <= high, "%s grew by %d, expected between %d (payload %d + headers) "
+              "and %d" % (name, d[name], low, high, payload))
+        log("%s grew by %d: payload %d + %d of headers and ACKs (bounds %d..%d)"
+            % (name, d[name], payload, d[name] - payload, low, high))
+    for k in S5_FAIL + DROPS + ["restarts", "udp_total"]:
+        check(d[k] == 0, "%s grew by %d during a clean transfer" % (k, d[k]))
+
+    # The kernel's own count of the device: every packet it queued for us
+    # and we read, and every packet we wrote, byte for byte.
+    # (A stray packet of the kernel's own between the reads: read again.)
+    for attempt in range(10):
+        after = quiet_stats(path)
+        kern = {k: sysfs(args.tun, k) for k in ("tx_bytes", "tx_packets", "rx_bytes", "rx_packets")}
+        if stats(path)["totals"] == after["totals"]:
+            break
+        log("counters moved while reading the kernel's; again")
+    else:
+        raise Fail("counters never stood still around reading the kernel's")
+    t = after["totals"]
+    log("kernel %s: tx %d pkts/%d B (to s5tund), rx %d pkts/%d B (from s5tund); s5tund: "
+        "tun rx %d pkts/%d B, tun tx %d pkts/%d B" % (args.tun, kern["tx_packets"], kern["tx_bytes"],
+                                                      kern["rx_packets"], kern["rx_bytes"],
+                                                      t["tun_rx_packets"], t["tun_rx_bytes"],
+                                                      t["tun_tx_packets"], t["tun_tx_bytes"]))
+    check((t["tun_rx_packets"], t["tun_rx_bytes"]) == (kern["tx_packets"], kern["tx_bytes"]),
+          "s5tund read %d packets/%d bytes from %s, the kernel says it handed over %d/%d"
+          % (t["tun_rx_packets"], t["tun_rx_bytes"], args.tun, kern["tx_packets"], kern["tx_bytes"]))
+    check((t["tun_tx_packets"], t["tun_tx_bytes"]) == (kern["rx_packets"], kern["rx_bytes"]),
+          "s5tund wrote %d packets/%d bytes to %s, the kernel says it received %d/%d"
+          % (t["tun_tx_packets"], t["tun_tx_bytes"], args.tun, kern["rx_packets"], kern["rx_bytes"]))
+
+    # The table: a row per queue and a total row, equal to the JSON.
+    for attempt in range(10):
+        j1 = stats(path)
+        table = subprocess.run([args.s5tund, "--stats", path], capture_output=True, text=True,
+                               timeout=30)
+        js = subprocess.run([args.s5tund, "--stats", path, "--json"], capture_output=True,
+                            text=True, timeout=30)
+        j2 = stats(path)
+        if j1["totals"] == j2["totals"] and j1["queues"] == j2["queues"]:
+            break
+        log("counters moved while the table was printed; again")
+    else:
+        raise Fail("counters never stood still for the table")
+    check(table.returncode == 0 and js.returncode == 0,
+          "s5tund --stats exited %d / %d: %s %s" % (table.returncode, js.returncode,
+                                                   table.stderr, js.stderr))
+    jdoc = json.loads(js.stdout)
+    check(jdoc["totals"] == j2["totals"] and jdoc["queues"] == j2["queues"],
+          "s5tund --stats --json differs from the socket's document")
+    rows = parse_table(table.stdout, nq)
+    for i in range(nq):
+        check(rows[str(i)] == table_values(j2["queues"][i]),
+              "table row %d %s, JSON says %s" % (i, rows[str(i)], table_values(j2["queues"][i])))
+    check(rows["total"] == table_values(j2["totals"]),
+          "table total %s, JSON totals say %s" % (rows["total"], table_values(j2["totals"])))
+    sums = [sum(rows[str(i)][c] for i in range(nq)) for c in range(10)]
+    check(sums == rows["total"], "table rows add up to %s, total row says %s" % (sums, rows["total"]))
+    log("s5tund --stats: %d queue rows and a total row, equal to the JSON:\n%s"
+        % (nq, table.stdout.rstrip()))
+
+    # SIGUSR1: one summary line per queue and one total line in the log.
+    with open(args.log, "rb") as f:
+        start = len(f.read())
+    snap = quiet_stats(path)
+    os.kill(args.pid, signal.SIGUSR1)
+
+    def summary():
+        with open(args.log, "rb") as f:
+            text = f.read()[start:].decode("utf-8", "replace")
+        return text if re.search(r" main total: ", text) else None
+    text = wait_for(summary, "'total:' summary line in the log after SIGUSR1")
+    lines = [ln for ln in text.splitlines() if re.search(r" main (queue \d+|total): ", ln)]
+    queues = [int(m.group(1)) for ln in lines for m in [re.search(r" main queue (\d+): ", ln)] if m]
+    check(sorted(queues) == list(range(nq)) and len(lines) == nq + 1,
+          "after SIGUSR1 the log has summaries for queues %s and %d total line(s), expected each "
+          "of 0..%d once and one total:\n%s" % (queues, len(lines) - len(queues), nq - 1, text))
+    pat = (r"tun rx (\d+) pkts/(\d+) B, tx (\d+) pkts/(\d+) B; tcp (\d+) active/(\d+) total; "
+           r"udp (\d+) active/(\d+) total; to proxy (\d+) B, from proxy (\d+) B; "
+           r"socks5 failures (\d+); restarts (\d+)")
+    for ln in lines:
+        m = re.search(pat, ln)
+        check(m is not None, "summary line not in the expected form: %r" % ln)
+        q = re.search(r" main queue (\d+): ", ln)
+        st = snap["queues"][int(q.group(1))] if q else snap["totals"]
+        want = [st["tun_rx_packets"], st["tun_rx_bytes"], st["tun_tx_packets"], st["tun_tx_bytes"],
+                st["tcp_active"], st["tcp_total"], st["udp_active"], st["udp_total"],
+                st["bytes_to_proxy"], st["bytes_from_proxy"],
+                sum(st[k] for k in S5_FAIL), st["restarts"]]
+        got = [int(x) for x in m.groups()]
+        check(got == want, "summary %r says %s, the stats socket %s" % (ln, got, want))
+    log("SIGUSR1: %d summary lines (queues 0..%d and total), numbers equal to the stats socket"
+        % (len(lines), nq - 1))
+    log("stats ok")
+    return 0
+
+
+# ---------------------------------------------------------------- notify
+
+def cmd_notify(args):
+    """A stand-in for systemd's notification socket. On READY=1: the pid file
+    holds MAINPID (== --expect-pid), and --conns echo connections through the
+    tunnel each succeed on their first attempt, made one after another at
+    once. Then (after ops.sh sends SIGTERM) STOPPING=1 must arrive."""
+    try:
+        os.unlink(args.socket)
+    except FileNotFoundError:
+        pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    srv.bind(args.socket)
+    srv.settimeout(args.timeout)
+    log("listening on %s" % args.socket)
+    if args.listening_file:
+        with open(args.listening_file, "w") as f:
+            f.write("%d\n" % os.getpid())
+    seen = []
+
+    def receive(what):
+        while True:
+            try:
+                data = srv.recv(4096).decode()
+            except socket.timeout:
+                raise Fail("no %s within %.0f s (got so far: %r)" % (what, args.timeout, seen))
+            seen.append(data)
+            fields = dict(ln.split("=", 1) for ln in data.splitlines() if "=" in ln)
+            log("notification: %r" % data)
+            return fields
+
+    if args.expect_pid is None:
+        # The daemon starts after this socket is bound: its pid comes in a file.
+        def pid_from_file():
+            try:
+                with open(args.expect_pid_file) as f:
+                    t = f.read().strip()
+                return int(t) if t else None
+            except FileNotFoundError:
+                return None
+        args.expect_pid = wait_for(pid_from_file, "pid in %s" % args.expect_pid_file)
+    fields = receive("READY=1")
+    check(fields.get("READY") == "1", "first notification is not READY=1: %r" % seen)
+    # Consistent with READY=1 at once: every queue says it serves, and the
+    # device is up with every queue attached.
+    if args.stats:
+        doc = stats(args.stats)
+        check(all(q["ready"] == 1 for q in doc["queues"]),
+              "at READY=1 the stats say ready %s" % [q["ready"] for q in doc["queues"]])
+    if args.tun:
+        link = subprocess.run(["ip", "-d", "link", "show", "dev", args.tun], capture_output=True,
+                              text=True, timeout=30).stdout
+        check(",UP" in link or "<UP" in link, "at READY=1 %s is not up: %r" % (args.tun, link))
+        m = re.search(r"numqueues (\d+)", link)
+        check(m is not None and int(m.group(1)) == args.queues,
+              "at READY=1 %s has %s queues attached, expected %d" % (args.tun, m and m.group(1), args.queues))
+    # The routes into the device are the operator's (systemd runs
+    # ExecStartPost= after READY=1 for Type=notify): added now, at once.
+    for cmd in args.on_ready:
+        r = subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, "at READY=1: %r failed (%d): %s" % (cmd, r.returncode,
+                                                                    r.stderr.strip()))
+    # Immediately: the pid file, then traffic.
+    try:
+        with open(args.pid_file) as f:
+            pid_text = f.read()
+    except OSError as e:
+        raise Fail("pid file %s at READY=1: %s" % (args.pid_file, e))
+    check(pid_text.strip() == str(args.expect_pid),
+          "pid file %s holds %r at READY=1, expected %d" % (args.pid_file, pid_text, args.expect_pid))
+    if "MAINPID" in fields:
+        check(fields["MAINPID"] == str(args.expect_pid),
+              "MAINPID=%s, expected %d" % (fields["MAINPID"], args.expect_pid))
+    # At least --conns connections, and on to 64 until every queue had one
+    # (the stats socket says which queue took each).
+    def queues_missing():
+        if not args.stats:
+            return False
+        return any(q["tcp_total"] == 0 for q in stats(args.stats)["queues"])
+    i = 0
+    while i < args.conns or (queues_missing() and i < 64):
+        try:
+            c = EchoConn(args.host, args.port, timeout=10, tag="ready%d" % i)
+            c.ping()
+            c.ping(3000)
+            c.close()
+        except (OSError, ConnectionError) as e:
+            raise Fail("connection %d right after READY=1 failed on its first attempt: %s: %s"
+                       % (i, type(e).__name__, e))
+        i += 1
+    spread = ""
+    if args.stats:
+        per_queue = [q["tcp_total"] for q in stats(args.stats)["queues"]]
+        check(0 not in per_queue, "after %d connections some queue took none: %s" % (i, per_queue))
+        spread = " (per queue: %s)" % per_queue
+    log("at READY=1: pid file holds %d, %d connections in a row each worked on the first "
+        "attempt%s" % (args.expect_pid, i, spread))
+    if args.checked_file:
+        with open(args.checked_file, "w") as f:
+            f.write("ok\n")
+    fields = receive("STOPPING=1")
+    check(fields.get("STOPPING") == "1", "notification after READY=1 is not STOPPING=1: %r" % seen)
+    log("STOPPING=1 arrived; notifications: %r" % seen)
+    srv.close()
+    os.unlink(args.socket)
+    return 0
+
+
+# ---------------------------------------------------------------- supervise
+
+def cmd_supervise(args):
+    """Kills the worker of one queue with SIGKILL --kills times, each new one
+    as soon as it serves, while connections on the other queues echo all the
+    time; those must never fail, those on the killed queue must be gone."""
+    path = args.stats
+    conns = open_mapped(args, path, args.conns)
+    m = by_queue(conns)
+    while len(m) < 2 and len(conns) < 64:
+        conns += open_mapped(args, path, 4, tag="x%d_" % len(conns))
+        m = by_queue(conns)
+    check(len(m) >= 2, "%d connections all landed on queue %s" % (len(conns), list(m)))
+    victim = conns[0].queue
+    survivors = [c for c in conns if c.queue != victim]
+    doomed = m[victim]
+    log("connections per queue: %s; killing the worker of queue %d (%d connections), %d "
+        "connections on the other queues must live"
+        % ({q: len(v) for q, v in sorted(m.items())}, victim, len(doomed), len(survivors)))
+
+    stop = threading.Event()
+    state = {"rounds": 0, "errors": []}
+
+    def pinger():
+        while not stop.is_set():
+            for c in survivors:
+                try:
+                    c.ping()
+                except (OSError, ConnectionError, Fail) as e:
+                    state["errors"].append("%s (queue %d): %s: %s" % (c.tag, c.queue,
+                                                                      type(e).__name__, e))
+                    stop.set()
+                    return
+            state["rounds"] += 1
+            time.sleep(0.02)
+
+    t = threading.Thread(target=pinger, daemon=True)
+    t.start()
+    killed = []
+    try:
+        for k in range(args.kills):
+            doc = stats(path)
+            q = doc["queues"][victim]
+            check(q["ready"] == 1 and q["pid"] > 0, "queue %d before kill %d: ready %d pid %d"
+                  % (victim, k + 1, q["ready"], q["pid"]))
+            pid = q["pid"]
+            r0 = state["rounds"]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+            def replaced():
+                qq = stats(path)["queues"][victim]
+                return qq if qq["pid"] not in (0, pid) and qq["ready"] == 1 else None
+            new = wait_for(replaced, "new serving worker on queue %d after kill %d" % (victim, k + 1),
+                           T_WAIT + 31)
+            # The others kept echoing while this worker was down: at least one
+            # full round over them since the kill (bounded).
+            wait_for(lambda: state["rounds"] > r0 + 1 or state["errors"],
+                     "echo round over the surviving connections")
+            check(not state["errors"], "a connection on another queue failed: %s" % state["errors"])
+            log("kill %d: worker %d of queue %d killed, worker %d serves it now; surviving "
+                "connections echoed %d rounds meanwhile" % (k + 1, pid, victim, new["pid"],
+                                                            state["rounds"] - r0))
+    finally:
+        stop.set()
+        t.join(30)
+    check(not state["errors"], "a connection on another queue failed: %s" % state["errors"])
+    for c in survivors:
+        c.ping(2000)
+    log("all %d connections on the other queues still echo after %d kills (%d rounds)"
+        % (len(survivors), args.kills, state["rounds"]))
+    fates = [(c.tag, c.fate()) for c in doomed]
+    alive = [tag for tag, f in fates if f == "echo"]
+    check(not alive, "connections %s on the killed queue %d still echo: were they on it?"
+          % (alive, victim))
+    log("connections on the killed queue ended: %s" % ", ".join("%s %s" % x for x in fates))
+    for c in conns:
+        c.close()
+    doc = stats(path)
+    restarts = [q["restarts"] for q in doc["queues"]]
+    want = [args.kills if i == victim else 0 for i in range(doc["queue_count"])]
+    check(restarts == want and doc["totals"]["restarts"] == args.kills,
+          "restarts per queue %s (total %d), expected %s (total %d)"
+          % (restarts, doc["totals"]["restarts"], want, args.kills))
+    log("restarts per queue %s, total %d" % (restarts, doc["totals"]["restarts"]))
+    print("VICTIM %d" % victim)
+    print("KILLED %s" % " ".join(str(p) for p in killed))
+    log("supervise ok")
+    return 0
+
+
+# ---------------------------------------------------------------- drain
+
+def probe_refused(host, port, timeout=10):
+    """(True, how) when a new connection is refused with a RST."""
+    s = socket.socket(e2elib.family_of(host), socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect((host, port))
+    except ConnectionRefusedError:
+        return True, "refused (RST to the SYN)"
+    except socket.timeout:
+        return False, "neither accepted nor refused within %.1f s" % timeout
+    except OSError as e:
+        return False, "connect failed with %s" % e
+    finally:
+        s.close()
+    return False, "accepted"
+
+
+def cmd_drain(args):
+    path = args.stats
+    conns = open_mapped(args, path, args.conns)
+    m = by_queue(conns)
+    if args.idle_queues:
+        # Sessions on one queue only: the others have none when SIGTERM comes.
+        keep = conns[0].queue
+        for c in conns:
+            if c.queue != keep:
+                c.close()
+        conns = [c for c in conns if c.queue == keep]
+        m = by_queue(conns)
+        wait_for(lambda: stats(path)["totals"]["tcp_active"] == len(conns),
+                 "tcp_active down to the %d connections kept" % len(conns))
+    else:
+        while len(m) < args.queues and len(conns) < 64:
+            conns += open_mapped(args, path, 2, tag="x%d_" % len(conns))
+            m = by_queue(conns)
+        check(len(m) == args.queues, "connections landed on queues %s only" % sorted(m))
+    log("connections per queue: %s" % {q: len(v) for q, v in sorted(m.items())})
+    with open(args.log, "rb") as f:
+        start = len(f.read())
+
+    def log_since():
+        with open(args.log, "rb") as f:
+            return f.read()[start:].decode("utf-8", "replace")
+
+    os.kill(args.pid, signal.SIGTERM)
+    log("SIGTERM sent to %d" % args.pid)
+    # Every worker has begun draining (it says so) before new connections are tried.
+    if args.idle_queues:
+        # A worker without sessions stops at once ("stopped"); the others drain.
+        wait_for(lambda: len(re.findall(r" q\d+ (draining \d+ TCP sessions|stopped \()", log_since()))
+                 >= args.queues, "'draining' or 'stopped' line from each of the %d workers" % args.queues)
+    else:
+        wait_for(lambda: len(re.findall(r" q\d+ draining \d+ TCP sessions", log_since())) >= args.queues,
+                 "'draining' line from each of the %d workers" % args.queues)
+    # All at once, so that all of them fall inside the drain.
+    probes = [None] * args.probes
+
+    def probe(i):
+        probes[i] = probe_refused(args.host, args.port, timeout=args.drain_timeout * 0.5)
+    threads = [threading.Thread(target=probe, args=(i,), daemon=True) for i in range(args.probes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bad = ["%d: %s" % (i, how) for i, (ok, how) in enumerate(probes) if not ok]
+    check(not bad, "%d of %d new connections during the drain were not refused with a RST: %s"
+          % (len(bad), len(probes), "; ".join(bad)))
+    log("%d new connections during the drain: each refused with a RST" % args.probes)
+    for c in conns:
+        c.ping()
+        c.ping(5000)
+    log("all %d open connections still echo during the drain" % len(conns))
+    if args.close:
+        # The sessions end by themselves: the daemon stops without waiting
+        # for the (long) drain-timeout; ops.sh waits for the exit.
+        for c in conns:
+            c.sock.shutdown(socket.SHUT_WR)
+            try:
+                rest = c.sock.recv(4096)
+            except OSError as e:
+                raise Fail("%s: after our FIN: %s instead of the echo's EOF" % (c.tag, e))
+            check(rest == b"", "%s: after our FIN got %r instead of EOF" % (c.tag, rest))
+            c.close()
+        log("all %d connections closed cleanly (FIN both ways) during the drain" % len(conns))
+        return 0
+    # Nobody closes: at the end of drain-timeout each is reset.
+    for c in conns:
+        c.sock.settimeout(args.drain_timeout + 30)
+    for c in conns:
+        try:
+            data = c.sock.recv(4096)
+            what = "eof" if not data else "data %r" % data[:40]
+        except ConnectionResetError:
+            what = "reset"
+        except socket.timeout:
+            what = "still open %d s after SIGTERM" % (args.drain_timeout + 30)
+        except OSError as e:
+            what = "error %s" % e
+        check(what == "reset", "%s (queue %d) at the end of the drain: %s, expected a reset"
+              % (c.tag, c.queue, what))
+        c.close()
+    log("all %d connections left open were reset at the end of the drain" % len(conns))
+    text = log_since()
+    check(re.search(r"resetting \d+ open TCP sessions", text) is not None,
+          "no 'resetting N open TCP sessions' line in the log after SIGTERM")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    def common(p):
+        p.add_argument("--host", required=True)
+        p.add_argument("--port", type=int, default=7000)
+
+    p = sub.add_parser("stats")
+    common(p)
+    p.add_argument("--stats", required=True)
+    p.add_argument("--s5tund", required=True)
+    p.add_argument("--pid", type=int, required=True)
+    p.add_argument("--log", required=True)
+    p.add_argument("--tun", default="tun0")
+    p.add_argument("--mtu", type=int, default=8500)
+    p.add_argument("--upload", type=e2elib.parse_size, default=e2elib.parse_size("8M"))
+    p.add_argument("--download", type=e2elib.parse_size, default=e2elib.parse_size("12M"))
+    p.set_defaults(fn=cmd_stats)
+
+    p = sub.add_parser("notify")
+    common(p)
+    p.add_argument("--socket", required=True)
+    p.add_argument("--pid-file", required=True)
+    p.add_argument("--expect-pid", type=int)
+    p.add_argument("--expect-pid-file", help="where the pid is written once the daemon started")
+    p.add_argument("--conns", type=int, default=8)
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--stats", help="stats socket: go on until every queue took a connection")
+    p.add_argument("--tun", help="the device: up with --queues queues attached at READY=1")
+    p.add_argument("--queues", type=int, default=1)
+    p.add_argument("--listening-file")
+    p.add_argument("--checked-file")
+    p.add_argument("--on-ready", action="append", default=[],
+                   help="shell command run when READY=1 arrives, before the checks")
+    p.set_defaults(fn=cmd_notify)
+
+    p = sub.add_parser("supervise")
+    common(p)
+    p.add_argument("--stats", required=True)
+    p.add_argument("--conns", type=int, default=12)
+    p.add_argument("--kills", type=int, default=4)
+    p.set_defaults(fn=cmd_supervise)
+
+    p = sub.add_parser("drain")
+    common(p)
+    p.add_argument("--stats", required=True)
+    p.add_argument("--pid", type=int, required=True)
+    p.add_argument("--log", required=True)
+    p.add_argument("--queues", type=int, required=True)
+    p.add_argument("--conns", type=int, default=4)
+    p.add_argument("--probes", type=int, default=8)
+    p.add_argument("--drain-timeout", type=int, required=True)
+    p.add_argument("--close", action="store_true")
+    p.add_argument("--idle-queues", action="store_true",
+                   help="keep sessions on one queue only: the others are idle at SIGTERM")
+    p.set_defaults(fn=cmd_drain)
+
+    args = ap.parse_args()
+    random.seed(1)
+    try:
+        rc = args.fn(args)
+    except Fail as e:
+        log("FAILED: %s" % e)
+        return 1
+    except (OSError, ConnectionError, ValueError) as e:
+        log("FAILED: %s: %s" % (type(e).__name__, e))
+        return 1
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

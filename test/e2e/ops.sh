@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# s5tund end-to-end tests of operations: stats, readiness, supervision,
+# drain, log reopening. One case per invocation, same harness as run.sh.
+#
+#   ops.sh CASE MODE QUEUES [S5TUND]
+#
+# CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
+#          stall
+# MODE     thread | process        (supervise, stall: process only)
+# QUEUES   number of TUN queues
+# S5TUND   the binary; default $S5TUND, then build/s5tund
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
+# Each run builds its own pair of network namespaces (lib.sh), sends
+# traffic only inside them and removes them on exit. The checks themselves
+# are in ops.py (run inside namespace C). E2E_KEEP=1 keeps the work directory.
+set -eEuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall thread|process QUEUES [S5TUND]" >&2; exit 2; }
+
+CASE=${1:-}
+MODE=${2:-}
+QUEUES=${3:-}
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall) ;; *) usage ;; esac
+[[ $MODE == thread || $MODE == process ]] || usage
+[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
+[[ ($CASE != supervise && $CASE != stall) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
+shift 3
+
+e2e_require_root
+e2e_require_tools
+e2e_find_s5tund "${1:-}"
+e2e_init "ops-$CASE"
+log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
+
+STATS_SOCK=""
+
+# ops_start [INI LINES...]: s5tund through microsocks with mode and queues
+# from the case, the stats socket, and the extra INI lines appended (later
+# sections may repeat [log] or [run]: keys must differ).
+ops_start() {
+  local ini=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini
+  STATS_SOCK=$WORK/stats.sock
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$MS_PORT \
+    e2e_write_config "$ini"
+  printf '%s\n' "" "[stats]" "socket = $STATS_SOCK" "$@" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+}
+
+# ops ARGS...: ops.py in C, bounded.
+ops() {
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "${OPS_T:-$T_BULK}" "$PY" "$HERE/ops.py" "$@"
+}
+
+# The kernel's IPv6 router solicitations on tun0 would move the counters at
+# random moments; the stats checks want them still when nothing is sent.
+ops_quiet_ipv6() {
+  in_c sysctl -qw net.ipv6.conf.default.router_solicitations=0 net.ipv6.conf.all.router_solicitations=0
+}
+
+ops_setup() {
+  e2e_topology_up
+  ops_quiet_ipv6
+  e2e_start_target
+  # shellcheck disable=SC2119  # no credentials
+  e2e_start_microsocks
+}
+
+ops_stop_ok() {   # SIGTERM, exit 0, device gone
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
+  e2e_tun_exists && fail "$TUN still exists after s5tund exited"
+  return 0
+}
+
+# ---------------------------------------------------------------- cases
+
+# stats: a known transfer (8 MiB up, 12 MiB down) moves bytes_to_proxy and
+# bytes_from_proxy by exactly the bytes the client protocol sent, the TUN
+# byte counters by the payload plus sane header overhead and exactly as the
+# kernel counted; per-queue counters add up to the totals; the table of
+# --stats equals the JSON; SIGUSR1 logs one line per queue and a total.
+case_stats() {
+  ops_setup
+  ops_start
+  e2e_wait_ready "$MODE" "$QUEUES"
+  [[ -S $STATS_SOCK ]] || fail "no stats socket at $STATS_SOCK"
+  ops stats --stats "$STATS_SOCK" --s5tund "$S5TUND" --pid "$S5PID" --log "$S5LOG" \
+    --tun "$TUN" --host "$TGT4" --port "$TGT_PORT"
+  e2e_require_alive "after the stats checks"
+  e2e_s5_log_clean
+  ops_stop_ok
+  [[ ! -e $STATS_SOCK ]] || fail "the stats socket $STATS_SOCK is still there after exit"
+  log "stats socket removed at exit"
+}
+
+# ready: a stand-in for systemd's notification socket gets READY=1 only
+# when traffic flows: right then the pid file holds the daemon's pid and
+# new connections work on their first attempt; STOPPING=1 on SIGTERM, and
+# the pid file is gone after exit.
+case_ready() {
+  local nsock=$WORK/notify.sock pidf=$WORK/s5tund.pid lst=$WORK/notify.listening
+  local chk=$WORK/notify.checked nlog=$WORK/notify.log npid i rc=0
+  ops_setup
+  E2E_LOGS+=("$nlog")
+  # The listener is bound before the daemon starts; it learns the daemon's
+  # pid from a file written right after.
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$HERE/ops.py" notify --socket "$nsock" \
+    --pid-file "$pidf" --expect-pid-file "$WORK/s5pid" --host "$TGT4" --port "$TGT_PORT" \
+    --conns 8 --stats "$WORK/stats.sock" --tun "$TUN" --queues "$QUEUES" --timeout 40 --listening-file "$lst" --checked-file "$chk" \
+    --on-ready "ip route replace 10.201.0.0/24 dev $TUN" \
+    --on-ready "ip -6 route replace fd00:201::/64 dev $TUN" >"$nlog" 2>&1 &
+  npid=$!
+  for i in $(seq $((T_START * 10))); do
+    [[ -s $lst ]] && break
+    kill -0 "$npid" 2>/dev/null || break
+    sleep 0.1
+  done
+  [[ -s $lst ]] || { cat "$nlog"; fail "the notification listener did not start"; }
+  NOTIFY_SOCKET=$nsock ops_start "[run]" "pid-file = $pidf"
+  echo "$S5PID" >"$WORK/s5pid"
+  for i in $(seq $((T_START * 10))); do
+    [[ -s $chk ]] && break
+    kill -0 "$npid" 2>/dev/null || break
+    e2e_s5_alive || fail "s5tund exited before READY=1"
+    sleep 0.1
+  done
+  [[ -s $chk ]] || { cat "$nlog"; fail "READY=1 checks did not complete within ${T_START}s"; }
+  [[ $(cat "$pidf") == "$S5PID" ]] || fail "pid file holds $(cat "$pidf"), expected $S5PID"
+  log "READY=1 checked: $(grep -F 'at READY=1' "$nlog" | sed 's/^ops: //')"
+  ops_stop_ok
+  wait "$npid" || rc=$?
+  cat "$nlog"
+  ((rc == 0)) || fail "notification listener failed (status $rc)"
+  grep -q "STOPPING=1 arrived" "$nlog" || fail "no STOPPING=1"
+  [[ ! -e $pidf ]] || fail "pid file $pidf is still there after exit"
+  log "STOPPING=1 on SIGTERM, pid file removed"
+  e2e_s5_log_clean
+}
+
+# supervise: the worker of one queue is killed with SIGKILL 4 times, each
+# replacement as soon as it serves. Connections on the other queues echo
+# throughout; those on the killed queue end; the device is the same
+# (ifindex); the restart delays logged double (as documented: 100 ms, then
+# twice the last while workers die within 10 s of starting); the restarts
+# counter says 4; new connections work on every queue afterwards.
+case_supervise() {
+  local kills=4 ifindex out victim lines prev d lived want
+  ops_setup
+  ops_start
+  e2e_wait_ready "$MODE" "$QUEUES"
+  ifindex=$(in_c cat "/sys/class/net/$TUN/ifindex")
+  out=$(ops supervise --stats "$STATS_SOCK" --host "$TGT4" --port "$TGT_PORT" --conns 12 \
+    --kills "$kills") || { printf '%s\n' "$out"; fail "supervise checks failed"; }
+  printf '%s\n' "$out"
+  victim=$(awk '/^VICTIM /{print $2}' <<<"$out")
+  e2e_require_alive "after $kills worker kills"
+  [[ $(in_c cat "/sys/class/net/$TUN/ifindex") == "$ifindex" ]] \
+    || fail "$TUN has ifindex $(in_c cat "/sys/class/net/$TUN/ifindex") now, was $ifindex: re-created"
+  (($(e2e_tun_numqueues) == QUEUES)) || fail "$TUN has $(e2e_tun_numqueues) queues, expected $QUEUES"
+  log "$TUN is the same device (ifindex $ifindex) with $QUEUES queues"
+  # The supervisor's log: one line per kill for this queue, delays doubling.
+  lines=$(grep -E "worker $victim killed by .* after [0-9]+ ms; restarting in [0-9]+ ms" "$S5LOG" || true)
+  printf '%s\n' "$lines" | sed 's/^/    /'
+  (($(grep -c . <<<"$lines") == kills)) || fail "expected $kills restart lines for worker $victim"
+  prev=0
+  while read -r lived d; do
+    # Documented: 100 ms after a worker that lived 10 s or more (or the
+    # first time), otherwise twice the previous delay, at most 30 s.
+    if ((prev == 0 || lived >= 10000)); then want=100
+    else want=$((prev * 2 > 30000 ? 30000 : prev * 2)); fi
+    ((d == want)) || fail "worker $victim lived $lived ms and is restarted in $d ms, expected $want (previous $prev)"
+    prev=$d
+  done < <(sed -E 's/.* after ([0-9]+) ms; restarting in ([0-9]+) ms.*/\1 \2/' <<<"$lines")
+  log "restart delays of worker $victim: $(sed -E 's/.*restarting in ([0-9]+) ms.*/\1/' <<<"$lines" | tr '\n' ' ')ms"
+  CLIENT_T=$((T_START + T_STEP)) client --host "$TGT4" --timeout 10 concurrent 32 --retry-for "$T_START"
+  client --host "$TGT6" echo
+  ops_stop_ok
+}
+
+# drain: drain-timeout = 3, connections open on every queue, SIGTERM: once
+# every worker says it drains, new connections (8, at once) are refused with
+# a RST (each gets drain-timeout / 2 for it), the open ones still echo; at
+# the end of the drain those left open are reset and the daemon exits 0
+# (bounded wait).
+case_drain() {
+  local drain=${OPS_DRAIN_TIMEOUT:-3} rc=0 i
+  ops_setup
+  ops_start "[run]" "drain-timeout = $drain"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  local pid=$S5PID
+  ops drain --stats "$STATS_SOCK" --pid "$pid" --log "$S5LOG" --queues "$QUEUES" \
+    --drain-timeout "$drain" --host "$TGT4" --port "$TGT_PORT" ${OPS_DRAIN_ARGS:+"$OPS_DRAIN_ARGS"}
+  for i in $(seq $(((drain + T_STOP) * 10))); do
+    e2e_pid_running "$pid" || break
+    sleep 0.1
+  done
+  e2e_pid_running "$pid" && fail "s5tund still running $((drain + T_STOP))s after SIGTERM with drain-timeout = $drain"
+  wait "$pid" || rc=$?
+  S5PID=""
+  ((rc == 0)) || fail "s5tund exited with status $rc after the drain, expected 0"
+  e2e_tun_exists && fail "$TUN still exists after s5tund exited"
+  log "s5tund exited 0 after the drain, $TUN is gone"
+  e2e_s5_log_clean
+}
+
+# drain_idle: as drain, but the open sessions are all on one queue: the
+# workers of the other queues have nothing to drain when SIGTERM comes, and
+# new connections hashed to their queues must be refused (RST) all the same,
+# not left unanswered.
+case_drain_idle() {
+  # A longer drain: a SYN nobody answers is only seen as such after a while
+  # (each new connection gets drain-timeout / 2).
+  OPS_DRAIN_ARGS=--idle-queues OPS_DRAIN_TIMEOUT=20 case_drain
+}
+
+# drain_close: drain-timeout = 3600; the open sessions end during the drain
+# (FIN both ways): the daemon then exits 0 without waiting out the drain
+# (a bounded wait far below 3600 s).
+case_drain_close() {
+  local rc=0 i
+  ops_setup
+  ops_start "[run]" "drain-timeout = 3600"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  local pid=$S5PID
+  ops drain --stats "$STATS_SOCK" --pid "$pid" --log "$S5LOG" --queues "$QUEUES" \
+    --drain-timeout 3600 --close --host "$TGT4" --port "$TGT_PORT"
+  for i in $(seq $((T_STOP * 10))); do
+    e2e_pid_running "$pid" || break
+    sleep 0.1
+  done
+  e2e_pid_running "$pid" && fail "s5tund still running ${T_STOP}s after its last session ended (drain-timeout 3600)"
+  wait "$pid" || rc=$?
+  S5PID=""
+  ((rc == 0)) || fail "s5tund exited with status $rc, expected 0"
+  log "the sessions ended during the drain: s5tund exited 0 without waiting for drain-timeout"
+  e2e_s5_log_clean
+}
+
+# log_reopen: [log] file = PATH; the file is renamed, SIGHUP: the daemon's
+# lines from then on (SIGUSR1 summaries, the workers' lines at shutdown) are
+# in a new file at PATH, none in the renamed one.
+case_log_reopen() {
+  local lf=$WORK/s5tund.file.log old n_old
+  ops_setup
+  ops_start "[log]" "file = $lf"
+  E2E_LOGS+=("$lf" "$lf.1")
+  e2e_wait_ready "$MODE" "$QUEUES"
+  e2e_wait_log "$lf" " ready: " 10 "'ready' line in $lf" >/dev/null
+  # Worker lines reach the file before the rename too (a connection at debug
+  # level is not needed: every worker logs "serving TUN queue").
+  (($(grep -c " q[0-9]* serving TUN queue" "$lf" || true) == QUEUES)) \
+    || fail "$lf lacks a 'serving' line per worker"
+  mv "$lf" "$lf.1"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$lf" "SIGHUP: log reopened" 30 "'log reopened' line in a new $lf" >/dev/null
+  n_old=$(wc -l <"$lf.1")
+  kill -USR1 "$S5PID"
+  e2e_wait_log "$lf" " main total: " 30 "SIGUSR1 total line in the new $lf" >/dev/null
+  client --host "$TGT4" echo
+  ops_stop_ok
+  # Every worker logs when it stops: into the new file.
+  local n_new
+  n_new=$(grep -c " q[0-9]* stopped (" "$lf" || true)
+  ((n_new == QUEUES)) \
+    || fail "the new $(basename "$lf") has $n_new worker 'stopped' lines, expected $QUEUES; the renamed file has: $(oneline "$(grep " q[0-9]* stopped (" "$lf.1" || true)")"
+  old=$(tail -n +$((n_old + 1)) "$lf.1")
+  [[ -z $old ]] || fail "lines written to the renamed file after SIGHUP: $(oneline "$old")"
+  log "after rename + SIGHUP every line (main and workers) went to the new $lf; the renamed file got none"
+  e2e_s5_log_clean "$lf"
+}
+
+# stall (process mode): a worker stopped with SIGSTOP is reported ("event
+# loop has not turned"), and once continued ("turns again"); it was not
+# restarted meanwhile, and the device still serves every queue.
+case_stall() {
+  local victim pid line
+  ops_setup
+  ops_start
+  e2e_wait_ready "$MODE" "$QUEUES"
+  victim=$((QUEUES - 1))
+  pid=$(in_c "$S5TUND" --stats "$STATS_SOCK" --json | "$PY" -c \
+    'import json,sys; print(json.load(sys.stdin)["queues"][int(sys.argv[1])]["pid"])' "$victim")
+  ((pid > 0)) || fail "no pid for queue $victim in the stats"
+  kill -STOP "$pid"
+  line=$(e2e_wait_log "$S5LOG" "queue $victim: worker's event loop has not turned for [0-9]+ ms" 30 \
+    "stall report for queue $victim") || { kill -CONT "$pid"; exit 1; }
+  log "stopped worker $pid (queue $victim): $line"
+  kill -CONT "$pid"
+  line=$(e2e_wait_log "$S5LOG" "queue $victim: worker's event loop turns again" 30 \
+    "'turns again' for queue $victim")
+  log "continued: $line"
+  e2e_pid_running "$pid" || fail "worker $pid is gone after SIGCONT"
+  grep -q "restarting in" "$S5LOG" && fail "a worker was restarted: $(grep "restarting in" "$S5LOG")"
+  CLIENT_T=$((T_START + T_STEP)) client --host "$TGT4" --timeout 10 concurrent 16 --retry-for "$T_START"
+  ops_stop_ok
+}
+
+"case_$CASE"
+log "PASS: ops $CASE mode=$MODE queues=$QUEUES"

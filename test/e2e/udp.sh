@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# s5tund end-to-end tests for UDP (SOCKS5 UDP ASSOCIATE), mapped DNS and
+# ICMP: one case per invocation, same topology and rules as run.sh.
+#
+#   udp.sh CASE MODE QUEUES [S5TUND]
+#
+# CASE   udp_echo      IPv4 and IPv6 echo through danted, 1 byte to the MTU
+#                      and beyond, many sources at once, several
+#                      destinations per source (replies from each)
+#        dns           a real DNS server (dnsmasq) through the tunnel; mapped
+#                      DNS: a pool address, TCP to it = CONNECT by name,
+#                      AAAA/other types, malformed queries
+#        udp_teardown  the proxy drops the control connection -> the
+#                      association ends; idle expiry ends it too
+#        udp_badrelay  a broken relay (udpbadproxy.py): truncated, oversized,
+#                      fragmented headers dropped; udp-address override and
+#                      an unspecified BND.ADDR
+#        udp_off_icmp  udp = off -> ICMP port unreachable; icmp = off -> no
+#                      echo reply, icmp = reply -> echo replies
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
+# Traffic stays inside the two namespaces; everything is removed on exit.
+set -eEuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+usage() { echo "usage: $0 CASE thread|process QUEUES [S5TUND]" >&2; exit 2; }
+
+CASE=${1:-}
+[[ $# -ge 3 ]] || usage
+MODE=$2 QUEUES=$3
+shift 3
+case $CASE in udp_echo|dns|udp_teardown|udp_badrelay|udp_off_icmp) ;; *) usage ;; esac
+[[ $MODE == thread || $MODE == process ]] || usage
+[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
+
+UDP_PORTS=(7001 7002)
+DNS_ADDR=198.18.0.2
+DNS_POOL=100.64.0.0/10
+BADUDP_PORT=1090
+
+e2e_require_root
+e2e_require_tools
+command -v dnsmasq >/dev/null 2>&1 || fail "missing tool: dnsmasq (run 'make deps')"
+e2e_find_s5tund "${1:-}"
+e2e_init "$CASE"
+log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
+
+# /etc/netns/<S>/hosts is bind-mounted over /etc/hosts by `ip netns exec`:
+# the proxies in S resolve target.test there. Removed on exit.
+NETNS_ETC=/etc/netns/$NS_S
+udp_exit() {
+  local rc=$?
+  trap - ERR
+  set +e
+  rm -rf "$NETNS_ETC"
+  (exit "$rc")    # e2e_cleanup takes the status from $?
+  e2e_cleanup
+}
+trap udp_exit EXIT
+
+udp_hosts() {
+  mkdir -p "$NETNS_ETC"
+  printf '127.0.0.1 localhost\n%s target.test\n' "$TGT4" >"$NETNS_ETC/hosts"
+}
+
+start_udptarget() {
+  local ready=$WORK/udptarget.ready p args=()
+  for p in "${UDP_PORTS[@]}"; do args+=(--port "$p"); done
+  E2E_LOGS+=("$WORK/udptarget.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" \
+    "${args[@]}" --ready-file "$ready" >"$WORK/udptarget.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && { log "udptarget on $TGT4 and [$TGT6] ports ${UDP_PORTS[*]}"; return 0; }
+    sleep 0.1
+  done
+  fail "udptarget.py did not start"
+}
+
+start_dnsmasq() {
+  E2E_LOGS+=("$WORK/dnsmasq.log")
+  ip netns exec "$NS_S" dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces \
+    --listen-address="$TGT4" --listen-address="$TGT6" --except-interface=veth0 \
+    --address=/example.test/"$TGT4" --address=/example.test/"$TGT6" \
+    --pid-file="$WORK/dnsmasq.pid" --log-queries --log-facility=- \
+    --user=root --group=root >"$WORK/dnsmasq.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do
+    in_s ss -Hlun "sport = :53" | grep -qF "$TGT4" && { log "dnsmasq on $TGT4 and [$TGT6] port 53"; return 0; }
+    sleep 0.1
+  done
+  fail "dnsmasq does not listen on $TGT4:53"
+}
+
+# start_s5 PROXY_ADDR PROXY_PORT EXTRA-INI: the usual configuration plus
+# EXTRA-INI (whole sections) appended; log level debug (the teardown checks
+# read association lines from the log).
+start_s5() {
+  local f=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$1 CFG_PROXY_PORT=$2 CFG_LOG_LEVEL=debug \
+    e2e_write_config "$f"
+  printf '\n%s\n' "$3" >>"$f"
+  e2e_start_s5tund --config "$f"
+}
+
+uclient() {   # udpclient.py in C, bounded
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/udpclient.py" "$@"
+}
+
+# udp_wait_log ERE SECONDS WHAT: until s5tund's log has a matching line.
+udp_wait_log() {
+  local i line
+  for i in $(seq $(($2 * 10))); do
+    line=$(grep -E -m 1 -- "$1" "$S5LOG" 2>/dev/null || true)
+    [[ -n $line ]] && { log "s5tund log: $line"; return 0; }
+    sleep 0.1
+  done
+  fail "no $3 in s5tund's log within $2s"
+}
+
+udp_count_log() { grep -cE -- "$1" "$S5LOG" 2>/dev/null || true; }
+
+# ---------------------------------------------------------------- cases
+
+case_udp_echo() {
+  e2e_topology_up
+  e2e_start_target
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" ""
+  e2e_wait_ready "$MODE" "$QUEUES"
+  local p4=(--port 7001 --port 7002)
+  # 1 byte to the TUN MTU (8500 - 28 for IPv4, - 48 for IPv6); dante's
+  # datagrams to us cross the 1500-byte veth fragmented, which is fine.
+  uclient echo --host "$TGT4" "${p4[@]}" --sizes 1,2,100,512,1400,1472,1473,4000,8000,8472 --sources 4 --rounds 2
+  uclient echo --host "$TGT6" "${p4[@]}" --sizes 1,2,100,512,1232,1400,4000,8000,8452 --sources 4 --rounds 2
+  # Beyond the MTU: the client's kernel fragments, lwIP reassembles; the
+  # reply is fragmented by lwIP on its way back.
+  uclient echo --host "$TGT4" --port 7001 --sizes 8473,20000,40000 --sources 2
+  uclient echo --host "$TGT6" --port 7001 --sizes 8453,20000 --sources 2
+  # Many sources at once, each its own association.
+  CLIENT_T=$T_BULK uclient echo --host "$TGT4" "${p4[@]}" --sizes 1,700,1400 --sources 64 --rounds 3
+  CLIENT_T=$T_BULK uclient echo --host "$TGT6" --port 7001 --sizes 1,700 --sources 32 --rounds 3
+  e2e_require_alive "after UDP echo"
+  local n
+  n=$(udp_count_log 'association ready')
+  ((n >= 100)) || fail "expected at least 100 associations in the log, found $n"
+  log "$n associations set up"
+  client --host "$TGT4" echo --count 5
+}
+
+case_dns() {
+  e2e_topology_up
+  udp_hosts
+  e2e_start_target
+  start_dnsmasq
+  e2e_start_dante
+  start_s5 "$S_ADDR6" "$DANTE_PORT" "[dns]
+address = $DNS_ADDR
+network = $DNS_POOL
+cache-size = 1000"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"   # the pool goes into the tunnel too
+  # A real DNS server through the tunnel (UDP ASSOCIATE, proxy over IPv6).
+  uclient dns --server "$TGT4" --name www.example.test --expect "$TGT4"
+  uclient dns --server "$TGT4" --name www.example.test --type AAAA --expect "$TGT6"
+  uclient dns --server "$TGT6" --name www.example.test --expect "$TGT4"
+  grep -q 'www.example.test' "$WORK/dnsmasq.log" || fail "dnsmasq's log does not show the query"
+  # Mapped DNS: a pool address for the name ...
+  local addr addr2
+  addr=$(uclient dns --server "$DNS_ADDR" --name Target.Test --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
+  [[ $addr =~ ^100\. ]] || fail "no pool address for target.test: '$addr'"
+  addr2=$(uclient dns --server "$DNS_ADDR" --name target.test --edns --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
+  [[ $addr == "$addr2" ]] || fail "target.test mapped to $addr, then to $addr2"
+  log "target.test is $addr"
+  uclient dns --server "$DNS_ADDR" --name target.test --type AAAA --expect-empty
+  uclient dns --server "$DNS_ADDR" --name target.test --type TXT --expect-empty
+  uclient dns --server "$DNS_ADDR" --name other.test --expect-in "$DNS_POOL"
+  # ... and TCP to it reaches the target through a CONNECT by name, also on
+  # other queues than the one that answered the query (shared table).
+  client --host "$addr" echo --count 10
+  CLIENT_T=$T_BULK client --host "$addr" concurrent 32
+  # danted logs where it connected, not the name it was asked for: it
+  # reached the target, and never saw the pool address (the client's
+  # destination), so it got the name and resolved it (/etc/hosts in S).
+  grep -q "$addr" "$WORK/danted.log" && fail "danted saw the pool address $addr: CONNECT was not by name"
+  grep -q "tcp/connect .*$TGT4\.7000" "$WORK/danted.log" || fail "danted's log shows no connection to $TGT4.7000"
+  udp_wait_log "dns: $addr stands for target.test: sent by name" "$T_STEP" "CONNECT by name"
+  # A pool address that stands for no name: refused, not sent anywhere.
+  client --host 100.64.200.200 --timeout 30 expect-refused
+  # Malformed queries: dropped and counted, the resolver keeps answering.
+  uclient dns-garbage --server "$DNS_ADDR"
+  local dropped
+  dropped=$(udp_count_log 'dns: query from .* dropped: malformed')
+  ((dropped >= 10)) || fail "expected at least 10 malformed queries counted in the log, found $dropped"
+  log "$dropped malformed queries dropped and counted"
+  e2e_require_alive "after DNS"
+}
+
+case_udp_teardown() {
+  e2e_topology_up
+  e2e_start_target
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" "[session]
+udp-idle-timeout = 3"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  uclient echo --host "$TGT4" --port 7001 --sizes 100
+  udp_wait_log 'association ready' "$T_START" "ready association"
+  # The proxy drops the control connection: the association must end.
+  local ended
+  ended='association ended: (proxy closed the control connection|control connection failed)'
+  if in_s ss -K dst "$C_ADDR4" "sport = :$DANTE_PORT" >/dev/null 2>&1 && \
+     grep -qE "$ended" <(sleep 2; cat "$S5LOG"); then
+    log "control connection killed with ss -K"
+  else
+    # No sock_destroy in this kernel (or too slow): restart danted instead.
+    log "ss -K did not end it; restarting danted"
+    kill -TERM "$DANTE_PID" 2>/dev/null || true
+    wait "$DANTE_PID" 2>/dev/null || true
+    e2e_start_dante
+  fi
+  udp_wait_log "$ended" "$T_START" "end of the association after its control connection closed"
+  # A new datagram gets a new association, and traffic flows again.
+  uclient echo --host "$TGT4" --port 7001 --sizes 100,1000 --retry-for 30
+  # Idle expiry (udp-idle-timeout = 3): polled in the log, bounded.
+  udp_wait_log 'association ended: idle timeout' "$T_START" "idle expiry of an association"
+  e2e_require_alive "after association teardown"
+}
+
+start_badudp() {   # BND-ADDR
+  local ready=$WORK/udpbadproxy.ready
+  rm -f "$ready"
+  E2E_LOGS+=("$WORK/udpbadproxy.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/udpbadproxy.py" --listen "$S_ADDR4" --port "$BADUDP_PORT" \
+    --bnd "$1" --ready-file "$ready" >>"$WORK/udpbadproxy.log" 2>&1 &
+  BADUDP_PID=$!
+  for _ in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && { log "udpbadproxy on $S_ADDR4:$BADUDP_PORT (BND.ADDR $1)"; return 0; }
+    sleep 0.1
+  done
+  fail "udpbadproxy.py did not start"
+}
+
+case_udp_badrelay() {
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  # The relay returns an unroutable BND.ADDR: [socks5] udp-address wins.
+  start_badudp 192.0.2.1
+  start_s5 "$S_ADDR4" "$BADUDP_PORT" "[socks5]
+udp-address = $S_ADDR4"
+  e2e_wait_device "$MODE" "$QUEUES"
+  # Before each good echo the relay sends the broken datagrams (see
+  # udpbadproxy.py): they must be dropped, the echo must arrive intact.
+  uclient echo --host "$TGT4" --port 7001 --sizes 1,100,1400,8000 --sources 4 --strict
+  uclient echo --host "$TGT6" --port 7001 --sizes 1,100,1400 --sources 2 --strict
+  local frag bad
+  frag=$(udp_count_log 'dropped: fragmented SOCKS5 datagram')
+  bad=$(udp_count_log 'dropped: malformed SOCKS5 UDP header')
+  ((frag >= 1 && bad >= 4)) || fail "expected fragmented and malformed datagrams counted in the log (got $frag, $bad)"
+  log "relay datagrams dropped and counted: $frag fragmented, $bad malformed"
+  e2e_require_alive "after a broken relay"
+  e2e_stop_s5tund
+  kill -TERM "$BADUDP_PID" 2>/dev/null || true
+  wait "$BADUDP_PID" 2>/dev/null || true
+  # BND.ADDR 0.0.0.0: the proxy's own address is used.
+  start_badudp 0.0.0.0
+  start_s5 "$S_ADDR4" "$BADUDP_PORT" ""
+  e2e_wait_device "$MODE" "$QUEUES"
+  uclient echo --host "$TGT4" --port 7001 --sizes 1,1400 --sources 2
+  e2e_require_alive "after BND.ADDR 0.0.0.0"
+}
+
+case_udp_off_icmp() {
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  start_s5 "$S_ADDR4" "$MS_PORT" "[socks5]
+udp = off"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  uclient expect-unreachable --host "$TGT4" --port 7001
+  uclient expect-unreachable --host "$TGT6" --port 7001
+  # icmp = off (the default): pings to anything in the tunnel go unanswered.
+  uclient ping --host "$TGT4" --expect-none
+  uclient ping --host "$TGT6" --expect-none
+  e2e_require_alive "with udp = off"
+  e2e_stop_s5tund
+  start_s5 "$S_ADDR4" "$MS_PORT" "[tun]
+icmp = reply"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  uclient ping --host "$TGT4" --expect-reply
+  uclient ping --host "$TGT6" --expect-reply
+  e2e_require_alive "with icmp = reply"
+}
+
+"case_$CASE"
+log "PASS: $CASE mode=$MODE queues=$QUEUES"
