@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config.h"
 #include "dns.h"
@@ -18,6 +19,23 @@
 #include "stats_server.h"
 
 #define S5_STATS_DEFAULT_SOCKET "/run/s5tund/s5tund.sock"   /* the systemd unit's RuntimeDirectory */
+
+/* [run] limit-nofile: the soft limit to n, the hard one raised to n if it
+ * is lower (needs CAP_SYS_RESOURCE; the kernel's ceiling is fs.nr_open).
+ * Before any worker exists, so threads and forked workers all get it. */
+static int raise_nofile(unsigned n) {
+  struct rlimit rl;
+  if (n == 0) return 0;
+  if (getrlimit(RLIMIT_NOFILE, &rl) < 0) rl.rlim_max = 0;
+  rl.rlim_cur = n;
+  if (rl.rlim_max < n) rl.rlim_max = n;
+  if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+    s5_error("[run] limit-nofile = %u: setrlimit(RLIMIT_NOFILE): %s%s", n, strerror(errno),
+             errno == EPERM ? " (raising the hard limit needs CAP_SYS_RESOURCE; see also sysctl fs.nr_open)" : "");
+    return -1;
+  }
+  return 0;
+}
 
 /* s5tund --stats [SOCKET] [--json]: a client of a running daemon. */
 static int stats_command(int argc, char **argv) {
@@ -49,6 +67,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "s5tund: opening log file %s: %s\n", cfg.log.file, strerror(-r));
     return 1;
   }
+  if (raise_nofile(cfg.run.limit_nofile) < 0) return 1;
   /* A proxy that goes away mid-write must cost one session, not the daemon. */
   signal(SIGPIPE, SIG_IGN);
 

@@ -3,6 +3,7 @@
  * over the pbuf chain, without being copied into a flat buffer first. */
 #include <errno.h>
 #include <string.h>
+#include <linux/virtio_net.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -22,10 +23,27 @@
 /* pbuf chains from lwIP are a header pbuf plus one or a few data pbufs. */
 #define S5_TUN_IOV_MAX 32
 
+/* With offloads (S5_TUN_OFFLOAD) reads may be TCP segments of up to 64 KiB;
+ * one read buffer of that size is kept. A packet of up to this size is
+ * copied into a pbuf of its own size instead, so that small packets queued
+ * in lwIP (or waiting for the proxy) never pin 64 KiB each: a packet handed
+ * over in the big buffer fills at least half of it. */
+#define S5_TUN_BIG_READ 65535
+#define S5_TUN_COPY_MAX 32768
+
+/* What precedes every packet with offloads: for our writes, all zero (no
+ * GSO, checksums complete). */
+static const struct virtio_net_hdr vnet_none;
+
 static err_t netif_write(struct netif *nif, struct pbuf *p) {
   struct s5_worker *w = nif->state;
   struct iovec iov[S5_TUN_IOV_MAX];
   int n = 0;
+  if (w->cfg->tun.offload) {
+    iov[n].iov_base = (void *)&vnet_none;
+    iov[n].iov_len = sizeof vnet_none;
+    n++;
+  }
   for (struct pbuf *q = p; q != NULL && n < S5_TUN_IOV_MAX; q = q->next) {
     if (q->len == 0) continue;
     iov[n].iov_base = q->payload;
@@ -42,7 +60,7 @@ static err_t netif_write(struct netif *nif, struct pbuf *p) {
     return ERR_OK;
   }
   S5_STAT_ADD(w->stats, tun_tx_packets, 1);
-  S5_STAT_ADD(w->stats, tun_tx_bytes, r);
+  S5_STAT_ADD(w->stats, tun_tx_bytes, r - (w->cfg->tun.offload ? (ssize_t)sizeof vnet_none : 0));
   return ERR_OK;
 }
 
@@ -70,23 +88,59 @@ static err_t netif_setup(struct netif *nif) {
 
 /* Reads one packet into a pbuf sized for the MTU. Returns the packet, NULL
  * on EAGAIN (the pbuf is kept as w->spare for the next wake-up). */
+/* With offloads: the virtio header goes to the stack, the packet into the
+ * big buffer. The header needs no looking at: GSO segments are just large
+ * segments to lwIP, and partial checksums are not verified (lwipopts.h). */
+static ssize_t tun_read_offload(struct s5_worker *w, struct pbuf *p) {
+  struct virtio_net_hdr vh;
+  struct iovec iov[2] = {{&vh, sizeof vh}, {p->payload, p->len}};
+  ssize_t n = readv(w->fd, iov, 2);
+  if (n >= 0 && (size_t)n < sizeof vh) {
+    errno = EIO;
+    return -1;
+  }
+  return n < 0 ? n : n - (ssize_t)sizeof vh;
+}
+
+/* Hands over the big buffer for a large packet; copies a small one into a
+ * pbuf of its own size and keeps the big buffer for the next read. */
+static struct pbuf *tun_take_big(struct s5_worker *w, struct pbuf *big, size_t n) {
+  if (n > S5_TUN_COPY_MAX) {
+    pbuf_realloc(big, (u16_t)n);
+    return big;
+  }
+  struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)n, PBUF_RAM);
+  if (p != NULL) memcpy(p->payload, big->payload, n);
+  w->spare = big;
+  return p;
+}
+
 static struct pbuf *tun_read_packet(struct s5_worker *w, int *err) {
+  int offload = w->cfg->tun.offload;
   struct pbuf *p = w->spare;
   w->spare = NULL;
   if (p == NULL) {
-    p = pbuf_alloc(PBUF_RAW, (u16_t)w->cfg->tun.mtu, PBUF_RAM);
+    p = pbuf_alloc(PBUF_RAW, (u16_t)(offload ? S5_TUN_BIG_READ : w->cfg->tun.mtu), PBUF_RAM);
     if (p == NULL) {
       *err = ENOMEM;
       return NULL;
     }
   }
-  ssize_t n = read(w->fd, p->payload, p->len);
+  ssize_t n = offload ? tun_read_offload(w, p) : read(w->fd, p->payload, p->len);
   if (n <= 0) {
     w->spare = p;
     *err = n < 0 ? errno : EIO;
     return NULL;
   }
-  pbuf_realloc(p, (u16_t)n);
+  if (offload) {
+    p = tun_take_big(w, p, (size_t)n);
+    if (p == NULL) {
+      *err = ENOMEM;
+      return NULL;
+    }
+  } else {
+    pbuf_realloc(p, (u16_t)n);
+  }
   S5_STAT_ADD(w->stats, tun_rx_packets, 1);
   S5_STAT_ADD(w->stats, tun_rx_bytes, n);
   return p;

@@ -168,6 +168,11 @@ static int set_tcp_idle_timeout(struct s5_config *cfg, const char *value,
 
 /* A million sessions per worker already exceeds any sane fd limit; a bigger
  * number is more likely a typo than a plan. */
+static int set_tun_offload(struct s5_config *cfg, const char *value,
+                           char *err, size_t errlen) {
+  return s5_parse_bool(value, &cfg->tun.offload, err, errlen);
+}
+
 static int set_tun_auto_route(struct s5_config *cfg, const char *value,
                               char *err, size_t errlen) {
   return s5_parse_bool(value, &cfg->tun.auto_route, err, errlen);
@@ -206,6 +211,19 @@ static int set_drain_timeout(struct s5_config *cfg, const char *value,
   if (s5_parse_uint(value, 0, 3600, &n, err, errlen) != 0)
     return -1;
   cfg->run.drain_timeout = (unsigned)n;
+  return 0;
+}
+
+/* Every session holds a socket to the proxy (a UDP association two): a
+ * daemon meant for many connections needs more than the usual 1024. The
+ * kernel's own ceiling (fs.nr_open) is checked at start-up by setrlimit. */
+static int set_limit_nofile(struct s5_config *cfg, const char *value,
+                            char *err, size_t errlen) {
+  unsigned long n;
+
+  if (s5_parse_uint(value, 0, 16777216, &n, err, errlen) != 0)
+    return -1;
+  cfg->run.limit_nofile = (unsigned)n;
   return 0;
 }
 
@@ -378,12 +396,14 @@ static const struct s5_key keys[] = {
   { "dns", "cache-size", "10000", set_dns_cache_size },
   { "log", "level", "info", set_log_level },
   { "log", "file", "", set_log_file },
+  { "tun", "offload", "true", set_tun_offload },
   { "tun", "auto-route", "false", set_tun_auto_route },
   { "tun", "post-up", "", set_tun_post_up },
   { "tun", "pre-down", "", set_tun_pre_down },
   { "run", "user", "", set_run_user },
   { "run", "pid-file", "", set_pid_file },
   { "run", "drain-timeout", "5", set_drain_timeout },
+  { "run", "limit-nofile", "0", set_limit_nofile },
   { "stats", "socket", "", set_stats_socket },
 };
 

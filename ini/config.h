@@ -35,6 +35,7 @@ struct s5_config {
     struct s5_prefix ipv6;
     bool persist;
     bool icmp_reply;              /* icmp = reply: answer echo requests to any address */
+    bool offload;                 /* IFF_VNET_HDR: checksum and TSO offloads */
     bool auto_route;              /* policy routing: all but [socks5] mark into the device */
     char post_up[PATH_MAX];       /* command run once the device is up; empty = none */
     char pre_down[PATH_MAX];      /* command run before the device goes */
@@ -71,6 +72,7 @@ struct s5_config {
   struct {
     char pid_file[PATH_MAX];      /* written once every queue serves; empty = none */
     unsigned drain_timeout;       /* seconds open sessions get after SIGTERM, 0..3600 */
+    unsigned limit_nofile;        /* RLIMIT_NOFILE set at start-up; 0 = leave as is */
     char user[64];                /* workers drop to this user; empty = stay */
     uid_t uid;                    /* user, resolved by main() at start-up */
     gid_t gid;

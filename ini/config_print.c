@@ -93,6 +93,7 @@ static void print_tun(FILE *out, const struct s5_config *cfg) {
   print_prefix(out, "ipv4", &cfg->tun.ipv4);
   print_prefix(out, "ipv6", &cfg->tun.ipv6);
   fprintf(out, "persist = %s\n", cfg->tun.persist ? "true" : "false");
+  fprintf(out, "offload = %s\n", cfg->tun.offload ? "true" : "false");
   fprintf(out, "auto-route = %s\n", cfg->tun.auto_route ? "true" : "false");
   print_text(out, "post-up", cfg->tun.post_up);
   print_text(out, "pre-down", cfg->tun.pre_down);
@@ -134,6 +135,7 @@ static void print_run(FILE *out, const struct s5_config *cfg) {
   print_text(out, "user", cfg->run.user);
   print_text(out, "pid-file", cfg->run.pid_file);
   fprintf(out, "drain-timeout = %u\n", cfg->run.drain_timeout);
+  fprintf(out, "limit-nofile = %u\n", cfg->run.limit_nofile);
   fputs("\n[stats]\n", out);
   print_text(out, "socket", cfg->stats.socket);
 }

@@ -23,10 +23,11 @@ static const char *tun_advice(int err) {
 static void close_queues(int *fds, unsigned n);
 
 int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
-  int fd = s5_tun_open_queue(cfg->tun.name);
+  int fd = s5_tun_open_queue(cfg->tun.name, cfg->tun.offload ? S5_TUN_OFFLOAD : 0);
   if (fd < 0)
-    s5_error("opening queue %u of TUN device %s: %s (%s)", index, cfg->tun.name, strerror(-fd),
-             tun_advice(-fd));
+    s5_error("opening queue %u of TUN device %s%s: %s (%s)", index, cfg->tun.name,
+             cfg->tun.offload ? " with offloads" : "", strerror(-fd),
+             cfg->tun.offload && fd == -EINVAL ? "set [tun] offload = false" : tun_advice(-fd));
   return fd;
 }
 

@@ -39,7 +39,18 @@ static int attach_error(const char *name, int err) {
   return -err;
 }
 
-int s5_tun_open_queue(const char *name) {
+/* Offloads we accept from the kernel: packets whose TCP/UDP checksum is
+ * left partial, and TCP segments of up to 64 KiB (GSO) instead of one per
+ * MTU. lwIP does not verify checksums of what it reads (lwipopts.h), and a
+ * large segment is just a large segment to it. */
+static int set_offload(int fd) {
+  unsigned long offloads = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
+  if (ioctl(fd, TUNSETOFFLOAD, offloads) < 0)
+    return -errno;
+  return 0;
+}
+
+int s5_tun_open_queue(const char *name, unsigned flags) {
   struct ifreq ifr;
   int err;
   int fd;
@@ -57,8 +68,14 @@ int s5_tun_open_queue(const char *name) {
   memset(&ifr, 0, sizeof(ifr));
   memcpy(ifr.ifr_name, name, strlen(name));
   ifr.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_MULTI_QUEUE;
+  if (flags & S5_TUN_OFFLOAD)
+    ifr.ifr_flags |= IFF_VNET_HDR;
   if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
     err = attach_error(name, errno);
+    close(fd);
+    return err;
+  }
+  if ((flags & S5_TUN_OFFLOAD) && (err = set_offload(fd)) < 0) {
     close(fd);
     return err;
   }

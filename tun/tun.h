@@ -27,7 +27,13 @@ struct s5_prefix;  /* ini/config.h */
  *   -EBUSY         the name is taken by a device that is not a multi-queue
  *                  TUN (a single-queue TUN, a TAP, a bridge, ...)
  *   -E2BIG         the device already has the most queues the kernel allows */
-int s5_tun_open_queue(const char *name);
+int s5_tun_open_queue(const char *name, unsigned flags);
+
+/* flags for s5_tun_open_queue: IFF_VNET_HDR with checksum and TSO offloads.
+ * Every packet read or written then starts with a struct virtio_net_hdr,
+ * and reads may return TCP segments of up to 64 KiB. All queues of a
+ * device must be opened with the same flags. */
+#define S5_TUN_OFFLOAD 1u
 
 /* TUNSETPERSIST on any queue fd of the device. Returns 0 or -errno. */
 int s5_tun_set_persist(int fd, int persist);

@@ -344,7 +344,7 @@ static const struct bad bad_files[] = {
   { "bad_section.ini", 3, "[tunnel] mtu", "unknown section [tunnel]" },
   { "bad_section_case.ini", 2, "[TUN] mtu", "lowercase: [tun]" },
   { "bad_key.ini", 3, "[tun] mtuu", "unknown key (expected one of: name, "
-    "mtu, ipv4, ipv6, persist, icmp, auto-route, post-up, pre-down)" },
+    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, post-up, pre-down)" },
   { "bad_key_case.ini", 2, "[tun] MTU", "lowercase: mtu" },
   { "bad_key_section.ini", 2, "[tun] port", "did you mean [socks5] port?" },
   { "bad_key_global.ini", 2, "[tun] queues", "before the first [section]" },

@@ -354,7 +354,7 @@ static void test_multi_queue(void) {
   int i, r;
 
   for (i = 0; i < NQUEUES; i++) {
-    fds[i] = s5_tun_open_queue(DEV);
+    fds[i] = s5_tun_open_queue(DEV, 0);
     CHECK(fds[i] >= 0, "open queue %d: %s", i, strerror(-fds[i]));
     if (fds[i] < 0) {
       close_all(fds, i);
@@ -419,7 +419,7 @@ static void test_multi_queue(void) {
 static void test_persist(void) {
   int fd, fd2, r;
 
-  fd = s5_tun_open_queue(DEV);
+  fd = s5_tun_open_queue(DEV, 0);
   CHECK(fd >= 0, "open: %s", strerror(-fd));
   if (fd < 0)
     return;
@@ -429,8 +429,8 @@ static void test_persist(void) {
   CHECK(if_nametoindex(DEV) != 0, "persistent device gone after close");
 
   /* Queues attach to the persistent device; persist can be cleared. */
-  fd = s5_tun_open_queue(DEV);
-  fd2 = s5_tun_open_queue(DEV);
+  fd = s5_tun_open_queue(DEV, 0);
+  fd2 = s5_tun_open_queue(DEV, 0);
   CHECK(fd >= 0 && fd2 >= 0, "reopen persistent: %d %d", fd, fd2);
   r = fd >= 0 ? s5_tun_set_persist(fd, 0) : -EBADF;
   CHECK(r == 0, "unpersist: %s", strerror(-r));
@@ -441,7 +441,7 @@ static void test_persist(void) {
   CHECK(if_gone(DEV), "device still there after unpersist and close");
 
   /* RTM_DELLINK removes a persistent device, even with no queue open. */
-  fd = s5_tun_open_queue(DEV);
+  fd = s5_tun_open_queue(DEV, 0);
   CHECK(fd >= 0, "open: %s", strerror(-fd));
   if (fd < 0)
     return;
@@ -454,7 +454,7 @@ static void test_persist(void) {
   CHECK(r == -ENODEV, "delete missing device: %d", r);
 
   /* And with queues open: they stay valid fds, the device goes. */
-  fd = s5_tun_open_queue(DEV);
+  fd = s5_tun_open_queue(DEV, 0);
   CHECK(fd >= 0, "open: %s", strerror(-fd));
   if (fd < 0)
     return;
@@ -468,19 +468,19 @@ static void test_bad_names(void) {
   struct ifreq ifr;
   int fd, r;
 
-  r = s5_tun_open_queue("");
+  r = s5_tun_open_queue("", 0);
   CHECK(r == -EINVAL, "empty name: %d", r);
-  r = s5_tun_open_queue(NULL);
+  r = s5_tun_open_queue(NULL, 0);
   CHECK(r == -EINVAL, "NULL name: %d", r);
-  r = s5_tun_open_queue("tun%d");
+  r = s5_tun_open_queue("tun%d", 0);
   CHECK(r == -EINVAL, "template name: %d", r);
-  r = s5_tun_open_queue("abcdefghijklmnop");
+  r = s5_tun_open_queue("abcdefghijklmnop", 0);
   CHECK(r == -ENAMETOOLONG, "16-byte name: %d", r);
-  r = s5_tun_open_queue("abcdefghijklmno");  /* 15: fits */
+  r = s5_tun_open_queue("abcdefghijklmno", 0);  /* 15: fits */
   CHECK(r >= 0, "15-byte name: %d", r);
   if (r >= 0)
     close(r);
-  r = s5_tun_open_queue("lo");
+  r = s5_tun_open_queue("lo", 0);
   CHECK(r == -EBUSY, "name of loopback: %d", r);
 
   /* A single-queue TUN of the same name is in the way. */
@@ -492,7 +492,7 @@ static void test_bad_names(void) {
   strcpy(ifr.ifr_name, "s5single");
   ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
   CHECK(ioctl(fd, TUNSETIFF, &ifr) == 0, "single-queue TUNSETIFF: %s", strerror(errno));
-  r = s5_tun_open_queue("s5single");
+  r = s5_tun_open_queue("s5single", 0);
   CHECK(r == -EBUSY, "single-queue device in the way: %d", r);
   if (r >= 0)
     close(r);
