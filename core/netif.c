@@ -31,16 +31,69 @@
 #define S5_TUN_BIG_READ 65535
 #define S5_TUN_COPY_MAX 32768
 
-/* What precedes every packet with offloads: for our writes, all zero (no
- * GSO, checksums complete). */
+/* TCP with offloads: lwIP leaves the checksum to the kernel (disabled per
+ * netif), and a segment longer than the device's MSS is sent as one GSO
+ * packet that the kernel cuts into MSS-sized segments, or delivers whole to
+ * the local TCP stack. The checksum field must then hold the folded
+ * pseudo-header sum, the start of a partial checksum. Fills *vh; returns 0,
+ * or -1 for a packet that is not TCP (sent with complete checksums). */
+static int netif_tcp_offload(const struct s5_worker *w, struct pbuf *p, struct virtio_net_hdr *vh) {
+  uint8_t *ip = p->payload;
+  if (p->len < 20) return -1;
+  unsigned version = ip[0] >> 4, iphl, total;
+  uint32_t sum;
+  if (version == 4) {
+    iphl = (ip[0] & 0x0f) * 4u;
+    if (ip[9] != 6) return -1;
+    total = ((unsigned)ip[2] << 8 | ip[3]);
+    sum = s5_lwip_chksum(ip + 12, 8);   /* source and destination */
+  } else if (version == 6 && p->len >= 40) {
+    iphl = 40;   /* lwIP sends TCP without extension headers */
+    if (ip[6] != 6) return -1;
+    total = 40 + ((unsigned)ip[4] << 8 | ip[5]);
+    sum = s5_lwip_chksum(ip + 8, 32);
+  } else {
+    return -1;
+  }
+  if (p->len < iphl + 20 || total > p->tot_len || total < iphl + 20) return -1;
+  uint8_t *tcp = ip + iphl;
+  unsigned tcphl = (tcp[12] >> 4) * 4u, tcplen = total - iphl;
+  if (tcphl < 20 || p->len < iphl + tcphl) return -1;
+  sum += lwip_htons(6) + lwip_htons((u16_t)tcplen);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  u16_t partial = (u16_t)sum;
+  memcpy(tcp + 16, &partial, 2);
+
+  unsigned mss = s5_netif_gso_size(w, version == 6);
+  memset(vh, 0, sizeof *vh);
+  vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+  vh->csum_start = (u16_t)iphl;
+  vh->csum_offset = 16;
+  if (tcplen - tcphl > mss) {
+    vh->gso_type = version == 6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
+    vh->gso_size = (u16_t)mss;
+    vh->hdr_len = (u16_t)(iphl + tcphl);
+  }
+  return 0;
+}
+
+/* The MSS the device's MTU allows, which lwIP would have used. */
+unsigned s5_netif_gso_size(const struct s5_worker *w, int v6) {
+  return w->cfg->tun.mtu - (v6 ? 60u : 40u);
+}
+
+/* What precedes every non-TCP packet with offloads: all zero (no GSO,
+ * checksums complete). */
 static const struct virtio_net_hdr vnet_none;
 
 static err_t netif_write(struct netif *nif, struct pbuf *p) {
   struct s5_worker *w = nif->state;
   struct iovec iov[S5_TUN_IOV_MAX];
+  struct virtio_net_hdr vh;
   int n = 0;
   if (w->cfg->tun.offload) {
-    iov[n].iov_base = (void *)&vnet_none;
+    iov[n].iov_base = netif_tcp_offload(w, p, &vh) == 0 ? &vh : (void *)&vnet_none;
     iov[n].iov_len = sizeof vnet_none;
     n++;
   }
@@ -76,13 +129,18 @@ static err_t netif_setup(struct netif *nif) {
   struct s5_worker *w = nif->state;
   nif->name[0] = 't';
   nif->name[1] = 'n';
-  nif->mtu = (u16_t)w->cfg->tun.mtu;
+  /* With offloads lwIP must not fragment a TCP segment longer than the MTU:
+   * the kernel cuts it (GSO). Segment sizes still follow the client's MSS,
+   * which its own MTU sets; only s5_session_on_syn() lifts it. */
+  nif->mtu = (u16_t)(w->cfg->tun.offload ? 65535 : w->cfg->tun.mtu);
 #if LWIP_ND6_ALLOW_RA_UPDATES
   nif->mtu6 = nif->mtu;
 #endif
   nif->output = netif_output4;
   nif->output_ip6 = netif_output6;
   nif->flags = NETIF_FLAG_UP | NETIF_FLAG_LINK_UP | NETIF_FLAG_ANY_DEST;
+  if (w->cfg->tun.offload)
+    NETIF_SET_CHECKSUM_CTRL(nif, NETIF_CHECKSUM_ENABLE_ALL & ~NETIF_CHECKSUM_GEN_TCP);
   return ERR_OK;
 }
 

@@ -182,6 +182,19 @@ static void session_refuse_loop(struct s5_worker *w) {
           (unsigned long long)w->stats->drop_proxy_loop);
 }
 
+/* With offloads the kernel cuts our segments to the MSS (GSO), so lwIP may
+ * build them as large as a pbuf holds: one write per 64 KiB instead of one
+ * per MSS. Only when the client's MSS is the one the device's MTU allows,
+ * which is the size the kernel will cut to. */
+#define S5_GSO_MSS4 65495u   /* 65535 - IPv4 - TCP headers */
+#define S5_GSO_MSS6 65475u   /* 65535 - IPv6 - TCP headers */
+
+static void session_use_gso(const struct s5_worker *w, struct tcp_pcb *pcb) {
+  int v6 = IP_IS_V6(&pcb->local_ip);
+  if (w->cfg->tun.offload && pcb->mss == s5_netif_gso_size(w, v6))
+    pcb->mss = (u16_t)(v6 ? S5_GSO_MSS6 : S5_GSO_MSS4);
+}
+
 /* The listener's SYN callback: a client wants a connection. The SYN-ACK
  * waits (ERR_INPROGRESS) until the proxy has connected. Returning anything
  * else makes lwIP refuse the SYN with a RST. */
@@ -207,6 +220,7 @@ err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
 
   tcp_arg(pcb, s);
   tcp_err(pcb, session_pcb_error);
+  session_use_gso(w, pcb);
   tcp_nagle_disable(pcb);  /* the client already coalesced; do not delay its peer's bytes */
   s5_relay_attach(s);
 

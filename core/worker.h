@@ -71,6 +71,9 @@ void s5_worker_close(struct s5_worker *w);
 void s5_worker_session_gone(struct s5_worker *w);
 
 /* lwIP glue (core/netif.c): the TUN netif and its packet pump. */
+/* The TCP segment size the device's MTU allows; with offloads, lwIP may
+ * send longer segments, which the kernel cuts to this size (GSO). */
+unsigned s5_netif_gso_size(const struct s5_worker *w, int v6);
 int s5_netif_start(struct s5_worker *w);
 void s5_netif_stop(struct s5_worker *w);
 

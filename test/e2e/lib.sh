@@ -32,11 +32,16 @@ TGT_PORT=7000
 MS_PORT=1080                  # microsocks
 DANTE_PORT=1081               # danted
 BP_PORT=1082                  # badproxy.py (the misbehaving SOCKS5 server)
-BP_PORT_HANG=7001             # CONNECT ports that choose badproxy's behaviour
-BP_PORT_DATA_RST=7002
-BP_PORT_DATA_FIN=7003
-BP_PORT_LATE_DATA_RST=7004
-BP_DATA='badproxy: these bytes come before the end\n'   # badproxy.DATA, escaped
+# CONNECT ports that choose badproxy's behaviour, and the bytes it sends
+# (badproxy.DATA, with the escape client.py read-end expects); for run.sh.
+# shellcheck disable=SC2034
+{
+  BP_PORT_HANG=7001
+  BP_PORT_DATA_RST=7002
+  BP_PORT_DATA_FIN=7003
+  BP_PORT_LATE_DATA_RST=7004
+  BP_DATA='badproxy: these bytes come before the end\n'
+}
 TUN=tun0
 TUN_IPV4=198.18.0.1/15
 TUN_IPV6=fc00::1/64

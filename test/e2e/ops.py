@@ -287,9 +287,10 @@ def cmd_stats(args):
           % (d["bytes_from_proxy"], from_proxy, len(reply), n_down))
     check(d["tcp_total"] == 2, "tcp_total grew by %d, expected 2 (two connections)" % d["tcp_total"])
     # The TUN side carries the payload plus at least one IPv4+TCP header
-    # (40 bytes) per segment of at most MTU-40 bytes; ACKs and headers stay
-    # well under the payload again (MTU 8500: about 1% overhead).
-    mss = args.mtu - 40
+    # (40 bytes) per segment; with [tun] offload (the default) a segment may
+    # be a 64 KiB GSO packet (65495 bytes of payload), so that is the bound.
+    # ACKs and headers stay well under the payload again.
+    mss = 65495
     for name, payload, other in (("tun_rx_bytes", to_proxy, from_proxy),
                                  ("tun_tx_bytes", from_proxy, to_proxy)):
         low = payload + 40 * -(-payload // mss)

@@ -64,7 +64,9 @@
 #define IP_REASS_MAX_PBUFS              128 /* a 64 KiB datagram at MTU 1500 is 45 fragments */
 #define LWIP_IPV6_REASS                 1
 #define IPV6_FRAG_COPYHEADER            1  /* required on 64-bit: the reassembly helper does not fit the fragment header */
-#define LWIP_CHECKSUM_CTRL_PER_NETIF    0
+/* Per netif at run time: with TUN offloads ([tun] offload) the kernel is
+ * told that TCP checksums are partial and lwIP must not compute them. */
+#define LWIP_CHECKSUM_CTRL_PER_NETIF    1
 /* Checksums of what lwIP sends are needed: the kernel verifies packets
  * written to a TUN device. What it reads was checksummed by the kernel that
  * built the packet (a TUN device without offloads gets complete checksums),
@@ -73,8 +75,9 @@
  * checked: small, and they decide where a packet goes. */
 #define CHECKSUM_CHECK_TCP              0
 #define CHECKSUM_CHECK_UDP              0
-/* Sum while copying proxy data into segments: one pass over the bytes, not two. */
-#define LWIP_CHECKSUM_ON_COPY           1
+/* Summing while copying proxy data into segments would cost a pass over
+ * the data that offloads make unnecessary: off. */
+#define LWIP_CHECKSUM_ON_COPY           0
 /* Our eight-bytes-at-a-time sum (arch/s5_lwip_chksum.c) instead of lwIP's 16-bit loop. */
 #define LWIP_CHKSUM                     s5_lwip_chksum
 unsigned short s5_lwip_chksum(const void *dataptr, int len);   /* u16_t is not declared yet here */
