@@ -37,6 +37,17 @@ static size_t relay_room(const struct s5_session *s) {
   return room;
 }
 
+/* Writes are deferred to the end of the loop iteration (the worker's check
+ * handle): the segments of one batch of TUN reads leave in one writev, and
+ * a proxy that sends in small pieces still gets full segments to the client
+ * without Nagle's delay. */
+static void relay_defer(struct s5_session *s) {
+  if (s->flush_queued) return;
+  s->flush_queued = 1;
+  s->flush_next = s->w->flush_head;
+  s->w->flush_head = s;
+}
+
 static void relay_check_done(struct s5_session *s) {
   if (s->client_eof && s->proxy_eof && s->proxy_shut) s5_session_finish(s);
 }
@@ -144,17 +155,16 @@ static err_t relay_client_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, e
   }
   if (p == NULL) {
     s->client_eof = 1;
-    err_t e = relay_flush(s);
-    if (e == ERR_OK && s->state != S5_SESSION_CLOSED) relay_check_done(s);
-    return e;
+  } else {
+    /* Linked by hand rather than pbuf_cat(), which would walk the whole
+     * queue to fix up tot_len fields that nothing here reads. */
+    if (s->out == NULL) s->out = p;
+    else s->out_tail->next = p;
+    while (p->next != NULL) p = p->next;
+    s->out_tail = p;
   }
-  /* Linked by hand rather than pbuf_cat(), which would walk the whole queue
-   * to fix up tot_len fields that nothing here reads. */
-  if (s->out == NULL) s->out = p;
-  else s->out_tail->next = p;
-  while (p->next != NULL) p = p->next;
-  s->out_tail = p;
-  return relay_flush(s);
+  relay_defer(s);
+  return ERR_OK;
 }
 
 /* lwIP: the client acknowledged len bytes, so there is room again. */
@@ -204,7 +214,7 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     s5_session_abort(s, "lwIP send queue refused data");
     return;
   }
-  tcp_output(s->pcb);
+  relay_defer(s);
   if (relay_room(s) < S5_RELAY_MIN_ROOM) relay_stop_reading(s);
 }
 
@@ -227,6 +237,20 @@ err_t s5_relay_start(struct s5_session *s) {
     return s5_session_abort(s, "reading from proxy failed");
   s->reading = 1;
   return ERR_OK;
+}
+
+/* Runs after every poll phase. Sessions closed meanwhile are still in
+ * memory: their close callbacks run after this. */
+void s5_relay_flush_pending(struct s5_worker *w) {
+  while (w->flush_head != NULL) {
+    struct s5_session *s = w->flush_head;
+    w->flush_head = s->flush_next;
+    s->flush_queued = 0;
+    if (s->state == S5_SESSION_CLOSED) continue;
+    if (relay_flush(s) != ERR_OK || s->state == S5_SESSION_CLOSED) continue;
+    if (s->pcb != NULL) tcp_output(s->pcb);
+    relay_check_done(s);
+  }
 }
 
 void s5_relay_release(struct s5_session *s) {

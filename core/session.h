@@ -58,6 +58,8 @@ struct s5_session {
   uint16_t out_off;                 /* bytes of out already written */
   size_t write_len;                 /* bytes in the uv_write in flight */
 
+  struct s5_session *flush_next;    /* the worker's flush list */
+  unsigned flush_queued : 1;        /* on it */
   unsigned sock_open : 1;           /* sock initialised: must be closed */
   unsigned writing : 1;             /* write_req in flight */
   unsigned reading : 1;             /* uv_read_start active */
@@ -84,5 +86,6 @@ int s5_handshake_start(struct s5_session *s);
 void s5_relay_attach(struct s5_session *s);
 err_t s5_relay_start(struct s5_session *s);
 void s5_relay_release(struct s5_session *s);
+void s5_relay_flush_pending(struct s5_worker *w);
 
 #endif

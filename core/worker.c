@@ -31,6 +31,8 @@ static void worker_tick(uv_timer_t *timer) {
   }
 }
 
+static void worker_flush(uv_check_t *check) { s5_relay_flush_pending(check->data); }
+
 static void worker_close_handle(uv_handle_t *handle, void *arg) {
   if (!uv_is_closing(handle)) uv_close(handle, NULL);
 }
@@ -154,6 +156,9 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
   }
   r = uv_timer_init(&w->loop, &w->lwip_timer);
   if (r == 0) r = uv_timer_init(&w->loop, &w->drain_timer);
+  w->flush_check.data = w;
+  if (r == 0) r = uv_check_init(&w->loop, &w->flush_check);
+  if (r == 0) r = uv_check_start(&w->flush_check, worker_flush);
   w->drain_timer.data = w;
   if (r == 0) r = uv_timer_start(&w->lwip_timer, worker_tick, S5_LWIP_TICK_MS, S5_LWIP_TICK_MS);
   if (r < 0) {

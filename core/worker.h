@@ -33,6 +33,8 @@ struct s5_worker {
   uv_async_t stop_async;       /* s5_worker_stop() from another thread */
   uv_signal_t sigterm, sigint, sighup; /* process mode: the worker's own signals */
   uv_timer_t drain_timer;      /* stop: ends the drain at drain-timeout */
+  uv_check_t flush_check;      /* end of each loop iteration: deferred writes */
+  struct s5_session *flush_head;
   unsigned lwip_ticks;
   int draining;                /* no new sessions; ends when the last one does */
   int stopping;
