@@ -44,24 +44,47 @@ static void original_destination(const struct tcp_pcb *pcb, struct sockaddr_stor
   }
 }
 
-static int hs_send_connect(struct s5_session *s) {
+/* The CONNECT request for the client's destination, into msg. */
+static int hs_put_connect(struct s5_session *s, uint8_t *msg, size_t cap) {
   struct sockaddr_storage dst;
-  uint8_t msg[S5_SOCKS5_MAX_MSG];
   original_destination(s->pcb, &dst);
   /* A mapped DNS address: CONNECT by name, the proxy resolves it. */
   char name[256];
   int mapped = s5_dns_name_of((struct sockaddr *)&dst, name, sizeof name);
   if (mapped < 0) return -1;
-  if (mapped > 0)
-    return hs_send(s, msg, s5_socks5_write_connect_name(msg, sizeof msg, name, s->pcb->local_port));
-  return hs_send(s, msg, s5_socks5_write_connect(msg, sizeof msg, (struct sockaddr *)&dst));
+  if (mapped > 0) return s5_socks5_write_connect_name(msg, cap, name, s->pcb->local_port);
+  return s5_socks5_write_connect(msg, cap, (struct sockaddr *)&dst);
+}
+
+static int hs_put_auth(struct s5_session *s, uint8_t *msg, size_t cap) {
+  const struct s5_config *cfg = s->w->cfg;
+  return s5_socks5_write_auth(msg, cap, cfg->socks5.username, cfg->socks5.password);
+}
+
+static int hs_send_connect(struct s5_session *s) {
+  uint8_t msg[S5_SOCKS5_MAX_MSG];
+  return hs_send(s, msg, hs_put_connect(s, msg, sizeof msg));
 }
 
 static int hs_send_auth(struct s5_session *s) {
-  const struct s5_config *cfg = s->w->cfg;
   uint8_t msg[S5_SOCKS5_MAX_MSG];
-  return hs_send(s, msg,
-                 s5_socks5_write_auth(msg, sizeof msg, cfg->socks5.username, cfg->socks5.password));
+  return hs_send(s, msg, hs_put_auth(s, msg, sizeof msg));
+}
+
+/* The first flight: the greeting, and with [socks5] pipeline the
+ * authentication and CONNECT too, saving a round trip or two per
+ * connection with servers that read requests as a stream (most do; RFC
+ * 1928 does not promise it, hence an option). */
+static int hs_send_first(struct s5_session *s) {
+  uint8_t msg[3 * S5_SOCKS5_MAX_MSG];
+  int len = s5_socks5_write_greeting(msg, sizeof msg, with_auth(s));
+  if (len < 0 || !s->w->cfg->socks5.pipeline) return hs_send(s, msg, len);
+  int n = with_auth(s) ? hs_put_auth(s, msg + len, sizeof msg - (size_t)len) : 0;
+  if (n < 0) return n;
+  len += n;
+  n = hs_put_connect(s, msg + len, sizeof msg - (size_t)len);
+  if (n < 0) return n;
+  return hs_send(s, msg, len + n);
 }
 
 static void hs_connected(uv_connect_t *req, int status) {
@@ -76,8 +99,7 @@ static void hs_connected(uv_connect_t *req, int status) {
   }
   s->state = S5_SESSION_HANDSHAKE;
   s->step = S5_HS_METHOD;
-  uint8_t msg[8];
-  int r = hs_send(s, msg, s5_socks5_write_greeting(msg, sizeof msg, with_auth(s)));
+  int r = hs_send_first(s);
   if (r == 0) r = uv_read_start((uv_stream_t *)&s->sock, hs_alloc, hs_read);
   if (r < 0) s5_session_abort(s, "sending SOCKS5 greeting failed");
 }
@@ -106,13 +128,13 @@ static int hs_parse(struct s5_session *s, size_t *used) {
     if (r < 0) return r;
     *used += (size_t)r;
 
-    int sent = 0;
+    int sent = 0, pipelined = s->w->cfg->socks5.pipeline;
     if (s->step == S5_HS_METHOD && with_auth(s)) {
       s->step = S5_HS_AUTH;
-      sent = hs_send_auth(s);
+      if (!pipelined) sent = hs_send_auth(s);
     } else if (s->step == S5_HS_METHOD || s->step == S5_HS_AUTH) {
       s->step = S5_HS_REPLY;
-      sent = hs_send_connect(s);
+      if (!pipelined) sent = hs_send_connect(s);
     } else {
       s->step = S5_HS_DONE;
     }

@@ -168,6 +168,11 @@ static int set_tcp_idle_timeout(struct s5_config *cfg, const char *value,
 
 /* A million sessions per worker already exceeds any sane fd limit; a bigger
  * number is more likely a typo than a plan. */
+static int set_socks5_pipeline(struct s5_config *cfg, const char *value,
+                               char *err, size_t errlen) {
+  return s5_parse_bool(value, &cfg->socks5.pipeline, err, errlen);
+}
+
 static int set_tun_offload(struct s5_config *cfg, const char *value,
                            char *err, size_t errlen) {
   return s5_parse_bool(value, &cfg->tun.offload, err, errlen);
@@ -385,6 +390,7 @@ static const struct s5_key keys[] = {
   { "socks5", "username", "", set_socks5_username },
   { "socks5", "password", "", set_socks5_password },
   { "socks5", "mark", "0", set_socks5_mark },
+  { "socks5", "pipeline", "false", set_socks5_pipeline },
   { "socks5", "udp", "associate", set_socks5_udp },
   { "socks5", "udp-address", "", set_socks5_udp_address },
   { "session", "connect-timeout", "10", set_connect_timeout },

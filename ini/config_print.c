@@ -106,6 +106,7 @@ static void print_socks5(FILE *out, const struct s5_config *cfg) {
   print_text(out, "username", cfg->socks5.username);
   print_text(out, "password", cfg->socks5.password[0] != '\0' ? "***" : "");
   fprintf(out, "mark = %lu\n", (unsigned long)cfg->socks5.mark);
+  fprintf(out, "pipeline = %s\n", cfg->socks5.pipeline ? "true" : "false");
   fprintf(out, "udp = %s\n", cfg->socks5.udp ? "associate" : "off");
   print_addr(out, "udp-address", &cfg->socks5.udp_addr);
 }

@@ -186,6 +186,8 @@ e2e_cleanup() {
   fi
   [[ -n $NS_C ]] && e2e_ns_destroy "$NS_C"
   [[ -n $NS_S ]] && e2e_ns_destroy "$NS_S"
+  local san=0   # sanitizer reports (every process has ended by now)
+  if e2e_sanitizer_reports; then san=1; fi
   if [[ -n $WORK && -d $WORK ]]; then
     if [[ -n ${E2E_KEEP:-} ]]; then
       log "kept work directory $WORK"
@@ -194,7 +196,47 @@ e2e_cleanup() {
     fi
   fi
   ((rc == 0)) || log "exit status $rc"
+  if ((san && rc == 0)); then
+    printf '[e2e %s] FAIL: sanitizer reports from s5tund (above)\n' "$(date +%H:%M:%S)" >&2
+    exit 1   # from the EXIT trap, only exit sets the status
+  fi
   return "$rc"
+}
+
+# ------------------------------------------------------------ sanitizers
+# In a sanitizer build (cmake -DS5_SANITIZE=...: make test-asan, make
+# test-tsan) s5tund writes its reports (ASan, LeakSanitizer, UBSan, TSan)
+# into $WORK/sanitizer/: log_path is appended to whatever ASAN_OPTIONS,
+# UBSAN_OPTIONS and TSAN_OPTIONS the caller set, for every process of the
+# case. e2e_stop_s5tund and the clean-up fail the case when a report exists,
+# even if everything else looked right (process mode restarts a worker that
+# aborted; leaks show only at exit). Programs built without sanitizers
+# ignore these variables.
+E2E_SAN_DIR=""
+E2E_SAN_SHOWN=0
+
+e2e_sanitizer_setup() {
+  E2E_SAN_DIR=$WORK/sanitizer
+  mkdir -p "$E2E_SAN_DIR"
+  chmod 1777 "$E2E_SAN_DIR"   # workers may have dropped to [run] user
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$E2E_SAN_DIR/asan"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$E2E_SAN_DIR/ubsan"
+  export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$E2E_SAN_DIR/tsan"
+}
+
+# e2e_sanitizer_reports: true when a report exists; prints them (once).
+e2e_sanitizer_reports() {
+  local f found=1
+  [[ -n $E2E_SAN_DIR && -d $E2E_SAN_DIR ]] || return 1
+  for f in "$E2E_SAN_DIR"/*; do
+    [[ -f $f ]] || continue
+    found=0
+    ((E2E_SAN_SHOWN)) && continue
+    printf '[e2e] ---- sanitizer report %s\n' "$(basename "$f")" >&2
+    head -n 200 "$f" >&2
+  done
+  ((found != 0)) || E2E_SAN_SHOWN=1
+  return "$found"
 }
 
 # e2e_init NAME: work directory, namespace names, trap. Call first.
@@ -216,6 +258,7 @@ e2e_init() {
   E2E_WATCHDOG=$!
   WORK=$(mktemp -d "${TMPDIR:-/tmp}/s5e2e-$E2E_NAME.XXXXXX")
   chmod 755 "$WORK"           # danted's unprivileged children read nothing here, but may log
+  e2e_sanitizer_setup
   e2e_reap_stale
 }
 
@@ -375,13 +418,14 @@ e2e_write_config() {
     echo "ipv6 = $TUN_IPV6"
     [[ -n ${CFG_PERSIST:-} ]] && echo "persist = $CFG_PERSIST"
     echo
-    if [[ -n ${CFG_PROXY_ADDR:-} || -n ${CFG_USER:-} || -n ${CFG_MARK:-} ]]; then
+    if [[ -n ${CFG_PROXY_ADDR:-} || -n ${CFG_USER:-} || -n ${CFG_MARK:-} || -n ${CFG_PIPELINE:-} ]]; then
       echo "[socks5]"
       [[ -n ${CFG_PROXY_ADDR:-} ]] && echo "address = $CFG_PROXY_ADDR"
       [[ -n ${CFG_PROXY_PORT:-} ]] && echo "port = $CFG_PROXY_PORT"
       [[ -n ${CFG_USER:-} ]] && echo "username = $CFG_USER"
       [[ -n ${CFG_PASS:-} ]] && echo "password = $CFG_PASS"
       [[ -n ${CFG_MARK:-} ]] && echo "mark = $CFG_MARK"
+      [[ -n ${CFG_PIPELINE:-} ]] && echo "pipeline = $CFG_PIPELINE"
       echo
     fi
     echo "[session]"
@@ -518,6 +562,7 @@ e2e_stop_s5tund() {
   wait "$S5PID" || S5RC=$?
   log "s5tund exited with status $S5RC"
   S5PID=""
+  if e2e_sanitizer_reports; then fail "sanitizer reports from s5tund (above)"; fi
 }
 
 # bg_wait CMD...: runs CMD in the background and waits for it, so that a
