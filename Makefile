@@ -86,3 +86,93 @@ bench-short: deps build
 
 install: build
 	cmake --install $(BUILD_DIR)
+
+# ---- Fuzzing and sanitizer builds (test/fuzz/README.md) -------------------
+# make fuzz         deps + clang + a libFuzzer build (ASan+UBSan, lwIP
+#                   assertions on) in $(FUZZ_DIR), then every fuzz target
+#                   for FUZZ_SECONDS (default 60) each: executions per
+#                   target, fails on a crash (saved in $(FUZZ_DIR)/fuzz/)
+# make fuzz-short   the same for FUZZ_SHORT_SECONDS (default 25) each (CI)
+# make test-asan    everything built with ASan+LSan+UBSan in $(ASAN_DIR),
+#                   then the whole ctest suite (unit, corpus replays,
+#                   end-to-end); a report from s5tund fails its e2e test
+#                   (test/e2e/lib.sh collects them)
+# make test-tsan    everything built with ThreadSanitizer in $(TSAN_DIR),
+#                   then the unit tests, the corpus replays, and thread mode
+#                   with 4 queues under load (TSAN_TESTS)
+# FUZZ_TARGETS limits `make fuzz` to some targets; CTEST_ARGS is passed on.
+FUZZ_DEPS := clang libclang-rt-14-dev
+SAN_CC ?= clang
+FUZZ_DIR ?= build-fuzz
+ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
+FUZZ_SECONDS ?= 60
+FUZZ_SHORT_SECONDS ?= 25
+FUZZ_TARGETS ?=
+TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen)\.thread\.)
+FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_packet
+SAN_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+SAN_TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+.PHONY: deps-fuzz fuzz-build fuzz fuzz-short test-asan test-tsan
+
+deps-fuzz:
+	@$(MAKE) --no-print-directory deps DEPS="$(DEPS) $(FUZZ_DEPS)"
+
+# A new build directory starts from the lwIP tarball $(BUILD_DIR) already
+# downloaded (fetch.cmake checks its SHA-256 either way).
+define s5_seed_lwip
+	@if [ -d $(BUILD_DIR)/_lwip/download ] && [ ! -d $(1)/_lwip/download ]; then \
+	  mkdir -p $(1)/_lwip/download && cp $(BUILD_DIR)/_lwip/download/* $(1)/_lwip/download/ 2>/dev/null || true; \
+	fi
+endef
+
+fuzz-build: deps-fuzz
+	$(call s5_seed_lwip,$(FUZZ_DIR))
+	cmake -S . -B $(FUZZ_DIR) -DCMAKE_C_COMPILER=$(SAN_CC) -DS5_FUZZ=ON \
+	  -DS5_SANITIZE=address,undefined -DS5_LWIP_ASSERT=ON $(CMAKE_ARGS)
+	cmake --build $(FUZZ_DIR) -j "$$(nproc)" --target $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	bash test/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-short: fuzz-build
+	bash test/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SHORT_SECONDS) $(FUZZ_TARGETS)
+
+test-asan: deps-fuzz
+	$(call s5_seed_lwip,$(ASAN_DIR))
+	cmake -S . -B $(ASAN_DIR) -DCMAKE_C_COMPILER=$(SAN_CC) -DS5_SANITIZE=address,undefined $(CMAKE_ARGS)
+	cmake --build $(ASAN_DIR) -j "$$(nproc)"
+	$(SAN_ASAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure $(CTEST_ARGS)
+
+test-tsan: deps-fuzz
+	$(call s5_seed_lwip,$(TSAN_DIR))
+	cmake -S . -B $(TSAN_DIR) -DCMAKE_C_COMPILER=$(SAN_CC) -DS5_SANITIZE=thread $(CMAKE_ARGS)
+	cmake --build $(TSAN_DIR) -j "$$(nproc)"
+	$(SAN_TSAN_ENV) ctest --test-dir $(TSAN_DIR) --output-on-failure -R '$(TSAN_TESTS)' $(CTEST_ARGS)
+
+# ---- Reliability: load and soak (test/e2e/soak.sh; root) ------------------
+# make soak         deps + build + mixed TCP/UDP traffic with churning
+#                   connections through danted for SOAK_SECONDS (default
+#                   600) in thread mode, then in process mode (2 queues):
+#                   samples of fds, RSS and sessions; fails on growth after
+#                   warm-up, an fd or session left behind, corrupted data
+# make soak-short   the same for SOAK_SHORT_SECONDS (default 60) per mode (CI)
+# make load         10,000 TCP connections held at once through one s5tund,
+#                   thread and process mode
+SOAK_SECONDS ?= 600
+SOAK_SHORT_SECONDS ?= 60
+
+.PHONY: soak soak-short load
+
+soak: deps build
+	SOAK_SECONDS=$(SOAK_SECONDS) bash test/e2e/soak.sh soak thread 2 $(BUILD_DIR)/s5tund
+	SOAK_SECONDS=$(SOAK_SECONDS) bash test/e2e/soak.sh soak process 2 $(BUILD_DIR)/s5tund
+
+soak-short: deps build
+	SOAK_SECONDS=$(SOAK_SHORT_SECONDS) SOAK_EVERY=3 bash test/e2e/soak.sh soak thread 2 $(BUILD_DIR)/s5tund
+	SOAK_SECONDS=$(SOAK_SHORT_SECONDS) SOAK_EVERY=3 bash test/e2e/soak.sh soak process 2 $(BUILD_DIR)/s5tund
+
+load: deps build
+	bash test/e2e/soak.sh load thread 2 $(BUILD_DIR)/s5tund
+	bash test/e2e/soak.sh load process 2 $(BUILD_DIR)/s5tund

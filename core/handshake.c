@@ -4,6 +4,7 @@
  * only after the server answered the previous one, so they always fit the
  * fresh socket's send buffer: uv_try_write() without a request suffices. */
 #include <errno.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -197,7 +198,10 @@ static int hs_open_socket(struct s5_session *s) {
   const struct s5_config *cfg = s->w->cfg;
   int fd = socket(cfg->socks5.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    s5_warn("s%llu socket to proxy: %s", (unsigned long long)s->id, strerror(errno));
+    char line[160];
+    snprintf(line, sizeof line, "s%llu socket to proxy: %s", (unsigned long long)s->id, strerror(errno));
+    s5_debug("%s", line);
+    s5_worker_failure(s->w, line);
     return -1;
   }
   if (cfg->socks5.mark != 0 &&

@@ -9,7 +9,9 @@
  * in the worker's shared read buffer, from which tcp_write() copies them into
  * segments; with no room the read stops and lwIP's sent callback restarts it
  * once the client acknowledged data. */
+#include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "log.h"
 #include "session.h"
@@ -197,6 +199,16 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     return;
   }
   if (nread == UV_EOF) {
+    /* libuv reports EOF after a short read when the poll said POLLHUP, also
+     * when the proxy reset the connection: the socket's error says which. */
+    int err = 0;
+    socklen_t len = sizeof err;
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)stream, &fd) == 0 &&
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+      s5_session_abort(s, err == ECONNRESET ? "proxy reset the connection" : strerror(err));
+      return;
+    }
     s->proxy_eof = 1;
     relay_stop_reading(s);
     tcp_shutdown(s->pcb, 0, 1);   /* FIN to the client after the queued data */

@@ -88,8 +88,14 @@ void s5_session_finish(struct s5_session *s) {
  * callback for that pcb must return; ERR_OK otherwise. */
 int s5_session_abort(struct s5_session *s, const char *why) {
   if (s->state == S5_SESSION_CLOSED) return ERR_OK;
-  char peer[128];
-  if (why != NULL) s5_info("s%llu %s: %s", (unsigned long long)s->id, s5_session_peer(s, peer, sizeof peer), why);
+  char line[200];
+  if (why != NULL) {
+    char peer[128];
+    snprintf(line, sizeof line, "s%llu %s: %s", (unsigned long long)s->id,
+             s5_session_peer(s, peer, sizeof peer), why);
+    s5_debug("%s", line);
+    s5_worker_failure(s->w, line);
+  }
   struct tcp_pcb *pcb = session_detach_pcb(s);
   if (pcb != NULL) tcp_abort(pcb);
   session_close_handles(s, 1);

@@ -188,8 +188,9 @@ static void assoc_end(struct s5_assoc *a, const char *why) {
 }
 
 static void assoc_fail(struct s5_assoc *a, const char *why) {
-  char c[80];
-  s5_info("u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
+  char c[80], line[200];
+  snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
+  s5_worker_failure(a->u->w, line);
   assoc_end(a, why);
 }
 
@@ -198,6 +199,7 @@ static void assoc_touch(struct s5_assoc *a) { a->last_active = uv_now(&a->u->w->
 static void assoc_timer_fired(uv_timer_t *timer) {
   struct s5_assoc *a = timer->data;
   if (a->state != A_READY) {
+    S5_STAT_ADD(a->u->w->stats, socks5_timeout, 1);
     assoc_fail(a, "UDP association not established within connect-timeout");
     return;
   }
@@ -294,6 +296,12 @@ static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
      * the relay port closed. Not fatal by itself (the control connection
      * says whether the association lives), but nothing arrives either. */
     s5_debug("u%llu relay socket: %s", (unsigned long long)a->id, uv_strerror((int)nread));
+    if (nread == UV_ECONNREFUSED || nread == UV_EHOSTUNREACH || nread == UV_ENETUNREACH) {
+      char why[128];
+      snprintf(why, sizeof why, "UDP relay unreachable: %s", uv_strerror((int)nread));
+      S5_STAT_ADD(w->stats, socks5_connect_failed, 1);
+      assoc_fail(a, why);
+    }
     return;
   }
   if (addr == NULL) return;   /* nothing more to read for now */
@@ -417,6 +425,7 @@ static void ctl_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
 static int assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
   struct sockaddr_storage target;
   if (relay_target(a, bnd, &target) < 0) {
+    S5_STAT_ADD(a->u->w->stats, socks5_bad_reply, 1);
     assoc_fail(a, "the proxy's UDP relay address is unusable (check [socks5] udp-address)");
     return -1;
   }
@@ -425,6 +434,7 @@ static int assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
   if (r < 0) {
     char why[128];
     snprintf(why, sizeof why, "UDP relay socket: %s", uv_strerror(r));
+    S5_STAT_ADD(a->u->w->stats, socks5_connect_failed, 1);
     assoc_fail(a, why);
     return -1;
   }

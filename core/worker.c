@@ -3,6 +3,7 @@
  * deinit, so the end undoes by hand what run set up: every pcb aborted, the
  * netif removed. */
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "log.h"
@@ -21,8 +22,38 @@
 /* lwIP's TCP timer period; reassembly timers run every fourth tick. */
 #define S5_LWIP_TICK_MS TCP_TMR_INTERVAL
 
+#define S5_FAIL_LOG_MS 10000
+
+static void worker_failures_flush(struct s5_worker *w, uint64_t now) {
+  if (w->fail_unlogged == 0) return;
+  s5_info("%llu more sessions failed in the last %llu s (latest: %s)",
+          (unsigned long long)w->fail_unlogged, (unsigned long long)(now - w->fail_logged_ms) / 1000,
+          w->fail_last);
+  w->fail_unlogged = 0;
+  w->fail_logged_ms = now;
+}
+
+void s5_worker_failure(struct s5_worker *w, const char *what) {
+  uint64_t now = uv_now(&w->loop);
+  if (w->fail_logged_ms != 0 && now - w->fail_logged_ms < S5_FAIL_LOG_MS) {
+    w->fail_unlogged++;
+    snprintf(w->fail_last, sizeof w->fail_last, "%s", what);
+    return;
+  }
+  if (w->fail_unlogged > 0) {
+    snprintf(w->fail_last, sizeof w->fail_last, "%s", what);
+    w->fail_unlogged++;
+    worker_failures_flush(w, now);
+    return;
+  }
+  s5_info("%s (further failures: one line per %u s)", what, S5_FAIL_LOG_MS / 1000);
+  w->fail_logged_ms = now;
+}
+
 static void worker_tick(uv_timer_t *timer) {
   struct s5_worker *w = timer->data;
+  if (w->fail_unlogged > 0 && uv_now(&w->loop) - w->fail_logged_ms >= S5_FAIL_LOG_MS)
+    worker_failures_flush(w, uv_now(&w->loop));
   S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
   tcp_tmr();
   if (++w->lwip_ticks % 4 == 0) {

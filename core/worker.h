@@ -46,6 +46,9 @@ struct s5_worker {
   struct s5_session *sessions; /* all live sessions, for shutdown */
   uint64_t next_session_id;
   uint64_t loop_logged_ms;     /* last "connection to the proxy itself" warning */
+  uint64_t fail_logged_ms;     /* last line about a failed session */
+  uint64_t fail_unlogged;      /* failures since, not logged */
+  char fail_last[200];         /* the latest of them */
 
   struct s5_queue_stats *stats; /* this queue's slot in the shared area */
   uint8_t read_buf[S5_WORKER_READ_BUF];
@@ -71,6 +74,10 @@ void s5_worker_close(struct s5_worker *w);
 
 /* A session left the worker's list (core/session.c). */
 void s5_worker_session_gone(struct s5_worker *w);
+
+/* A session or association failed (what: why, and whose): logged at once,
+ * then at most one line per 10 s with the count of failures meanwhile. */
+void s5_worker_failure(struct s5_worker *w, const char *what);
 
 /* lwIP glue (core/netif.c): the TUN netif and its packet pump. */
 /* The TCP segment size the device's MTU allows; with offloads, lwIP may

@@ -1,0 +1,1372 @@
+#!/usr/bin/python3
+"""Hostile and broken peers for the s5tund end-to-end tests (hostile.sh).
+
+Two roles, standard library only (Debian's /usr/bin/python3):
+
+  hostile.py proxy --listen ADDR [--listen ADDR] --port P [--slow-greeting]
+                   [--udp-bnd-file F] [--ready-file F]
+
+    A SOCKS5 server (method "no authentication") that answers the greeting
+    honestly (one byte per 100 ms with --slow-greeting), then behaves
+    according to the port the CONNECT asks for:
+
+      7101 garbage     10 bytes that are no CONNECT reply (rotating: wrong
+                       VER; VER 5 with an unknown ATYP; ATYP 3 with length 0;
+                       random bytes), then reads until s5tund ends the
+                       connection
+      7102 truncated   the first 5 bytes of a success reply, then a FIN
+      7103 bigdomain   success with BND as ATYP 3, length 255, 255 bogus
+                       bytes (binary, NULs included); then an honest relay
+                       to port 7000 of the requested address
+      7104 bigdomain-cut  ATYP 3, length 255, only 100 of the 255 bytes, FIN
+      7105 slow-ok     a success reply one byte per 100 ms (1 s), then an
+                       honest relay to port 7000
+      7106 slow-late   a success reply with a 250-byte ATYP 3 name, one byte
+                       per 100 ms (26 s: past any connect-timeout the tests
+                       use); logs how many bytes went out before s5tund
+                       gave up
+      7107 hang        nothing after the CONNECT; reads until s5tund ends it
+      7108 close-fin   a FIN right after the CONNECT request, no reply
+      7109 close-rst   a RST right after the CONNECT request, no reply
+      7110 cut-fin     success, an honest relay to port 7000, but after
+                       65536 bytes toward the client both connections are
+                       closed with a FIN
+      7111 cut-rst     the same, closed with a RST
+      7112 stall-rst   as cut-rst after 2 MiB, once s5tund's kernel took them
+                       (or 3 s passed): with a client that does not read
+                       yet, the bytes and the RST wait unread in s5tund's
+                       socket together
+      other            an honest relay (EOF passed on as a half-close, RST
+                       as RST)
+
+    UDP ASSOCIATE is answered with success and the BND.ADDR:PORT read from
+    --udp-bnd-file at that moment ("ADDR PORT"; an unreachable relay), and
+    the control connection is held until the client ends it. One log line
+    per connection: "hostile: conn N MODE ... client-end=eof|reset|-".
+
+  hostile.py check CASE --pid PID --stats SOCK --log FILE --proxy-log FILE ...
+
+    Runs in the client namespace: the hostile traffic of CASE through the
+    tunnel while a keeper echoes through the same daemon, then the checks:
+    the keeper never failed, the hostile sessions ended as they must, the
+    counters moved by exactly what was done, every session is gone
+    (tcp_active / udp_active 0), the daemon's process tree has as many open
+    fds as before, and the daemon logged the case a bounded number of times
+    (at most --log-max lines at info or above, never one per session).
+    Exit 0 when every check passed; the last line says what failed.
+"""
+
+import argparse
+import collections
+import json
+import os
+import random
+import re
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib  # noqa: E402
+
+P_GARBAGE, P_TRUNC, P_BIGDOM, P_BIGDOM_CUT = 7101, 7102, 7103, 7104
+P_SLOW_OK, P_SLOW_LATE, P_HANG, P_CLOSE_FIN = 7105, 7106, 7107, 7108
+P_CLOSE_RST, P_CUT_FIN, P_CUT_RST, P_STALL_RST = 7109, 7110, 7111, 7112
+RELAY_PORT = 7000          # target.py's port: where the relaying modes go
+CUT_AFTER = 65536          # cut-fin / cut-rst: bytes toward the client first
+STALL_CUT = 2 << 20        # stall-rst: bytes toward the client first
+SLOW = 0.1                 # one byte per 100 ms
+
+out_lock = threading.Lock()
+
+
+def say(prefix, msg):
+    with out_lock:
+        print("%s: %s" % (prefix, msg), flush=True)
+
+
+# ====================================================================== proxy
+
+def recv_exact(sock, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("EOF after %d of %d bytes" % (len(buf), n))
+        buf += chunk
+    return bytes(buf)
+
+
+def read_to_end(sock):
+    try:
+        while sock.recv(65536):
+            pass
+        return "eof"
+    except ConnectionResetError:
+        return "reset"
+    except OSError as e:
+        return "error %s" % e
+
+
+def rst_close(sock):
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    sock.close()
+
+
+def send_slow(sock, data):
+    """One byte per SLOW seconds; returns how many went out before the peer
+    went away."""
+    for i in range(len(data)):
+        try:
+            sock.send(data[i:i + 1])
+        except OSError:
+            return i
+        time.sleep(SLOW)
+    return len(data)
+
+
+def wait_acked(sock, limit):
+    """Until the peer's kernel acknowledged everything sent (TIOCOUTQ 0),
+    at most limit seconds."""
+    import fcntl
+    import termios
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if struct.unpack("i", fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0" * 4))[0] == 0:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def ok_reply():
+    return b"\x05\x00\x00\x01" + bytes([10, 200, 0, 2]) + struct.pack("!H", 4242)
+
+
+def garbage_reply(n):
+    rng = random.Random(n)
+    kind = n % 4
+    if kind == 0:       # wrong version
+        return bytes([rng.choice([0, 4, 6, 0x50, 0xff])]) + rng.randbytes(9)
+    if kind == 1:       # VER 5, success, unknown address type
+        return b"\x05\x00\x00" + bytes([rng.choice([0, 2, 5, 9, 0xff])]) + rng.randbytes(6)
+    if kind == 2:       # ATYP 3 with an empty name
+        return b"\x05\x00\x00\x03\x00" + rng.randbytes(5)
+    b = bytearray(rng.randbytes(10))     # random, but never a valid reply
+    if b[0] == 5:
+        b[0] = 0x15
+    return bytes(b)
+
+
+class Relay:
+    """Both directions of one relayed connection. cut: after that many bytes
+    toward the client, end both connections ('fin' or 'rst')."""
+
+    def __init__(self, client, target, cut=None, cut_how=None):
+        self.client, self.target = client, target
+        self.cut, self.cut_how = cut, cut_how
+        self.down = 0
+        self.ends = {"client": "-", "target": "-"}
+        self.aborted = False
+        self.lock = threading.Lock()
+
+    def pump(self, src, dst, name):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    with self.lock:
+                        if self.aborted:
+                            return
+                        self.ends[name] = "eof"
+                    try:
+                        dst.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+                    return
+                if name == "target" and self.cut is not None:
+                    room = self.cut - self.down
+                    data = data[:room]
+                    dst.sendall(data)
+                    self.down += len(data)
+                    if self.down >= self.cut:
+                        if self.cut_how == "rst-acked":
+                            wait_acked(dst, 3.0)
+                        with self.lock:
+                            self.aborted = True
+                            self.ends["client"] = "cut-" + self.cut_how
+                        for s in (self.client, self.target):
+                            if self.cut_how in ("rst", "rst-acked"):
+                                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                             struct.pack("ii", 1, 0))
+                                try:
+                                    s.shutdown(socket.SHUT_RD)
+                                except OSError:
+                                    pass
+                            else:
+                                try:
+                                    s.shutdown(socket.SHUT_RDWR)
+                                except OSError:
+                                    pass
+                        return
+                    continue
+                try:
+                    dst.sendall(data)
+                except OSError:
+                    return
+        except ConnectionResetError:
+            with self.lock:
+                if self.aborted:
+                    return
+                self.aborted = True
+                self.ends[name] = "reset"
+            other = self.target if src is self.client else self.client
+            other.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            try:
+                other.shutdown(socket.SHUT_RD)
+            except OSError:
+                pass
+        except OSError:
+            with self.lock:
+                if self.ends[name] == "-" and not self.aborted:
+                    self.ends[name] = "error"
+
+    def run(self):
+        t = threading.Thread(target=self.pump, args=(self.target, self.client, "target"),
+                             daemon=True)
+        t.start()
+        self.pump(self.client, self.target, "client")
+        t.join()
+        self.client.close()
+        self.target.close()
+        return "client-end=%s target-end=%s down=%d" % (self.ends["client"],
+                                                        self.ends["target"], self.down)
+
+
+def relay_to(conn, host, port, reply=None, slow=False, cut=None, cut_how=None):
+    try:
+        target = socket.create_connection((host, port), timeout=10)
+        target.settimeout(None)
+        target.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError as e:
+        conn.sendall(b"\x05\x05\x00\x01" + b"\x00" * 6)
+        conn.close()
+        return "connecting to %s:%d failed: %s" % (host, port, e)
+    reply = ok_reply() if reply is None else reply
+    if slow:
+        n = send_slow(conn, reply)
+        if n < len(reply):
+            target.close()
+            conn.close()
+            return "slow reply cut after %d of %d bytes" % (n, len(reply))
+    else:
+        conn.sendall(reply)
+    return "relay " + Relay(conn, target, cut, cut_how).run()
+
+
+def proxy_handle(conn, n, args):
+    what, dst = "?", "?"
+    try:
+        conn.settimeout(None)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        ver, nmethods = recv_exact(conn, 2)
+        methods = recv_exact(conn, nmethods)
+        if ver != 5 or 0 not in methods:
+            conn.sendall(b"\x05\xff")
+            what = "no acceptable method"
+            conn.close()
+            return
+        if args.slow_greeting:
+            if send_slow(conn, b"\x05\x00") < 2:
+                what = "slow greeting cut"
+                conn.close()
+                return
+        else:
+            conn.sendall(b"\x05\x00")
+        ver, cmd, _, atyp = recv_exact(conn, 4)
+        if atyp == 1:
+            host = socket.inet_ntop(socket.AF_INET, recv_exact(conn, 4))
+        elif atyp == 4:
+            host = socket.inet_ntop(socket.AF_INET6, recv_exact(conn, 16))
+        elif atyp == 3:
+            host = recv_exact(conn, recv_exact(conn, 1)[0]).decode("ascii", "replace")
+        else:
+            what = "bad ATYP %d" % atyp
+            conn.close()
+            return
+        (port,) = struct.unpack("!H", recv_exact(conn, 2))
+        dst = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+        if cmd == 3:
+            try:
+                with open(args.udp_bnd_file) as f:
+                    baddr, bport = f.read().split()
+            except (OSError, TypeError, ValueError):
+                baddr, bport = "0.0.0.0", "0"
+            ip = socket.inet_pton(socket.AF_INET6 if ":" in baddr else socket.AF_INET, baddr)
+            conn.sendall(b"\x05\x00\x00" + (b"\x04" if len(ip) == 16 else b"\x01") + ip
+                         + struct.pack("!H", int(bport)))
+            what = "udp-associate bnd=%s:%s client-end=%s" % (baddr, bport, read_to_end(conn))
+            conn.close()
+            return
+        if cmd != 1:
+            conn.sendall(b"\x05\x07\x00\x01" + b"\x00" * 6)
+            what = "command %d refused" % cmd
+            conn.close()
+            return
+        if port == P_GARBAGE:
+            conn.sendall(garbage_reply(n))
+            what = "garbage client-end=%s" % read_to_end(conn)
+            conn.close()
+        elif port == P_TRUNC:
+            conn.sendall(ok_reply()[:5])
+            conn.shutdown(socket.SHUT_WR)
+            what = "truncated client-end=%s" % read_to_end(conn)
+            conn.close()
+        elif port == P_BIGDOM:
+            bogus = bytes(random.Random(n).randbytes(255))
+            reply = b"\x05\x00\x00\x03\xff" + bogus + struct.pack("!H", 4242)
+            what = "bigdomain " + relay_to(conn, host, RELAY_PORT, reply)
+        elif port == P_BIGDOM_CUT:
+            conn.sendall(b"\x05\x00\x00\x03\xff" + b"x" * 100)
+            conn.shutdown(socket.SHUT_WR)
+            what = "bigdomain-cut client-end=%s" % read_to_end(conn)
+            conn.close()
+        elif port == P_SLOW_OK:
+            what = "slow-ok " + relay_to(conn, host, RELAY_PORT, slow=True)
+        elif port == P_SLOW_LATE:
+            name = b"slow." * 50
+            reply = b"\x05\x00\x00\x03" + bytes([len(name)]) + name + struct.pack("!H", 4242)
+            sent = send_slow(conn, reply)
+            what = "slow-late sent %d of %d bytes client-end=%s" % (sent, len(reply),
+                                                                   read_to_end(conn))
+            conn.close()
+        elif port == P_HANG:
+            what = "hang client-end=%s" % read_to_end(conn)
+            conn.close()
+        elif port == P_CLOSE_FIN:
+            conn.shutdown(socket.SHUT_WR)
+            what = "close-fin client-end=%s" % read_to_end(conn)
+            conn.close()
+        elif port == P_CLOSE_RST:
+            rst_close(conn)
+            what = "close-rst"
+        elif port == P_STALL_RST:
+            what = "stall-rst " + relay_to(conn, host, RELAY_PORT, cut=STALL_CUT, cut_how="rst-acked")
+        elif port in (P_CUT_FIN, P_CUT_RST):
+            how = "fin" if port == P_CUT_FIN else "rst"
+            what = "cut-%s " % how + relay_to(conn, host, RELAY_PORT, cut=CUT_AFTER, cut_how=how)
+        else:
+            what = relay_to(conn, host, port, slow=args.slow_greeting)
+    except (OSError, ValueError) as e:
+        what = "%s: error %s: %s" % (what, type(e).__name__, e)
+        conn.close()
+    finally:
+        say("hostile", "conn %d CONNECT %s %s" % (n, dst, what))
+
+
+def cmd_proxy(args):
+    counter = [0]
+    lock = threading.Lock()
+
+    def serve(lsock):
+        while True:
+            conn, _ = lsock.accept()
+            with lock:
+                counter[0] += 1
+                n = counter[0]
+            threading.Thread(target=proxy_handle, args=(conn, n, args), daemon=True).start()
+
+    threading.stack_size(256 * 1024)
+    for addr in args.listen:
+        s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((addr, args.port))
+        s.listen(4096)
+        threading.Thread(target=serve, args=(s,), daemon=True).start()
+        say("hostile", "listening on %s port %d%s" % (addr, args.port,
+                                                     " (slow greeting)" if args.slow_greeting else ""))
+    if args.ready_file:
+        with open(args.ready_file, "w") as f:
+            f.write("%d\n" % os.getpid())
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    while not done.wait(1):
+        pass
+    say("hostile", "stopping after %d connections" % counter[0])
+    return 0
+
+
+# ====================================================================== checks
+
+class Fail(Exception):
+    pass
+
+
+def log(msg):
+    say("check", msg)
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def wait_for(pred, bound, what, interval=0.2):
+    """Polls pred() until true, at most bound seconds; Fail naming what."""
+    deadline = time.monotonic() + bound
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise Fail("%s: not so within %.0f s" % (what, bound))
+        time.sleep(interval)
+
+
+class Daemon:
+    """The s5tund under test, seen from outside: its process tree in /proc,
+    its stats socket, its log file."""
+
+    def __init__(self, pid, stats_path, log_path):
+        self.pid, self.stats_path, self.log_path = pid, stats_path, log_path
+
+    def pids(self):
+        out = [self.pid]
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            if int(st[st.rindex(")") + 2:].split()[1]) == self.pid:
+                out.append(int(p))
+        return out
+
+    def alive(self):
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                st = f.read()
+        except OSError:
+            return False
+        return st[st.rindex(")") + 2] not in "ZX"
+
+    def fds(self):
+        n = 0
+        for p in self.pids():
+            try:
+                n += len(os.listdir("/proc/%d/fd" % p))
+            except OSError:
+                pass
+        return n
+
+    def fd_kinds(self, per_pid=False):
+        if per_pid:
+            out = {}
+            for p in self.pids():
+                try:
+                    with open("/proc/%d/comm" % p) as f:
+                        comm = f.read().strip()
+                except OSError:
+                    comm = "?"
+                out["%d/%s" % (p, comm)] = Daemon(p, None, None).fd_kinds_one()
+            return out
+        kinds = collections.Counter()
+        for p in self.pids():
+            try:
+                names = os.listdir("/proc/%d/fd" % p)
+            except OSError:
+                continue
+            for fd in names:
+                try:
+                    t = os.readlink("/proc/%d/fd/%s" % (p, fd))
+                except OSError:
+                    continue
+                kinds[re.sub(r"\[\d+\]|:\d+$", "", t)] += 1
+        return dict(kinds)
+
+    def fd_kinds_one(self):
+        kinds = collections.Counter()
+        try:
+            names = os.listdir("/proc/%d/fd" % self.pid)
+        except OSError:
+            return {}
+        for fd in names:
+            try:
+                kinds[re.sub(r"\[\d+\]|:\d+$", "", os.readlink("/proc/%d/fd/%s" % (self.pid, fd)))] += 1
+            except OSError:
+                pass
+        return dict(kinds)
+
+    def rss_kib(self):
+        total = 0
+        for p in self.pids():
+            try:
+                with open("/proc/%d/status" % p) as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+            except OSError:
+                pass
+        return total
+
+    def stats(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        try:
+            s.connect(self.stats_path)
+            buf = bytearray()
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        finally:
+            s.close()
+        return json.loads(bytes(buf).decode())["totals"]
+
+    def queue_stats(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        try:
+            s.connect(self.stats_path)
+            buf = bytearray()
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        finally:
+            s.close()
+        return json.loads(bytes(buf).decode())["queues"]
+
+    def warm_queues(self, host, port, bound=200):
+        """Echo connections until every queue has carried one: libuv opens a
+        reserve fd (/dev/null, for EMFILE) per event loop at its first TCP
+        handle, once; a baseline taken before that would see it as a leak."""
+        for i in range(bound):
+            idle = [q["queue"] for q in self.queue_stats() if q["tcp_total"] == 0]
+            if not idle:
+                return i
+            try:
+                echo_once(host, port, 30, 16, i)
+            except OSError:
+                pass
+        raise Fail("queues %s carried no connection after %d tries" % (idle, bound))
+
+    def log_mark(self):
+        return os.path.getsize(self.log_path)
+
+    def log_since(self, mark):
+        with open(self.log_path, "rb") as f:
+            f.seek(mark)
+            return f.read().decode("utf-8", "replace").splitlines()
+
+
+LEVEL_RE = re.compile(r"^\S+ (error|warn|info|debug)\s")
+
+
+def normalise(line):
+    """A log line without time, session ids, addresses and numbers: the
+    'kind' of message, so that N sessions failing alike count as one kind."""
+    m = LEVEL_RE.match(line)
+    text = line[m.end():] if m else line
+    text = re.sub(r"\b[su]\d+\b", "sN", text)
+    text = re.sub(r"\[[0-9a-f:.]+\]:\d+|\d+\.\d+\.\d+\.\d+(:\d+)?", "ADDR", text, flags=re.I)
+    text = re.sub(r"\d+", "N", text)
+    return ((m.group(1) if m else "?") + " " + text).strip()
+
+
+FAILS = ("socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
+         "socks5_bad_reply", "socks5_timeout")
+
+
+def delta(after, before, key):
+    return after[key] - before[key]
+
+
+class Keeper:
+    """Echo connections through the tunnel on a few threads while a case
+    runs: the daemon must keep serving others. Any failure is recorded."""
+
+    def __init__(self, host, port, threads=4, timeout=30.0, size=2048):
+        self.host, self.port, self.timeout, self.size = host, port, timeout, size
+        self.stop_ev = threading.Event()
+        self.ok = 0
+        self.attempts = 0
+        self.errors = []
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
+                        for i in range(threads)]
+
+    def run(self, i):
+        rng = random.Random(1000 + i)
+        while not self.stop_ev.is_set():
+            msg = rng.randbytes(self.size)
+            with self.lock:
+                self.attempts += 1
+            try:
+                s = socket.create_connection((self.host, self.port), timeout=self.timeout)
+                try:
+                    s.sendall(b"ECHO\n" + msg)
+                    got = e2elib.recv_exact(s, len(msg))
+                finally:
+                    s.close()
+                if got != msg:
+                    raise ValueError("echo came back different")
+                with self.lock:
+                    self.ok += 1
+            except (OSError, ValueError, ConnectionError) as e:
+                with self.lock:
+                    self.errors.append("%s: %s" % (type(e).__name__, e))
+                time.sleep(0.2)
+            self.stop_ev.wait(0.05)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(self.timeout + 10)
+
+    def verify(self, min_ok=1):
+        check(not self.errors, "the keeper's echo failed %d times while the case ran "
+              "(%d echoes passed): %s" % (len(self.errors), self.ok, self.errors[:3]))
+        check(self.ok >= min_ok, "the keeper managed only %d echoes" % self.ok)
+        log("keeper: %d echoes through the same daemon while the case ran, none failed"
+            % self.ok)
+
+
+def probe(host, port, timeout, send=b"ECHO\nprobe\n"):
+    """One connection expected to fail: 'refused', 'reset', 'eof', 'data',
+    'timeout' or 'error ...'."""
+    s = socket.socket(e2elib.family_of(host), socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        try:
+            s.connect((host, port))
+        except ConnectionRefusedError:
+            return "refused"
+        except ConnectionResetError:
+            return "reset"
+        except socket.timeout:
+            return "timeout"
+        except OSError as e:
+            return "error %s" % e
+        try:
+            s.sendall(send)
+            data = s.recv(4096)
+        except (ConnectionResetError, BrokenPipeError):
+            return "reset"
+        except socket.timeout:
+            return "timeout"
+        except OSError as e:
+            return "error %s" % e
+        return "data" if data else "eof"
+    finally:
+        s.close()
+
+
+def parallel(fn, items, conc):
+    """fn(item) for every item on conc threads; returns the results in order."""
+    results = [None] * len(items)
+    it = iter(enumerate(items))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                try:
+                    i, item = next(it)
+                except StopIteration:
+                    return
+            try:
+                results[i] = fn(item)
+            except Exception as e:  # noqa: BLE001 - reported as a result
+                results[i] = "exception %s: %s" % (type(e).__name__, e)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(conc)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def expect_refused(args, port, n, conc=100, timeout=30, host=None):
+    hosts = [host] if host else [args.host, args.host6]
+    res = parallel(lambda i: probe(hosts[i % len(hosts)], port, timeout), list(range(n)), conc)
+    c = collections.Counter(res)
+    log("%d connections to port %d: %s" % (n, port, dict(c)))
+    bad = {k: v for k, v in c.items() if k not in ("refused", "reset")}
+    check(not bad, "port %d: connections not refused or reset: %s" % (port, bad))
+    return c
+
+
+def echo_once(host, port, timeout, size, rng_seed):
+    msg = random.Random(rng_seed).randbytes(size)
+    s = socket.create_connection((host, port), timeout=timeout)
+    try:
+        s.sendall(b"ECHO\n" + msg)
+        got = e2elib.recv_exact(s, len(msg))
+    finally:
+        s.close()
+    return "ok" if got == msg else "mismatch"
+
+
+def expect_echo(args, port, n, conc=50, timeout=60, size=4096):
+    hosts = [args.host, args.host6]
+    res = parallel(lambda i: echo_once(hosts[i % 2], port, timeout, size, i), list(range(n)), conc)
+    c = collections.Counter(res)
+    log("%d echo connections to port %d: %s" % (n, port, dict(c)))
+    check(c.get("ok", 0) == n, "port %d: not every echo passed: %s" % (port, dict(c)))
+
+
+def proxy_lines(args, pattern):
+    if not args.proxy_log:
+        return []
+    rx = re.compile(pattern)
+    with open(args.proxy_log, errors="replace") as f:
+        return [ln for ln in f if rx.search(ln)]
+
+
+def wait_proxy_lines(args, pattern, n, bound=60):
+    wait_for(lambda: len(proxy_lines(args, pattern)) >= n, bound,
+             "%d lines /%s/ in the proxy's log (have %d)"
+             % (n, pattern, len(proxy_lines(args, pattern))))
+    return proxy_lines(args, pattern)
+
+
+class Case:
+    """Snapshot before, checks after: shared by every case."""
+
+    def __init__(self, args):
+        self.args = args
+        self.d = Daemon(args.pid, args.stats, args.log)
+        self.d.warm_queues(args.host, args.port)
+        self.quiet()
+        self.fd0 = self.d.fds()
+        self.kinds0 = self.d.fd_kinds()
+        self.pidkinds0 = self.d.fd_kinds(per_pid=True)
+        self.rss0 = self.d.rss_kib()
+        self.s0 = self.d.stats()
+        self.mark = self.d.log_mark()
+        log("baseline: %d fds in the process tree (%s), RSS %d KiB, tcp_active %d, udp_active %d"
+            % (self.fd0, self.kinds0, self.rss0, self.s0["tcp_active"], self.s0["udp_active"]))
+
+    def quiet(self):
+        """No session left from the harness's readiness check."""
+        wait_for(lambda: (lambda s: s["tcp_active"] == 0 and s["udp_active"] == 0)(self.d.stats()),
+                 60, "tcp_active and udp_active 0 before the case")
+
+    def keeper(self, **kw):
+        return Keeper(self.args.host, self.args.port, **kw)
+
+    def freed(self, bound=90):
+        """Every session gone, fds back to the baseline (bounded waits)."""
+        check(self.d.alive(), "s5tund (pid %d) is not running any more" % self.d.pid)
+        wait_for(lambda: (lambda s: s["tcp_active"] == 0 and s["udp_active"] == 0)(self.d.stats()),
+                 bound, "tcp_active and udp_active back to 0 (now %s)"
+                 % {k: self.d.stats()[k] for k in ("tcp_active", "udp_active")})
+        try:
+            wait_for(lambda: self.d.fds() == self.fd0, bound,
+                     "fd count of the process tree back to %d" % self.fd0)
+        except Fail as e:
+            raise Fail("%s: now %d, by process and kind %s, before %s"
+                       % (e, self.d.fds(), self.d.fd_kinds(per_pid=True), self.pidkinds0))
+        self.s1 = self.d.stats()
+        log("freed: tcp_active 0, udp_active 0, %d fds as before; RSS %d KiB (was %d)"
+            % (self.fd0, self.d.rss_kib(), self.rss0))
+        return self.s1
+
+    def d_(self, key):
+        return self.s1[key] - self.s0[key]
+
+    def counters(self, **want):
+        """Counter deltas: exact values (int) or at least (('>=', n))."""
+        for key, v in want.items():
+            got = self.d_(key)
+            if isinstance(v, tuple):
+                check(got >= v[1], "counter %s moved by %d, expected at least %d" % (key, got, v[1]))
+            else:
+                check(got == v, "counter %s moved by %d, expected exactly %d" % (key, got, v))
+        log("counters: %s" % ", ".join("%s +%d" % (k, self.d_(k)) for k in
+                                       ("tcp_total",) + FAILS + ("udp_total", "drop_udp",
+                                                                 "drop_no_memory"))
+            )
+
+    def logs(self, sessions, must_mention=None):
+        """The daemon logged the case, but a bounded number of times: at most
+        --log-max lines at info or above for `sessions` sessions."""
+        lines = self.d.log_since(self.mark)
+        loud = [ln for ln in lines if LEVEL_RE.match(ln) and LEVEL_RE.match(ln).group(1) != "debug"]
+        kinds = collections.Counter(normalise(ln) for ln in loud)
+        log("s5tund wrote %d lines at info or above for %d hostile sessions (%d kinds):"
+            % (len(loud), sessions, len(kinds)))
+        for k, v in kinds.most_common(8):
+            log("  %6d x %s" % (v, k[:160]))
+        if must_mention:
+            check(any(re.search(must_mention, ln) for ln in loud),
+                  "no line at info or above mentions /%s/: the case went unreported" % must_mention)
+        check(len(loud) <= self.args.log_max,
+              "LOG FLOOD: %d lines at info or above for %d hostile sessions (at most %d "
+              "allowed: one per case, rate-limited; per-session failures belong at debug)"
+              % (len(loud), sessions, self.args.log_max))
+
+
+# ---------------------------------------------------------------- cases
+
+def case_garbage(args):
+    n = args.n or 1000
+    c = Case(args)
+    with c.keeper() as k:
+        expect_refused(args, P_GARBAGE, n)
+    k.verify()
+    wait_proxy_lines(args, r"garbage client-end=(eof|reset)", n)
+    c.freed()
+    c.counters(socks5_bad_reply=n)
+    c.logs(n, must_mention="SOCKS5|handshake")
+
+
+def case_truncated(args):
+    n = args.n or 300
+    c = Case(args)
+    with c.keeper() as k:
+        expect_refused(args, P_TRUNC, n)
+    k.verify()
+    wait_proxy_lines(args, r"truncated client-end=", n)
+    c.freed()
+    c.counters(socks5_bad_reply=n)
+    c.logs(n, must_mention="SOCKS5|handshake|proxy")
+
+
+def case_bigdomain(args):
+    """A 255-byte bogus domain as BND is a valid reply (RFC 1928 allows any
+    octets): the connection works. Cut short, it is a failed handshake."""
+    n = args.n or 100
+    c = Case(args)
+    with c.keeper() as k:
+        expect_echo(args, P_BIGDOM, n)
+        expect_refused(args, P_BIGDOM_CUT, n)
+    k.verify()
+    wait_proxy_lines(args, r"bigdomain-cut client-end=", n)
+    c.freed()
+    c.counters(socks5_bad_reply=n)
+    c.logs(n, must_mention="SOCKS5|handshake|proxy")
+
+
+def case_slow(args):
+    """Greeting and reply one byte per 100 ms: within connect-timeout the
+    connection works; a reply that would take 26 s fails at connect-timeout."""
+    n = args.n or 100
+    c = Case(args)
+    with c.keeper(timeout=60) as k:
+        expect_echo(args, P_SLOW_OK, n, conc=n)
+        t0 = time.monotonic()
+        expect_refused(args, P_SLOW_LATE, n, conc=n, timeout=60)
+        log("slow-late connections refused after %.1f s (connect-timeout %s s)"
+            % (time.monotonic() - t0, args.connect_timeout))
+    k.verify()
+    lines = wait_proxy_lines(args, r"slow-late sent \d+ of \d+ bytes client-end=", n)
+    for ln in lines:
+        m = re.search(r"sent (\d+) of (\d+)", ln)
+        check(int(m.group(1)) < int(m.group(2)),
+              "a slow-late reply was sent in full before s5tund gave up: %s" % ln.strip())
+    c.freed()
+    c.counters(socks5_timeout=n)
+    c.logs(n, must_mention="connect-timeout")
+
+
+def case_hang(args):
+    n = args.n or 200
+    c = Case(args)
+    with c.keeper() as k:
+        expect_refused(args, P_HANG, n, conc=n, timeout=60)
+    k.verify()
+    wait_proxy_lines(args, r"hang client-end=(eof|reset)", n)
+    c.freed()
+    c.counters(socks5_timeout=n)
+    c.logs(n, must_mention="connect-timeout")
+
+
+def case_close_handshake(args):
+    n = args.n or 200
+    c = Case(args)
+    with c.keeper() as k:
+        expect_refused(args, P_CLOSE_FIN, n)
+        expect_refused(args, P_CLOSE_RST, n)
+    k.verify()
+    wait_proxy_lines(args, r"close-fin client-end=", n)
+    wait_proxy_lines(args, r"close-rst", n)
+    c.freed()
+    c.counters(socks5_bad_reply=2 * n)
+    c.logs(2 * n, must_mention="handshake|proxy")
+
+
+def download_cut(host, port, size, seed, timeout, stall=0.0):
+    """DOWNLOAD through a proxy that cuts the transfer: (ending, bytes,
+    prefix_ok). stall: seconds before the first read."""
+    s = socket.create_connection((host, port), timeout=timeout)
+    got = bytearray()
+    try:
+        s.sendall(b"DOWNLOAD %d %d\n" % (size, seed))
+        time.sleep(stall)
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    ending = "eof"
+                    break
+                got += chunk
+        except ConnectionResetError:
+            ending = "reset"
+        except socket.timeout:
+            ending = "timeout"
+    finally:
+        s.close()
+    # The whole stream, then its start: stream(seed, k) for a k not on a
+    # chunk boundary ends differently from a longer stream's first k bytes.
+    want = b"".join(e2elib.stream(seed, size))[:len(got)]
+    return ending, len(got), bytes(got) == want
+
+
+def case_close_transfer(args):
+    """The proxy ends the connection in the middle of a 4 MiB download, with
+    a FIN (the client gets a clean EOF after the bytes it got) or a RST (the
+    client gets a reset); what arrived is the start of the stream."""
+    n = args.n or 50
+    size = 4 << 20
+    c = Case(args)
+    nstall = max(1, n // 5)
+    problems = []
+    with c.keeper() as k:
+        for port, want, m, stall in ((P_CUT_FIN, "eof", n, 0), (P_CUT_RST, "reset", n, 0),
+                                     (P_STALL_RST, "reset", nstall, 4)):
+            hosts = [args.host, args.host6]
+            res = parallel(lambda i: download_cut(hosts[i % 2], port, 2 * size, i, 60, stall),
+                           list(range(m)), m)
+            ends = collections.Counter(r[0] if isinstance(r, tuple) else r for r in res)
+            log("port %d (%s): %d downloads cut: endings %s, bytes %s" % (
+                port, want, m, dict(ends),
+                sorted(set(r[1] for r in res if isinstance(r, tuple)))[:5]))
+            check(all(isinstance(r, tuple) and r[2] and r[1] < 2 * size for r in res),
+                  "port %d: a cut download delivered wrong bytes or all of them: %s"
+                  % (port, [r for r in res if not (isinstance(r, tuple) and r[2])][:3]))
+            if ends.get(want, 0) != m:
+                problems.append("port %d: the proxy ended every transfer with a %s, but not every "
+                                "client saw a %s: %s" % (port, want.replace("eof", "FIN").replace(
+                                    "reset", "RST"), want, dict(ends)))
+    check(not problems, "; ".join(problems))
+    k.verify()
+    wait_proxy_lines(args, r"cut-fin relay", n)
+    wait_proxy_lines(args, r"cut-rst relay", n)
+    wait_proxy_lines(args, r"stall-rst relay", nstall)
+    c.freed()
+    c.counters(tcp_total=(">=", 2 * n + nstall))
+    c.logs(2 * n + nstall, must_mention=None)
+
+
+def udp_send(host, port, n, per_socket, pause, payload=b"hostile udp"):
+    """n datagrams, per_socket from each source socket; returns how many
+    replies came (there must be none: the relay is unreachable)."""
+    replies = 0
+    socks = []
+    try:
+        for i in range(n):
+            if i % per_socket == 0:
+                s = socket.socket(e2elib.family_of(host), socket.SOCK_DGRAM)
+                s.setblocking(False)
+                socks.append(s)
+            try:
+                socks[-1].sendto(payload, (host, port))
+            except OSError:
+                pass
+            time.sleep(pause)
+        time.sleep(1)
+        for s in socks:
+            try:
+                while s.recv(2048):
+                    replies += 1
+            except OSError:
+                pass
+    finally:
+        for s in socks:
+            s.close()
+    return replies
+
+
+def case_udp_unreachable(args):
+    """The proxy answers UDP ASSOCIATE with a relay address that cannot be
+    used: an address with no route, the unspecified address with port 0, a
+    closed port on the proxy's host. The association must fail cleanly (no
+    datagram delivered, udp_active back to 0), be counted as a failure, and
+    not be retried and logged once per datagram."""
+    c = Case(args)
+    variants = [("10.99.0.1", 4000, "no route"), ("0.0.0.0", 0, "port 0"),
+                (args.proxy_addr, 9, "closed port on the proxy's host")]
+    per = args.n or 100
+    with c.keeper() as k:
+        for addr, port, what in variants:
+            with open(args.udp_bnd_file, "w") as f:
+                f.write("%s %d\n" % (addr, port))
+            before = c.d.stats()
+            # per datagrams from one source, then per sources with one each
+            r1 = udp_send(args.host, 7001, per, per, 0.02)
+            r2 = udp_send(args.host, 7001, per, 1, 0.005)
+            check(r1 == 0 and r2 == 0, "%s: %d datagrams came back from an unreachable relay"
+                  % (what, r1 + r2))
+            wait_for(lambda: c.d.stats()["udp_active"] == 0, 60,
+                     "udp_active back to 0 after relay %s:%d (%s)" % (addr, port, what))
+            after = c.d.stats()
+            assocs = after["udp_total"] - before["udp_total"]
+            fails = sum(after[f] - before[f] for f in FAILS)
+            conns = len(proxy_lines(args, r"udp-associate bnd=%s:%d " % (re.escape(addr), port)))
+            log("relay %s:%d (%s): %d datagrams from 1 source + %d from %d sources -> "
+                "%d associations, %d SOCKS5 failures counted, %d UDP ASSOCIATE at the proxy, "
+                "drop_udp +%d" % (addr, port, what, per, per, per, assocs, fails, conns,
+                                  after["drop_udp"] - before["drop_udp"]))
+            c.__dict__.setdefault("udp_rows", []).append((what, assocs, fails, conns))
+    k.verify()
+    c.freed()
+    c.logs(3 * 2 * per, must_mention="UDP|relay|udp")
+    for what, assocs, fails, conns in c.udp_rows:
+        check(fails >= 1, "relay %s: %d associations failed and no failure counter moved "
+              "(socks5_* unchanged): the failure is not counted" % (what, assocs))
+
+
+def case_idle(args):
+    """Connections that open and never send: tcp-idle-timeout frees them
+    (each client sees a reset), the rest goes on."""
+    n = args.n or 300
+    c = Case(args)
+    socks = []
+    with c.keeper() as k:
+        for i in range(n):
+            h = args.host if i % 2 == 0 else args.host6
+            s = socket.create_connection((h, args.port), timeout=30)
+            socks.append(s)
+        log("%d silent connections open" % n)
+        check(c.d.stats()["tcp_active"] >= n, "tcp_active is %d with %d silent connections open"
+              % (c.d.stats()["tcp_active"], n))
+        ends = collections.Counter()
+        deadline = time.monotonic() + args.idle_timeout + 60
+        pending = list(socks)
+        while pending and time.monotonic() < deadline:
+            r, _, _ = select.select(pending, [], [], 1)
+            for s in r:
+                try:
+                    data = s.recv(16)
+                    ends["data" if data else "eof"] += 1
+                except ConnectionResetError:
+                    ends["reset"] += 1
+                except OSError as e:
+                    ends["error %s" % e] += 1
+                pending.remove(s)
+        for s in socks:
+            s.close()
+        log("silent connections ended: %s, %d still open" % (dict(ends), len(pending)))
+        check(not pending, "%d silent connections still open %d s after the idle timeout"
+              % (len(pending), 60))
+        check(ends.get("reset", 0) == n, "silent connections did not all end with a reset: %s"
+              % dict(ends))
+    k.verify()
+    c.freed()
+    c.counters(tcp_total=(">=", n))
+    c.logs(n, must_mention="idle")
+
+
+def halfclose_one(host, port, i, timeout):
+    """Three uses of half-close: UPLOAD then FIN, digest back; DOWNLOAD
+    after our FIN; ECHO with FIN right after the data, all of it back."""
+    rng = random.Random(i)
+    kind = i % 3
+    s = socket.create_connection((host, port), timeout=timeout)
+    try:
+        if kind == 0:
+            data = rng.randbytes(256 * 1024)
+            s.sendall(b"UPLOAD\n" + data)
+            s.shutdown(socket.SHUT_WR)
+            line = b""
+            while not line.endswith(b"\n"):
+                chunk = s.recv(100)
+                if not chunk:
+                    return "upload: EOF before the digest"
+                line += chunk
+            import hashlib
+            return "ok" if line.strip().decode() == hashlib.sha256(data).hexdigest() \
+                else "upload: wrong digest"
+        if kind == 1:
+            size = 2 << 20
+            s.sendall(b"DOWNLOAD %d %d\n" % (size, i))
+            s.shutdown(socket.SHUT_WR)
+            got = bytearray()
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            return "ok" if bytes(got) == b"".join(e2elib.stream(i, size)) else \
+                "download after FIN: %d of %d bytes or wrong" % (len(got), size)
+        data = rng.randbytes(64 * 1024)
+        s.sendall(b"ECHO\n" + data)
+        s.shutdown(socket.SHUT_WR)
+        got = bytearray()
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        return "ok" if bytes(got) == data else "echo after FIN: %d of %d bytes" % (len(got), len(data))
+    except ConnectionResetError:
+        return "reset (kind %d)" % kind
+    except socket.timeout:
+        return "timeout (kind %d)" % kind
+    finally:
+        s.close()
+
+
+def case_halfclose(args):
+    n = args.n or 60
+    c = Case(args)
+    with c.keeper() as k:
+        hosts = [args.host, args.host6]
+        res = parallel(lambda i: halfclose_one(hosts[i % 2], args.port, i, 60), list(range(n)), 30)
+        cnt = collections.Counter(res)
+        log("%d half-closing clients: %s" % (n, dict(cnt)))
+        check(cnt.get("ok", 0) == n, "half-close: data did not all flow back: %s" % dict(cnt))
+    k.verify()
+    c.freed()
+    c.counters(tcp_total=(">=", n))
+    c.logs(n)
+
+
+def checksum16(data):
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return (~s) & 0xffff
+
+
+def syn_packet(src, dst, sport, dport, seq):
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, 5 << 4, 0x02, 64240, 0, 0)
+    pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(tcp))
+    tcp = tcp[:16] + struct.pack("!H", checksum16(pseudo + tcp)) + tcp[18:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), random.getrandbits(16), 0, 64, 6, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    ip = ip[:10] + struct.pack("!H", checksum16(ip)) + ip[12:]
+    return ip + tcp
+
+
+def syn_flood(dst, dport, n, src=None, spoof_net=None, seed=1, burst=50, pause=0.01):
+    """n SYNs to dst:dport from distinct source ports, from src (an address
+    of this namespace: its kernel answers the SYN-ACKs with a RST) or from
+    random addresses of spoof_net (nobody answers: half-open sessions)."""
+    rng = random.Random(seed)
+    raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    ports = rng.sample(range(1024, 65535), n)
+    sent = 0
+    try:
+        for i, sport in enumerate(ports):
+            s = src or "%s.%d.%d" % (spoof_net, rng.randrange(0, 256), rng.randrange(1, 255))
+            pkt = syn_packet(s, dst, sport, dport, rng.getrandbits(32))
+            if i % burst == burst - 1:
+                time.sleep(pause)   # a flood, but not one the TUN queue (500 packets) must drop
+            while True:
+                try:
+                    raw.sendto(pkt, (dst, 0))
+                    sent += 1
+                    break
+                except (BlockingIOError, OSError) as e:
+                    if getattr(e, "errno", None) in (105, 11):   # ENOBUFS, EAGAIN: pace
+                        time.sleep(0.001)
+                        continue
+                    raise
+    finally:
+        raw.close()
+    return sent
+
+
+def tun_dropped(dev="tun0"):
+    try:
+        with open("/sys/class/net/%s/statistics/tx_dropped" % dev) as f:
+            return int(f.read())
+    except OSError:
+        return -1
+
+
+def case_synflood(args):
+    """5000 SYNs from spoofed source ports of the client's own address (its
+    kernel resets every SYN-ACK) and 1000 from spoofed addresses that answer
+    nothing (half-open until connect-timeout), toward the tunnel, in bursts
+    of 100 (the TUN device queues 500 packets: a bigger burst is mostly
+    dropped by the kernel before s5tund sees it). Each SYN must become a
+    session, and every session must go."""
+    n = args.n or 5000
+    nspoof = n // 5
+    c = Case(args)
+    drop0 = tun_dropped()
+    with c.keeper(timeout=60) as k:
+        sent = syn_flood(args.host, args.port, n, src=args.src)
+        sent2 = syn_flood(args.host, args.port, nspoof, spoof_net="10.202", seed=2)
+        log("sent %d SYNs from %s (random source ports) and %d from spoofed 10.202.0.0/16 "
+            "addresses; tun0 dropped %d packets meanwhile" % (sent, args.src, sent2,
+                                                              tun_dropped() - drop0))
+        peak = [0]
+
+        def flood_sessions():
+            st = c.d.stats()
+            peak[0] = max(peak[0], st["tcp_active"])
+            with k.lock:
+                return st["tcp_total"] - c.s0["tcp_total"] - k.attempts
+        # Every SYN either became a session or was dropped by the kernel
+        # (the TUN queue was full); enough of them reached the daemon.
+        total = sent + sent2
+        want = total * 95 // 100
+
+        def accounted():
+            return flood_sessions() + tun_dropped() - drop0 >= want
+        wait_for(accounted, 120, "sessions + SYNs dropped by tun0 for at least 95%% of the %d "
+                 "SYNs (have %d sessions, %d dropped)"
+                 % (total, flood_sessions(), tun_dropped() - drop0))
+        fs = flood_sessions()
+        log("%d sessions for %d SYNs, %d dropped by tun0's queue; tcp_active seen up to %d"
+            % (fs, total, tun_dropped() - drop0, peak[0]))
+        check(fs >= min(500, total // 10), "only %d of %d SYNs became sessions: the flood did "
+              "not reach the daemon" % (fs, total))
+        time.sleep(1)
+    k.verify()
+    c.freed(bound=args.connect_timeout + 120)
+    c.counters(tcp_total=(">=", fs))
+    log("socks5_timeout +%d: half-open sessions (SYN-ACK never answered) counted as proxy "
+        "timeouts" % c.d_("socks5_timeout"))
+    c.logs(sent + sent2)
+
+
+def hold_open(host, port, timeout, tag):
+    s = socket.create_connection((host, port), timeout=timeout)
+    try:
+        s.sendall(b"HOLD %s\n" % tag.encode())
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = s.recv(64)
+            if not chunk:
+                raise ConnectionError("EOF before HELD")
+            line += chunk
+        return s
+    except BaseException:
+        s.close()
+        raise
+
+
+def case_fd_exhaustion(args):
+    """limit-nofile far below what the connections need: the daemon refuses
+    what it cannot carry, survives, says so a bounded number of times, and
+    serves again once the connections close."""
+    n = args.n or 1000
+    c = Case(args)
+    held, fails = [], collections.Counter()
+    lock = threading.Lock()
+
+    def one(i):
+        h = args.host if i % 2 == 0 else args.host6
+        try:
+            s = hold_open(h, args.port, 30, "fdx%d" % i)
+            with lock:
+                held.append(s)
+            return "held"
+        except ConnectionRefusedError:
+            return "refused"
+        except ConnectionResetError:
+            return "reset"
+        except socket.timeout:
+            return "timeout"
+        except OSError as e:
+            return "error %s" % e
+    res = collections.Counter(parallel(one, list(range(n)), 100))
+    # The stats socket itself needs an fd to answer: not asked while none is left.
+    log("%d HOLD connections with limit-nofile = %s: %s; fds now %d"
+        % (n, args.limit_nofile, dict(res), c.d.fds()))
+    check(c.d.alive(), "s5tund died when it ran out of file descriptors")
+    check(res.get("held", 0) > 0, "no connection at all was carried")
+    check(res.get("refused", 0) + res.get("reset", 0) > 0,
+          "every connection was carried: the limit was not reached, the case tests nothing")
+    fails.update(res)
+    check(set(res) <= {"held", "refused", "reset"},
+          "connections neither carried nor refused: %s" % dict(res))
+    for s in held:
+        s.close()
+    log("closed the %d held connections" % len(held))
+    c.freed()
+    c.counters(socks5_connect_failed=res.get("refused", 0) + res.get("reset", 0))
+    with c.keeper() as k:
+        time.sleep(2)
+    k.verify()
+    c.logs(n, must_mention="open files|descriptor|socket")
+
+
+CASES = {
+    "garbage": case_garbage, "truncated": case_truncated, "bigdomain": case_bigdomain,
+    "slow": case_slow, "hang": case_hang, "close_handshake": case_close_handshake,
+    "close_transfer": case_close_transfer, "udp_unreachable": case_udp_unreachable,
+    "idle": case_idle, "halfclose": case_halfclose, "synflood": case_synflood,
+    "fd_exhaustion": case_fd_exhaustion,
+}
+
+
+def cmd_check(args):
+    try:
+        CASES[args.case](args)
+    except (Fail, OSError, ValueError) as e:
+        log("FAILED: %s%s" % ("" if isinstance(e, Fail) else type(e).__name__ + ": ", e))
+        return 1
+    log("PASS: %s" % args.case)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("proxy")
+    p.add_argument("--listen", action="append", required=True)
+    p.add_argument("--port", type=int, default=1083)
+    p.add_argument("--slow-greeting", action="store_true")
+    p.add_argument("--udp-bnd-file")
+    p.add_argument("--ready-file")
+    p = sub.add_parser("check")
+    p.add_argument("case", choices=sorted(CASES))
+    p.add_argument("--pid", type=int, required=True)
+    p.add_argument("--stats", required=True)
+    p.add_argument("--log", required=True)
+    p.add_argument("--proxy-log")
+    p.add_argument("--proxy-addr", default="10.200.0.2")
+    p.add_argument("--udp-bnd-file")
+    p.add_argument("--host", default="10.201.0.1")
+    p.add_argument("--host6", default="fd00:201::1")
+    p.add_argument("--port", type=int, default=7000)
+    p.add_argument("--src", default="10.200.0.1")
+    p.add_argument("--n", type=int, default=0)
+    p.add_argument("--connect-timeout", type=int, default=10)
+    p.add_argument("--idle-timeout", type=int, default=600)
+    p.add_argument("--limit-nofile", default="")
+    p.add_argument("--log-max", type=int, default=20)
+    args = ap.parse_args()
+    return cmd_proxy(args) if args.cmd == "proxy" else cmd_check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

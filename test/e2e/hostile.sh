@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# s5tund end-to-end tests with hostile and broken peers: one case per run.
+#
+#   hostile.sh CASE MODE QUEUES [S5TUND]
+#
+# CASE     garbage | truncated | bigdomain | slow | hang | close_handshake |
+#          close_transfer | udp_unreachable | idle | halfclose | synflood |
+#          fd_exhaustion
+# MODE     thread | process
+# QUEUES   number of TUN queues
+# S5TUND   the binary; default $S5TUND, then build/s5tund
+#
+# The peers are hostile.py's misbehaving SOCKS5 server (behaviour chosen by
+# the CONNECT's port, see hostile.py), danted (halfclose, synflood) and
+# microsocks (fd_exhaustion); the traffic and the checks are hostile.py's
+# "check CASE", run in namespace C: during the case a keeper echoes through
+# the same daemon and must never fail; afterwards every session is gone
+# (stats tcp_active / udp_active 0), the daemon's process tree holds as many
+# fds as before, the counters moved by what was done, and the daemon logged
+# the case a bounded number of times (E2E_HOSTILE_LOG_MAX lines at info or
+# above, default 20), not once per session.
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
+# Traffic stays inside the two namespaces the run creates (lib.sh).
+set -eEuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+CASES="garbage truncated bigdomain slow hang close_handshake close_transfer udp_unreachable idle halfclose synflood fd_exhaustion"
+usage() { echo "usage: $0 {${CASES// /|}} thread|process QUEUES [S5TUND]" >&2; exit 2; }
+
+CASE=${1:-}
+MODE=${2:-}
+QUEUES=${3:-}
+[[ " $CASES " == *" $CASE "* ]] || usage
+[[ $MODE == thread || $MODE == process ]] || usage
+[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
+shift 3
+
+e2e_require_root
+e2e_require_tools
+e2e_find_s5tund "${1:-}"
+e2e_init "hostile-$CASE"
+log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
+
+# Thousands of sockets in the client, the proxies and the target: as many
+# as allowed (raising the hard limit needs CAP_SYS_RESOURCE, which a
+# container may lack); the daemon sets its own with [run] limit-nofile.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+NOFILE_MAX=$(ulimit -n)
+((NOFILE_MAX > 65536)) && NOFILE_MAX=65536
+
+HP_PORT=1083                  # hostile.py proxy
+HP_LOG=""
+STATS_SOCK=""
+LOG_MAX=${E2E_HOSTILE_LOG_MAX:-20}
+
+# hostile_proxy [ARGS...]: hostile.py proxy on S_ADDR4 and S_ADDR6.
+hostile_proxy() {
+  local ready=$WORK/hostile.ready
+  HP_LOG=$WORK/hostile.log
+  E2E_LOGS+=("$HP_LOG")
+  ip netns exec "$NS_S" "$PY" "$HERE/hostile.py" proxy --listen "$S_ADDR4" --listen "$S_ADDR6" \
+    --port "$HP_PORT" --ready-file "$ready" "$@" >"$HP_LOG" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && { log "hostile proxy listening on port $HP_PORT $*"; return 0; }
+    sleep 0.1
+  done
+  fail "hostile.py proxy did not start"
+}
+
+# start PROXY_ADDR PROXY_PORT [INI LINES...]: s5tund with the case's mode
+# and queues, the stats socket, limit-nofile (LIMIT_NOFILE, default the most
+# this shell may have, at most 65536),
+# CFG_* from the caller, extra lines appended.
+start() {
+  local ini=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini addr=$1 port=$2
+  shift 2
+  STATS_SOCK=$WORK/stats.sock
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$addr CFG_PROXY_PORT=$port e2e_write_config "$ini"
+  printf '%s\n' "" "[stats]" "socket = $STATS_SOCK" "" "[run]" \
+    "limit-nofile = ${LIMIT_NOFILE:-$NOFILE_MAX}" "$@" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_ready "$MODE" "$QUEUES"
+}
+
+# check [ARGS...]: hostile.py check CASE in C, bounded.
+check() {
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "${CHECK_T:-$T_BULK}" "$PY" "$HERE/hostile.py" \
+    check "$CASE" --pid "$S5PID" --stats "$STATS_SOCK" --log "$S5LOG" \
+    --proxy-log "${HP_LOG:-}" --proxy-addr "$S_ADDR4" --host "$TGT4" --host6 "$TGT6" \
+    --port "$TGT_PORT" --src "$C_ADDR4" --log-max "$LOG_MAX" \
+    --connect-timeout "${CFG_CONNECT_TIMEOUT:-10}" --idle-timeout "${CFG_IDLE_TIMEOUT:-600}" \
+    --limit-nofile "${LIMIT_NOFILE:-$NOFILE_MAX}" ${E2E_HOSTILE_N:+--n "$E2E_HOSTILE_N"} "$@"
+}
+
+stop_ok() {
+  e2e_require_alive "after the case"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
+}
+
+e2e_topology_up
+# The kernel's IPv6 router solicitations would only add noise on tun0.
+in_c sysctl -qw net.ipv6.conf.default.router_solicitations=0 net.ipv6.conf.all.router_solicitations=0
+e2e_start_target
+
+case $CASE in
+  garbage|truncated|bigdomain|close_handshake|close_transfer)
+    hostile_proxy
+    CFG_CONNECT_TIMEOUT=5 start "$S_ADDR4" "$HP_PORT"
+    CFG_CONNECT_TIMEOUT=5 check
+    ;;
+  hang)
+    hostile_proxy
+    CFG_CONNECT_TIMEOUT=2 start "$S_ADDR4" "$HP_PORT"
+    CFG_CONNECT_TIMEOUT=2 check
+    ;;
+  slow)
+    hostile_proxy --slow-greeting
+    CFG_CONNECT_TIMEOUT=4 start "$S_ADDR4" "$HP_PORT"
+    CFG_CONNECT_TIMEOUT=4 check
+    ;;
+  idle)
+    hostile_proxy
+    CFG_IDLE_TIMEOUT=3 start "$S_ADDR4" "$HP_PORT"
+    CFG_IDLE_TIMEOUT=3 check
+    ;;
+  udp_unreachable)
+    echo "10.99.0.1 4000" >"$WORK/udp-bnd"
+    hostile_proxy --udp-bnd-file "$WORK/udp-bnd"
+    CFG_CONNECT_TIMEOUT=3 start "$S_ADDR4" "$HP_PORT" "" "[session]" "udp-idle-timeout = 3"
+    CFG_CONNECT_TIMEOUT=3 check --udp-bnd-file "$WORK/udp-bnd"
+    ;;
+  halfclose)
+    e2e_start_dante
+    start "$S_ADDR4" "$DANTE_PORT"
+    check
+    ;;
+  synflood)
+    e2e_start_dante
+    CFG_CONNECT_TIMEOUT=5 start "$S_ADDR4" "$DANTE_PORT"
+    CFG_CONNECT_TIMEOUT=5 check
+    ;;
+  fd_exhaustion)
+    # shellcheck disable=SC2119  # no credentials
+    e2e_start_microsocks
+    LIMIT_NOFILE=${E2E_HOSTILE_NOFILE:-256}
+    start "$S_ADDR4" "$MS_PORT"
+    check
+    ;;
+esac
+stop_ok
+log "PASS: hostile $CASE mode=$MODE queues=$QUEUES"

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# s5tund load and soak tests: one case per run.
+#
+#   soak.sh load MODE QUEUES [S5TUND]     10,000 TCP connections held at once
+#   soak.sh soak MODE QUEUES [S5TUND]     mixed traffic for SOAK_SECONDS (600)
+#
+# Both through danted (a real SOCKS5 server; it spreads its clients over
+# child processes, so 10,000 connections fit in its per-process fd limit,
+# which microsocks, one process holding 20,000 sockets, does not) to
+# target.py (TCP) and udptarget.py (UDP) in namespace S; the traffic and the
+# checks are soak.py's, in namespace C, with s5tund's [run] limit-nofile set
+# to the most this shell may have (at most 65536). `make soak` runs soak in
+# both modes, `make soak-short` for 60 s each (CI).
+#
+# Environment: SOAK_SECONDS (600), SOAK_EVERY (sample period, 5 s),
+# LOAD_N (10000), SOAK_NOFILE (s5tund's limit-nofile; lower it to see the
+# load case fail), E2E_KEEP=1 keeps the work directory.
+# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
+set -eEuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+usage() { echo "usage: $0 load|soak thread|process QUEUES [S5TUND]" >&2; exit 2; }
+
+CASE=${1:-}
+MODE=${2:-}
+QUEUES=${3:-}
+[[ $CASE == load || $CASE == soak ]] || usage
+[[ $MODE == thread || $MODE == process ]] || usage
+[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
+shift 3
+
+SOAK_SECONDS=${SOAK_SECONDS:-600}
+SOAK_EVERY=${SOAK_EVERY:-5}
+LOAD_N=${LOAD_N:-10000}
+[[ $SOAK_SECONDS =~ ^[1-9][0-9]*$ ]] || { echo "SOAK_SECONDS must be a positive number" >&2; exit 2; }
+# The case's own bound (lib.sh's watchdog): the traffic plus the set-up,
+# the settling and the checks.
+if [[ $CASE == soak ]]; then
+  export E2E_DEADLINE=${E2E_DEADLINE:-$((SOAK_SECONDS + 600))}
+else
+  export E2E_DEADLINE=${E2E_DEADLINE:-1500}
+fi
+
+e2e_require_root
+e2e_require_tools
+e2e_find_s5tund "${1:-}"
+e2e_init "$CASE"
+if [[ $CASE == load ]]; then
+  log "case load mode=$MODE queues=$QUEUES n=$LOAD_N binary=$S5TUND"
+else
+  log "case soak mode=$MODE queues=$QUEUES seconds=$SOAK_SECONDS binary=$S5TUND"
+fi
+
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+NOFILE=$(ulimit -n)
+((NOFILE > 65536)) && NOFILE=65536
+if [[ $CASE == load ]] && ((NOFILE < LOAD_N + 1000)); then
+  skip "open files limited to $NOFILE here (no CAP_SYS_RESOURCE to raise it): $LOAD_N connections need more"
+fi
+NOFILE=${SOAK_NOFILE:-$NOFILE}   # lower it to see the load case fail
+
+STATS_SOCK=$WORK/stats.sock
+UDP_IDLE=5
+
+start_udptarget() {
+  local ready=$WORK/udptarget.ready
+  E2E_LOGS+=("$WORK/udptarget.log")
+  ip netns exec "$NS_S" "$PY" "$HERE/udptarget.py" --listen "$TGT4" --listen "$TGT6" \
+    --port 7001 --port 7002 --ready-file "$ready" >"$WORK/udptarget.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && { log "udptarget on $TGT4 and [$TGT6] ports 7001 7002"; return 0; }
+    sleep 0.1
+  done
+  fail "udptarget.py did not start"
+}
+
+e2e_topology_up
+in_c sysctl -qw net.ipv6.conf.default.router_solicitations=0 net.ipv6.conf.all.router_solicitations=0
+# Churning connections leave TIME_WAIT sockets in both namespaces; reuse
+# them for new outgoing connections rather than run out of ports.
+in_c sysctl -qw net.ipv4.tcp_tw_reuse=1
+in_s sysctl -qw net.ipv4.tcp_tw_reuse=1
+in_c sysctl -qw net.ipv4.ip_local_port_range="10000 65000"
+in_s sysctl -qw net.ipv4.ip_local_port_range="10000 65000"
+e2e_start_target
+[[ $CASE == soak ]] && start_udptarget
+e2e_start_dante
+
+if [[ $CASE == load ]]; then
+  # A limit-nofile the kernel cannot grant (above fs.nr_open): exit 1 at
+  # start-up, naming the key, and no device left behind.
+  bad=$WORK/nofile-too-high.ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
+    e2e_write_config "$bad"
+  printf '%s\n' "" "[run]" "limit-nofile = $(($(cat /proc/sys/fs/nr_open) + 64))" >>"$bad"
+  rc=0
+  out=$(in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$bad" 2>&1) || rc=$?
+  ((rc == 1)) || fail "limit-nofile above fs.nr_open: exit status $rc, expected 1: $(oneline "$out")"
+  grep -q "limit-nofile" <<<"$out" || fail "limit-nofile above fs.nr_open: the error does not name the key: $(oneline "$out")"
+  e2e_tun_exists && fail "limit-nofile above fs.nr_open: $TUN left behind"
+  log "limit-nofile above fs.nr_open: exit 1: $(oneline "$out")"
+fi
+
+ini=$WORK/s5tund.ini
+CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
+  e2e_write_config "$ini"
+printf '%s\n' "" "[session]" "udp-idle-timeout = $UDP_IDLE" "" "[stats]" "socket = $STATS_SOCK" \
+  "" "[run]" "limit-nofile = $NOFILE" >>"$ini"
+e2e_start_s5tund --config "$ini"
+e2e_wait_ready "$MODE" "$QUEUES"
+limits=$(grep "open files" "/proc/$S5PID/limits")
+log "s5tund: $(oneline "$limits")"
+[[ $(awk '{print $4}' <<<"$limits") == "$NOFILE" ]] || fail "[run] limit-nofile = $NOFILE not in force: $limits"
+
+soakpy() {
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$((E2E_DEADLINE - 60))" "$PY" "$HERE/soak.py" "$@" \
+    --pid "$S5PID" --stats "$STATS_SOCK" --host "$TGT4" --host6 "$TGT6" --port "$TGT_PORT"
+}
+
+if [[ $CASE == load ]]; then
+  soakpy load --n "$LOAD_N"
+else
+  soakpy soak --seconds "$SOAK_SECONDS" --every "$SOAK_EVERY" --settle $((UDP_IDLE + 120))
+fi
+e2e_require_alive "after the $CASE"
+# shellcheck disable=SC2119  # the current run's log
+e2e_s5_log_clean
+e2e_stop_s5tund
+((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
+log "PASS: $CASE mode=$MODE queues=$QUEUES"
