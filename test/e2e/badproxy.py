@@ -19,8 +19,17 @@ peer in a single run:
                             (FIN) and reads until s5tund ends its side, which
                             it logs.
   port 7004  late-data-rst  as data-rst, but 0.3 s after the success reply, so
-                            the bytes reach s5tund after its handshake
-                            (data-rst's usually come with the reply).
+                            that the bytes reach s5tund after its handshake
+                            (data-rst's usually come with the reply), and the
+                            RST right behind them (once they are sent, not
+                            acknowledged), so that both are usually there
+                            when s5tund next reads.
+  port 7005  fill-rst       answers success, sends FILL bytes (1 MiB of the
+                            pattern 0..255 repeated) then DATA, waits until
+                            s5tund's kernel acknowledged all, then a RST. A
+                            client that does not read meanwhile makes s5tund
+                            stop reading (lwIP's send buffer is full), so the
+                            RST is there before s5tund reads the last bytes.
   any other  relay          an honest proxy: connects to the requested
                             address (REP 5 "connection refused" when that
                             fails), answers success and relays both ways. An
@@ -60,6 +69,8 @@ sys.dont_write_bytecode = True  # keep the source tree clean
 
 DATA = b"badproxy: these bytes come before the end\n"
 PORT_HANG, PORT_DATA_RST, PORT_DATA_FIN, PORT_LATE_DATA_RST = 7001, 7002, 7003, 7004
+PORT_FILL_RST = 7005
+FILL = 1 << 20   # fill-rst: more than lwIP's send buffer (512 KiB) and a client's window
 
 lock = threading.Lock()
 counter = [0]
@@ -101,15 +112,26 @@ def reset(sock):
     sock.close()
 
 
-def wait_acked(sock, limit=5.0):
-    """Until the peer acknowledged everything sent (SIOCOUTQ 0), bounded: a
-    RST right after a send would otherwise discard data not yet on the wire."""
+SIOCOUTQNSD = 0x894B   # bytes not yet sent (linux/sockios.h)
+
+
+def wait_out(sock, what, limit=5.0):
+    """Until nothing is left in the send queue, bounded: a RST right after a
+    send would otherwise discard data not yet on the wire. what: 'acked'
+    (SIOCOUTQ: sent and acknowledged) or 'sent' (SIOCOUTQNSD: on the wire)."""
+    req = termios.TIOCOUTQ if what == "acked" else SIOCOUTQNSD
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        if struct.unpack("i", fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0" * 4))[0] == 0:
+        if struct.unpack("i", fcntl.ioctl(sock, req, b"\0" * 4))[0] == 0:
             return True
-        time.sleep(0.01)
+        time.sleep(0.001)
     return False
+
+
+def fill_bytes(n):
+    """n bytes of a fixed pattern (client.py read-end --fill checks them)."""
+    pattern = bytes(range(256))
+    return (pattern * (n // 256 + 1))[:n]
 
 
 def reply(sock, rep):
@@ -217,11 +239,21 @@ def handle(conn, n):
             reply(conn, 0)
             if port == PORT_LATE_DATA_RST:
                 time.sleep(0.3)   # s5tund is relaying by now, not in the handshake
+                wait = "sent"     # the RST right behind the bytes
+            else:
+                wait = "acked"
             conn.sendall(DATA)
-            acked = wait_acked(conn)
+            done = wait_out(conn, wait)
             reset(conn)
-            what = "data-rst: sent %d bytes (%s) and a RST" % (
-                len(DATA), "acknowledged" if acked else "NOT acknowledged within 5 s")
+            what = "data-rst: %d bytes %s, then a RST" % (
+                len(DATA), wait if done else "NOT %s within 5 s" % wait)
+        elif port == PORT_FILL_RST:
+            reply(conn, 0)
+            conn.sendall(fill_bytes(FILL) + DATA)
+            done = wait_out(conn, "acked", limit=10.0)
+            reset(conn)
+            what = "fill-rst: %d bytes %s, then a RST" % (
+                FILL + len(DATA), "acked" if done else "NOT acked within 10 s")
         elif port == PORT_DATA_FIN:
             reply(conn, 0)
             conn.sendall(DATA)

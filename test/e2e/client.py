@@ -8,7 +8,7 @@
   client.py [common options] expect-refused [--accept-eof]
   client.py [common options] rst --tag T
   client.py [common options] silent --tag T [--expect reset|eof]
-  client.py [common options] read-end --expect-data BYTES --expect-end reset|eof
+  client.py [common options] read-end --expect-data BYTES --expect-end reset|eof [--fill N] [--pause S]
   client.py [common options] talk [--interval S] [--duration S]
   client.py [common options] limit N [--retry-for S]
 
@@ -448,25 +448,42 @@ def cmd_silent(args):
 
 
 def cmd_read_end(args):
-    """Connects, sends nothing and reads until the connection ends: passes
-    when exactly --expect-data arrived and the end was --expect-end (reset:
-    ECONNRESET after the data; eof: a clean close after it)."""
+    """Connects, sends nothing and reads until the connection ends (after
+    --pause seconds): passes when exactly --fill pattern bytes and
+    --expect-data arrived and the end was --expect-end (reset: ECONNRESET
+    after the data; eof: a clean close after it)."""
     where = "%s:%d" % (args.host, args.port)
     want = args.expect_data.encode().decode("unicode_escape").encode("latin-1")
+    if args.fill:
+        pattern = bytes(range(256))
+        want = (pattern * (args.fill // 256 + 1))[:args.fill] + want
+    s = socket.socket(e2elib.family_of(args.host), socket.SOCK_STREAM)
+    s.settimeout(args.timeout)
+    early = ""
     try:
-        s = open_conn(args)
-    except (OSError, ConnectionError, e2elib.Socks5Error) as e:
-        log("read-end %s FAILED: connect: %s: %s" % (where, type(e).__name__, e))
-        return 1
-    try:
+        try:
+            s.connect((args.host, args.port))
+        except ConnectionResetError:
+            # Data and RST can both arrive before connect() returns: the
+            # kernel then reports the reset already (SO_ERROR), while the
+            # data still waits in the receive queue.
+            early = "reset"
+        except OSError as e:
+            log("read-end %s FAILED: connect: %s: %s" % (where, type(e).__name__, e))
+            return 1
+        if args.pause:
+            time.sleep(args.pause)   # let the peer fill the path and end first
         end, data = read_to_end(s)
+        if early:
+            end = "%s (reported by connect, before the data was read)" % early
     finally:
         s.close()
-    what = "got %d bytes %r, then %s" % (len(data), data[:60], end)
+    what = "got %d bytes %r, then %s" % (len(data), data[-60:], end)
     if data != want:
-        log("read-end %s FAILED: %s; expected the %d bytes %r" % (where, what, len(want), want[:60]))
+        log("read-end %s FAILED: %s; expected the %d bytes ...%r" % (where, what, len(want),
+                                                                   want[-60:]))
         return 1
-    if end != args.expect_end:
+    if end.split()[0] != args.expect_end:
         log("read-end %s FAILED: %s; expected %s after the data" % (where, what, args.expect_end))
         return 1
     log("read-end %s ok: %s" % (where, what))
@@ -650,6 +667,10 @@ def main():
     p.add_argument("--expect-data", required=True,
                    help="the bytes expected before the end (backslash escapes allowed)")
     p.add_argument("--expect-end", choices=["reset", "eof"], required=True)
+    p.add_argument("--fill", type=int, default=0,
+                   help="that many bytes of the pattern 0..255 come before --expect-data")
+    p.add_argument("--pause", type=float, default=0.0,
+                   help="seconds to wait after connecting before reading")
     p.set_defaults(fn=cmd_read_end)
 
     p = sub.add_parser("talk", parents=[common])

@@ -461,13 +461,18 @@ case_reset_from_proxy() {
   e2e_topology_up
   e2e_start_target
   e2e_start_badproxy
-  start_with_config "$S_ADDR4" "$BP_PORT"
+  # debug: the per-session lines looked for below may be below info.
+  CFG_LOG_LEVEL=debug start_with_config "$S_ADDR4" "$BP_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
   for host in "$TGT4" "$TGT6"; do
     client --host "$host" --port "$BP_PORT_DATA_RST" --timeout 15 read-end \
       --expect-data "$BP_DATA" --expect-end reset
     client --host "$host" --port "$BP_PORT_LATE_DATA_RST" --timeout 15 read-end \
       --expect-data "$BP_DATA" --expect-end reset
+    # 1 MiB and the bytes, then the RST, while the client does not read: the
+    # RST is there before s5tund has read the last bytes from the proxy.
+    client --host "$host" --port "$BP_PORT_FILL_RST" --timeout 15 read-end --pause 2 \
+      --fill "$BP_FILL" --expect-data "$BP_DATA" --expect-end reset
     client --host "$host" --port "$BP_PORT_DATA_FIN" --timeout 15 read-end \
       --expect-data "$BP_DATA" --expect-end eof
   done
@@ -505,7 +510,7 @@ case_connect_timeout() {
   e2e_topology_up
   e2e_start_target
   e2e_start_badproxy
-  CFG_CONNECT_TIMEOUT=1 start_with_config "$S_ADDR4" "$BP_PORT"
+  CFG_LOG_LEVEL=debug CFG_CONNECT_TIMEOUT=1 start_with_config "$S_ADDR4" "$BP_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
   for host in "$TGT4" "$TGT6"; do
     CLIENT_T=30 client --host "$host" --port "$BP_PORT_HANG" --timeout 15 expect-refused
@@ -531,7 +536,7 @@ case_idle_timeout() {
   e2e_topology_up
   e2e_start_target
   e2e_start_badproxy
-  CFG_IDLE_TIMEOUT=2 start_with_config "$S_ADDR4" "$BP_PORT"
+  CFG_LOG_LEVEL=debug CFG_IDLE_TIMEOUT=2 start_with_config "$S_ADDR4" "$BP_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
   E2E_LOGS+=("$WORK/talk.log")
   ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" \

@@ -1,0 +1,127 @@
+/* Fuzz target: the mapped resolver's message handling (core/dns_msg.c) and
+ * the name table behind it (core/dns_table.c). The input is one UDP
+ * payload sent to the resolver address, i.e. exactly what a client on the
+ * TUN controls.
+ *
+ * It follows core/dns.c's s5_dns_query(): parse (at most the 1024 bytes
+ * dns.c copies out of the pbuf), choose the rcode and the answer the same
+ * way, build the response into a buffer of exactly S5_DNS_ANSWER_MAX bytes,
+ * as dns.c does. Then it checks the promises dns.c relies on:
+ *   - a parsed name is lowercase text of name_len <= 253 bytes, NUL at
+ *     name_len, name_ok exactly when every label is [a-z0-9_-];
+ *   - question_len lies inside the message;
+ *   - the response fits (build never fails for a parsed query: the bound
+ *     S5_DNS_ANSWER_MAX is meant to hold the largest one), echoes the ID
+ *     and the question byte for byte, and is a response (parsing it again
+ *     says MALFORMED, so two resolvers can never ping-pong);
+ *   - the table maps a usable name to an address that maps back to it.
+ * The table is small (8 names over a /28), so recycling is exercised too. */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "dns_msg.h"
+#include "dns_table.h"
+#include "fuzz_check.h"
+
+#define QUERY_READ 1024   /* dns.c: S5_DNS_QUERY_READ */
+
+static struct s5_dns_table *table;
+
+static int label_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+}
+
+static void check_query(const uint8_t *msg, size_t len, const struct s5_dns_query *q) {
+  FUZZ_CHECK(q->name_len <= S5_DNS_NAME_MAX, "name of %zu bytes", q->name_len);
+  FUZZ_CHECK(q->name[q->name_len] == '\0', "name not terminated at name_len");
+  FUZZ_CHECK(12 + q->question_len <= len, "question of %zu bytes in %zu", q->question_len, len);
+  FUZZ_CHECK(q->question_len >= 5, "question of %zu bytes", q->question_len);
+  int ok = 1;
+  for (size_t i = 0; i < q->name_len; i++) {
+    char c = q->name[i];
+    FUZZ_CHECK(!(c >= 'A' && c <= 'Z'), "uppercase in name");
+    if (c != '.' && !label_char(c)) ok = 0;
+  }
+  /* A '.' inside a label (not a separator) also makes the name unusable:
+   * compare with the wire form. */
+  size_t off = 12, text = 0;
+  while (msg[off] != 0) {
+    size_t l = msg[off];
+    for (size_t i = 0; i < l; i++)
+      if (!label_char((char)(msg[off + 1 + i] | (msg[off + 1 + i] >= 'A' && msg[off + 1 + i] <= 'Z' ? 0x20 : 0))))
+        ok = 0;
+    text += l + (text > 0 ? 1 : 0);
+    off += 1 + l;
+  }
+  FUZZ_CHECK(text == q->name_len, "wire name gives %zu text bytes, parser %zu", text, q->name_len);
+  FUZZ_CHECK(q->name_ok == ok, "name_ok %d, expected %d", q->name_ok, ok);
+}
+
+static void check_response(const uint8_t *out, int n, const uint8_t *msg, const struct s5_dns_query *q,
+                           const uint8_t *answer) {
+  FUZZ_CHECK(n >= 12 && n <= S5_DNS_ANSWER_MAX, "response of %d bytes", n);
+  FUZZ_CHECK(out[0] == msg[0] && out[1] == msg[1], "ID not echoed");
+  FUZZ_CHECK(out[2] & 0x80, "QR not set");
+  FUZZ_CHECK(memcmp(out + 12, msg + 12, q->question_len) == 0, "question not echoed");
+  int badvers = q->has_opt && q->edns_version != 0;
+  size_t expect = 12 + q->question_len + (answer != NULL && !badvers ? 16 : 0) + (q->has_opt ? 11 : 0);
+  FUZZ_CHECK((size_t)n == expect, "response of %d bytes, expected %zu", n, expect);
+  struct s5_dns_query again;
+  FUZZ_CHECK(s5_dns_parse_query(out, (size_t)n, &again) == S5_DNS_MALFORMED, "response parses as a query");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (table == NULL) {
+    static const uint8_t net[4] = {100, 64, 0, 0};
+    table = s5_dns_table_create(net, 28, 8);
+    if (table == NULL) abort();
+  }
+  size_t len = size < QUERY_READ ? size : QUERY_READ;
+  uint8_t *msg = fuzz_dup(data, len);
+  struct s5_dns_query q;
+  enum s5_dns_parse r = s5_dns_parse_query(msg, len, &q);
+  FUZZ_CHECK(r == S5_DNS_QUERY || r == S5_DNS_NOT_QUERY || r == S5_DNS_MALFORMED, "result %d", (int)r);
+  if (r == S5_DNS_MALFORMED) {
+    free(msg);
+    return 0;
+  }
+
+  /* dns.c's choice of rcode and answer */
+  uint8_t addr[4];
+  const uint8_t *answer = NULL;
+  unsigned rcode = S5_DNS_RCODE_NOERROR;
+  if (r == S5_DNS_NOT_QUERY) {
+    q.question_len = 0;
+    q.has_opt = 0;
+    rcode = S5_DNS_RCODE_NOTIMP;
+  } else {
+    check_query(msg, len, &q);
+    if (q.qclass != S5_DNS_CLASS_IN) {
+      rcode = S5_DNS_RCODE_NOTIMP;
+    } else if (!q.name_ok) {
+      rcode = S5_DNS_RCODE_REFUSED;
+    } else if (q.qtype == S5_DNS_TYPE_A && q.name_len > 0) {
+      FUZZ_CHECK(s5_dns_table_map(table, q.name, q.name_len, addr) == 0, "map refused %s", q.name);
+      answer = addr;
+      char back[256];
+      int n = s5_dns_table_name(table, addr, back, sizeof back);
+      FUZZ_CHECK(n == (int)q.name_len && strcmp(back, q.name) == 0, "%s maps back to %s", q.name, back);
+      FUZZ_CHECK(s5_dns_table_in_pool(table, addr), "address outside the pool");
+    }
+  }
+  uint8_t *out = malloc(S5_DNS_ANSWER_MAX);
+  if (out == NULL) abort();
+  uint32_t ttl = size >= 4 ? (uint32_t)data[size - 4] << 24 | (uint32_t)data[size - 3] << 16 |
+                                 (uint32_t)data[size - 2] << 8 | data[size - 1]
+                           : 1;
+  int n = s5_dns_build_response(out, S5_DNS_ANSWER_MAX, msg, &q, rcode, answer, ttl);
+  FUZZ_CHECK(n > 0, "no room for the response to a parsed query (%d)", n);
+  check_response(out, n, msg, &q, answer);
+  /* One byte short must be refused, never overflow. */
+  n = s5_dns_build_response(out, (size_t)n - 1, msg, &q, rcode, answer, ttl);
+  FUZZ_CHECK(n == -1, "short buffer: %d", n);
+  free(out);
+  free(msg);
+  return 0;
+}
