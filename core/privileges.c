@@ -1,6 +1,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -31,6 +32,12 @@ int s5_privileges_drop(const struct s5_config *cfg) {
   int keep = cfg->socks5.mark != 0;
   gid_t gid = cfg->run.gid;
   uid_t uid = cfg->run.uid;
+  /* The kernel clears the parent-death signal when credentials change; a
+   * worker process must still die with its supervisor, so it is re-armed
+   * below (and raised at once if the supervisor died meanwhile). */
+  int deathsig = 0;
+  pid_t parent = getppid();
+  if (prctl(PR_GET_PDEATHSIG, &deathsig, 0, 0, 0) < 0) return -errno;
   if (keep && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) return -errno;
   if (syscall(SYS_setgroups, 1, &gid) < 0) return -errno;
   if (syscall(SYS_setresgid, gid, gid, gid) < 0) return -errno;
@@ -40,5 +47,9 @@ int s5_privileges_drop(const struct s5_config *cfg) {
   memset(data, 0, sizeof data);
   if (keep) data[0].effective = data[0].permitted = 1u << CAP_NET_ADMIN;
   if (syscall(SYS_capset, &hdr, data) < 0) return -errno;
+  if (deathsig != 0) {
+    if (prctl(PR_SET_PDEATHSIG, deathsig, 0, 0, 0) < 0) return -errno;
+    if (getppid() != parent) raise(deathsig);
+  }
   return 0;
 }

@@ -5,7 +5,7 @@
 #   ops.sh CASE MODE QUEUES [S5TUND]
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
-#          stall
+#          stall | autoroute
 # MODE     thread | process        (supervise, stall: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -20,12 +20,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 [[ ($CASE != supervise && $CASE != stall) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
@@ -78,6 +78,115 @@ ops_stop_ok() {   # SIGTERM, exit 0, device gone
 }
 
 # ---------------------------------------------------------------- cases
+
+# autoroute: [tun] auto-route with [socks5] mark, [run] user = nobody,
+# post-up and pre-down. Every packet but the marked ones goes into the
+# tunnel through the policy rule (the test's own routes are removed), so
+# the target is reached and the proxy connection, marked, is not looped;
+# workers run as nobody (threads in thread mode, processes in process mode)
+# while the main thread or supervisor stays root; the hooks see the device.
+# After a clean exit no rule is left; after kill -9 of the whole daemon the
+# stale rules are there, and the next start replaces them (one per family)
+# and its exit removes them.
+autoroute_ini=()
+autoroute_start() {
+  ops_start "${autoroute_ini[@]}"
+  e2e_wait_device "$MODE" "$QUEUES"
+  # auto-route must carry the traffic, not the harness's routes.
+  in_c ip route del 10.201.0.0/24 dev "$TUN" 2>/dev/null || true
+  in_c ip -6 route del fd00:201::/64 dev "$TUN" 2>/dev/null || true
+}
+
+autoroute_rules() {   # FAMILY-FLAG: the rules with auto-route's priority
+  in_c ip "$1" rule show pref 5335
+}
+
+autoroute_check_rules() {   # how many per family are expected
+  local fam out n
+  for fam in -4 -6; do
+    out=$(autoroute_rules "$fam")
+    n=$(grep -c . <<<"$out" || true)
+    ((n == $1)) || fail "ip $fam rule pref 5335: $n rule(s), expected $1: $(oneline "$out")"
+    if (($1 > 0)); then
+      grep -q "not from all fwmark 0x53 lookup 5335" <<<"$out" \
+        || fail "ip $fam rule pref 5335 is not 'not fwmark 0x53 lookup 5335': $(oneline "$out")"
+    fi
+  done
+}
+
+autoroute_check_uids() {
+  local t uid main_uid nobody=0 pid
+  nobody_uid=$(id -u nobody)
+  if [[ $MODE == thread ]]; then
+    main_uid=$(awk '/^Uid:/ {print $2}' "/proc/$S5PID/status")
+    ((main_uid == 0)) || fail "s5tund's main thread runs as uid $main_uid, expected 0"
+    for t in /proc/"$S5PID"/task/*; do
+      uid=$(awk '/^Uid:/ {print $2}' "$t/status")
+      ((uid == nobody_uid)) && nobody=$((nobody + 1))
+    done
+    ((nobody == QUEUES)) || fail "$nobody thread(s) run as nobody, expected the $QUEUES worker(s)"
+  else
+    main_uid=$(awk '/^Uid:/ {print $2}' "/proc/$S5PID/status")
+    ((main_uid == 0)) || fail "the supervisor runs as uid $main_uid, expected 0"
+    for pid in $(e2e_workers); do
+      uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
+      ((uid == nobody_uid)) || fail "worker $pid runs as uid $uid, expected nobody ($nobody_uid)"
+      nobody=$((nobody + 1))
+    done
+    ((nobody == QUEUES)) || fail "$nobody worker(s) found, expected $QUEUES"
+  fi
+  log "workers run as nobody ($nobody), the main process as root"
+}
+
+case_autoroute() {
+  local hook=$WORK/hooks.log out i
+  autoroute_ini=("[tun]" "auto-route = true"
+    "post-up = echo \"up \$S5TUND_DEVICE \$S5TUND_QUEUES \$S5TUND_MODE\" >> $hook"
+    "pre-down = echo \"down \$S5TUND_DEVICE\" >> $hook"
+    "[run]" "user = nobody")
+  ops_setup
+  CFG_MARK=0x53 autoroute_start
+  autoroute_check_rules 1
+  out=$(in_c ip route show table 5335)
+  grep -q "default dev $TUN" <<<"$out" || fail "table 5335 has no default route via $TUN: $(oneline "$out")"
+  # Unmarked packets to the proxy would go into the tunnel; marked ones not.
+  in_c ip route get "$S_ADDR4" | grep -q "dev $TUN" || fail "unmarked traffic to the proxy does not go into $TUN"
+  if in_c ip route get "$S_ADDR4" mark 0x53 | grep -q "dev $TUN"; then
+    fail "marked traffic to the proxy goes into $TUN"
+  fi
+  client --host "$TGT4" echo --count 3 --retry-for 20
+  client --host "$TGT6" echo --count 3 --retry-for 20
+  client --host "$TGT4" concurrent 40
+  out=$("$S5TUND" --stats "$STATS_SOCK" --json | grep -o '"drop_proxy_loop":[0-9]*' | head -1)
+  [[ $out == '"drop_proxy_loop":0' ]] || fail "connections to the proxy itself were refused: $out"
+  autoroute_check_uids
+  grep -qx "up $TUN $QUEUES $MODE" "$hook" || fail "post-up did not run with the device: $(oneline "$(cat "$hook")")"
+  e2e_s5_log_clean
+  ops_stop_ok
+  grep -qx "down $TUN" "$hook" || fail "pre-down did not run: $(oneline "$(cat "$hook")")"
+  autoroute_check_rules 0
+  log "auto-route: rules installed, traffic through the tunnel, proxy outside it, rules gone after exit"
+
+  # kill -9 of the whole daemon leaves the rules; the next start cleans up.
+  CFG_MARK=0x53 autoroute_start
+  autoroute_check_rules 1
+  kill -KILL "$S5PID"
+  wait "$S5PID" 2>/dev/null || true
+  S5PID=""
+  for i in $(seq $((T_STOP * 10))); do
+    e2e_tun_exists || break
+    sleep 0.1
+  done
+  e2e_tun_exists && fail "$TUN still exists ${T_STOP}s after kill -9 of s5tund"
+  autoroute_check_rules 1
+  log "after kill -9: the stale rules are still there, as expected"
+  CFG_MARK=0x53 autoroute_start
+  autoroute_check_rules 1
+  client --host "$TGT4" echo --count 3 --retry-for 20
+  ops_stop_ok
+  autoroute_check_rules 0
+  log "restart after kill -9: one rule per family while running, none after exit"
+}
 
 # stats: a known transfer (8 MiB up, 12 MiB down) moves bytes_to_proxy and
 # bytes_from_proxy by exactly the bytes the client protocol sent, the TUN
