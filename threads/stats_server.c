@@ -51,17 +51,26 @@ void s5_stats_server_answer(struct s5_stats_server *srv) {
   while ((c = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
     struct timeval tv = {.tv_sec = 1};
     setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    size_t need = s5_stats_json(srv->stats, NULL, 0) + 1;
-    char *doc = malloc(need);
-    if (doc != NULL) {
-      size_t len = s5_stats_json(srv->stats, doc, need);
+    /* Counters move between the sizing pass and the writing pass, so the
+     * document may grow: render until it fits, never send past the buffer. */
+    size_t cap = s5_stats_json(srv->stats, NULL, 0) + 1024, len = 0;
+    char *doc = NULL;
+    for (int tries = 0; tries < 4; tries++, cap *= 2) {
+      char *bigger = realloc(doc, cap);
+      if (bigger == NULL) break;
+      doc = bigger;
+      len = s5_stats_json(srv->stats, doc, cap);
+      if (len < cap) break;
+      len = 0;
+    }
+    if (doc != NULL && len > 0) {
       for (size_t off = 0; off < len;) {
         ssize_t n = send(c, doc + off, len - off, MSG_NOSIGNAL);
         if (n <= 0) break;
         off += (size_t)n;
       }
-      free(doc);
     }
+    free(doc);
     close(c);
   }
 }
