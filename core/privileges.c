@@ -25,6 +25,17 @@ int s5_privileges_resolve(struct s5_config *cfg) {
   return 0;
 }
 
+int s5_privileges_restrict_main(const struct s5_config *cfg) {
+  if (cfg->run.user[0] == '\0') return 0;
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct data[2];
+  memset(data, 0, sizeof data);
+  data[0].effective = data[0].permitted = (1u << CAP_NET_ADMIN) | (1u << CAP_KILL) |
+                                          (1u << CAP_SETUID) | (1u << CAP_SETGID);
+  if (syscall(SYS_capset, &hdr, data) < 0) return -errno;
+  return 0;
+}
+
 /* glibc's setuid() and friends change every thread of the process; the raw
  * system calls change only the caller, which is what thread mode needs. */
 int s5_privileges_drop(const struct s5_config *cfg) {

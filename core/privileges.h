@@ -12,6 +12,15 @@
  * Returns 0, or -1 after printing why. */
 int s5_privileges_resolve(struct s5_config *cfg);
 
+/* With [run] user set, the main thread (thread mode) or supervisor
+ * (process mode) keeps only what it still needs once the device is up:
+ * CAP_NET_ADMIN (queues for restarted workers, removing auto-route),
+ * CAP_KILL (signalling workers that run as the user), CAP_SETUID and
+ * CAP_SETGID (restarted workers drop to the user). It stays uid 0, so the
+ * files it made (pid file, stats socket, log) remain its own. Returns 0 or
+ * -errno. */
+int s5_privileges_restrict_main(const struct s5_config *cfg);
+
 /* Drops the calling thread to the user, keeping CAP_NET_ADMIN only when
  * [socks5] mark needs it (SO_MARK). Returns 0 or -errno. */
 int s5_privileges_drop(const struct s5_config *cfg);

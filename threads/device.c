@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "privileges.h"
 #include "run.h"
 #include "route.h"
 #include "tun.h"
@@ -65,6 +66,11 @@ fail_routed:
 fail:
   close_queues(fds, n);
   return -1;
+}
+
+void s5_restrict_main(const struct s5_config *cfg) {
+  int r = s5_privileges_restrict_main(cfg);
+  if (r < 0) s5_warn("limiting the main process's capabilities: %s", strerror(-r));
 }
 
 void s5_device_close(const struct s5_config *cfg, int *fds) {

@@ -111,6 +111,7 @@ int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats) {
   if (s5_device_open(cfg, fds) == 0) {
     if (pool_start(cfg, fds, stats) == 0) {
       struct s5_control_mode mode = {.on_child = pool_on_child};
+      s5_restrict_main(cfg);
       code = s5_control_run(cfg, stats, &mode);
     }
     pool_stop_all();

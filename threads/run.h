@@ -19,6 +19,10 @@ int s5_device_open_queue(const struct s5_config *cfg, unsigned index);
  * with the last one unless persistent. */
 void s5_device_close(const struct s5_config *cfg, int *fds);
 
+/* [run] user: the main thread keeps only the capabilities it still needs
+ * (core/privileges.h); a failure is logged and the daemon goes on. */
+void s5_restrict_main(const struct s5_config *cfg);
+
 /* Runs a [tun] post-up/pre-down command with /bin/sh. Returns 0 or -1 (logged). */
 int s5_hook_run(const struct s5_config *cfg, const char *key, const char *command);
 

@@ -246,6 +246,7 @@ int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats) {
     struct s5_control_mode mode = {
         .arg = &sv, .on_child = on_child, .on_hangup = on_hangup, .next_tick = next_restart_in,
         .tick = restart_due};
+    s5_restrict_main(cfg);
     code = s5_control_run(cfg, stats, &mode);
   }
   stop_all(&sv, &chld);

@@ -135,7 +135,12 @@ autoroute_check_uids() {
     done
     ((nobody == QUEUES)) || fail "$nobody worker(s) found, expected $QUEUES"
   fi
-  log "workers run as nobody ($nobody), the main process as root"
+  # The main thread or supervisor keeps CAP_NET_ADMIN, CAP_KILL, CAP_SETUID
+  # and CAP_SETGID only (bits 12, 5, 7, 6).
+  local cap
+  cap=$(awk '/^CapEff:/ {print $2}' "/proc/$S5PID/status")
+  [[ $cap == 00000000000010e0 ]] || fail "the main process's effective capabilities are $cap, expected 00000000000010e0"
+  log "workers run as nobody ($nobody), the main process as root with capabilities $cap"
 }
 
 case_autoroute() {
