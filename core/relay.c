@@ -26,6 +26,7 @@
 static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static err_t relay_flush(struct s5_session *s);
+static int relay_client_owed(const struct s5_session *s);
 
 /* How many bytes lwIP can queue for the client right now. */
 static size_t relay_room(const struct s5_session *s) {
@@ -174,6 +175,7 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
   struct s5_session *s = arg;
   if (s == NULL) return ERR_OK;
   s5_session_touch(s);
+  if (s->proxy_reset) return relay_client_owed(s) ? ERR_OK : s5_session_abort(s, s->reset_why);
   if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY &&
       relay_room(s) >= S5_RELAY_MIN_ROOM) {
     if (uv_read_start((uv_stream_t *)&s->sock, relay_alloc, relay_read) == 0) s->reading = 1;
@@ -191,6 +193,27 @@ static void relay_stop_reading(struct s5_session *s) {
   s->reading = 0;
 }
 
+/* True while lwIP still holds bytes for the client, sent or not. */
+static int relay_client_owed(const struct s5_session *s) {
+  return s->pcb != NULL && (s->pcb->unsent != NULL || s->pcb->unacked != NULL);
+}
+
+/* The proxy reset its connection. What it sent before the reset may still
+ * sit in lwIP's queue: the client gets those bytes first, then the reset
+ * (from the sent callback, once they are acknowledged; an idle client is
+ * reset by the idle timeout). A truncated transfer so still ends in a RST,
+ * never in a FIN that would make it look complete. */
+static void relay_proxy_reset(struct s5_session *s, const char *why) {
+  if (!relay_client_owed(s)) {
+    s5_session_abort(s, why);
+    return;
+  }
+  s->proxy_reset = 1;
+  s->reset_why = why;
+  relay_stop_reading(s);
+  tcp_output(s->pcb);
+}
+
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   struct s5_session *s = stream->data;
   if (s->state == S5_SESSION_CLOSED || nread == 0) return;
@@ -206,7 +229,7 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     uv_os_fd_t fd;
     if (uv_fileno((uv_handle_t *)stream, &fd) == 0 &&
         getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
-      s5_session_abort(s, err == ECONNRESET ? "proxy reset the connection" : strerror(err));
+      relay_proxy_reset(s, err == ECONNRESET ? "proxy reset the connection" : "proxy connection failed");
       return;
     }
     s->proxy_eof = 1;
@@ -217,7 +240,7 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     return;
   }
   if (nread < 0) {
-    s5_session_abort(s, nread == UV_ECONNRESET ? "proxy reset the connection" : uv_strerror((int)nread));
+    relay_proxy_reset(s, nread == UV_ECONNRESET ? "proxy reset the connection" : "proxy connection failed");
     return;
   }
   s5_session_touch(s);

@@ -67,6 +67,8 @@ struct s5_session {
   unsigned proxy_eof : 1;           /* EOF from the proxy */
   unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
   unsigned shutting : 1;            /* shutdown_req in flight */
+  unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
+  const char *reset_why;            /* for the log when that RST goes out */
 };
 
 /* session.c */
