@@ -56,7 +56,8 @@ build:
 # README's test command and CI's: every ctest test (unit, fuzz corpus
 # replays, end-to-end including hostile peers, 10k connections and the short
 # soak), then the short mode comparison (prints the table; asserts only that
-# every case moved traffic), then each fuzz target for a short time.
+# every case moved traffic). Short fuzzing (make fuzz-short) is not chained
+# yet: a fresh finding would fail an unrelated change; see README.
 # A failed test is run once more (--repeat until-pass:2) and reported
 # either way: on a shared 2-core machine an end-to-end test may stall on a
 # load spike (a 1 MB echo through microsocks has been seen to, rarely); a
@@ -64,7 +65,6 @@ build:
 test: deps build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure --repeat until-pass:2 $(CTEST_ARGS)
 	$(MAKE) --no-print-directory bench-short
-	$(MAKE) --no-print-directory fuzz-short
 
 demo: deps build
 	bash test/demo.sh $(BUILD_DIR)/s5tund
