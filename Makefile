@@ -59,9 +59,9 @@ build:
 # every case moved traffic). Short fuzzing (make fuzz-short) is not chained
 # yet: a fresh finding would fail an unrelated change; see README.
 # A failed test is run once more (--repeat until-pass:2) and reported
-# either way: on a shared 2-core machine an end-to-end test may stall on a
-# load spike (a 1 MB echo through microsocks has been seen to, rarely); a
-# real failure fails twice.
+# either way, for load spikes on a shared 2-core machine; a real failure
+# fails twice. (The echo stalls once blamed on load were a TUN write that
+# cut long pbuf chains short, fixed and tested by e2e.trickle.)
 test: deps build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure --repeat until-pass:2 $(CTEST_ARGS)
 	$(MAKE) --no-print-directory bench-short

@@ -97,10 +97,22 @@ static err_t netif_write(struct netif *nif, struct pbuf *p) {
     iov[n].iov_len = sizeof vnet_none;
     n++;
   }
-  for (struct pbuf *q = p; q != NULL && n < S5_TUN_IOV_MAX; q = q->next) {
+  u16_t off = 0;
+  struct pbuf *q = p;
+  for (; q != NULL && n < S5_TUN_IOV_MAX - 1; q = q->next) {
+    off += q->len;
     if (q->len == 0) continue;
     iov[n].iov_base = q->payload;
     iov[n].iov_len = q->len;
+    n++;
+  }
+  if (q != NULL) {
+    /* A segment lwIP grew from many small writes (a proxy sending in small
+     * pieces) has more pbufs than iovecs: the rest goes out of one copy,
+     * never cut off (a short packet would be dropped and resent forever). */
+    static __thread uint8_t tail[65536];
+    iov[n].iov_base = tail;
+    iov[n].iov_len = pbuf_copy_partial(p, tail, (u16_t)(p->tot_len - off), off);
     n++;
   }
   ssize_t r = writev(w->fd, iov, n);

@@ -30,6 +30,12 @@ peer in a single run:
                             client that does not read meanwhile makes s5tund
                             stop reading (lwIP's send buffer is full), so the
                             RST is there before s5tund reads the last bytes.
+  port 7006  trickle-fin    answers success, sends 256 KiB of the pattern then
+                            DATA in pieces of 300 bytes (a pause of 0.2 ms
+                            after each, so that s5tund reads them one by one
+                            and lwIP queues them as that many pbufs while the
+                            client does not read), then a FIN; logs how
+                            s5tund ended its side.
   any other  relay          an honest proxy: connects to the requested
                             address (REP 5 "connection refused" when that
                             fails), answers success and relays both ways. An
@@ -70,6 +76,9 @@ sys.dont_write_bytecode = True  # keep the source tree clean
 DATA = b"badproxy: these bytes come before the end\n"
 PORT_HANG, PORT_DATA_RST, PORT_DATA_FIN, PORT_LATE_DATA_RST = 7001, 7002, 7003, 7004
 PORT_FILL_RST = 7005
+PORT_TRICKLE_FIN = 7006
+TRICKLE_FILL = 256 * 1024   # trickle-fin: that many pattern bytes, then DATA,
+TRICKLE_CHUNK = 300         # in pieces of this size
 FILL = 1 << 20   # fill-rst: more than lwIP's send buffer (512 KiB) and a client's window
 
 lock = threading.Lock()
@@ -254,6 +263,16 @@ def handle(conn, n):
             reset(conn)
             what = "fill-rst: %d bytes %s, then a RST" % (
                 FILL + len(DATA), "acked" if done else "NOT acked within 10 s")
+        elif port == PORT_TRICKLE_FIN:
+            reply(conn, 0)
+            data = fill_bytes(TRICKLE_FILL) + DATA
+            for i in range(0, len(data), TRICKLE_CHUNK):
+                conn.sendall(data[i:i + TRICKLE_CHUNK])
+                time.sleep(0.0002)   # one segment each, read one by one by s5tund
+            conn.shutdown(socket.SHUT_WR)
+            what = "trickle-fin: %d bytes in pieces of %d, then a FIN, client-end=%s" % (
+                len(data), TRICKLE_CHUNK, read_to_end(conn))
+            conn.close()
         elif port == PORT_DATA_FIN:
             reply(conn, 0)
             conn.sendall(DATA)

@@ -6,7 +6,7 @@
 # CASE     harness | echo | echo_dante | bulk | bulk_dante | concurrent |
 #          auth | pipeline | deadproxy | sigterm | kill9 | badconfig | reset_from_client |
 #          reset_from_proxy | connect_timeout | idle_timeout | max_sessions |
-#          mark_routing | persist | busy_device
+#          mark_routing | persist | busy_device | trickle
 # MODE     thread | process       (not for harness, badconfig, busy_device)
 # QUEUES   number of TUN queues   (not for harness, badconfig, busy_device)
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -31,7 +31,7 @@ QUEUES=""
 case $CASE in
   harness|badconfig|busy_device) ;;
   echo|echo_dante|bulk|bulk_dante|concurrent|auth|pipeline|deadproxy|sigterm|kill9|reset_from_client|\
-  reset_from_proxy|connect_timeout|idle_timeout|max_sessions|mark_routing|persist)
+  reset_from_proxy|connect_timeout|idle_timeout|max_sessions|mark_routing|persist|trickle)
     [[ $# -ge 2 ]] || usage
     MODE=$1 QUEUES=$2
     shift 2
@@ -498,6 +498,28 @@ case_reset_from_proxy() {
   e2e_wait_log "$S5LOG" "proxy reset the connection" 5 "s5tund log line about the proxy's RST" >/dev/null
   client --host "$TGT4" echo
   e2e_require_alive "after proxy resets"
+  e2e_s5_log_clean "$S5LOG"
+}
+
+# trickle: the proxy sends 256 KiB in pieces of 300 bytes while the client
+# does not read for 3 s (then reads everything): lwIP queues the pieces as
+# many small pbufs in big segments; every byte must arrive, then the EOF.
+# The same without the pause first (the pieces then go out one by one).
+case_trickle() {
+  local host pause
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_badproxy
+  start_with_config "$S_ADDR4" "$BP_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  for pause in 0 3; do
+    for host in "$TGT4" "$TGT6"; do
+      client --host "$host" --port "$BP_PORT_TRICKLE_FIN" --timeout 15 read-end --pause "$pause" \
+        --fill "$BP_TRICKLE_FILL" --expect-data "$BP_DATA" --expect-end eof
+    done
+  done
+  client --host "$TGT4" echo
+  e2e_require_alive "after trickled data"
   e2e_s5_log_clean "$S5LOG"
 }
 
