@@ -13,24 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
-
-static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(int ok, int line, const char *fmt, ...) {
-  va_list ap;
-  if (ok) {
-    passed++;
-    return;
-  }
-  failed++;
-  printf("FAIL line %d: ", line);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  putchar('\n');
-}
+#include "check.h"
 
 /* A query as a stub sends it: id 0x1234, RD, one question, optional OPT. */
 static size_t make_query(uint8_t *buf, const char *name, unsigned qtype, int opt) {

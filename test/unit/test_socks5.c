@@ -10,27 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int passed;
-static int failed;
-
-#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
-
-static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void check(int ok, int line, const char *fmt, ...) {
-  va_list ap;
-
-  if (ok) {
-    passed++;
-    return;
-  }
-  failed++;
-  printf("FAIL line %d: ", line);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  putchar('\n');
-}
+#include "check.h"
 
 /* Compares an encoder's result with the expected bytes. */
 static void check_bytes(int line, const char *what, int got, const uint8_t *buf,

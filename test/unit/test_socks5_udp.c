@@ -10,24 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int passed, failed;
-
-#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
-
-static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void check(int ok, int line, const char *fmt, ...) {
-  va_list ap;
-  if (ok) {
-    passed++;
-    return;
-  }
-  failed++;
-  printf("FAIL line %d: ", line);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  putchar('\n');
-}
+#include "check.h"
 
 static void test_associate(void) {
   uint8_t buf[64];
