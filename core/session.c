@@ -134,6 +134,14 @@ void s5_session_established(struct s5_session *s) {
 
 static void session_timer_fired(uv_timer_t *timer) {
   struct s5_session *s = timer->data;
+  if (s->state == S5_SESSION_SYNACK) {
+    /* The proxy connected and the SYN-ACK went out, but the client never
+     * completed its handshake: a half-open client (a SYN flood, a spoofed
+     * source), not a proxy failure. */
+    S5_STAT_ADD(s->w->stats, tcp_handshake_timeout, 1);
+    s5_session_abort(s, "client did not complete the TCP handshake within connect-timeout");
+    return;
+  }
   if (s->state != S5_SESSION_RELAY) {
     S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
     s5_session_abort(s, "connection not established within connect-timeout");

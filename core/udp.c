@@ -42,6 +42,11 @@
 #define S5_UDP_QUEUE_MAX 32          /* datagrams held while an association starts */
 #define S5_UDP_IOV 64                /* header + pbufs per sendmsg; longer chains are copied */
 #define S5_UDP_BUF (65536 + S5_SOCKS5_UDP_HDR_MAX)
+/* After an association failed at the proxy, new ones are refused for a
+ * hold-down that doubles with each failed probe, so a proxy whose UDP side
+ * is broken costs one attempt per hold-down, not one per datagram. */
+#define S5_UDP_HOLD_MIN_MS 1000
+#define S5_UDP_HOLD_MAX_MS 30000
 
 enum assoc_state { A_CONNECTING, A_HANDSHAKE, A_READY, A_CLOSED };
 
@@ -76,6 +81,8 @@ struct s5_udp {
   struct s5_assoc *all;
   unsigned active;
   uint64_t next_id;
+  uint64_t hold_until;                /* loop time before which no association starts */
+  unsigned hold_ms;                  /* the last hold-down; 0 once a relay answered */
   struct s5_assoc *buckets[S5_UDP_BUCKETS];
   uint8_t buf[S5_UDP_BUF];           /* datagrams from relays; flattening long chains */
 };
@@ -187,7 +194,19 @@ static void assoc_end(struct s5_assoc *a, const char *why) {
   if (a->relay_open) uv_close((uv_handle_t *)&a->relay, assoc_handle_closed);
 }
 
+/* An association failed at the proxy. Failures while a hold-down runs (the
+ * associations that started before it) do not lengthen it. */
+static void udp_hold(struct s5_udp *u) {
+  uint64_t now = uv_now(&u->w->loop);
+  if (now < u->hold_until) return;
+  u->hold_ms = u->hold_ms == 0 ? S5_UDP_HOLD_MIN_MS
+               : u->hold_ms >= S5_UDP_HOLD_MAX_MS / 2 ? S5_UDP_HOLD_MAX_MS : 2 * u->hold_ms;
+  u->hold_until = now + u->hold_ms;
+  s5_debug("UDP: new associations refused for %u ms after a failure at the proxy", u->hold_ms);
+}
+
 static void assoc_fail(struct s5_assoc *a, const char *why) {
+  udp_hold(a->u);
   char c[80], line[200];
   snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
   s5_worker_failure(a->u->w, line);
@@ -326,6 +345,7 @@ static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
     return;
   }
   S5_STAT_ADD(w->stats, bytes_from_proxy, nread);
+  a->u->hold_ms = 0;   /* the proxy's UDP side works */
   assoc_touch(a);
   s5_udp_output(w, &from, src.port, &a->client, a->client_port, a->u->buf + hlen,
                 (size_t)nread - (size_t)hlen);
@@ -673,6 +693,10 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     return;
   }
   struct s5_assoc *a = assoc_find(u, src, sport);
+  if (a == NULL && uv_now(&w->loop) < u->hold_until) {   /* the proxy failed just now */
+    reject(w, p);
+    return;
+  }
   if (a == NULL) a = assoc_new(u, src, sport);
   if (a == NULL) {
     udp_drop(w);

@@ -36,7 +36,7 @@ import e2elib  # noqa: E402
 # The counters of one queue, in the order of core/stats.h.
 COUNTERS = [
     "tun_rx_packets", "tun_rx_bytes", "tun_tx_packets", "tun_tx_bytes",
-    "tcp_active", "tcp_total", "udp_active", "udp_total",
+    "tcp_active", "tcp_total", "tcp_handshake_timeout", "udp_active", "udp_total",
     "bytes_to_proxy", "bytes_from_proxy",
     "socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
     "socks5_bad_reply", "socks5_timeout",
@@ -299,7 +299,7 @@ def cmd_stats(args):
               "and %d" % (name, d[name], low, high, payload))
         log("%s grew by %d: payload %d + %d of headers and ACKs (bounds %d..%d)"
             % (name, d[name], payload, d[name] - payload, low, high))
-    for k in S5_FAIL + DROPS + ["restarts", "udp_total"]:
+    for k in S5_FAIL + DROPS + ["restarts", "udp_total", "tcp_handshake_timeout"]:
         check(d[k] == 0, "%s grew by %d during a clean transfer" % (k, d[k]))
 
     # The kernel's own count of the device: every packet it queued for us
