@@ -209,6 +209,22 @@ static void session_use_gso(const struct s5_worker *w, struct tcp_pcb *pcb) {
     pcb->mss = (u16_t)(v6 ? S5_GSO_MSS6 : S5_GSO_MSS4);
 }
 
+/* [session] tcp-buffer: the most one session holds each way, the client's
+ * bytes not yet taken by the proxy (the receive window) and the proxy's
+ * not yet acknowledged by the client (the send buffer). Set before the
+ * SYN-ACK announces the window (lwIP patch 0005); lwIP's default is the
+ * compiled maximum. */
+_Static_assert(S5_TCP_BUFFER_MAX == TCP_WND && S5_TCP_BUFFER_MAX == TCP_SND_BUF,
+               "[session] tcp-buffer's maximum is lwIP's TCP_WND and TCP_SND_BUF");
+
+static void session_limit_buffers(const struct s5_worker *w, struct tcp_pcb *pcb) {
+  tcpwnd_size_t limit = w->cfg->session.tcp_buffer;
+  if (limit >= TCP_WND) return;
+  pcb->rcv_wnd_max = limit;
+  pcb->rcv_wnd = pcb->rcv_ann_wnd = TCP_WND_MAX(pcb);
+  pcb->snd_buf = limit;
+}
+
 /* The listener's SYN callback: a client wants a connection. The SYN-ACK
  * waits (ERR_INPROGRESS) until the proxy has connected. Returning anything
  * else makes lwIP refuse the SYN with a RST. */
@@ -235,6 +251,7 @@ err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
   tcp_arg(pcb, s);
   tcp_err(pcb, session_pcb_error);
   session_use_gso(w, pcb);
+  session_limit_buffers(w, pcb);
   tcp_nagle_disable(pcb);  /* the client already coalesced; do not delay its peer's bytes */
   s5_relay_attach(s);
 

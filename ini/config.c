@@ -249,6 +249,16 @@ static int set_max_sessions(struct s5_config *cfg, const char *value,
   return 0;
 }
 
+static int set_tcp_buffer(struct s5_config *cfg, const char *value,
+                          char *err, size_t errlen) {
+  unsigned long n;
+
+  if (s5_parse_uint(value, S5_TCP_BUFFER_MIN, S5_TCP_BUFFER_MAX, &n, err, errlen) != 0)
+    return -1;
+  cfg->session.tcp_buffer = (unsigned)n;
+  return 0;
+}
+
 static int set_log_level(struct s5_config *cfg, const char *value,
                          char *err, size_t errlen) {
   int i;
@@ -397,6 +407,7 @@ static const struct s5_key keys[] = {
   { "session", "tcp-idle-timeout", "600", set_tcp_idle_timeout },
   { "session", "max-sessions", "0", set_max_sessions },
   { "session", "udp-idle-timeout", "60", set_udp_idle_timeout },
+  { "session", "tcp-buffer", "524288", set_tcp_buffer },
   { "dns", "address", "", set_dns_address },
   { "dns", "network", "100.64.0.0/10", set_dns_network },
   { "dns", "cache-size", "10000", set_dns_cache_size },

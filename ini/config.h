@@ -12,6 +12,10 @@
 #include <sys/types.h>
 
 #define S5_QUEUES_MAX 256
+/* [session] tcp-buffer bounds, in bytes: the most is lwIP's compiled
+ * TCP_WND and TCP_SND_BUF (third_party/lwip/lwipopts.h). */
+#define S5_TCP_BUFFER_MIN (16u * 1024)
+#define S5_TCP_BUFFER_MAX (512u * 1024)
 
 enum s5_mode { S5_MODE_THREAD, S5_MODE_PROCESS };
 
@@ -57,6 +61,7 @@ struct s5_config {
     unsigned tcp_idle_timeout;    /* seconds, >= 1 */
     unsigned max_sessions;        /* per worker, 0 = unlimited */
     unsigned udp_idle_timeout;    /* seconds, >= 1 */
+    unsigned tcp_buffer;          /* bytes a TCP session holds each way, S5_TCP_BUFFER_MIN..MAX */
   } session;
 
   struct {

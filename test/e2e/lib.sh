@@ -436,6 +436,7 @@ e2e_write_config() {
     echo "connect-timeout = ${CFG_CONNECT_TIMEOUT:-10}"
     [[ -n ${CFG_IDLE_TIMEOUT:-} ]] && echo "tcp-idle-timeout = $CFG_IDLE_TIMEOUT"
     [[ -n ${CFG_MAX_SESSIONS:-} ]] && echo "max-sessions = $CFG_MAX_SESSIONS"
+    [[ -n ${CFG_TCP_BUFFER:-} ]] && echo "tcp-buffer = $CFG_TCP_BUFFER"
     echo
     echo "[log]"
     echo "level = ${CFG_LOG_LEVEL:-info}"

@@ -6,7 +6,7 @@
 # CASE     harness | echo | echo_dante | bulk | bulk_dante | concurrent |
 #          auth | pipeline | deadproxy | sigterm | kill9 | badconfig | reset_from_client |
 #          reset_from_proxy | connect_timeout | idle_timeout | max_sessions |
-#          mark_routing | persist | busy_device | trickle
+#          mark_routing | persist | busy_device | trickle | tcp_buffer
 # MODE     thread | process       (not for harness, badconfig, busy_device)
 # QUEUES   number of TUN queues   (not for harness, badconfig, busy_device)
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -31,7 +31,7 @@ QUEUES=""
 case $CASE in
   harness|badconfig|busy_device) ;;
   echo|echo_dante|bulk|bulk_dante|concurrent|auth|pipeline|deadproxy|sigterm|kill9|reset_from_client|\
-  reset_from_proxy|connect_timeout|idle_timeout|max_sessions|mark_routing|persist|trickle)
+  reset_from_proxy|connect_timeout|idle_timeout|max_sessions|mark_routing|persist|trickle|tcp_buffer)
     [[ $# -ge 2 ]] || usage
     MODE=$1 QUEUES=$2
     shift 2
@@ -580,6 +580,35 @@ case_idle_timeout() {
   e2e_wait_log "$S5LOG" "idle timeout" 5 "s5tund log line about the idle timeout" >/dev/null
   client --host "$TGT4" echo
   e2e_require_alive "after idle timeouts"
+  e2e_s5_log_clean "$S5LOG"
+}
+
+# tcp_buffer: [session] tcp-buffer = 32768 bounds what one session holds:
+# the window the client is offered (its snd_wnd, read with ss while the
+# session is held open) is at most 32 KiB, where the default offers
+# 512 KiB; 8 MiB each way still arrive intact through the small buffers.
+case_tcp_buffer() {
+  local hold_pid info wnd
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  CFG_TCP_BUFFER=32768 start_with_config "$S_ADDR4" "$MS_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  E2E_LOGS+=("$WORK/hold.log")
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" \
+    --port "$TGT_PORT" --timeout 15 hold --hold 30 >"$WORK/hold.log" 2>&1 &
+  hold_pid=$!
+  e2e_wait_log "$WORK/hold.log" "connection to .* open" 20 "the held connection" >/dev/null
+  info=$(in_c ss -tinH state established dst "$TGT4:$TGT_PORT")
+  wnd=$(grep -o 'snd_wnd:[0-9]*' <<<"$info" | head -1)
+  wnd=${wnd#snd_wnd:}
+  [[ -n $wnd ]] || fail "no snd_wnd for the held connection in: $info"
+  log "held connection: the client may send $wnd bytes ahead (tcp-buffer = 32768)"
+  ((wnd > 0 && wnd <= 32768)) || fail "window offered to the client is $wnd, expected 1..32768"
+  kill "$hold_pid" 2>/dev/null || true
+  wait "$hold_pid" 2>/dev/null || true
+  CLIENT_T=$T_BULK client --host "$TGT4" --timeout 60 bulk --size 8M --upload-mode length
+  e2e_require_alive "after transfers through 32 KiB buffers"
   e2e_s5_log_clean "$S5LOG"
 }
 

@@ -252,6 +252,7 @@ static void test_defaults(void) {
   CHECK(c.socks5.udp, "default udp associate");
   CHECK(c.socks5.udp_addr.ss_family == 0, "default udp-address unset");
   CHECK(c.session.udp_idle_timeout == 60, "default udp-idle-timeout");
+  CHECK(c.session.tcp_buffer == 512 * 1024, "default tcp-buffer");
   CHECK(c.dns.addr.ss_family == 0, "default dns address unset");
   CHECK(is_prefix(&c.dns.network, AF_INET, "100.64.0.0", 10),
         "default dns network");
@@ -317,6 +318,7 @@ static void test_good_files(void) {
     CHECK(u->sin_family == AF_INET && ntohl(u->sin_addr.s_addr) == 0xc0000207,
           "udp_dns.ini: udp-address");
     CHECK(c.session.udp_idle_timeout == 86400, "udp_dns.ini: udp-idle-timeout");
+    CHECK(c.session.tcp_buffer == 65536, "udp_dns.ini: tcp-buffer");
     CHECK(a->sin_family == AF_INET && ntohl(a->sin_addr.s_addr) == 0xc6120002 &&
           ntohs(a->sin_port) == 53, "udp_dns.ini: dns address");
     CHECK(is_prefix(&c.dns.network, AF_INET, "10.128.0.0", 30),
@@ -405,6 +407,8 @@ static const struct bad bad_files[] = {
     "looked up" },
   { "bad_udp_idle_timeout.ini", 2, "[session] udp-idle-timeout",
     "0 is out of range (1..86400)" },
+  { "bad_tcp_buffer.ini", 2, "[session] tcp-buffer",
+    "8192 is out of range (16384..524288)" },
   { "bad_dns_address.ini", 2, "[dns] address", "not an IPv4 or IPv6 address" },
   { "bad_dns_network_nolen.ini", 2, "[dns] network", "no prefix length" },
   { "bad_dns_network_family.ini", 2, "[dns] network", "wrong family" },
