@@ -1,9 +1,9 @@
 /*
  * benchsrv: the small target server of the s5tund benchmark.
  *
- *   benchsrv -a ADDR [-r PORT] [-e PORT] [-f READY_FILE]
+ *   benchsrv -a ADDR [-r PORT] [-e PORT] [-k PORT] [-f READY_FILE]
  *
- * Two listening sockets on ADDR, served by one epoll loop:
+ * Three listening sockets on ADDR, served by one epoll loop:
  *
  *   request/response port (-r, default 7100): the client sends one line
  *     "<N> ...\n" (any padding before the newline); the server answers with
@@ -13,8 +13,13 @@
  *     ports.
  *   echo port (-e, default 7101): everything read is written back, until
  *     the client closes. Used for round-trip latency.
+ *   keep-alive port (-k, default 7102): the same request lines as the
+ *     request/response port, any number on one connection; each is
+ *     answered with its N bytes and the connection stays open, like
+ *     HTTP/1.1 keep-alive (the client closes). Requests sent before the
+ *     previous answer was read are answered in turn.
  *
- * When both sockets listen, READY_FILE (if given) is written. SIGTERM or
+ * When every socket listens, READY_FILE (if given) is written. SIGTERM or
  * SIGINT end the server. Built by test/bench/run.sh with cc.
  */
 #define _GNU_SOURCE
@@ -36,16 +41,17 @@
 #define LINE_MAX_LEN 4096
 #define ECHO_BUF 65536
 
-enum kind { K_LISTEN_RR, K_LISTEN_ECHO, K_RR, K_ECHO };
+enum kind { K_LISTEN_RR, K_LISTEN_ECHO, K_LISTEN_KA, K_RR, K_ECHO, K_KA };
 
 struct conn {
     enum kind kind;
     int fd;
-    /* request/response */
+    /* request/response and keep-alive: the request line being read */
     size_t line_len;
     int digits_done;
-    int replying;
-    uint64_t resp_left;
+    uint64_t line_size;   /* keep-alive: its N so far */
+    int replying;         /* request/response: the line is complete */
+    uint64_t resp_left;   /* bytes still to send */
     /* echo: bytes read but not yet written back */
     char *buf;
     size_t buf_off, buf_len;
@@ -136,6 +142,8 @@ static void accept_all(struct conn *l)
         c->fd = fd;
         if (l->kind == K_LISTEN_RR) {
             c->kind = K_RR;
+        } else if (l->kind == K_LISTEN_KA) {
+            c->kind = K_KA;
         } else {
             c->kind = K_ECHO;
             c->buf = malloc(ECHO_BUF);
@@ -167,6 +175,26 @@ static int rr_send(struct conn *c)
     return 1;
 }
 
+/* One byte of a request line "<N> ...\n": the leading decimal N goes into
+ * *size (capped at MAX_RESP). Returns 1 at the end of the line (ready for
+ * the next one), -1 when the line is too long, 0 otherwise. */
+static int line_byte(struct conn *c, char ch, uint64_t *size)
+{
+    if (ch == '\n') {
+        c->line_len = 0;
+        c->digits_done = 0;
+        return 1;
+    }
+    if (!c->digits_done && ch >= '0' && ch <= '9') {
+        *size = *size * 10 + (uint64_t)(ch - '0');
+        if (*size > MAX_RESP)
+            *size = MAX_RESP;
+    } else {
+        c->digits_done = 1;
+    }
+    return ++c->line_len > LINE_MAX_LEN ? -1 : 0;
+}
+
 static void rr_event(struct conn *c, uint32_t events)
 {
     if (c->replying) {
@@ -192,21 +220,14 @@ static void rr_event(struct conn *c, uint32_t events)
         }
         /* The size is the leading decimal number of the line. */
         for (ssize_t i = 0; i < n; i++) {
-            char ch = buf[i];
-            if (ch == '\n') {
-                c->replying = 1;
-                break;
-            }
-            if (!c->digits_done && ch >= '0' && ch <= '9') {
-                c->resp_left = c->resp_left * 10 + (uint64_t)(ch - '0');
-                if (c->resp_left > MAX_RESP)
-                    c->resp_left = MAX_RESP;
-            } else {
-                c->digits_done = 1;
-            }
-            if (++c->line_len > LINE_MAX_LEN) {
+            int r = line_byte(c, buf[i], &c->resp_left);
+            if (r < 0) {
                 drop(c);
                 return;
+            }
+            if (r > 0) {
+                c->replying = 1;
+                break;
             }
         }
         if (c->replying)
@@ -222,6 +243,60 @@ static void rr_event(struct conn *c, uint32_t events)
         modify(c, EPOLLOUT);
     else
         drop(c);   /* done (FIN after the response) or error */
+}
+
+/* Reads the keep-alive requests that have arrived: each complete line adds
+ * its N to what is owed. 0 ok (wait for more), -1 closed or error. */
+static int ka_read(struct conn *c)
+{
+    char buf[1024];
+    for (;;) {
+        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+        }
+        if (n == 0)
+            return -1;
+        for (ssize_t i = 0; i < n; i++) {
+            int r = line_byte(c, buf[i], &c->line_size);
+            if (r < 0)
+                return -1;
+            if (r > 0) {
+                c->resp_left += c->line_size;
+                c->line_size = 0;
+            }
+        }
+        /* A short read emptied the socket: skip the recv() that would only
+         * say EAGAIN (level-triggered epoll reports what comes later). */
+        if ((size_t)n < sizeof buf)
+            return 0;
+    }
+}
+
+/* Keep-alive: answer what is owed; while a reply is blocked, read no more
+ * requests (the client's sending then stalls: bounded work per client). */
+static void ka_event(struct conn *c, uint32_t events)
+{
+    if (c->resp_left == 0) {
+        if (ka_read(c) < 0) {
+            drop(c);
+            return;
+        }
+        if (c->resp_left == 0) {
+            if (events & (EPOLLHUP | EPOLLERR))
+                drop(c);
+            return;
+        }
+    }
+    int r = rr_send(c);
+    if (r < 0)
+        drop(c);
+    else if (r == 0)
+        modify(c, EPOLLOUT);
+    else if (events & EPOLLOUT)
+        modify(c, EPOLLIN | EPOLLRDHUP);   /* all sent: back to reading */
 }
 
 static void echo_event(struct conn *c, uint32_t events)
@@ -265,24 +340,26 @@ static void echo_event(struct conn *c, uint32_t events)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: benchsrv -a ADDR [-r RR_PORT] [-e ECHO_PORT] [-f READY_FILE]\n");
+    fprintf(stderr, "usage: benchsrv -a ADDR [-r RR_PORT] [-e ECHO_PORT] [-k KA_PORT] [-f READY_FILE]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     const char *addr = NULL, *ready = NULL;
-    int rr_port = 7100, echo_port = 7101, opt;
-    while ((opt = getopt(argc, argv, "a:r:e:f:")) != -1) {
+    int rr_port = 7100, echo_port = 7101, ka_port = 7102, opt;
+    while ((opt = getopt(argc, argv, "a:r:e:k:f:")) != -1) {
         switch (opt) {
         case 'a': addr = optarg; break;
         case 'r': rr_port = atoi(optarg); break;
         case 'e': echo_port = atoi(optarg); break;
+        case 'k': ka_port = atoi(optarg); break;
         case 'f': ready = optarg; break;
         default: usage();
         }
     }
-    if (!addr || rr_port <= 0 || rr_port > 65535 || echo_port <= 0 || echo_port > 65535)
+    if (!addr || rr_port <= 0 || rr_port > 65535 || echo_port <= 0 || echo_port > 65535 ||
+        ka_port <= 0 || ka_port > 65535)
         usage();
     int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
     memset(fill, 'x', sizeof fill);
@@ -295,22 +372,25 @@ int main(int argc, char **argv)
     ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0)
         die("epoll_create1");
-    static struct conn lrr, lecho;
+    static struct conn lrr, lecho, lka;
     lrr.kind = K_LISTEN_RR;
     lrr.fd = listen_on(family, addr, rr_port);
     lecho.kind = K_LISTEN_ECHO;
     lecho.fd = listen_on(family, addr, echo_port);
-    if (lrr.fd < 0 || lecho.fd < 0) {
+    lka.kind = K_LISTEN_KA;
+    lka.fd = listen_on(family, addr, ka_port);
+    if (lrr.fd < 0 || lecho.fd < 0 || lka.fd < 0) {
         fprintf(stderr, "benchsrv: bad address %s\n", addr);
         return 2;
     }
     add(&lrr, EPOLLIN);
     add(&lecho, EPOLLIN);
+    add(&lka, EPOLLIN);
     if (ready) {
         FILE *f = fopen(ready, "w");
         if (!f)
             die(ready);
-        fprintf(f, "%d %d\n", rr_port, echo_port);
+        fprintf(f, "%d %d %d\n", rr_port, echo_port, ka_port);
         fclose(f);
     }
 
@@ -326,9 +406,11 @@ int main(int argc, char **argv)
             struct conn *c = evs[i].data.ptr;
             switch (c->kind) {
             case K_LISTEN_RR:
-            case K_LISTEN_ECHO: accept_all(c); break;
+            case K_LISTEN_ECHO:
+            case K_LISTEN_KA: accept_all(c); break;
             case K_RR: rr_event(c, evs[i].events); break;
             case K_ECHO: echo_event(c, evs[i].events); break;
+            case K_KA: ka_event(c, evs[i].events); break;
             }
         }
     }

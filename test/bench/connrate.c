@@ -8,6 +8,14 @@
  *       closes, close. Prints the rate of completed exchanges and the time
  *       to first byte (from the start of connect() to the first response
  *       byte) and the whole exchange, p50/p99.
+ *   connrate ka       -a ADDR -p PORT [-c CONC] [-d SECS] [-q REQ] [-r RESP] [-t MS]
+ *       Keep-alive requests, to benchsrv's keep-alive port: CONC connections
+ *       (default 32, like wrk's usual figure), TCP_NODELAY, all opened
+ *       before the clock starts; each thread in a loop until SECS have
+ *       passed: send a REQ-byte request, read the RESP-byte response, on the
+ *       same connection (one that breaks is counted as an error and
+ *       redialled). Prints requests/s and the per-request latency (from the
+ *       first byte sent to the last byte received) p50/p99.
  *   connrate pingpong -a ADDR -p PORT [-n ROUNDS] [-s SIZE] [-t MS]
  *       One connection to the echo port, TCP_NODELAY; ROUNDS times: send
  *       SIZE bytes, read SIZE bytes back. Prints the round trip p50/p99.
@@ -16,9 +24,9 @@
  *       succeeds (exit 0) or SECS have passed (exit 1).
  *
  * Output: one line of key=value pairs on stdout. Exit status: 0 when at
- * least one exchange (rr), all rounds (pingpong) or the probe succeeded,
- * 1 otherwise, 2 for a bad command line. Every socket operation is bounded
- * by -t (default 5000 ms), so it cannot hang.
+ * least one exchange (rr), one request (ka), all rounds (pingpong) or the
+ * probe succeeded, 1 otherwise, 2 for a bad command line. Every socket
+ * operation is bounded by -t (default 5000 ms), so it cannot hang.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -170,12 +178,35 @@ static void make_request(char *req)
     req[req_size - 1] = '\n';
 }
 
+/* A growing array of latencies in microseconds, one per thread (no lock). */
+struct samples {
+    uint32_t *v;
+    size_t n, cap;
+};
+
+enum { TTFB, TOTAL };   /* which latency */
+
 struct worker {
     pthread_t tid;
-    uint32_t *ttfb, *total;
-    size_t n, cap;
+    struct samples lat[2];   /* rr: TTFB and TOTAL; ka: TOTAL only */
     uint64_t errors;
+    uint64_t dials;          /* ka: connections opened */
 };
+
+/* Appends x; -1 when out of memory (the caller stops measuring). */
+static int push(struct samples *s, uint32_t x)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4096;
+        uint32_t *v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = x;
+    return 0;
+}
 
 static void *rr_worker(void *arg)
 {
@@ -191,21 +222,8 @@ static void *rr_worker(void *arg)
             usleep(1000);   /* do not spin on a refusing target */
             continue;
         }
-        if (w->n == w->cap) {
-            size_t cap = w->cap ? w->cap * 2 : 4096;
-            uint32_t *t1 = realloc(w->ttfb, cap * sizeof *t1);
-            if (!t1)
-                break;
-            w->ttfb = t1;
-            uint32_t *t2 = realloc(w->total, cap * sizeof *t2);
-            if (!t2)
-                break;
-            w->total = t2;
-            w->cap = cap;
-        }
-        w->ttfb[w->n] = a;
-        w->total[w->n] = b;
-        w->n++;
+        if (push(&w->lat[TTFB], a) < 0 || push(&w->lat[TOTAL], b) < 0)
+            break;
     }
     free(req);
     return NULL;
@@ -230,6 +248,28 @@ static uint32_t pct(const uint32_t *v, size_t n, double p)
     return v[rank - 1];
 }
 
+/* Latency `which` of every worker in one sorted array (the workers' own
+ * arrays are freed); NULL when out of memory. */
+static uint32_t *gather(struct worker *ws, int nw, int which, size_t *n)
+{
+    *n = 0;
+    for (int i = 0; i < nw; i++)
+        *n += ws[i].lat[which].n;
+    uint32_t *all = malloc((*n ? *n : 1) * sizeof *all);
+    size_t k = 0;
+    for (int i = 0; i < nw; i++) {
+        struct samples *s = &ws[i].lat[which];
+        if (all)
+            memcpy(all + k, s->v, s->n * sizeof *all);
+        k += s->n;
+        free(s->v);
+        *s = (struct samples){ 0 };
+    }
+    if (all)
+        qsort(all, *n, sizeof *all, cmp_u32);
+    return all;
+}
+
 static int run_rr(int conc, double secs)
 {
     struct worker *ws = calloc((size_t)conc, sizeof *ws);
@@ -246,25 +286,14 @@ static int run_rr(int conc, double secs)
     for (int i = 0; i < started; i++)
         pthread_join(ws[i].tid, NULL);
     double elapsed = now() - t0;
-    size_t n = 0;
     uint64_t errors = 0;
-    for (int i = 0; i < started; i++) {
-        n += ws[i].n;
+    for (int i = 0; i < started; i++)
         errors += ws[i].errors;
-    }
-    uint32_t *ttfb = malloc((n ? n : 1) * sizeof *ttfb), *total = malloc((n ? n : 1) * sizeof *total);
+    size_t n;
+    uint32_t *ttfb = gather(ws, started, TTFB, &n);
+    uint32_t *total = gather(ws, started, TOTAL, &n);
     if (!ttfb || !total)
         return 1;
-    size_t k = 0;
-    for (int i = 0; i < started; i++) {
-        memcpy(ttfb + k, ws[i].ttfb, ws[i].n * sizeof *ttfb);
-        memcpy(total + k, ws[i].total, ws[i].n * sizeof *total);
-        k += ws[i].n;
-        free(ws[i].ttfb);
-        free(ws[i].total);
-    }
-    qsort(ttfb, n, sizeof *ttfb, cmp_u32);
-    qsort(total, n, sizeof *total, cmp_u32);
     printf("conns=%zu errors=%llu threads=%d secs=%.3f rate=%.1f "
            "ttfb_p50_us=%u ttfb_p99_us=%u total_p50_us=%u total_p99_us=%u",
            n, (unsigned long long)errors, started, elapsed, n / elapsed,
@@ -296,6 +325,115 @@ static int recv_all(int fd, char *p, size_t n)
         n -= (size_t)r;
     }
     return 0;
+}
+
+/* ka: the workers open their connection, then wait until every one has
+ * (or failed to): the clock starts only then, so connection set-up (slow
+ * through a proxy) is not counted in the request rate. */
+static pthread_mutex_t go_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t go_cond = PTHREAD_COND_INITIALIZER;
+static int ka_ready, ka_go;
+
+static void ka_wait_start(void)
+{
+    pthread_mutex_lock(&go_lock);
+    ka_ready++;
+    pthread_cond_broadcast(&go_cond);
+    while (!ka_go)
+        pthread_cond_wait(&go_cond, &go_lock);
+    pthread_mutex_unlock(&go_lock);
+}
+
+/* Opens a connection for a ka worker; -1 (counted) when it fails. */
+static int ka_dial(struct worker *w)
+{
+    int fd = dial();
+    if (fd < 0)
+        w->errors++;
+    else
+        w->dials++;
+    return fd;
+}
+
+static void *ka_worker(void *arg)
+{
+    struct worker *w = arg;
+    char *req = malloc(req_size), *resp = malloc(resp_size ? resp_size : 1);
+    int fd = (req && resp) ? ka_dial(w) : -1;
+    ka_wait_start();
+    if (!req || !resp)
+        goto out;
+    make_request(req);
+    while (now() < deadline) {
+        if (fd < 0) {
+            usleep(1000);   /* do not spin on a refusing target */
+            fd = ka_dial(w);
+            continue;
+        }
+        double t0 = now();
+        if (send_all(fd, req, req_size) < 0 || recv_all(fd, resp, resp_size) < 0) {
+            /* Broken: the next request goes on a new connection. */
+            w->errors++;
+            close(fd);
+            fd = -1;
+            continue;
+        }
+        if (push(&w->lat[TOTAL], (uint32_t)((now() - t0) * 1e6)) < 0)
+            break;
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(req);
+    free(resp);
+    return NULL;
+}
+
+static int run_ka(int conc, double secs)
+{
+    struct worker *ws = calloc((size_t)conc, sizeof *ws);
+    if (!ws)
+        return 1;
+    int started = 0;
+    for (int i = 0; i < conc; i++) {
+        if (pthread_create(&ws[i].tid, NULL, ka_worker, &ws[i]) != 0)
+            break;
+        started++;
+    }
+    /* Every dial is bounded by -t, so this wait is too. */
+    pthread_mutex_lock(&go_lock);
+    while (ka_ready < started)
+        pthread_cond_wait(&go_cond, &go_lock);
+    double t0 = now();
+    deadline = t0 + secs;
+    ka_go = 1;
+    pthread_cond_broadcast(&go_cond);
+    pthread_mutex_unlock(&go_lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(ws[i].tid, NULL);
+    double elapsed = now() - t0;
+    uint64_t errors = 0, dials = 0;
+    for (int i = 0; i < started; i++) {
+        errors += ws[i].errors;
+        dials += ws[i].dials;
+    }
+    size_t n;
+    uint32_t *lat = gather(ws, started, TOTAL, &n);
+    if (!lat)
+        return 1;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += lat[i];
+    printf("requests=%zu errors=%llu conns=%llu threads=%d secs=%.3f rate=%.1f "
+           "lat_p50_us=%u lat_p99_us=%u lat_mean_us=%.1f",
+           n, (unsigned long long)errors, (unsigned long long)dials, started, elapsed,
+           n / elapsed, pct(lat, n, 50), pct(lat, n, 99), n ? (double)sum / n : 0.0);
+    if (errors)
+        printf(" last_error=\"%s\"", last_error);
+    printf("\n");
+    free(lat);
+    free(ws);
+    return n > 0 ? 0 : 1;
 }
 
 static int run_pingpong(int rounds, size_t size)
@@ -371,6 +509,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: connrate rr       -a ADDR -p PORT [-c CONC] [-d SECS] [-q REQ] [-r RESP] [-t MS]\n"
+            "       connrate ka       -a ADDR -p PORT [-c CONC] [-d SECS] [-q REQ] [-r RESP] [-t MS]\n"
             "       connrate pingpong -a ADDR -p PORT [-n ROUNDS] [-s SIZE] [-t MS]\n"
             "       connrate probe    -a ADDR -p PORT [-w SECS] [-t MS]\n");
     exit(2);
@@ -382,7 +521,7 @@ int main(int argc, char **argv)
         usage();
     const char *mode = argv[1];
     const char *addr = NULL;
-    int port = 0, conc = 16, rounds = 2000, opt;
+    int port = 0, conc = -1, rounds = 2000, opt;
     double secs = 5, wait_s = 10;
     size_t size = 64;
     optind = 2;
@@ -401,6 +540,8 @@ int main(int argc, char **argv)
         default: usage();
         }
     }
+    if (conc == -1)
+        conc = strcmp(mode, "ka") == 0 ? 32 : 16;
     if (!addr || port <= 0 || port > 65535 || parse_target(addr, port) < 0)
         usage();
     if (conc < 1 || conc > 4096 || secs <= 0 || req_size < 16 || req_size > 65536 ||
@@ -410,6 +551,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     if (strcmp(mode, "rr") == 0)
         return run_rr(conc, secs);
+    if (strcmp(mode, "ka") == 0)
+        return run_ka(conc, secs);
     if (strcmp(mode, "pingpong") == 0)
         return run_pingpong(rounds, size);
     if (strcmp(mode, "probe") == 0)

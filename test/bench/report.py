@@ -129,8 +129,10 @@ def collect(out, case, streams, clk):
     if meta.get("s5_exit") not in (None, "0"):
         r["fail"].append("s5tund exited with status %s after SIGTERM" % meta["s5_exit"])
     tunnel = r["kind"] == "tunnel"
-    total_ticks = 0
-    total_bytes = 0
+    # CPU ticks and payload bytes summed per direction (the targets are per
+    # direction: upload and download cost s5tund differently).
+    ticks_by = {"up": 0, "down": 0}
+    bytes_by = {"up": 0, "down": 0}
     for direction in ("up", "down"):
         for p in streams:
             name = "%s%s" % (direction, p)
@@ -156,10 +158,16 @@ def collect(out, case, streams, clk):
             if tunnel and ticks is not None and nbytes > 0:
                 run["cpu_s"] = ticks / clk
                 run["cpu_s_per_gb"] = (ticks / clk) / (nbytes / GB)
-                total_ticks += ticks
-                total_bytes += nbytes
+                ticks_by[direction] += ticks
+                bytes_by[direction] += nbytes
             r[name] = run
-    r["cpu_s_per_gb"] = (total_ticks / clk) / (total_bytes / GB) if total_bytes else None
+
+    def per_gb(ticks, nbytes):
+        return (ticks / clk) / (nbytes / GB) if nbytes else None
+
+    r["cpu_s_per_gb"] = per_gb(ticks_by["up"] + ticks_by["down"], bytes_by["up"] + bytes_by["down"])
+    r["cpu_s_per_gb_up"] = per_gb(ticks_by["up"], bytes_by["up"])
+    r["cpu_s_per_gb_down"] = per_gb(ticks_by["down"], bytes_by["down"])
 
     samples = []
     try:
@@ -218,6 +226,30 @@ def collect(out, case, streams, clk):
     if meta.get("setup") == "ok" and "died" not in meta:
         if meta.get("rr_rc") != "0" or r["conns"] <= 0:
             r["fail"].append("connections: exit %s, %d completed: %s" % (meta.get("rr_rc"), r["conns"], rr_text[:200]))
+    rr1, rr1_text = read_kv_line(os.path.join(d, "rr1.out"))
+    r["ttfb1_p50_ms"] = num(rr1.get("ttfb_p50_us"))
+    r["ttfb1_p99_ms"] = num(rr1.get("ttfb_p99_us"))
+    for k in ("ttfb1_p50_ms", "ttfb1_p99_ms"):
+        if r[k] is not None:
+            r[k] /= 1000
+    if meta.get("setup") == "ok" and "died" not in meta:
+        if meta.get("rr1_rc") != "0" or int(num(rr1.get("conns"), 0)) <= 0:
+            r["fail"].append("sequential connections: exit %s: %s" % (meta.get("rr1_rc"), rr1_text[:200]))
+    ka, ka_text = read_kv_line(os.path.join(d, "ka.out"))
+    r["ka_req_per_s"] = num(ka.get("rate"))
+    r["ka_requests"] = int(num(ka.get("requests"), 0))
+    r["ka_errors"] = int(num(ka.get("errors"), 0))
+    r["ka_conns"] = int(num(ka.get("conns"), 0))
+    r["ka_lat_p50_us"] = num(ka.get("lat_p50_us"))
+    r["ka_lat_p99_us"] = num(ka.get("lat_p99_us"))
+    ticks = num(meta.get("ka_cpu_ticks"))
+    r["ka_cpu_us"] = (ticks / clk * 1e6 / r["ka_requests"]) if (tunnel and ticks is not None and r["ka_requests"]) else None
+    pticks = num(meta.get("ka_proxy_cpu_ticks"))
+    r["ka_proxy_cpu_us"] = (pticks / clk * 1e6 / r["ka_requests"]) if (tunnel and pticks is not None and r["ka_requests"]) else None
+    if meta.get("setup") == "ok" and "died" not in meta:
+        if meta.get("ka_rc") != "0" or r["ka_requests"] <= 0:
+            r["fail"].append("keep-alive requests: exit %s, %d completed: %s"
+                             % (meta.get("ka_rc"), r["ka_requests"], ka_text[:200]))
     pp, pp_text = read_kv_line(os.path.join(d, "pp.out"))
     r["rtt_p50_us"] = num(pp.get("rtt_p50_us"))
     r["rtt_p99_us"] = num(pp.get("rtt_p99_us"))
@@ -251,10 +283,11 @@ def report(args):
         head += ["%s_gbps" % run, "%s_ratio" % run, "%s_bytes" % run, "%s_retrans" % run,
                  "%s_tun_bytes" % run, "%s_cpu_s" % run, "%s_cpu_s_per_gb" % run,
                  "%s_proxy_cpu_s_per_gb" % run]
-    head += ["cpu_s_per_gb", "rss_idle_mib", "rss_load_mib", "pss_idle_mib", "pss_load_mib",
+    head += ["cpu_s_per_gb", "cpu_s_per_gb_up", "cpu_s_per_gb_down", "rss_idle_mib", "rss_load_mib", "pss_idle_mib", "pss_load_mib",
              "procs", "threads", "conn_per_s", "conn_ratio", "conns", "conn_errors", "conn_cpu_us",
-             "ttfb_p50_ms", "ttfb_p99_ms", "ttfb_p50_ratio", "rtt_p50_us", "rtt_p99_us",
-             "rtt_p50_ratio", "tun_mtu", "s5tund_log_warn", "s5tund_log_error", "worker_restarts", "failures"]
+             "ttfb_p50_ms", "ttfb_p99_ms", "ttfb_p50_ratio", "ttfb1_p50_ms", "ttfb1_p99_ms", "rtt_p50_us", "rtt_p99_us",
+             "rtt_p50_ratio", "ka_req_per_s", "ka_ratio", "ka_requests", "ka_errors", "ka_conns",
+             "ka_cpu_us", "ka_proxy_cpu_us", "ka_lat_p50_us", "ka_lat_p99_us", "ka_lat_p50_ratio", "tun_mtu", "s5tund_log_warn", "s5tund_log_error", "worker_restarts", "failures"]
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(head)
@@ -266,14 +299,21 @@ def report(args):
                          "" if x["retrans"] is None else x["retrans"], int(x["tun_bytes"]),
                          fmt(x.get("cpu_s"), 2), fmt(x.get("cpu_s_per_gb"), 3),
                          fmt(x.get("proxy_cpu_s_per_gb"), 3)]
-            line += [fmt(r["cpu_s_per_gb"], 3), fmt(r["rss_idle_mib"], 1), fmt(r["rss_load_mib"], 1),
+            line += [fmt(r["cpu_s_per_gb"], 3), fmt(r["cpu_s_per_gb_up"], 3),
+                     fmt(r["cpu_s_per_gb_down"], 3), fmt(r["rss_idle_mib"], 1), fmt(r["rss_load_mib"], 1),
                      fmt(r["pss_idle_mib"], 1), fmt(r["pss_load_mib"], 1), r["procs"], r["threads"],
                      fmt(r["conn_per_s"], 1), fmt(ratio(r["conn_per_s"], base("conn_per_s")), 3),
                      r["conns"], r["conn_errors"], fmt(r["conn_cpu_us"], 1),
                      fmt(r["ttfb_p50_ms"], 3), fmt(r["ttfb_p99_ms"], 3),
                      fmt(ratio(r["ttfb_p50_ms"], base("ttfb_p50_ms")), 3),
+                     fmt(r["ttfb1_p50_ms"], 3), fmt(r["ttfb1_p99_ms"], 3),
                      fmt(r["rtt_p50_us"], 0), fmt(r["rtt_p99_us"], 0),
                      fmt(ratio(r["rtt_p50_us"], base("rtt_p50_us")), 3),
+                     fmt(r["ka_req_per_s"], 1), fmt(ratio(r["ka_req_per_s"], base("ka_req_per_s")), 3),
+                     r["ka_requests"], r["ka_errors"], r["ka_conns"], fmt(r["ka_cpu_us"], 1),
+                     fmt(r["ka_proxy_cpu_us"], 1),
+                     fmt(r["ka_lat_p50_us"], 0), fmt(r["ka_lat_p99_us"], 0),
+                     fmt(ratio(r["ka_lat_p50_us"], base("ka_lat_p50_us")), 3),
                      r["tun_mtu"], r["log_warn"], r["log_error"], r["worker_restarts"], "; ".join(r["fail"])]
             w.writerow(line)
 
@@ -281,53 +321,70 @@ def report(args):
     md = []
     hdr = ["case"]
     hdr += ["up ×%s Gbit/s" % p for p in streams] + ["down ×%s Gbit/s" % p for p in streams]
-    hdr += ["CPU s/GB", "RSS idle / load MiB", "conn/s", "TTFB p50 / p99 ms", "RTT p50 / p99 µs", "status"]
+    hdr += ["CPU s/GB up", "CPU s/GB down", "RSS idle / load MiB", "conn/s", "ka req/s",
+            "TTFB p50 / p99 ms", "TTFB 1 conn p50 ms", "RTT p50 / p99 µs", "status"]
     md.append("| " + " | ".join(hdr) + " |")
     md.append("|" + "|".join(["---"] + ["---:"] * (len(hdr) - 2) + ["---"]) + "|")
     for r in rows:
         c = [label(r["case"])]
         for run in runs:
             c.append(cell(r[run]["gbps"], ratio(r[run]["gbps"], base("gbps", run))))
-        c.append(cell(r["cpu_s_per_gb"], None))
+        c.append(cell(r["cpu_s_per_gb_up"], None))
+        c.append(cell(r["cpu_s_per_gb_down"], None))
         if r["rss_idle_mib"] is None and r["rss_load_mib"] is None:
             c.append("–")
         else:
             c.append("%s / %s" % (fmt(r["rss_idle_mib"], 1) or "–", fmt(r["rss_load_mib"], 1) or "–"))
         c.append(cell(r["conn_per_s"], ratio(r["conn_per_s"], base("conn_per_s")), 0))
+        c.append(cell(r["ka_req_per_s"], ratio(r["ka_req_per_s"], base("ka_req_per_s")), 0))
         if r["ttfb_p50_ms"] is None:
             c.append("–")
         else:
             c.append("%s / %s" % (cell(r["ttfb_p50_ms"], ratio(r["ttfb_p50_ms"], base("ttfb_p50_ms"))),
                                   fmt(r["ttfb_p99_ms"], 2)))
+        if r["ttfb1_p50_ms"] is None:
+            c.append("–")
+        elif r["case"] == "direct" or base("ttfb1_p50_ms") is None:
+            c.append(fmt(r["ttfb1_p50_ms"], 2))
+        else:   # the target: within 1 ms of the direct path
+            c.append("%s (+%s)" % (fmt(r["ttfb1_p50_ms"], 2), fmt(r["ttfb1_p50_ms"] - base("ttfb1_p50_ms"), 2)))
         if r["rtt_p50_us"] is None:
             c.append("–")
         else:
             c.append("%s / %s" % (cell(r["rtt_p50_us"], ratio(r["rtt_p50_us"], base("rtt_p50_us")), 0),
                                   fmt(r["rtt_p99_us"], 0)))
         st = "ok"
+        errs = []
+        if r["conn_errors"]:
+            errs.append("%d conn errors" % r["conn_errors"])
+        if r["ka_errors"]:
+            errs.append("%d ka errors" % r["ka_errors"])
         if r["fail"]:
             st = "**FAIL**"
-        elif r["conn_errors"]:
-            st = "ok (%d conn errors)" % r["conn_errors"]
+        elif errs:
+            st = "ok (%s)" % ", ".join(errs)
         c.append(st)
         md.append("| " + " | ".join(c) + " |")
     md.append("")
-    md.append("Ratios in parentheses are to the direct path (throughput and conn/s: "
-              "higher is better; TTFB and RTT: lower is better). CPU s/GB: user+system CPU "
-              "time of the whole s5tund process tree (all threads; in process mode the "
-              "supervisor and every worker) per 10^9 payload bytes received by iperf3, over "
-              "all iperf3 runs of the case (per run, and the SOCKS5 server's own CPU, in "
+    md.append("Ratios in parentheses are to the direct path (throughput, conn/s and ka "
+              "req/s: higher is better; TTFB and RTT: lower is better). CPU s/GB up / down: "
+              "user+system CPU time of the whole s5tund process tree (all threads; in process "
+              "mode the supervisor and every worker) per 10^9 payload bytes received by iperf3, "
+              "over the upload runs and over the download (-R) runs of the case (both together, "
+              "per run, and the SOCKS5 server's own CPU in results.csv). ka req/s: requests per "
+              "second on keep-alive connections (latency p50/p99 and s5tund CPU per request in "
               "results.csv). RSS: sum over the tree, idle after start-up and the peak under "
               "load (PSS too in results.csv).")
     md.append("")
     md.append("Setup: %s CPUs (%s), kernel %s; proxy %s in the server namespace; TUN MTU %s, "
               "veth MTU %s; iperf3 %s s per run; %s parallel connections for %s s (64-byte "
-              "request, 128-byte response, the server closes); ping-pong %s × 64 bytes on one "
-              "connection; %s."
+              "request, 128-byte response, the server closes); keep-alive: %s connections for "
+              "%s s, 64-byte request, 128-byte response, repeated on each; ping-pong %s × 64 "
+              "bytes on one connection; %s."
               % (env.get("cpus", "?"), env.get("cpu_model", "?"), env.get("kernel", "?"),
                  env.get("proxy", "?"), env.get("mtu", "?"), env.get("veth_mtu", "?"),
                  env.get("duration", "?"), env.get("conc", "?"), env.get("conn_secs", "?"),
-                 env.get("rounds", "?"), env.get("s5tund_version", "s5tund")))
+                 env.get("ka_conc", "?"), env.get("conn_secs", "?"), env.get("rounds", "?"), env.get("s5tund_version", "s5tund")))
     failed = [r for r in rows if r["fail"]]
     if failed:
         md.append("")

@@ -18,7 +18,9 @@
 #   --mtu N               TUN MTU (BENCH_MTU; 8500)
 #   --veth-mtu N          veth MTU (BENCH_VETH_MTU; default: the kernel's, 1500)
 #   --conc N              parallel connections of the connection-rate test (BENCH_CONC; 32, short 8)
-#   --conn-secs SECS      length of the connection-rate test (BENCH_CONN_SECS; 5, short 1)
+#   --conn-secs SECS      length of the connection-rate test, and of the
+#                         keep-alive request test (BENCH_CONN_SECS; 5, short 1)
+#   --ka-conc N           keep-alive connections of the request test (BENCH_KA_CONC; 32)
 #   --rounds N            ping-pong rounds of 64 bytes (BENCH_ROUNDS; 2000, short 300)
 #   --no-install          do not install missing Debian packages (BENCH_NO_INSTALL=1)
 #
@@ -51,6 +53,7 @@ MTU=${BENCH_MTU:-8500}
 VETH_MTU=${BENCH_VETH_MTU:-}
 CONC=${BENCH_CONC:-}
 CONN_SECS=${BENCH_CONN_SECS:-}
+KA_CONC=${BENCH_KA_CONC:-32}
 ROUNDS=${BENCH_ROUNDS:-}
 NO_INSTALL=${BENCH_NO_INSTALL:-0}
 
@@ -60,7 +63,7 @@ while (($#)); do
     --short) SHORT=1; shift; continue ;;
     --no-install) NO_INSTALL=1; shift; continue ;;
     -h|--help) usage ;;
-    --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--rounds)
+    --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds)
       (($# >= 2)) || { echo "bench: $opt needs a value" >&2; exit 2; } ;;
     *) echo "bench: unknown option: $opt" >&2; usage ;;
   esac
@@ -78,6 +81,7 @@ while (($#)); do
     --veth-mtu) VETH_MTU=$val ;;
     --conc) CONC=$val ;;
     --conn-secs) CONN_SECS=$val ;;
+    --ka-conc) KA_CONC=$val ;;
     --rounds) ROUNDS=$val ;;
   esac
 done
@@ -102,6 +106,7 @@ is_uint "$DURATION" && ((DURATION >= 1 && DURATION <= 600)) || bad "bad duration
 is_uint "$MTU" && ((MTU >= 1280 && MTU <= 65535)) || bad "bad MTU: $MTU"
 [[ -z $VETH_MTU ]] || { is_uint "$VETH_MTU" && ((VETH_MTU >= 1280 && VETH_MTU <= 65535)); } || bad "bad veth MTU: $VETH_MTU"
 is_uint "$CONC" && ((CONC >= 1 && CONC <= 1024)) || bad "bad --conc: $CONC"
+is_uint "$KA_CONC" && ((KA_CONC >= 1 && KA_CONC <= 1024)) || bad "bad --ka-conc: $KA_CONC"
 [[ $CONN_SECS =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "bad --conn-secs: $CONN_SECS"
 is_uint "$ROUNDS" && ((ROUNDS >= 10)) || bad "bad --rounds: $ROUNDS"
 [[ $PROXY == dante || $PROXY == microsocks ]] || bad "--proxy must be dante or microsocks"
@@ -109,6 +114,7 @@ is_uint "$ROUNDS" && ((ROUNDS >= 10)) || bad "bad --rounds: $ROUNDS"
 
 RR_PORT=7100
 ECHO_PORT=7101
+KA_PORT=7102
 IPERF_PORT=5201
 
 # ------------------------------------------------------------ prerequisites
@@ -170,9 +176,9 @@ rm -f "$OUT"/results.csv "$OUT"/results.md "$OUT"/chart.png "$OUT"/chart.gp "$OU
 mkdir -p "$OUT/raw" "$OUT/bin"
 
 bench_log "building the load client and the target server"
-cc -O2 -Wall -pthread -o "$OUT/bin/connrate" "$BENCH_DIR/connrate.c" \
+cc -O2 -Wall -Wextra -pthread -o "$OUT/bin/connrate" "$BENCH_DIR/connrate.c" \
   || bench_die "cannot build test/bench/connrate.c"
-cc -O2 -Wall -o "$OUT/bin/benchsrv" "$BENCH_DIR/benchsrv.c" \
+cc -O2 -Wall -Wextra -o "$OUT/bin/benchsrv" "$BENCH_DIR/benchsrv.c" \
   || bench_die "cannot build test/bench/benchsrv.c"
 CONNRATE=$OUT/bin/connrate
 BENCHSRV=$OUT/bin/benchsrv
@@ -183,7 +189,7 @@ for m in $MODES; do for q in $QUEUES_LIST; do CASES+=("$m-q$q"); done; done
 
 # Watchdog bound of the whole run (it still cleans up): generous.
 runs_per_case=$(($(wc -w <<<"$STREAMS") * 2))
-per_case=$((runs_per_case * (DURATION + 25) + ${CONN_SECS%.*} + 2 * T_START + 60))
+per_case=$((runs_per_case * (DURATION + 25) + 3 * ${CONN_SECS%.*} + 2 * T_START + 100))
 : "${E2E_DEADLINE:=$((${#CASES[@]} * per_case + 300))}"
 export E2E_DEADLINE
 
@@ -240,6 +246,7 @@ CLK_TCK=$(getconf CLK_TCK)
   echo "veth_mtu=${VETH_MTU:-default}"
   echo "conc=$CONC"
   echo "conn_secs=$CONN_SECS"
+  echo "ka_conc=$KA_CONC"
   echo "rounds=$ROUNDS"
   echo "clk_tck=$CLK_TCK"
 } >"$OUT/env.txt"
@@ -290,11 +297,11 @@ else
 fi
 bench_log "$PROXY listening on $S_ADDR4:$PROXY_PORT"
 
-ip netns exec "$NS_S" "$BENCHSRV" -a "$TGT4" -r "$RR_PORT" -e "$ECHO_PORT" -f "$WORK/benchsrv.ready" \
+ip netns exec "$NS_S" "$BENCHSRV" -a "$TGT4" -r "$RR_PORT" -e "$ECHO_PORT" -k "$KA_PORT" -f "$WORK/benchsrv.ready" \
   >"$OUT/raw/benchsrv.log" 2>&1 &
 for _ in $(seq $((T_START * 10))); do [[ -s $WORK/benchsrv.ready ]] && break; sleep 0.1; done
 [[ -s $WORK/benchsrv.ready ]] || bench_die "benchsrv did not start (log: $OUT/raw/benchsrv.log)"
-bench_log "targets on $TGT4 (only in the server namespace): benchsrv $RR_PORT/$ECHO_PORT, iperf3 $IPERF_PORT"
+bench_log "targets on $TGT4 (only in the server namespace): benchsrv $RR_PORT/$ECHO_PORT/$KA_PORT, iperf3 $IPERF_PORT"
 
 # ------------------------------------------------------------ measurement helpers
 
@@ -410,16 +417,28 @@ iperf_run() {
   say "$name: $("$PY" "$BENCH_DIR/report.py" iperf-line "$CASE_DIR/$name.json" "$rc")"
 }
 
-connrate_runs() {
-  local rc=0
+# connrate_timed NAME MODE PORT CONC WHAT: one timed connrate run (64-byte
+# requests, 128-byte answers) with CPU measured around it; output in
+# $CASE_DIR/NAME.out, exit status as NAME_rc.
+connrate_timed() {
+  local name=$1 mode=$2 port=$3 conc=$4 what=$5 rc=0
   measure_start
   timeout -k 5 "$(awk -v s="$CONN_SECS" 'BEGIN {printf "%d", s + 60}')" \
-    ip netns exec "$NS_C" "$CONNRATE" rr -a "$TGT4" -p "$RR_PORT" -c "$CONC" -d "$CONN_SECS" \
-    -q 64 -r 128 -t 5000 >"$CASE_DIR/rr.out" 2>&1 || rc=$?
-  measure_end rr
-  meta rr_rc "$rc"
-  say "connections: rc=$rc $(head -c 300 "$CASE_DIR/rr.out")"
-  rc=0
+    ip netns exec "$NS_C" "$CONNRATE" "$mode" -a "$TGT4" -p "$port" -c "$conc" -d "$CONN_SECS" \
+    -q 64 -r 128 -t 5000 >"$CASE_DIR/$name.out" 2>&1 || rc=$?
+  measure_end "$name"
+  meta "${name}_rc" "$rc"
+  say "$what: rc=$rc $(head -c 300 "$CASE_DIR/$name.out")"
+}
+
+connrate_runs() {
+  local rc=0
+  connrate_timed rr rr "$RR_PORT" "$CONC" connections
+  # After rr, so that the older figures are measured as before.
+  connrate_timed ka ka "$KA_PORT" "$KA_CONC" "keep-alive requests"
+  # One connection at a time: the wait a person's browser feels, without
+  # the queueing of 32 parallel clients on 2 cores.
+  connrate_timed rr1 rr "$RR_PORT" 1 "sequential connections"
   timeout -k 5 $((ROUNDS / 10 + 60)) \
     ip netns exec "$NS_C" "$CONNRATE" pingpong -a "$TGT4" -p "$ECHO_PORT" -n "$ROUNDS" -s 64 -t 5000 \
     >"$CASE_DIR/pp.out" 2>&1 || rc=$?
