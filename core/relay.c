@@ -6,10 +6,19 @@
  * window instead of filling our memory.
  *
  * Proxy to client: reads are sized to the room in lwIP's send queue and land
- * in the worker's shared read buffer, from which tcp_write() copies them into
- * segments; with no room the read stops and lwIP's sent callback restarts it
- * once the client acknowledged data. */
+ * in the worker's current read buffer (struct s5_rbuf); with no room the read
+ * stops and lwIP's sent callback restarts it once the client acknowledged
+ * data. A read of at least S5_RELAY_REF_MIN bytes is handed to lwIP without
+ * copying (tcp_write_ref(), lwIP patch 0006): the buffer is a custom pbuf,
+ * every piece of it in a segment holds a reference, and the last piece lwIP
+ * frees (acknowledged, or its pcb aborted or purged, whether or not a
+ * session still owns the pcb) gives the buffer back to the worker. A smaller
+ * read is copied into segments (tcp_write() with TCP_WRITE_FLAG_COPY) and
+ * the buffer takes the next read, so that a small read never pins a whole
+ * buffer: what a session pins stays within twice what it has queued. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -22,6 +31,18 @@
 #define S5_RELAY_IOV 64
 /* Resume reading from the proxy only when a read of this size fits. */
 #define S5_RELAY_MIN_ROOM 4096
+/* Reads of at least this size go to lwIP in their buffer, without a copy. */
+#define S5_RELAY_REF_MIN (S5_WORKER_READ_BUF / 2)
+/* Unused read buffers a worker keeps (64 KiB each): freeing them to malloc
+ * would have it return the pages to the kernel and fault them in again. */
+#define S5_RELAY_RBUF_CACHE 16
+
+struct s5_rbuf {
+  struct pbuf_custom pc;   /* first: lwIP's free callback gets &pc.pbuf */
+  struct s5_worker *w;
+  struct s5_rbuf *next;    /* in w->rbuf_cache */
+  uint8_t data[S5_WORKER_READ_BUF];
+};
 
 static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
@@ -33,7 +54,9 @@ static size_t relay_room(const struct s5_session *s) {
   const struct tcp_pcb *pcb = s->pcb;
   if (pcb == NULL) return 0;
   size_t room = tcp_sndbuf(pcb);
-  int segs = (int)TCP_SND_QUEUELEN - (int)tcp_sndqueuelen(pcb) - 2;
+  /* A segment of referenced data takes two pbufs (headers, data), and a
+   * write may add one more piece to the last unsent segment. */
+  int segs = ((int)TCP_SND_QUEUELEN - (int)tcp_sndqueuelen(pcb) - 2) / 2;
   size_t by_segs = segs > 0 ? (size_t)segs * tcp_mss(pcb) : 0;
   if (room > by_segs) room = by_segs;
   if (room > S5_WORKER_READ_BUF) room = S5_WORKER_READ_BUF;
@@ -189,9 +212,75 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
   return ERR_OK;
 }
 
+/* lwIP freed the last piece of a read buffer (or the relay dropped its own
+ * reference to one lwIP did not take): back to the worker's cache. */
+static void relay_rbuf_free(struct pbuf *p) {
+  struct s5_rbuf *b = (struct s5_rbuf *)(void *)((char *)p - offsetof(struct s5_rbuf, pc.pbuf));
+  struct s5_worker *w = b->w;
+  w->rbuf_out--;
+  if (w->rbuf_cached < S5_RELAY_RBUF_CACHE && !w->stopping) {
+    b->next = w->rbuf_cache;
+    w->rbuf_cache = b;
+    w->rbuf_cached++;
+  } else {
+    free(b);
+  }
+}
+
+/* The buffer for the next read: NULL when none can be allocated. */
+static struct s5_rbuf *relay_rbuf_current(struct s5_worker *w) {
+  struct s5_rbuf *b = w->rbuf_cur;
+  if (b != NULL) return b;
+  if (w->rbuf_cache != NULL) {
+    b = w->rbuf_cache;
+    w->rbuf_cache = b->next;
+    w->rbuf_cached--;
+  } else if ((b = malloc(sizeof *b)) == NULL) {
+    return NULL;
+  }
+  b->w = w;
+  b->next = NULL;
+  w->rbuf_out++;
+  w->rbuf_cur = b;
+  return b;
+}
+
+void s5_relay_worker_stop(struct s5_worker *w) {
+  if (w->rbuf_cur != NULL) {
+    free(w->rbuf_cur);
+    w->rbuf_cur = NULL;
+    w->rbuf_out--;
+  }
+  while (w->rbuf_cache != NULL) {
+    struct s5_rbuf *b = w->rbuf_cache;
+    w->rbuf_cache = b->next;
+    free(b);
+  }
+  w->rbuf_cached = 0;
+  /* Buffers lwIP still references are freed when it frees them. */
+  if (w->rbuf_out != 0) s5_warn("%u read buffers still held by lwIP at stop", w->rbuf_out);
+}
+
 static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
   struct s5_session *s = handle->data;
-  *buf = uv_buf_init((char *)s->w->read_buf, (unsigned)relay_room(s));
+  struct s5_rbuf *b = relay_rbuf_current(s->w);
+  *buf = uv_buf_init(b != NULL ? (char *)b->data : (char *)s->w->read_buf, (unsigned)relay_room(s));
+}
+
+/* Queues n bytes the proxy sent, read into buf (relay_alloc's buffer). */
+static err_t relay_queue(struct s5_session *s, const uv_buf_t *buf, u16_t n) {
+  struct s5_worker *w = s->w;
+  struct s5_rbuf *b = w->rbuf_cur;
+  if (b == NULL || buf->base != (char *)b->data || n < S5_RELAY_REF_MIN)
+    return tcp_write(s->pcb, buf->base, n, TCP_WRITE_FLAG_COPY);
+  /* The buffer becomes a pbuf of the n bytes; our reference is dropped
+   * right away, so that lwIP's pieces (if any) keep it alive alone. */
+  w->rbuf_cur = NULL;
+  b->pc.custom_free_function = relay_rbuf_free;
+  struct pbuf *p = pbuf_alloced_custom(PBUF_RAW, n, PBUF_REF, &b->pc, b->data, sizeof b->data);
+  err_t err = tcp_write_ref(s->pcb, b->data, n, 0, p);
+  pbuf_free(p);
+  return err;
 }
 
 static void relay_stop_reading(struct s5_session *s) {
@@ -251,7 +340,7 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
   }
   s5_session_touch(s);
   S5_STAT_ADD(s->w->stats, bytes_from_proxy, nread);
-  if (tcp_write(s->pcb, buf->base, (u16_t)nread, TCP_WRITE_FLAG_COPY) != ERR_OK) {
+  if (relay_queue(s, buf, (u16_t)nread) != ERR_OK) {
     s5_session_abort(s, "lwIP send queue refused data");
     return;
   }

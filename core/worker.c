@@ -92,6 +92,7 @@ static void worker_shutdown(struct s5_worker *w) {
   while (tcp_tw_pcbs != NULL) tcp_abort(tcp_tw_pcbs);
   s5_udp_stop(w);
   s5_netif_stop(w);
+  s5_relay_worker_stop(w);
   uv_walk(&w->loop, worker_close_handle, NULL);
 }
 

@@ -16,10 +16,12 @@
 struct tcp_pcb;
 struct pbuf;
 struct s5_session;
+struct s5_rbuf;
 
-/* Proxy-to-client reads land in one buffer per worker: the bytes are copied
- * into lwIP's send queue inside the read callback, so the buffer is free again
- * before the next read and no session needs a receive buffer of its own. */
+/* Proxy-to-client reads land in a read buffer of the worker (core/relay.c):
+ * a large read is handed to lwIP's send queue as it is, and the buffer stays
+ * referenced by the segments until the client acknowledged them; a small one
+ * is copied into lwIP's segments, and the buffer takes the next read. */
 #define S5_WORKER_READ_BUF 65535   /* tcp_write() takes a u16_t length */
 
 struct s5_worker {
@@ -51,6 +53,14 @@ struct s5_worker {
   char fail_last[200];         /* the latest of them */
 
   struct s5_queue_stats *stats; /* this queue's slot in the shared area */
+
+  /* Proxy-to-client read buffers (core/relay.c). */
+  struct s5_rbuf *rbuf_cur;    /* takes the next read; not referenced by lwIP */
+  struct s5_rbuf *rbuf_cache;  /* unused, kept for reuse (malloc would trim and refault them) */
+  unsigned rbuf_cached;
+  unsigned rbuf_out;           /* in use: rbuf_cur, or referenced by lwIP segments */
+
+  /* Fallback read buffer when no read buffer can be allocated: copied. */
   uint8_t read_buf[S5_WORKER_READ_BUF];
 };
 
@@ -85,5 +95,8 @@ void s5_worker_failure(struct s5_worker *w, const char *what);
 unsigned s5_netif_gso_size(const struct s5_worker *w, int v6);
 int s5_netif_start(struct s5_worker *w);
 void s5_netif_stop(struct s5_worker *w);
+
+/* core/relay.c: frees the cached read buffers once lwIP let go of every pcb. */
+void s5_relay_worker_stop(struct s5_worker *w);
 
 #endif
