@@ -158,6 +158,10 @@ unsigned short s5_lwip_chksum(const void *dataptr, int len);   /* u16_t is not d
  * a host and its own TUN, while at thousands of connections per second the
  * default 2 min would keep hundreds of thousands of dead pcbs in memory. */
 #define TCP_MSL                         1000UL
+/* The 4-tuple index of active and TIME_WAIT pcbs (patch 0007): 4096
+ * buckets, 32 KiB of thread-local storage in every thread of the process;
+ * chains stay short up to tens of thousands of pcbs per worker. */
+#define TCP_PCB_HASH_BITS               12
 #define LWIP_TCP_SACK_OUT               1  /* tell the host which out-of-order data we hold */
 #define TCP_LISTEN_BACKLOG              0  /* admission is decided in the listener's syn callback (patch 0002) */
 
