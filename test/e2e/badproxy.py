@@ -60,18 +60,15 @@ and one more per relay direction: the tests open a handful of connections.
 """
 
 import argparse
-import fcntl
-import ipaddress
 import os
-import signal
 import socket
-import struct
 import sys
-import termios
-import threading
 import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from socks5srv import (Refused, Relay, connect_target, handshake, read_to_end, reply,  # noqa: E402
+                       rst_close, say, serve, wait_out)
 
 DATA = b"badproxy: these bytes come before the end\n"
 PORT_HANG, PORT_DATA_RST, PORT_DATA_FIN, PORT_LATE_DATA_RST = 7001, 7002, 7003, 7004
@@ -81,60 +78,9 @@ TRICKLE_FILL = 256 * 1024   # trickle-fin: that many pattern bytes, then DATA,
 TRICKLE_CHUNK = 300         # in pieces of this size
 FILL = 1 << 20   # fill-rst: more than lwIP's send buffer (512 KiB) and a client's window
 
-lock = threading.Lock()
-counter = [0]
-
 
 def log(msg):
-    with lock:
-        print("badproxy: " + msg, flush=True)
-
-
-def recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("EOF after %d of %d bytes" % (len(buf), n))
-        buf += chunk
-    return bytes(buf)
-
-
-def read_to_end(sock):
-    """Reads until the peer ends its side: 'eof' or 'reset'."""
-    try:
-        while sock.recv(65536):
-            pass
-        return "eof"
-    except ConnectionResetError:
-        return "reset"
-    except OSError as e:
-        return "error %s" % e
-
-
-def reset(sock):
-    """Closes with a RST rather than a FIN."""
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
-    sock.close()
-
-
-SIOCOUTQNSD = 0x894B   # bytes not yet sent (linux/sockios.h)
-
-
-def wait_out(sock, what, limit=5.0):
-    """Until nothing is left in the send queue, bounded: a RST right after a
-    send would otherwise discard data not yet on the wire. what: 'acked'
-    (SIOCOUTQ: sent and acknowledged) or 'sent' (SIOCOUTQNSD: on the wire)."""
-    req = termios.TIOCOUTQ if what == "acked" else SIOCOUTQNSD
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if struct.unpack("i", fcntl.ioctl(sock, req, b"\0" * 4))[0] == 0:
-            return True
-        time.sleep(0.001)
-    return False
+    say("badproxy", msg)
 
 
 def fill_bytes(n):
@@ -143,102 +89,22 @@ def fill_bytes(n):
     return (pattern * (n // 256 + 1))[:n]
 
 
-def reply(sock, rep):
-    sock.sendall(b"\x05" + bytes([rep]) + b"\x00\x01" + b"\x00" * 6)
-
-
-class Relay:
-    """Both directions of one relayed connection, each on its own thread."""
-
-    def __init__(self, client, target):
-        self.client, self.target = client, target
-        self.ends = {"client": "-", "target": "-"}
-        self.first_line = bytearray()
-        self.aborted = False
-        self.lock = threading.Lock()
-
-    def pump(self, src, dst, name):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    with self.lock:
-                        if self.aborted:
-                            return
-                        self.ends[name] = "eof"
-                    try:
-                        dst.shutdown(socket.SHUT_WR)
-                    except OSError:
-                        pass
-                    return
-                if name == "client" and len(self.first_line) < 60 and b"\n" not in self.first_line:
-                    self.first_line += data[:60]
-                try:
-                    dst.sendall(data)
-                except OSError:
-                    return   # dst is gone: its own pump reports how
-        except ConnectionResetError:
-            with self.lock:
-                if self.aborted:
-                    return
-                self.aborted = True
-                self.ends[name] = "reset"
-            # Pass the RST on: linger 0 on the other socket, wake its reader
-            # (SHUT_RD sends nothing), and the close below sends the RST.
-            other = self.target if src is self.client else self.client
-            other.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            try:
-                other.shutdown(socket.SHUT_RD)
-            except OSError:
-                pass
-        except OSError:
-            with self.lock:
-                if self.ends[name] == "-" and not self.aborted:
-                    self.ends[name] = "error"
-
-    def run(self):
-        t = threading.Thread(target=self.pump, args=(self.target, self.client, "target"),
-                             daemon=True)
-        t.start()
-        self.pump(self.client, self.target, "client")
-        t.join()
-        self.client.close()
-        self.target.close()
-        line = bytes(self.first_line).split(b"\n")[0].decode("ascii", "replace")
-        return "[%s] client-end=%s target-end=%s" % (line, self.ends["client"],
-                                                     self.ends["target"])
-
-
 def handle(conn, n):
     what = "?"
     dst = "?"
     try:
         conn.settimeout(None)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        ver, nmethods = recv_exact(conn, 2)
-        methods = recv_exact(conn, nmethods)
-        if ver != 5 or 0 not in methods:
-            conn.sendall(b"\x05\xff")
-            what = "no acceptable method (ver %d, methods %r)" % (ver, methods)
+        try:
+            req = handshake(conn)
+        except Refused as e:
+            what = str(e)
             conn.close()
             return
-        conn.sendall(b"\x05\x00")
-        ver, cmd, _, atyp = recv_exact(conn, 4)
-        if atyp == 1:
-            host = str(ipaddress.IPv4Address(recv_exact(conn, 4)))
-        elif atyp == 4:
-            host = str(ipaddress.IPv6Address(recv_exact(conn, 16)))
-        elif atyp == 3:
-            host = recv_exact(conn, recv_exact(conn, 1)[0]).decode("ascii", "replace")
-        else:
-            what = "bad ATYP %d" % atyp
-            conn.close()
-            return
-        (port,) = struct.unpack("!H", recv_exact(conn, 2))
-        dst = "%s:%d" % (host, port) if ":" not in host else "[%s]:%d" % (host, port)
-        if ver != 5 or cmd != 1:
+        host, port, dst = req.host, req.port, req.dst
+        if req.ver != 5 or req.cmd != 1:
             reply(conn, 7)
-            what = "not a CONNECT (ver %d cmd %d)" % (ver, cmd)
+            what = "not a CONNECT (ver %d cmd %d)" % (req.ver, req.cmd)
             conn.close()
             return
         if port == PORT_HANG:
@@ -253,14 +119,14 @@ def handle(conn, n):
                 wait = "acked"
             conn.sendall(DATA)
             done = wait_out(conn, wait)
-            reset(conn)
+            rst_close(conn)
             what = "data-rst: %d bytes %s, then a RST" % (
                 len(DATA), wait if done else "NOT %s within 5 s" % wait)
         elif port == PORT_FILL_RST:
             reply(conn, 0)
             conn.sendall(fill_bytes(FILL) + DATA)
             done = wait_out(conn, "acked", limit=10.0)
-            reset(conn)
+            rst_close(conn)
             what = "fill-rst: %d bytes %s, then a RST" % (
                 FILL + len(DATA), "acked" if done else "NOT acked within 10 s")
         elif port == PORT_TRICKLE_FIN:
@@ -281,30 +147,21 @@ def handle(conn, n):
             conn.close()
         else:
             try:
-                target = socket.create_connection((host, port), timeout=10)
-                target.settimeout(None)
-                target.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                target = connect_target(host, port)
             except OSError as e:
                 reply(conn, 5)
                 what = "relay: connecting failed: %s" % e
                 conn.close()
                 return
             reply(conn, 0)
-            what = "relay " + Relay(conn, target).run()
+            relay = Relay(conn, target)
+            ends = relay.run()
+            what = "relay [%s] %s" % (relay.command(), ends)
     except (OSError, ValueError) as e:
         what = "%s: error %s: %s" % (what, type(e).__name__, e)
         conn.close()
     finally:
         log("conn %d CONNECT %s %s" % (n, dst, what))
-
-
-def serve(lsock):
-    while True:
-        conn, _ = lsock.accept()
-        with lock:
-            counter[0] += 1
-            n = counter[0]
-        threading.Thread(target=handle, args=(conn, n), daemon=True).start()
 
 
 def main():
@@ -313,22 +170,7 @@ def main():
     ap.add_argument("--port", type=int, default=1082)
     ap.add_argument("--ready-file")
     args = ap.parse_args()
-    for addr in args.listen:
-        fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
-        s = socket.socket(fam, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((addr, args.port))
-        s.listen(128)
-        threading.Thread(target=serve, args=(s,), daemon=True).start()
-        log("listening on %s port %d" % (addr, args.port))
-    if args.ready_file:
-        with open(args.ready_file, "w") as f:
-            f.write("%d\n" % os.getpid())
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    while not done.wait(1):
-        pass
+    serve(args.listen, args.port, handle, "badproxy", backlog=128, ready_file=args.ready_file)
     log("stopping")
 
 

@@ -1,4 +1,6 @@
-"""Shared helpers for the s5tund end-to-end test programs (target.py, client.py).
+"""Shared helpers for the s5tund end-to-end test programs (target.py,
+client.py, and the checks of hostile.py and ops.py: Fail, check, wait_for,
+stats_doc, queue_of).
 
 Standard library only; run with Debian's /usr/bin/python3.
 
@@ -24,9 +26,11 @@ terminated by "\\n", then:
 
 import hashlib
 import ipaddress
+import json
 import random
 import socket
 import struct
+import time
 
 CHUNK = 1 << 20  # generator chunk size: part of the definition of stream()
 
@@ -93,6 +97,16 @@ def recv_exact(sock, n):
     return bytes(buf)
 
 
+def read_all(sock, bufsize=65536):
+    """Everything the peer sends until its EOF."""
+    buf = bytearray()
+    while True:
+        chunk = sock.recv(bufsize)
+        if not chunk:
+            return bytes(buf)
+        buf += chunk
+
+
 def socks5_handshake(sock, host, port, user=None, password=None):
     """Client side of RFC 1928 (+ RFC 1929) CONNECT to an IP literal."""
     if user is not None:
@@ -155,3 +169,61 @@ def connect(host, port, timeout, socks5=None, user=None, password=None):
         s.close()
         raise
     return s
+
+
+# ---------------------------------------------------------------- checks
+
+class Fail(Exception):
+    """A check failed; the text says which and what was found."""
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+def wait_for(pred, what, bound=30.0, interval=0.05):
+    """Polls pred() until it returns a true value (returned), at most bound
+    seconds; then Fail naming what was waited for (what: a string, or a
+    function returning one, called at that moment)."""
+    deadline = time.monotonic() + bound
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise Fail("waited %.0f s in vain for: %s" % (bound, what() if callable(what) else what))
+        time.sleep(interval)
+
+
+def stats_doc(path, timeout=10):
+    """The JSON document of s5tund's stats socket at path ("totals", and
+    "queues": one object per queue)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(path)
+        text = read_all(s).decode()
+    finally:
+        s.close()
+    doc = json.loads(text)
+    check(isinstance(doc.get("queues"), list) and "totals" in doc,
+          "stats document without totals or queues: %r" % doc)
+    return doc
+
+
+def queue_of(path, opener, tag):
+    """opener() opens one connection through the tunnel (returned); the
+    queue that took it: the one whose tcp_total went up meanwhile, by one
+    (nothing else may open connections meanwhile). Returns (conn, queue)."""
+    before = stats_doc(path)
+    t0 = before["totals"]["tcp_total"]
+    conn = opener()
+    after = wait_for(lambda: (lambda d: d if d["totals"]["tcp_total"] > t0 else None)(stats_doc(path)),
+                     "tcp_total increase for connection %s" % tag)
+    grew = [q["queue"] for q, p in zip(after["queues"], before["queues"])
+            if q["tcp_total"] != p["tcp_total"]]
+    check(len(grew) == 1 and after["totals"]["tcp_total"] == t0 + 1,
+          "connection %s: tcp_total grew on queues %s by %d in total, expected one queue by 1"
+          % (tag, grew, after["totals"]["tcp_total"] - t0))
+    return conn, grew[0]

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Hostile and broken peers for the s5tund end-to-end tests (hostile.sh).
 
-Two roles, standard library only (Debian's /usr/bin/python3):
+Three roles, standard library only (Debian's /usr/bin/python3; the SOCKS5
+server side is socks5srv.py's, shared with badproxy.py):
 
   hostile.py proxy --listen ADDR [--listen ADDR] --port P [--slow-greeting]
                    [--udp-bnd-file F] [--ready-file F]
@@ -44,6 +45,12 @@ Two roles, standard library only (Debian's /usr/bin/python3):
     the control connection is held until the client ends it. One log line
     per connection: "hostile: conn N MODE ... client-end=eof|reset|-".
 
+  hostile.py sink --listen ADDR [--listen ADDR] [--ports LO-HI] [--ready-file F]
+
+    UDP sockets on every port LO..HI (default 20000-20063) of every ADDR,
+    never read: where tunflood's UDP datagrams end, relayed by the proxy,
+    without an ICMP error (which would end the proxy's UDP relay).
+
   hostile.py check CASE --pid PID --stats SOCK --log FILE --proxy-log FILE ...
 
     Runs in the client namespace: the hostile traffic of CASE through the
@@ -58,12 +65,10 @@ Two roles, standard library only (Debian's /usr/bin/python3):
 
 import argparse
 import collections
-import json
 import os
 import random
 import re
 import select
-import signal
 import socket
 import struct
 import sys
@@ -73,6 +78,9 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402
+from e2elib import Fail, check, wait_for  # noqa: E402
+from socks5srv import (Refused, Relay, connect_target, handshake, read_to_end, reply,  # noqa: E402
+                       rst_close, say, serve, until_stopped)
 
 P_GARBAGE, P_TRUNC, P_BIGDOM, P_BIGDOM_CUT = 7101, 7102, 7103, 7104
 P_SLOW_OK, P_SLOW_LATE, P_HANG, P_CLOSE_FIN = 7105, 7106, 7107, 7108
@@ -82,44 +90,10 @@ CUT_AFTER = 65536          # cut-fin / cut-rst: bytes toward the client first
 STALL_CUT = 2 << 20        # stall-rst: bytes toward the client first
 SLOW = 0.1                 # one byte per 100 ms
 
-out_lock = threading.Lock()
-
-
-def say(prefix, msg):
-    with out_lock:
-        print("%s: %s" % (prefix, msg), flush=True)
+POLL = 0.2                 # seconds between two looks at the daemon's stats
 
 
 # ====================================================================== proxy
-
-def recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("EOF after %d of %d bytes" % (len(buf), n))
-        buf += chunk
-    return bytes(buf)
-
-
-def read_to_end(sock):
-    try:
-        while sock.recv(65536):
-            pass
-        return "eof"
-    except ConnectionResetError:
-        return "reset"
-    except OSError as e:
-        return "error %s" % e
-
-
-def rst_close(sock):
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
-    sock.close()
-
 
 def send_slow(sock, data):
     """One byte per SLOW seconds; returns how many went out before the peer
@@ -131,19 +105,6 @@ def send_slow(sock, data):
             return i
         time.sleep(SLOW)
     return len(data)
-
-
-def wait_acked(sock, limit):
-    """Until the peer's kernel acknowledged everything sent (TIOCOUTQ 0),
-    at most limit seconds."""
-    import fcntl
-    import termios
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if struct.unpack("i", fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0" * 4))[0] == 0:
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def ok_reply():
@@ -165,110 +126,25 @@ def garbage_reply(n):
     return bytes(b)
 
 
-class Relay:
-    """Both directions of one relayed connection. cut: after that many bytes
-    toward the client, end both connections ('fin' or 'rst')."""
-
-    def __init__(self, client, target, cut=None, cut_how=None):
-        self.client, self.target = client, target
-        self.cut, self.cut_how = cut, cut_how
-        self.down = 0
-        self.ends = {"client": "-", "target": "-"}
-        self.aborted = False
-        self.lock = threading.Lock()
-
-    def pump(self, src, dst, name):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    with self.lock:
-                        if self.aborted:
-                            return
-                        self.ends[name] = "eof"
-                    try:
-                        dst.shutdown(socket.SHUT_WR)
-                    except OSError:
-                        pass
-                    return
-                if name == "target" and self.cut is not None:
-                    room = self.cut - self.down
-                    data = data[:room]
-                    dst.sendall(data)
-                    self.down += len(data)
-                    if self.down >= self.cut:
-                        if self.cut_how == "rst-acked":
-                            wait_acked(dst, 3.0)
-                        with self.lock:
-                            self.aborted = True
-                            self.ends["client"] = "cut-" + self.cut_how
-                        for s in (self.client, self.target):
-                            if self.cut_how in ("rst", "rst-acked"):
-                                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                             struct.pack("ii", 1, 0))
-                                try:
-                                    s.shutdown(socket.SHUT_RD)
-                                except OSError:
-                                    pass
-                            else:
-                                try:
-                                    s.shutdown(socket.SHUT_RDWR)
-                                except OSError:
-                                    pass
-                        return
-                    continue
-                try:
-                    dst.sendall(data)
-                except OSError:
-                    return
-        except ConnectionResetError:
-            with self.lock:
-                if self.aborted:
-                    return
-                self.aborted = True
-                self.ends[name] = "reset"
-            other = self.target if src is self.client else self.client
-            other.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            try:
-                other.shutdown(socket.SHUT_RD)
-            except OSError:
-                pass
-        except OSError:
-            with self.lock:
-                if self.ends[name] == "-" and not self.aborted:
-                    self.ends[name] = "error"
-
-    def run(self):
-        t = threading.Thread(target=self.pump, args=(self.target, self.client, "target"),
-                             daemon=True)
-        t.start()
-        self.pump(self.client, self.target, "client")
-        t.join()
-        self.client.close()
-        self.target.close()
-        return "client-end=%s target-end=%s down=%d" % (self.ends["client"],
-                                                        self.ends["target"], self.down)
-
-
-def relay_to(conn, host, port, reply=None, slow=False, cut=None, cut_how=None):
+def relay_to(conn, host, port, reply_bytes=None, slow=False, cut=None, cut_how=None):
     try:
-        target = socket.create_connection((host, port), timeout=10)
-        target.settimeout(None)
-        target.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        target = connect_target(host, port)
     except OSError as e:
-        conn.sendall(b"\x05\x05\x00\x01" + b"\x00" * 6)
+        reply(conn, 5)
         conn.close()
         return "connecting to %s:%d failed: %s" % (host, port, e)
-    reply = ok_reply() if reply is None else reply
+    reply_bytes = ok_reply() if reply_bytes is None else reply_bytes
     if slow:
-        n = send_slow(conn, reply)
-        if n < len(reply):
+        n = send_slow(conn, reply_bytes)
+        if n < len(reply_bytes):
             target.close()
             conn.close()
-            return "slow reply cut after %d of %d bytes" % (n, len(reply))
+            return "slow reply cut after %d of %d bytes" % (n, len(reply_bytes))
     else:
-        conn.sendall(reply)
-    return "relay " + Relay(conn, target, cut, cut_how).run()
+        conn.sendall(reply_bytes)
+    relay = Relay(conn, target, cut, cut_how)
+    ends = relay.run()
+    return "relay %s down=%d" % (ends, relay.down)
 
 
 def proxy_handle(conn, n, args):
@@ -276,34 +152,18 @@ def proxy_handle(conn, n, args):
     try:
         conn.settimeout(None)
         conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        ver, nmethods = recv_exact(conn, 2)
-        methods = recv_exact(conn, nmethods)
-        if ver != 5 or 0 not in methods:
-            conn.sendall(b"\x05\xff")
-            what = "no acceptable method"
-            conn.close()
-            return
-        if args.slow_greeting:
+
+        def slow_choice(conn):
             if send_slow(conn, b"\x05\x00") < 2:
-                what = "slow greeting cut"
-                conn.close()
-                return
-        else:
-            conn.sendall(b"\x05\x00")
-        ver, cmd, _, atyp = recv_exact(conn, 4)
-        if atyp == 1:
-            host = socket.inet_ntop(socket.AF_INET, recv_exact(conn, 4))
-        elif atyp == 4:
-            host = socket.inet_ntop(socket.AF_INET6, recv_exact(conn, 16))
-        elif atyp == 3:
-            host = recv_exact(conn, recv_exact(conn, 1)[0]).decode("ascii", "replace")
-        else:
-            what = "bad ATYP %d" % atyp
+                raise Refused("slow greeting cut")
+        try:
+            req = handshake(conn, slow_choice if args.slow_greeting else None)
+        except Refused as e:
+            what = str(e)
             conn.close()
             return
-        (port,) = struct.unpack("!H", recv_exact(conn, 2))
-        dst = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
-        if cmd == 3:
+        host, port, dst = req.host, req.port, req.dst
+        if req.cmd == 3:
             try:
                 with open(args.udp_bnd_file) as f:
                     baddr, bport = f.read().split()
@@ -315,9 +175,9 @@ def proxy_handle(conn, n, args):
             what = "udp-associate bnd=%s:%s client-end=%s" % (baddr, bport, read_to_end(conn))
             conn.close()
             return
-        if cmd != 1:
-            conn.sendall(b"\x05\x07\x00\x01" + b"\x00" * 6)
-            what = "command %d refused" % cmd
+        if req.cmd != 1:
+            reply(conn, 7)
+            what = "command %d refused" % req.cmd
             conn.close()
             return
         if port == P_GARBAGE:
@@ -331,8 +191,8 @@ def proxy_handle(conn, n, args):
             conn.close()
         elif port == P_BIGDOM:
             bogus = bytes(random.Random(n).randbytes(255))
-            reply = b"\x05\x00\x00\x03\xff" + bogus + struct.pack("!H", 4242)
-            what = "bigdomain " + relay_to(conn, host, RELAY_PORT, reply)
+            answer = b"\x05\x00\x00\x03\xff" + bogus + struct.pack("!H", 4242)
+            what = "bigdomain " + relay_to(conn, host, RELAY_PORT, answer)
         elif port == P_BIGDOM_CUT:
             conn.sendall(b"\x05\x00\x00\x03\xff" + b"x" * 100)
             conn.shutdown(socket.SHUT_WR)
@@ -342,9 +202,9 @@ def proxy_handle(conn, n, args):
             what = "slow-ok " + relay_to(conn, host, RELAY_PORT, slow=True)
         elif port == P_SLOW_LATE:
             name = b"slow." * 50
-            reply = b"\x05\x00\x00\x03" + bytes([len(name)]) + name + struct.pack("!H", 4242)
-            sent = send_slow(conn, reply)
-            what = "slow-late sent %d of %d bytes client-end=%s" % (sent, len(reply),
+            answer = b"\x05\x00\x00\x03" + bytes([len(name)]) + name + struct.pack("!H", 4242)
+            sent = send_slow(conn, answer)
+            what = "slow-late sent %d of %d bytes client-end=%s" % (sent, len(answer),
                                                                    read_to_end(conn))
             conn.close()
         elif port == P_HANG:
@@ -372,63 +232,36 @@ def proxy_handle(conn, n, args):
 
 
 def cmd_proxy(args):
-    counter = [0]
-    lock = threading.Lock()
-
-    def serve(lsock):
-        while True:
-            conn, _ = lsock.accept()
-            with lock:
-                counter[0] += 1
-                n = counter[0]
-            threading.Thread(target=proxy_handle, args=(conn, n, args), daemon=True).start()
-
     threading.stack_size(256 * 1024)
+    n = serve(args.listen, args.port, lambda conn, n: proxy_handle(conn, n, args), "hostile",
+              backlog=4096, ready_file=args.ready_file,
+              note=" (slow greeting)" if args.slow_greeting else "")
+    say("hostile", "stopping after %d connections" % n)
+    return 0
+
+
+def cmd_sink(args):
+    """UDP sockets bound to each --listen address and each port of --ports,
+    never read: datagrams to them vanish without an ICMP error (a full
+    receive buffer drops them silently), so that a relay sending there goes
+    on relaying."""
+    lo, hi = (int(x) for x in args.ports.split("-"))
+    socks = []
     for addr in args.listen:
-        s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind((addr, args.port))
-        s.listen(4096)
-        threading.Thread(target=serve, args=(s,), daemon=True).start()
-        say("hostile", "listening on %s port %d%s" % (addr, args.port,
-                                                     " (slow greeting)" if args.slow_greeting else ""))
-    if args.ready_file:
-        with open(args.ready_file, "w") as f:
-            f.write("%d\n" % os.getpid())
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    signal.signal(signal.SIGINT, lambda *_: done.set())
-    while not done.wait(1):
-        pass
-    say("hostile", "stopping after %d connections" % counter[0])
+        for port in range(lo, hi + 1):
+            s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind((addr, port))
+            socks.append(s)
+    say("sink", "%d UDP sockets on %s ports %d-%d, never read" % (len(socks), " ".join(args.listen),
+                                                                   lo, hi))
+    until_stopped(args.ready_file)
     return 0
 
 
 # ====================================================================== checks
 
-class Fail(Exception):
-    pass
-
-
 def log(msg):
     say("check", msg)
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def wait_for(pred, bound, what, interval=0.2):
-    """Polls pred() until true, at most bound seconds; Fail naming what."""
-    deadline = time.monotonic() + bound
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() >= deadline:
-            raise Fail("%s: not so within %.0f s" % (what, bound))
-        time.sleep(interval)
 
 
 class Daemon:
@@ -470,42 +303,41 @@ class Daemon:
         return n
 
     def fd_kinds(self, per_pid=False):
-        if per_pid:
-            out = {}
-            for p in self.pids():
-                try:
-                    with open("/proc/%d/comm" % p) as f:
-                        comm = f.read().strip()
-                except OSError:
-                    comm = "?"
-                out["%d/%s" % (p, comm)] = Daemon(p, None, None).fd_kinds_one()
-            return out
-        kinds = collections.Counter()
+        """Open fds by kind (socket, anon_inode:[eventfd], /dev/null ...), of
+        the whole process tree or per process ("PID/COMM")."""
+        per = {}
         for p in self.pids():
+            try:
+                with open("/proc/%d/comm" % p) as f:
+                    comm = f.read().strip()
+            except OSError:
+                comm = "?"
+            kinds = collections.Counter()
             try:
                 names = os.listdir("/proc/%d/fd" % p)
             except OSError:
-                continue
+                names = []
             for fd in names:
                 try:
-                    t = os.readlink("/proc/%d/fd/%s" % (p, fd))
+                    kinds[re.sub(r"\[\d+\]|:\d+$", "", os.readlink("/proc/%d/fd/%s" % (p, fd)))] += 1
                 except OSError:
-                    continue
-                kinds[re.sub(r"\[\d+\]|:\d+$", "", t)] += 1
-        return dict(kinds)
+                    pass
+            per["%d/%s" % (p, comm)] = dict(kinds)
+        if per_pid:
+            return per
+        return dict(sum((collections.Counter(k) for k in per.values()), collections.Counter()))
 
-    def fd_kinds_one(self):
-        kinds = collections.Counter()
-        try:
-            names = os.listdir("/proc/%d/fd" % self.pid)
-        except OSError:
-            return {}
-        for fd in names:
+    def cpu_seconds(self):
+        """User and system CPU time of the process tree so far."""
+        ticks = 0
+        for p in self.pids():
             try:
-                kinds[re.sub(r"\[\d+\]|:\d+$", "", os.readlink("/proc/%d/fd/%s" % (self.pid, fd)))] += 1
+                with open("/proc/%d/stat" % p) as f:
+                    st = f.read()
             except OSError:
-                pass
-        return dict(kinds)
+                continue
+            ticks += sum(int(x) for x in st[st.rindex(")") + 2:].split()[11:13])
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def rss_kib(self):
         total = 0
@@ -520,34 +352,10 @@ class Daemon:
         return total
 
     def stats(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        try:
-            s.connect(self.stats_path)
-            buf = bytearray()
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-        finally:
-            s.close()
-        return json.loads(bytes(buf).decode())["totals"]
+        return e2elib.stats_doc(self.stats_path)["totals"]
 
     def queue_stats(self):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(10)
-        try:
-            s.connect(self.stats_path)
-            buf = bytearray()
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-        finally:
-            s.close()
-        return json.loads(bytes(buf).decode())["queues"]
+        return e2elib.stats_doc(self.stats_path)["queues"]
 
     def warm_queues(self, host, port, bound=200):
         """Echo connections until every queue has carried one: libuv opens a
@@ -588,10 +396,6 @@ def normalise(line):
 
 FAILS = ("socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
          "socks5_bad_reply", "socks5_timeout")
-
-
-def delta(after, before, key):
-    return after[key] - before[key]
 
 
 class Keeper:
@@ -743,9 +547,9 @@ def proxy_lines(args, pattern):
 
 
 def wait_proxy_lines(args, pattern, n, bound=60):
-    wait_for(lambda: len(proxy_lines(args, pattern)) >= n, bound,
-             "%d lines /%s/ in the proxy's log (have %d)"
-             % (n, pattern, len(proxy_lines(args, pattern))))
+    wait_for(lambda: len(proxy_lines(args, pattern)) >= n,
+             lambda: "%d lines /%s/ in the proxy's log (have %d)"
+             % (n, pattern, len(proxy_lines(args, pattern))), bound, POLL)
     return proxy_lines(args, pattern)
 
 
@@ -769,7 +573,7 @@ class Case:
     def quiet(self):
         """No session left from the harness's readiness check."""
         wait_for(lambda: (lambda s: s["tcp_active"] == 0 and s["udp_active"] == 0)(self.d.stats()),
-                 60, "tcp_active and udp_active 0 before the case")
+                 "tcp_active and udp_active 0 before the case", 60, POLL)
 
     def keeper(self, **kw):
         return Keeper(self.args.host, self.args.port, **kw)
@@ -778,11 +582,11 @@ class Case:
         """Every session gone, fds back to the baseline (bounded waits)."""
         check(self.d.alive(), "s5tund (pid %d) is not running any more" % self.d.pid)
         wait_for(lambda: (lambda s: s["tcp_active"] == 0 and s["udp_active"] == 0)(self.d.stats()),
-                 bound, "tcp_active and udp_active back to 0 (now %s)"
-                 % {k: self.d.stats()[k] for k in ("tcp_active", "udp_active")})
+                 lambda: "tcp_active and udp_active back to 0 (now %s)"
+                 % {k: self.d.stats()[k] for k in ("tcp_active", "udp_active")}, bound, POLL)
         try:
-            wait_for(lambda: self.d.fds() == self.fd0, bound,
-                     "fd count of the process tree back to %d" % self.fd0)
+            wait_for(lambda: self.d.fds() == self.fd0,
+                     "fd count of the process tree back to %d" % self.fd0, bound, POLL)
         except Fail as e:
             raise Fail("%s: now %d, by process and kind %s, before %s"
                        % (e, self.d.fds(), self.d.fd_kinds(per_pid=True), self.pidkinds0))
@@ -807,23 +611,24 @@ class Case:
                                                                  "drop_no_memory"))
             )
 
-    def logs(self, sessions, must_mention=None):
+    def logs(self, sessions, must_mention=None, unit="hostile sessions"):
         """The daemon logged the case, but a bounded number of times: at most
-        --log-max lines at info or above for `sessions` sessions."""
+        --log-max lines at info or above for `sessions` sessions (or other
+        units)."""
         lines = self.d.log_since(self.mark)
         loud = [ln for ln in lines if LEVEL_RE.match(ln) and LEVEL_RE.match(ln).group(1) != "debug"]
         kinds = collections.Counter(normalise(ln) for ln in loud)
-        log("s5tund wrote %d lines at info or above for %d hostile sessions (%d kinds):"
-            % (len(loud), sessions, len(kinds)))
+        log("s5tund wrote %d lines at info or above for %d %s (%d kinds):"
+            % (len(loud), sessions, unit, len(kinds)))
         for k, v in kinds.most_common(8):
             log("  %6d x %s" % (v, k[:160]))
         if must_mention:
             check(any(re.search(must_mention, ln) for ln in loud),
                   "no line at info or above mentions /%s/: the case went unreported" % must_mention)
         check(len(loud) <= self.args.log_max,
-              "LOG FLOOD: %d lines at info or above for %d hostile sessions (at most %d "
+              "LOG FLOOD: %d lines at info or above for %d %s (at most %d "
               "allowed: one per case, rate-limited; per-session failures belong at debug)"
-              % (len(loud), sessions, self.args.log_max))
+              % (len(loud), sessions, unit, self.args.log_max))
 
 
 # ---------------------------------------------------------------- cases
@@ -897,7 +702,13 @@ def case_hang(args):
     k.verify()
     wait_proxy_lines(args, r"hang client-end=(eof|reset)", n)
     c.freed()
-    c.counters(socks5_timeout=n)
+    # Every session but the keeper's timed out: the n connections, and
+    # under load a few more, opened by a SYN a client retransmitted just as
+    # the reset of its first session crossed it.
+    sessions = c.d_("tcp_total") - k.attempts
+    c.counters(socks5_timeout=(">=", n))
+    check(c.d_("socks5_timeout") == sessions, "%d sessions besides the keeper's, %d counted "
+          "as socks5_timeout" % (sessions, c.d_("socks5_timeout")))
     c.logs(n, must_mention="connect-timeout")
 
 
@@ -1039,8 +850,8 @@ def case_udp_unreachable(args):
                 r += udp_send(args.host, 7001, 10, 1, 0.05, wait=0)
                 sent += 10
             check(r == 0, "%s: %d datagrams came back from an unreachable relay" % (what, r))
-            wait_for(lambda: c.d.stats()["udp_active"] == 0, 60,
-                     "udp_active back to 0 after relay %s:%d (%s)" % (addr, port, what))
+            wait_for(lambda: c.d.stats()["udp_active"] == 0,
+                     "udp_active back to 0 after relay %s:%d (%s)" % (addr, port, what), 60, POLL)
             after = c.d.stats()
             assocs = after["udp_total"] - before["udp_total"]
             conns = len(proxy_lines(args, r"udp-associate bnd=%s:%d " % (re.escape(addr), port)))
@@ -1124,24 +935,14 @@ def halfclose_one(host, port, i, timeout):
             size = 2 << 20
             s.sendall(b"DOWNLOAD %d %d\n" % (size, i))
             s.shutdown(socket.SHUT_WR)
-            got = bytearray()
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                got += chunk
-            return "ok" if bytes(got) == b"".join(e2elib.stream(i, size)) else \
+            got = e2elib.read_all(s)
+            return "ok" if got == b"".join(e2elib.stream(i, size)) else \
                 "download after FIN: %d of %d bytes or wrong" % (len(got), size)
         data = rng.randbytes(64 * 1024)
         s.sendall(b"ECHO\n" + data)
         s.shutdown(socket.SHUT_WR)
-        got = bytearray()
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-        return "ok" if bytes(got) == data else "echo after FIN: %d of %d bytes" % (len(got), len(data))
+        got = e2elib.read_all(s)
+        return "ok" if got == data else "echo after FIN: %d of %d bytes" % (len(got), len(data))
     except ConnectionResetError:
         return "reset (kind %d)" % kind
     except socket.timeout:
@@ -1174,8 +975,9 @@ def checksum16(data):
     return (~s) & 0xffff
 
 
-def syn_packet(src, dst, sport, dport, seq):
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, 5 << 4, 0x02, 64240, 0, 0)
+def tcp_packet(src, dst, sport, dport, seq, flags=0x02, ack=0, payload=b""):
+    """An IPv4 TCP segment with both checksums; a SYN by default."""
+    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 64240, 0, 0) + payload
     pseudo = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(tcp))
     tcp = tcp[:16] + struct.pack("!H", checksum16(pseudo + tcp)) + tcp[18:]
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), random.getrandbits(16), 0, 64, 6, 0,
@@ -1196,7 +998,7 @@ def syn_flood(dst, dport, n, src=None, spoof_net=None, seed=1, burst=50, pause=0
     try:
         for i, sport in enumerate(ports):
             s = src or "%s.%d.%d" % (spoof_net, rng.randrange(0, 256), rng.randrange(1, 255))
-            pkt = syn_packet(s, dst, sport, dport, rng.getrandbits(32))
+            pkt = tcp_packet(s, dst, sport, dport, rng.getrandbits(32))
             if i % burst == burst - 1:
                 time.sleep(pause)   # a flood, but not one the TUN queue (500 packets) must drop
             while True:
@@ -1253,9 +1055,9 @@ def case_synflood(args):
 
         def accounted():
             return flood_sessions() + tun_dropped() - drop0 >= want
-        wait_for(accounted, 120, "sessions + SYNs dropped by tun0 for at least 95%% of the %d "
+        wait_for(accounted, lambda: "sessions + SYNs dropped by tun0 for at least 95%% of the %d "
                  "SYNs (have %d sessions, %d dropped)"
-                 % (total, flood_sessions(), tun_dropped() - drop0))
+                 % (total, flood_sessions(), tun_dropped() - drop0), 120, POLL)
         fs = flood_sessions()
         log("%d sessions for %d SYNs, %d dropped by tun0's queue; tcp_active seen up to %d"
             % (fs, total, tun_dropped() - drop0, peak[0]))
@@ -1267,13 +1069,12 @@ def case_synflood(args):
     c.counters(tcp_total=(">=", fs))
     # The spoofed sources never answer the SYN-ACK: those sessions end at
     # connect-timeout as half-open clients, counted as such and not as
-    # proxy timeouts (the proxy did connect).
+    # proxy timeouts (the proxy did connect). A busy danted may also not
+    # finish some CONNECTs in time: those are proxy timeouts, rightly.
     half, s5t = c.d_("tcp_handshake_timeout"), c.d_("socks5_timeout")
     log("tcp_handshake_timeout +%d (half-open clients), socks5_timeout +%d" % (half, s5t))
     check(half >= min(100, sent2 // 10), "only %d half-open sessions counted as "
           "tcp_handshake_timeout for %d SYNs from sources that never answer" % (half, sent2))
-    check(s5t <= half // 10, "socks5_timeout +%d against tcp_handshake_timeout +%d: half-open "
-          "clients counted as proxy timeouts" % (s5t, half))
     c.logs(sent + sent2)
 
 
@@ -1339,12 +1140,261 @@ def case_fd_exhaustion(args):
     c.logs(n, must_mention="open files|descriptor|socket")
 
 
+# ---------------------------------------------------------------- tunflood
+
+FLOOD_MIN = 8.0          # seconds the flood lasts at least,
+FLOOD_TAIL = 1.0         # and after the last idle connection's reset,
+FLOOD_CAP = 30.0         # but never longer (the reset is then overdue)
+FLOOD_MAX_PACKETS = 10_000_000   # per sender, a bound never reached in FLOOD_CAP
+FLOOD_PREPARED = 4096    # packets prepared per sender, sent round and round
+FLOOD_TCP_PORTS = (20000, 60000)  # destination ports (the target's 7000 is not among them)
+FLOOD_UDP_PORTS = (20000, 20063)  # where hostile.py sink listens (no ICMP errors)
+
+
+def flood_items(kind, idx, args):
+    """What sender idx sends, prepared: for kind 'tcp' IPv4 TCP segments
+    that belong to no connection, on a raw socket (ACK+PSH with 16
+    bytes, from random ports of our own address: lwIP answers each with a
+    RST, which our kernel drops), or 16-byte UDP datagrams from 8 sockets to
+    the 64 ports of the target's IPv4 and IPv6 addresses where hostile.py
+    sink listens (8 associations, each datagram relayed through the proxy).
+    Returns ([(socket, packet, address)], the sockets)."""
+    rng = random.Random(7700 + idx)
+    if kind == "tcp":
+        lo, hi = FLOOD_TCP_PORTS
+        raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+        addr = (args.host, 0)
+        items = [(raw, tcp_packet(args.src, args.host, rng.randrange(1024, 65535),
+                                  rng.randrange(lo, hi), rng.getrandbits(32), flags=0x18,
+                                  ack=rng.getrandbits(32), payload=b"tunflood%08d" % k), addr)
+                 for k in range(FLOOD_PREPARED)]
+        return items, [raw]
+    socks = []
+    for j in range(8):
+        fam = socket.AF_INET if j % 2 == 0 else socket.AF_INET6
+        u = socket.socket(fam, socket.SOCK_DGRAM)
+        u.setblocking(False)
+        socks.append(u)
+    items = []
+    lo, hi = FLOOD_UDP_PORTS
+    for k in range(FLOOD_PREPARED):
+        u = socks[k % len(socks)]
+        host = args.host if u.family == socket.AF_INET else args.host6
+        items.append((u, b"tunflood%08d" % k, (host, rng.randint(lo, hi))))
+    return items, socks
+
+
+class Flood:
+    """Sender processes, one per kind (see flood_items), that blast their
+    prepared packets into tun0 round and round from go() to stop().
+
+    Unpaced, they send as fast as they can; tun0's queue overflows and the
+    kernel drops 40-75 % of what enters it, the keeper's segments alike, so
+    that a fresh keeper connection whose first data is lost for
+    tcp-idle-timeout seconds is reset by the idle timer, as it should be:
+    the keeper fails for the kernel's drops, not the daemon's. Paced (the
+    default), each sender backs off when tun0 drops (its tx_dropped grew
+    during the sender's last 64 sends: the pause after every 64 doubles,
+    plus 50 us, up to 20 ms) and speeds up while nothing is dropped (the
+    pause shrinks by 1 % per 64): the queue is full at times, s5tund reads
+    as much as it can, and the kernel drops about 1 % or less."""
+
+    def __init__(self, kinds, args, paced=True):
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
+        self.kinds, self.paced = kinds, paced
+        self.sent, self.errors, self.pauses = (ctx.RawArray("q", len(kinds)) for _ in range(3))
+        self.stopped = ctx.RawValue("b", 0)
+        self.go_ev = ctx.Event()
+        self.procs = [ctx.Process(target=self.sender, args=(kind, i, args), daemon=True)
+                      for i, kind in enumerate(kinds)]
+        for p in self.procs:
+            p.start()
+
+    def sender(self, kind, idx, args):
+        """sent[idx] / errors[idx] count the sends our kernel took / refused
+        (ENOBUFS, EAGAIN), pauses[idx] the pauses, updated after every 64.
+        Ends at stop(), after FLOOD_CAP + 10 s or FLOOD_MAX_PACKETS."""
+        items, socks = flood_items(kind, idx, args)
+        dropped_fd = os.open("/sys/class/net/tun0/statistics/tx_dropped", os.O_RDONLY)
+        self.go_ev.wait()
+        deadline = time.monotonic() + FLOOD_CAP + 10
+        sent, errors, pauses, stopped = self.sent, self.errors, self.pauses, self.stopped
+        n = e = i = np = 0
+        pause = 0.0
+        drops = int(os.pread(dropped_fd, 32, 0))
+        try:
+            while not stopped.value and n < FLOOD_MAX_PACKETS and time.monotonic() < deadline:
+                if pause > 20e-6:
+                    time.sleep(pause)
+                    np += 1
+                for sock, data, addr in items[i:i + 64]:
+                    try:
+                        sock.sendto(data, addr)
+                        n += 1
+                    except OSError:
+                        e += 1
+                i = (i + 64) % len(items)
+                sent[idx], errors[idx], pauses[idx] = n, e, np
+                if self.paced:
+                    d = int(os.pread(dropped_fd, 32, 0))
+                    pause = min(0.02, 2 * pause + 50e-6) if d > drops else 0.99 * pause
+                    drops = d
+        finally:
+            sent[idx], errors[idx], pauses[idx] = n, e, np
+            os.close(dropped_fd)
+            for sk in socks:
+                sk.close()
+
+    def go(self):
+        self.go_ev.set()
+
+    def stop(self):
+        """Stops the senders and waits for them (bounded); returns how many
+        packets they sent."""
+        self.stopped.value = 1
+        self.go_ev.set()
+        for p in self.procs:
+            p.join(30)
+            if p.is_alive():
+                p.kill()
+                p.join(5)
+        return sum(self.sent)
+
+
+def tcp_snmp():
+    """This namespace's TCP counters (/proc/net/snmp): OutSegs, RetransSegs..."""
+    with open("/proc/net/snmp") as f:
+        rows = [ln.split() for ln in f if ln.startswith("Tcp:")]
+    return dict(zip(rows[0][1:], (int(x) for x in rows[1][1:])))
+
+
+def case_tunflood(args):
+    """Packets blasted into tun0 from several sender processes (TCP segments
+    of no connection, UDP datagrams to many ports: see flood_items; paced
+    by tun0's drops unless --flood-unpaced: see Flood) for at least
+    FLOOD_MIN s: the keeper never fails; idle connections
+    opened before the flood (at least one on every queue) are reset by
+    tcp-idle-timeout while the flood still runs (the timers fire);
+    afterwards every session and fd is freed, the daemon logged the case a
+    bounded number of times and serves. The flood must have reached the
+    daemon: tun_rx_packets grew by at least --flood-min-read, on every
+    queue by at least its 2 * queues-th part.
+
+    What it cannot show on a small machine: that s5tund's read loop is
+    bounded. The senders (Python, sharing the CPUs with s5tund) do not keep
+    tun0's queue readable without a pause, so a build that reads until
+    EAGAIN passed this case too (its timers fired on time, paced or not)."""
+    kinds = args.flood.split(",")
+    c = Case(args)
+    nq = len(c.d.queue_stats())
+    flood = Flood(kinds, args, paced=not args.flood_unpaced)
+    # Idle connections, each mapped to its queue, until every queue has one
+    # (at least 4, IPv4 and IPv6): the timers of flooded queues must fire.
+    idle, queues = [], set()
+    try:
+        while (len(queues) < nq or len(idle) < 4) and len(idle) < 64:
+            tag = "flood-idle%d" % len(idle)
+            host = args.host if len(idle) % 2 == 0 else args.host6
+            sock, q = e2elib.queue_of(args.stats, lambda: hold_open(host, args.port, 30, tag), tag)
+            idle.append((sock, q, tag))
+            queues.add(q)
+        check(len(queues) == nq, "%d idle connections all landed on queues %s of %d"
+              % (len(idle), sorted(queues), nq))
+        log("%d idle connections (tcp-idle-timeout %d s) on queues %s; %d flood senders (%s), %s"
+            % (len(idle), args.idle_timeout, [q for _, q, _ in idle], len(kinds), ",".join(kinds),
+               "paced by tun0's drops" if flood.paced else "unpaced"))
+        ends = {}
+        t0 = [None]
+
+        def watch():
+            pending = {sk: tag for sk, _, tag in idle}
+            while pending and not flood.stopped.value:
+                r, _, _ = select.select(list(pending), [], [], 0.1)
+                for sk in r:
+                    try:
+                        how = "data" if sk.recv(64) else "eof"
+                    except ConnectionResetError:
+                        how = "reset"
+                    except OSError as ex:
+                        how = "error %s" % ex
+                    ends[pending.pop(sk)] = (how, time.monotonic() - t0[0], sum(flood.sent))
+        watcher = threading.Thread(target=watch, daemon=True)
+        drop0 = tun_dropped()
+        st0, qs0 = c.d.stats(), c.d.queue_stats()
+        cpu0, tcp0 = c.d.cpu_seconds(), tcp_snmp()
+        with c.keeper(timeout=60) as k:
+            # The last activity on the idle connections is now: their
+            # timers run from the flood's start.
+            for sk, _, _ in idle:
+                sk.sendall(b"x")
+            t0[0] = time.monotonic()
+            flood.go()
+            watcher.start()
+            while True:
+                el = time.monotonic() - t0[0]
+                last = max([e[1] for e in ends.values()], default=0.0)
+                if el >= FLOOD_CAP or (el >= FLOOD_MIN and len(ends) == len(idle)
+                                       and el >= last + FLOOD_TAIL):
+                    break
+                time.sleep(0.1)
+            at_stop = sum(flood.sent)
+            total = flood.stop()
+            flood_s = time.monotonic() - t0[0]
+            watcher.join(5)
+            st1, qs1 = c.d.stats(), c.d.queue_stats()
+            dropped = tun_dropped() - drop0
+            cpu, tcp1 = c.d.cpu_seconds() - cpu0, tcp_snmp()
+    finally:
+        flood.stop()
+        for sk, _, _ in idle:
+            sk.close()
+    rx = st1["tun_rx_packets"] - st0["tun_rx_packets"]
+    rxq = [b["tun_rx_packets"] - a["tun_rx_packets"] for a, b in zip(qs0, qs1)]
+    log("flood: %.1f s, %d packets sent (%s; %d sends refused by our kernel, %d pauses); "
+        "s5tund read %d packets (tun_rx_packets, per queue %s), tun0 dropped %d (tx_dropped)"
+        % (flood_s, total, ", ".join("%s %d" % kn for kn in zip(kinds, flood.sent)),
+           sum(flood.errors), sum(flood.pauses), rx, rxq, dropped))
+    log("meanwhile: s5tund used %.1f s of CPU; tcp_total +%d, udp_total +%d, drop_udp +%d, "
+        "drop_no_memory +%d, bytes_to_proxy +%d; our TCP (the keeper) sent %d segments, %d "
+        "of them again" % ((cpu,) + tuple(st1[x] - st0[x] for x in (
+            "tcp_total", "udp_total", "drop_udp", "drop_no_memory", "bytes_to_proxy"))
+            + (tcp1["OutSegs"] - tcp0["OutSegs"], tcp1["RetransSegs"] - tcp0["RetransSegs"])))
+    for tag in sorted(ends, key=lambda t: ends[t][1]):
+        how, when, before = ends[tag]
+        log("%s ended: %s %.1f s into the flood, after %d of its packets" % (tag, how, when, before))
+    k.verify()
+    check(len(ends) == len(idle), "idle connections %s not reset %.0f s into the flood "
+          "(tcp-idle-timeout %d s): the timers starved"
+          % (sorted(set(t for _, _, t in idle) - set(ends)), flood_s, args.idle_timeout))
+    bad = {t: e[0] for t, e in ends.items() if e[0] != "reset"}
+    check(not bad, "idle connections did not end with a reset: %s" % bad)
+    early = [t for t, e in ends.items() if e[2] == 0]
+    check(not early, "idle connections %s were reset before the flood sent anything" % early)
+    late = [t for t, e in ends.items() if e[2] >= at_stop]
+    check(not late, "idle connections %s were reset only after the flood stopped (%d packets)"
+          % (late, at_stop))
+    check(rx >= args.flood_min_read, "s5tund read only %d packets during the flood (%d sent, "
+          "%d dropped by tun0): the flood did not reach the daemon (at least %d expected)"
+          % (rx, total, dropped, args.flood_min_read))
+    share = args.flood_min_read // (2 * nq)
+    check(min(rxq) >= share, "queues read %s packets during the flood: not every queue was "
+          "flooded (at least %d each expected)" % (rxq, share))
+    c.freed(bound=args.idle_timeout + 120)
+    c.counters(tcp_total=(">=", len(idle)))
+    c.logs(total, must_mention="idle", unit="flood packets")
+    with c.keeper() as k:
+        time.sleep(2)
+    k.verify()
+
+
 CASES = {
     "garbage": case_garbage, "truncated": case_truncated, "bigdomain": case_bigdomain,
     "slow": case_slow, "hang": case_hang, "close_handshake": case_close_handshake,
     "close_transfer": case_close_transfer, "udp_unreachable": case_udp_unreachable,
     "idle": case_idle, "halfclose": case_halfclose, "synflood": case_synflood,
-    "fd_exhaustion": case_fd_exhaustion,
+    "fd_exhaustion": case_fd_exhaustion, "tunflood": case_tunflood,
 }
 
 
@@ -1367,6 +1417,10 @@ def main():
     p.add_argument("--slow-greeting", action="store_true")
     p.add_argument("--udp-bnd-file")
     p.add_argument("--ready-file")
+    p = sub.add_parser("sink")
+    p.add_argument("--listen", action="append", required=True)
+    p.add_argument("--ports", default="%d-%d" % FLOOD_UDP_PORTS)
+    p.add_argument("--ready-file")
     p = sub.add_parser("check")
     p.add_argument("case", choices=sorted(CASES))
     p.add_argument("--pid", type=int, required=True)
@@ -1384,8 +1438,14 @@ def main():
     p.add_argument("--idle-timeout", type=int, default=600)
     p.add_argument("--limit-nofile", default="")
     p.add_argument("--log-max", type=int, default=20)
+    p.add_argument("--flood", default="tcp,udp",
+                   help="tunflood: one sender process per word, tcp or udp")
+    p.add_argument("--flood-unpaced", action="store_true",
+                   help="tunflood: the senders never pause (see Flood)")
+    p.add_argument("--flood-min-read", type=int, default=50000,
+                   help="tunflood: packets s5tund must have read during the flood")
     args = ap.parse_args()
-    return cmd_proxy(args) if args.cmd == "proxy" else cmd_check(args)
+    return {"proxy": cmd_proxy, "sink": cmd_sink, "check": cmd_check}[args.cmd](args)
 
 
 if __name__ == "__main__":

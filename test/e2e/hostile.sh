@@ -5,20 +5,21 @@
 #
 # CASE     garbage | truncated | bigdomain | slow | hang | close_handshake |
 #          close_transfer | udp_unreachable | idle | halfclose | synflood |
-#          fd_exhaustion
+#          fd_exhaustion | tunflood
 # MODE     thread | process
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
 #
 # The peers are hostile.py's misbehaving SOCKS5 server (behaviour chosen by
-# the CONNECT's port, see hostile.py), danted (halfclose, synflood) and
-# microsocks (fd_exhaustion); the traffic and the checks are hostile.py's
-# "check CASE", run in namespace C: during the case a keeper echoes through
-# the same daemon and must never fail; afterwards every session is gone
-# (stats tcp_active / udp_active 0), the daemon's process tree holds as many
-# fds as before, the counters moved by what was done, and the daemon logged
-# the case a bounded number of times (E2E_HOSTILE_LOG_MAX lines at info or
-# above, default 20), not once per session.
+# the CONNECT's port, see hostile.py), danted (halfclose, synflood,
+# tunflood; with hostile.py's UDP sink) and microsocks (fd_exhaustion); the
+# traffic and the checks are hostile.py's "check CASE", run in namespace C:
+# during the case a keeper echoes through the same daemon and must never
+# fail; afterwards every session is gone (stats tcp_active / udp_active 0),
+# the daemon's process tree holds as many fds as before, the counters moved
+# by what was done, and the daemon logged the case a bounded number of
+# times (E2E_HOSTILE_LOG_MAX lines at info or above, default 20), not once
+# per session.
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
 # Traffic stays inside the two namespaces the run creates (lib.sh).
@@ -28,7 +29,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-CASES="garbage truncated bigdomain slow hang close_handshake close_transfer udp_unreachable idle halfclose synflood fd_exhaustion"
+CASES="garbage truncated bigdomain slow hang close_handshake close_transfer udp_unreachable idle halfclose synflood fd_exhaustion tunflood"
 usage() { echo "usage: $0 {${CASES// /|}} thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
@@ -57,18 +58,25 @@ HP_LOG=""
 STATS_SOCK=""
 LOG_MAX=${E2E_HOSTILE_LOG_MAX:-20}
 
-# hostile_proxy [ARGS...]: hostile.py proxy on S_ADDR4 and S_ADDR6.
-hostile_proxy() {
-  local ready=$WORK/hostile.ready
-  HP_LOG=$WORK/hostile.log
-  E2E_LOGS+=("$HP_LOG")
-  ip netns exec "$NS_S" "$PY" "$HERE/hostile.py" proxy --listen "$S_ADDR4" --listen "$S_ADDR6" \
-    --port "$HP_PORT" --ready-file "$ready" "$@" >"$HP_LOG" 2>&1 &
+# hostile_run ROLE NAME [ARGS...]: hostile.py ROLE ARGS in S, logging to
+# $WORK/NAME.log, until it says it is ready.
+hostile_run() {
+  local role=$1 name=$2 ready=$WORK/$2.ready
+  shift 2
+  E2E_LOGS+=("$WORK/$name.log")
+  ip netns exec "$NS_S" "$PY" "$HERE/hostile.py" "$role" --ready-file "$ready" "$@" \
+    >"$WORK/$name.log" 2>&1 &
   for _ in $(seq $((T_START * 10))); do
-    [[ -s $ready ]] && { log "hostile proxy listening on port $HP_PORT $*"; return 0; }
+    [[ -s $ready ]] && { log "hostile.py $role ready: $*"; return 0; }
     sleep 0.1
   done
-  fail "hostile.py proxy did not start"
+  fail "hostile.py $role did not start"
+}
+
+# hostile_proxy [ARGS...]: hostile.py proxy on S_ADDR4 and S_ADDR6.
+hostile_proxy() {
+  HP_LOG=$WORK/hostile.log
+  hostile_run proxy hostile --listen "$S_ADDR4" --listen "$S_ADDR6" --port "$HP_PORT" "$@"
 }
 
 # start PROXY_ADDR PROXY_PORT [INI LINES...]: s5tund with the case's mode
@@ -93,7 +101,9 @@ check() {
     --proxy-log "${HP_LOG:-}" --proxy-addr "$S_ADDR4" --host "$TGT4" --host6 "$TGT6" \
     --port "$TGT_PORT" --src "$C_ADDR4" --log-max "$LOG_MAX" \
     --connect-timeout "${CFG_CONNECT_TIMEOUT:-10}" --idle-timeout "${CFG_IDLE_TIMEOUT:-600}" \
-    --limit-nofile "${LIMIT_NOFILE:-$NOFILE_MAX}" ${E2E_HOSTILE_N:+--n "$E2E_HOSTILE_N"} "$@"
+    --limit-nofile "${LIMIT_NOFILE:-$NOFILE_MAX}" ${E2E_HOSTILE_N:+--n "$E2E_HOSTILE_N"} \
+    ${E2E_HOSTILE_FLOOD:+--flood "$E2E_HOSTILE_FLOOD"} \
+    ${E2E_HOSTILE_FLOOD_UNPACED:+--flood-unpaced} "$@"
 }
 
 stop_ok() {
@@ -143,6 +153,17 @@ case $CASE in
     e2e_start_dante
     CFG_CONNECT_TIMEOUT=5 start "$S_ADDR4" "$DANTE_PORT"
     CFG_CONNECT_TIMEOUT=5 check
+    ;;
+  tunflood)
+    # A flood of packets into tun0 (TCP segments of no connection, UDP to
+    # the 64 ports of the target's addresses where the sink swallows them;
+    # E2E_HOSTILE_FLOOD picks the senders, default tcp,udp;
+    # E2E_HOSTILE_FLOOD_UNPACED=1: no pauses when tun0 drops) while idle
+    # connections wait for tcp-idle-timeout.
+    e2e_start_dante
+    hostile_run sink sink --listen "$TGT4" --listen "$TGT6"
+    CFG_IDLE_TIMEOUT=3 start "$S_ADDR4" "$DANTE_PORT" "" "[session]" "udp-idle-timeout = 3"
+    CFG_IDLE_TIMEOUT=3 check
     ;;
   fd_exhaustion)
     # shellcheck disable=SC2119  # no credentials

@@ -32,6 +32,8 @@ import time
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402
+from e2elib import Fail, check, wait_for  # noqa: E402
+from e2elib import stats_doc as stats  # noqa: E402
 
 # The counters of one queue, in the order of core/stats.h.
 COUNTERS = [
@@ -48,58 +50,14 @@ S5_FAIL = ["socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
 DROPS = ["drop_tun_write", "drop_max_sessions", "drop_no_memory", "drop_udp",
          "drop_dns", "drop_icmp"]
 
-T_WAIT = 30.0   # bound of every wait for a state (seconds)
-
-
-class Fail(Exception):
-    """A check failed."""
+T_WAIT = 30.0   # bound of every wait for a state (seconds): wait_for's default
 
 
 def log(msg):
     print("ops: " + msg, flush=True)
 
 
-def check(cond, what):
-    if not cond:
-        raise Fail(what)
-
-
-def wait_for(pred, what, bound=T_WAIT, interval=0.05):
-    """Polls pred() until it returns a true value (returned), bounded."""
-    deadline = time.monotonic() + bound
-    while True:
-        v = pred()
-        if v:
-            return v
-        if time.monotonic() >= deadline:
-            raise Fail("no %s within %.0f s" % (what, bound))
-        time.sleep(interval)
-
-
 # ---------------------------------------------------------------- stats socket
-
-def stats_raw(path):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    try:
-        s.connect(path)
-        buf = bytearray()
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    finally:
-        s.close()
-    return bytes(buf).decode()
-
-
-def stats(path):
-    doc = json.loads(stats_raw(path))
-    check(isinstance(doc.get("queues"), list) and "totals" in doc,
-          "stats document without totals or queues: %r" % doc)
-    return doc
-
 
 def quiet_stats(path, bound=T_WAIT):
     """Two documents in a row with identical counters (nothing moved in
@@ -164,17 +122,12 @@ def open_mapped(args, path, n, tag="c"):
     opens connections meanwhile)."""
     conns = []
     for i in range(n):
-        before = stats(path)
-        c = EchoConn(args.host, args.port, tag="%s%d" % (tag, i))
-        c.ping()
-        after = wait_for(lambda: (lambda d: d if d["totals"]["tcp_total"] > before["totals"]["tcp_total"] else None)(stats(path)),
-                         "tcp_total increase for connection %s" % c.tag)
-        grew = [q["queue"] for q, p in zip(after["queues"], before["queues"])
-                if q["tcp_total"] != p["tcp_total"]]
-        check(len(grew) == 1 and after["totals"]["tcp_total"] == before["totals"]["tcp_total"] + 1,
-              "connection %s: tcp_total grew on queues %s by %d in total, expected one queue by 1"
-              % (c.tag, grew, after["totals"]["tcp_total"] - before["totals"]["tcp_total"]))
-        c.queue = grew[0]
+        def opener():
+            c = EchoConn(args.host, args.port, tag="%s%d" % (tag, i))
+            c.ping()
+            return c
+        c, queue = e2elib.queue_of(path, opener, "%s%d" % (tag, i))
+        c.queue = queue
         conns.append(c)
     return conns
 
@@ -248,12 +201,7 @@ def cmd_stats(args):
     s.sendall(up_cmd)
     for chunk in e2elib.stream(7, n_up):
         s.sendall(chunk)
-    reply = bytearray()
-    while True:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        reply += chunk
+    reply = e2elib.read_all(s, 4096)
     s.close()
     check(reply.decode().strip() == e2elib.stream_sha256(7, n_up),
           "upload of %d bytes: target answered %r" % (n_up, bytes(reply[:80])))
