@@ -42,7 +42,8 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402
-from hostile import Daemon, Fail, check, wait_for  # noqa: E402
+from e2elib import Fail, check, wait_for  # noqa: E402
+from hostile import Daemon  # noqa: E402
 
 
 def log(msg):
@@ -133,16 +134,16 @@ def cmd_load(args):
     d = Daemon(args.pid, args.stats, None)
     try:
         d.warm_queues(args.host, args.port)
-        wait_for(lambda: d.stats()["tcp_active"] == 0, 60, "tcp_active 0 before the load")
+        wait_for(lambda: d.stats()["tcp_active"] == 0, "tcp_active 0 before the load", 60)
         fd0, rss0 = d.fds(), d.rss_kib()
         log("baseline: %d fds, RSS %d KiB; opening %d connections (%d at a time in their "
             "handshake)" % (fd0, rss0, args.n, args.opening))
         ok, msg, peak = asyncio.run(load_main(args, d))
         check(ok, msg or "load failed")
         check(d.alive(), "s5tund is not running any more")
-        wait_for(lambda: d.stats()["tcp_active"] == 0, 120,
-                 "tcp_active back to 0 after closing (now %d)" % d.stats()["tcp_active"])
-        wait_for(lambda: d.fds() == fd0, 120, "fds back to %d (now %d)" % (fd0, d.fds()))
+        wait_for(lambda: d.stats()["tcp_active"] == 0,
+                 lambda: "tcp_active back to 0 after closing (now %d)" % d.stats()["tcp_active"], 120)
+        wait_for(lambda: d.fds() == fd0, lambda: "fds back to %d (now %d)" % (fd0, d.fds()), 120)
         log("after closing: tcp_active 0, %d fds (baseline), RSS %d KiB (baseline %d, peak %d)"
             % (d.fds(), d.rss_kib(), rss0, peak["rss"]))
         log("RESULT load n=%d peak_active=%d peak_fds=%d baseline_fds=%d rss_kib_before=%d "
@@ -324,7 +325,7 @@ def cmd_soak(args):
     try:
         d.warm_queues(args.host, args.port)
         wait_for(lambda: (lambda s: s["tcp_active"] == 0 and s["udp_active"] == 0)(d.stats()),
-                 120, "no session before the soak")
+                 "no session before the soak", 120)
         fd0, rss0 = d.fds(), d.rss_kib()
         log("baseline: %d fds, RSS %d KiB; %d s of traffic: %d TCP churners, %d long-lived, "
             "%d UDP sources at a time; a sample every %d s, warm-up %d s"
@@ -401,10 +402,10 @@ def cmd_soak(args):
         # Traffic stopped: sessions go (UDP after udp-idle-timeout), fds back.
         t1 = time.monotonic()
         wait_for(lambda: (lambda s: s["tcp_active"] == 0 and s["udp_active"] == 0)(d.stats()),
-                 args.settle, "tcp_active and udp_active back to 0 after the traffic stopped "
-                 "(now %s)" % {k: d.stats()[k] for k in ("tcp_active", "udp_active")})
-        wait_for(lambda: d.fds() == fd0, args.settle, "fds back to the baseline %d (now %d)"
-                 % (fd0, d.fds()))
+                 lambda: "tcp_active and udp_active back to 0 after the traffic stopped (now %s)"
+                 % {k: d.stats()[k] for k in ("tcp_active", "udp_active")}, args.settle)
+        wait_for(lambda: d.fds() == fd0,
+                 lambda: "fds back to the baseline %d (now %d)" % (fd0, d.fds()), args.settle)
         rss_end = d.rss_kib()
         log("%.0f s after the traffic stopped: tcp_active 0, udp_active 0, %d fds (baseline %d), "
             "RSS %d KiB" % (time.monotonic() - t1, d.fds(), fd0, rss_end))
