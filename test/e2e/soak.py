@@ -190,15 +190,6 @@ def stream_digest(seed, n):
     return h
 
 
-def recv_all(s):
-    buf = bytearray()
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            return bytes(buf)
-        buf += chunk
-
-
 def tcp_op(host, port, rng, timeout):
     """One connection, one transfer, verified. Returns bytes moved."""
     kind = rng.random()
@@ -218,7 +209,7 @@ def tcp_op(host, port, rng, timeout):
             data = rng.randbytes(rng.choice([1000, 64 << 10, 256 << 10, 1 << 20]))
             s.sendall(b"UPLOAD\n" + data)
             s.shutdown(socket.SHUT_WR)
-            line = recv_all(s).strip().decode("ascii", "replace")
+            line = e2elib.read_all(s).strip().decode("ascii", "replace")
             if line != hashlib.sha256(data).hexdigest():
                 raise ValueError("upload of %d bytes: digest %r" % (len(data), line[:20]))
             return len(data)
@@ -226,7 +217,7 @@ def tcp_op(host, port, rng, timeout):
         seed = rng.randrange(8)
         n = [4096, 100 << 10, 1 << 20, 3 << 20][seed % 4]
         s.sendall(b"DOWNLOAD %d %d\n" % (n, seed))
-        got = recv_all(s)
+        got = e2elib.read_all(s)
         if len(got) != n or hashlib.sha256(got).hexdigest() != stream_digest(seed, n):
             raise ValueError("download of %d bytes: got %d bytes, digest differs" % (n, len(got)))
         return n

@@ -22,7 +22,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,32 +30,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
+
 #define SKIP 77
 #define DEV "s5tun0"
 #define NQUEUES 4
 #define UDP_PORT 4242
 
-static int passed;
-static int failed;
-
-static void check(int ok, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static void check(int ok, int line, const char *fmt, ...) {
-  va_list ap;
-
-  if (ok) {
-    passed++;
-    return;
-  }
-  failed++;
-  printf("FAIL line %d: ", line);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  putchar('\n');
-}
-
-#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
 
 static struct s5_prefix prefix(int family, const char *text, unsigned len) {
   struct s5_prefix p;
