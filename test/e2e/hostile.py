@@ -832,6 +832,7 @@ def case_udp_unreachable(args):
                 (args.proxy_addr, 9, "closed port on the proxy's host")]
     per = args.n or 100
     most = 12   # ASSOCIATEs per variant; without the hold-down one per source
+    rows = []   # (what, associations, failures counted, ASSOCIATEs at the proxy, datagrams)
     with c.keeper() as k:
         for addr, port, what in variants:
             with open(args.udp_bnd_file, "w") as f:
@@ -854,16 +855,17 @@ def case_udp_unreachable(args):
                      "udp_active back to 0 after relay %s:%d (%s)" % (addr, port, what), 60, POLL)
             after = c.d.stats()
             assocs = after["udp_total"] - before["udp_total"]
+            nfails = sum(after[f] - before[f] for f in FAILS)
             conns = len(proxy_lines(args, r"udp-associate bnd=%s:%d " % (re.escape(addr), port)))
             log("relay %s:%d (%s): %d datagrams from %d sources -> %d associations, %d SOCKS5 "
                 "failures counted, %d UDP ASSOCIATE at the proxy, drop_udp +%d"
-                % (addr, port, what, sent, sent - per + 1, assocs, fails(), conns,
+                % (addr, port, what, sent, sent - per + 1, assocs, nfails, conns,
                    after["drop_udp"] - before["drop_udp"]))
-            c.__dict__.setdefault("udp_rows", []).append((what, assocs, fails(), conns, sent))
+            rows.append((what, assocs, nfails, conns, sent))
     k.verify()
     c.freed()
     c.logs(3 * 2 * per, must_mention="UDP|relay|udp")
-    for what, assocs, nfails, conns, sent in c.udp_rows:
+    for what, assocs, nfails, conns, sent in rows:
         check(nfails >= 1, "relay %s: %d associations failed and no failure counter moved "
               "(socks5_* unchanged): the failure is not counted" % (what, assocs))
         check(conns <= most, "relay %s: %d UDP ASSOCIATEs for %d datagrams: a failed relay is "
