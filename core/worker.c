@@ -54,7 +54,9 @@ static void worker_tick(uv_timer_t *timer) {
   struct s5_worker *w = timer->data;
   if (w->fail_unlogged > 0 && uv_now(&w->loop) - w->fail_logged_ms >= S5_FAIL_LOG_MS)
     worker_failures_flush(w, uv_now(&w->loop));
-  S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
+  /* The watchdog judges a queue served, not a loop turning: no beat while
+   * the TUN queue fails (core/netif.c). */
+  if (w->tun_retry_ms == 0) S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
   tcp_tmr();
   if (++w->lwip_ticks % 4 == 0) {
     ip_reass_tmr();

@@ -31,6 +31,8 @@ struct s5_worker {
 
   uv_loop_t loop;
   uv_poll_t tun_poll;          /* readable TUN queue */
+  uv_timer_t tun_retry;        /* watches the queue again after an error */
+  unsigned tun_retry_ms;       /* the next retry's delay, doubling; 0 = healthy */
   uv_timer_t lwip_timer;       /* drives tcp_tmr() and reassembly timers */
   uv_async_t stop_async;       /* s5_worker_stop() from another thread */
   uv_signal_t sigterm, sigint, sighup; /* process mode: the worker's own signals */
