@@ -19,7 +19,8 @@ CTEST_ARGS ?=
 # Build tools and libraries, then what the end-to-end tests run: the SOCKS5
 # servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib only).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev xz-utils \
-        ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils
+        ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
+        openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
@@ -70,7 +71,7 @@ build:
 # fails twice. (The echo stalls once blamed on load were a TUN write that
 # cut long pbuf chains short, fixed and tested by e2e.trickle.)
 S5_RETRY := --repeat until-pass:2
-test: deps-fuzz build
+test: deps-fuzz deps-sshd build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure $(S5_RETRY) $(CTEST_ARGS)
 	$(MAKE) --no-print-directory bench-short
 	$(MAKE) --no-print-directory fuzz-short
@@ -134,6 +135,21 @@ TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|si
 FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_packet
 SAN_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 SAN_TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+# OpenSSH's sshd for the ssh -D end-to-end case (test/e2e/udp.sh udp_sshd),
+# unpacked from Debian's package into the build tree, never installed: the
+# package's scripts would add a user and start a service on the machine.
+# Its libraries are in DEPS.
+SSHD_DIR := build/openssh-server
+.PHONY: deps-sshd
+deps-sshd: deps
+	@if [ ! -x $(SSHD_DIR)/usr/sbin/sshd ]; then \
+	  d=$$(mktemp -d) && chmod 755 "$$d" && cd "$$d" && \
+	  { apt-get download -qq openssh-server >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get download -qq openssh-server; }; } && \
+	  cd "$(CURDIR)" && mkdir -p $(SSHD_DIR) && dpkg -x "$$d"/openssh-server_*.deb $(SSHD_DIR); \
+	  rc=$$?; rm -rf "$$d"; [ $$rc -eq 0 ] || { echo "make deps-sshd: could not unpack openssh-server" >&2; exit 1; }; \
+	fi
 
 .PHONY: deps-fuzz fuzz-build fuzz fuzz-short test-asan test-tsan
 
