@@ -75,6 +75,10 @@ void s5_config_key_unknown(const char *section, const char *name,
 int s5_config_check(const struct s5_config *cfg, int *key,
                     char *err, size_t errlen);
 
+/* The long names of the command-line flags (args.c), for the docs test. */
+int s5_args_flag_count(void);
+const char *s5_args_flag_name(int i);
+
 /* Port of a socket address in host byte order, 0 if the family is unset
  * (types.c). */
 uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss);

@@ -749,6 +749,12 @@ static void test_args_bad(void) {
                     "argument");
   run(&r, "-c", NULL);
   expect_flag_error(&r, "-c", "s5tund: -c: missing argument");
+  /* The stats client's flags belong to main(), and only first. */
+  run(&r, "-c", "x.ini", "--stats", NULL);
+  expect_flag_error(&r, "--stats not first", "s5tund: --stats: must be the "
+                    "first argument");
+  run(&r, "--json", NULL);
+  expect_flag_error(&r, "--json alone", "s5tund: --json: only with --stats");
   run(&r, "--help=yes", NULL);
   expect_flag_error(&r, "--help=yes", "s5tund: --help: takes no value");
   run(&r, "tun.ini", NULL);
