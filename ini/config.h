@@ -126,7 +126,9 @@ int s5_config_set(struct s5_config *cfg, const char *section, const char *key,
                   const char *value, char *err, size_t errlen);
 
 /* Writes the effective configuration as an INI document that
- * s5_config_load_file() accepts (password shown as "***"). */
+ * s5_config_load_file() reads back to the same configuration, every key in
+ * table order, except the password, shown as "***"; queues as written
+ * (queues_configured, 0 = one per CPU). */
 void s5_config_print(const struct s5_config *cfg, FILE *out);
 
 #endif
