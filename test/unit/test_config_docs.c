@@ -133,6 +133,13 @@ static const char *path_of(const char *rel) {
   return p;
 }
 
+/* The line number of p in text (from 1), for messages. */
+static int line_at(const char *text, const char *p) {
+  int n = 1;
+  for (; text < p; text++) n += *text == '\n';
+  return n;
+}
+
 static size_t key_len(const char *s) {
   size_t n = 0;
   while ((s[n] >= 'a' && s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '-') n++;
@@ -223,14 +230,14 @@ static void test_example(void) {
 /* mdoc: ".Ss \&[tun]\&" starts a section, ".Ss Top level ..." the keys
  * before any; ".It Cm KEY Pq DEFAULT", "empty" for an empty default. */
 static void test_man_keys(const char *man) {
-  static struct doc d = {.what = "contrib/s5tund.8 CONFIGURATION"};
+  static struct doc d = {.what = "contrib/s5tund.8"};
   const char *start = strstr(man, "\n.Sh CONFIGURATION\n");
   CHECK(start != NULL, "man page: no CONFIGURATION section");
   if (start == NULL) return;
   const char *end = strstr(start + 1, "\n.Sh ");
   char *part = strndup(start, end != NULL ? (size_t)(end - start) : strlen(start));
   char section[32] = "";
-  int lineno = 0;
+  int lineno = line_at(man, start) - 1;
   char *at = part;
   for (char *line; (line = next_line(&at)) != NULL;) {
     lineno++;
@@ -244,7 +251,7 @@ static void test_man_keys(const char *man) {
     const char *p = line + 7;
     size_t n = key_len(p);
     const char *v = strstr(p + n, " Pq ");
-    CHECK(v != NULL, "man page CONFIGURATION line %d: %s: want \".It Cm KEY Pq DEFAULT\"", lineno, line);
+    CHECK(v != NULL, "contrib/s5tund.8:%d: %s: want \".It Cm KEY Pq DEFAULT\"", lineno, line);
     if (v == NULL) continue;
     v += 4;
     if (strcmp(v, "empty") == 0) v = "";
@@ -291,7 +298,7 @@ static void test_man_flags(const char *man) {
 /* README: the ini block under "## Configuration" lists "key = default"
  * (aligned, with a "; comment"); the command line after it every flag. */
 static void test_readme(void) {
-  static struct doc d = {.what = "README.md Configuration"};
+  static struct doc d = {.what = "README.md"};
   char *text = read_all(path_of("README.md"));
   char *start = strstr(text, "\n## Configuration\n");
   CHECK(start != NULL, "README: no Configuration section");
@@ -315,7 +322,7 @@ static void test_readme(void) {
   }
   *block_end = '\0';
   char section[32] = "";
-  int lineno = 0;
+  int lineno = line_at(text, block);
   char *at = block + 7;
   for (char *line; (line = next_line(&at)) != NULL;) {
     lineno++;
@@ -324,7 +331,7 @@ static void test_readme(void) {
     if (n == 0) continue;
     const char *p = line + n;
     while (*p == ' ') p++;
-    CHECK(*p == '=', "README ini block line %d: %s: want \"key = default ; ...\"", lineno, line);
+    CHECK(*p == '=', "README.md:%d: %s: want \"key = default ; ...\"", lineno, line);
     if (*p != '=') continue;
     p++;
     while (*p == ' ') p++;
