@@ -374,6 +374,12 @@ port = $MS_PORT" address
   bad "$tun
 ipv4 = 198.18.0.1/99
 $socks" ipv4
+  # A user that does not exist: refused with the configuration, not at the
+  # privilege drop after the device is up.
+  bad "$tun
+$socks
+[run]
+user = s5tund-no-such-user" user
 
   # A bad flag: exit 2 and the flag named.
   rc=0
