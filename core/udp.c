@@ -212,18 +212,25 @@ static void udp_hold(struct s5_udp *u) {
   s5_debug("UDP: new associations refused for %u ms after a failure at the proxy", u->hold_ms);
 }
 
-static void assoc_fail(struct s5_assoc *a, const char *why) {
+static void assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *why) {
   udp_hold(a->u);
   char c[80], line[200];
   snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
-  s5_worker_failure(a->u->w, line);
+  s5_worker_failure(a->u->w, level, line);
   assoc_end(a, why);
 }
+
+static void assoc_fail(struct s5_assoc *a, const char *why) { assoc_fail_at(a, S5_LOG_INFO, why); }
 
 static void assoc_touch(struct s5_assoc *a) { a->last_active = uv_now(&a->u->w->loop); }
 
 static void assoc_timer_fired(uv_timer_t *timer) {
   struct s5_assoc *a = timer->data;
+  if (a->state == A_CONNECTING) {   /* the proxy itself does not answer */
+    S5_STAT_ADD(a->u->w->stats, socks5_timeout, 1);
+    assoc_fail_at(a, S5_LOG_WARN, "proxy connection for UDP not established within connect-timeout");
+    return;
+  }
   if (a->state != A_READY) {
     S5_STAT_ADD(a->u->w->stats, socks5_timeout, 1);
     assoc_fail(a, "UDP association not established within connect-timeout");
@@ -326,7 +333,7 @@ static void relay_unreachable(struct s5_assoc *a, int err) {
              "others go on", uv_strerror(err));
     char c[80], line[300];
     snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
-    s5_worker_failure(u->w, line);
+    s5_worker_failure(u->w, S5_LOG_INFO, line);
     assoc_end(a, why);
     return;
   }
@@ -592,7 +599,7 @@ static void ctl_connected(uv_connect_t *req, int status) {
   if (status < 0) {
     S5_STAT_ADD(a->u->w->stats, socks5_connect_failed, 1);
     snprintf(why, sizeof why, "proxy connection for UDP failed: %s", uv_strerror(status));
-    assoc_fail(a, why);
+    assoc_fail_at(a, S5_LOG_WARN, why);
     return;
   }
   int r = relay_open(a);

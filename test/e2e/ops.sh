@@ -143,6 +143,19 @@ autoroute_check_uids() {
   log "workers run as nobody ($nobody), the main process as root with capabilities $cap"
 }
 
+# An application's own connection to the proxy's address goes into the
+# tunnel (auto-route takes every unmarked packet): it is refused, counted,
+# and the warning says what happened, not that [socks5] mark is missing
+# (it is set: s5tund's own proxy connections go around the tunnel).
+autoroute_check_app_to_proxy() {
+  local line
+  client --host "$S_ADDR4" --port "$MS_PORT" --timeout 15 expect-refused
+  line=$(e2e_wait_log "$S5LOG" "refused a connection to the SOCKS5 proxy's address \(1 so far\): an application connected to the proxy" 10 \
+    "warning about an application's connection to the proxy")
+  grep -q "set \[socks5\] mark" "$S5LOG" && fail "told to set [socks5] mark, which is set: $(grep "set \[socks5\] mark" "$S5LOG")"
+  log "an application's connection to the proxy: ${line#* warn  }"
+}
+
 case_autoroute() {
   local hook=$WORK/hooks.log out i
   autoroute_ini=("[tun]" "auto-route = true"
@@ -167,6 +180,7 @@ case_autoroute() {
   autoroute_check_uids
   grep -qx "up $TUN $QUEUES $MODE" "$hook" || fail "post-up did not run with the device: $(oneline "$(cat "$hook")")"
   e2e_s5_log_clean
+  autoroute_check_app_to_proxy
   ops_stop_ok
   grep -qx "down $TUN" "$hook" || fail "pre-down did not run: $(oneline "$(cat "$hook")")"
   autoroute_check_rules 0

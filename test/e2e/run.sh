@@ -225,12 +225,15 @@ case_pipeline() {
 case_deadproxy() {
   e2e_topology_up
   e2e_start_target
-  # Nothing listens on the proxy port yet: S answers with RST.
-  start_with_config "$S_ADDR4" "$MS_PORT"
+  # Nothing listens on the proxy port yet: S answers with RST. At level =
+  # warn the operator still sees that the proxy is down.
+  CFG_LOG_LEVEL=warn start_with_config "$S_ADDR4" "$MS_PORT"
   e2e_wait_device "$MODE" "$QUEUES"
   client --host "$TGT4" --timeout 30 expect-refused
   client --host "$TGT6" --timeout 30 expect-refused
   e2e_require_alive "after connections to a dead proxy"
+  e2e_wait_log "$S5LOG" "^[0-9T:.-]+ warn  q[0-9]+ s[0-9]+ .*proxy connection failed: connection refused" 10 \
+    "warning that the proxy refused the connection (level = warn)" >/dev/null
   e2e_tun_up || fail "$TUN is not up after connections to a dead proxy"
   # The proxy comes up: the same daemon now carries traffic.
   e2e_start_microsocks
