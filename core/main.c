@@ -86,7 +86,8 @@ int main(int argc, char **argv) {
   }
   /* Mapped DNS names, shared by every worker: mapped before any exists. */
   if (s5_dns_setup(&cfg) < 0) return 1;
-  s5_info("s5tund %s starting: %s, %u queues, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
+  s5_info("s5tund %s starting: %s, %u %s, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
+          cfg.queues == 1 ? "queue" : "queues",
           cfg.mode == S5_MODE_THREAD ? "thread" : "process");
   return cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg, stats) : s5_run_processes(&cfg, stats);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "log.h"
 #include "session.h"
 
@@ -32,12 +33,9 @@ static void session_unlink(struct s5_session *s) {
 
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
   if (s->pcb == NULL) return "(closed)";
-  char src[IPADDR_STRLEN_MAX], dst[IPADDR_STRLEN_MAX];
-  ipaddr_ntoa_r(&s->pcb->remote_ip, src, sizeof src);
-  ipaddr_ntoa_r(&s->pcb->local_ip, dst, sizeof dst);
-  int v6 = IP_IS_V6(&s->pcb->local_ip);
-  snprintf(buf, len, v6 ? "[%s]:%u -> [%s]:%u" : "%s:%u -> %s:%u", src, s->pcb->remote_port,
-           dst, s->pcb->local_port);
+  char src[S5_ADDR_STRLEN], dst[S5_ADDR_STRLEN];
+  snprintf(buf, len, "%s -> %s", s5_addr_port_str(&s->pcb->remote_ip, s->pcb->remote_port, src, sizeof src),
+           s5_addr_port_str(&s->pcb->local_ip, s->pcb->local_port, dst, sizeof dst));
   return buf;
 }
 

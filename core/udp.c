@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "dns.h"
 #include "log.h"
 #include "session.h"
@@ -110,10 +111,7 @@ static unsigned assoc_hash(const ip_addr_t *ip, uint16_t port) {
 }
 
 static const char *assoc_client(const struct s5_assoc *a, char *buf, size_t len) {
-  char ip[IPADDR_STRLEN_MAX];
-  ipaddr_ntoa_r(&a->client, ip, sizeof ip);
-  snprintf(buf, len, IP_IS_V6(&a->client) ? "[%s]:%u" : "%s:%u", ip, a->client_port);
-  return buf;
+  return s5_addr_port_str(&a->client, a->client_port, buf, len);
 }
 
 static void udp_drop(struct s5_worker *w) { S5_STAT_ADD(w->stats, drop_udp, 1); }

@@ -58,7 +58,8 @@ static void check_ready(struct control *c) {
     if (!S5_STAT_GET(&c->stats->q[i], ready)) return;
   c->ready = 1;
   s5_notify_ready(c->cfg);
-  s5_info("ready: %s, %u queues, mode %s", c->cfg->tun.name, c->cfg->queues,
+  s5_info("ready: %s, %u %s, mode %s", c->cfg->tun.name, c->cfg->queues,
+          c->cfg->queues == 1 ? "queue" : "queues",
           c->cfg->mode == S5_MODE_THREAD ? "thread" : "process");
 }
 

@@ -120,6 +120,9 @@ case_echo() {
   client --host "$TGT4" echo --count 50
   client --host "$TGT6" echo --count 50
   e2e_require_alive "after echo"
+  local nq="$QUEUES queues"
+  ((QUEUES == 1)) && nq="1 queue"
+  e2e_wait_log "$S5LOG" "main ready: $TUN, $nq, mode $MODE\$" 10 "'ready: $TUN, $nq, mode $MODE' line" >/dev/null
 }
 
 case_echo_dante() {

@@ -153,6 +153,12 @@ case_udp_echo() {
   n=$(udp_count_log 'association ready')
   ((n >= 100)) || fail "expected at least 100 associations in the log, found $n"
   log "$n associations set up"
+  # Addresses in log lines as RFC 5952 writes them (lower case): the
+  # client's fc00::1 is never FC00::1.
+  grep -q '\[fc00::1\]:[0-9]*: association ready' "$S5LOG" || fail "no association from [fc00::1] in the log"
+  if grep -qE '(FC00|FD00):' "$S5LOG"; then
+    fail "upper-case IPv6 addresses in s5tund's log: $(oneline "$(grep -m 3 -E '(FC00|FD00):' "$S5LOG")")"
+  fi
   client --host "$TGT4" echo --count 5
 }
 
