@@ -92,6 +92,10 @@ if ! (cd "$tree" && "${build[@]}") >"$out/build.log" 2>&1; then
 fi
 deb=$out/s5tund_${full}_$arch.deb
 [ -f "$deb" ] || die "dpkg-buildpackage made no $deb"
+# Belt and braces for when no namespace could be had: lwIP came from lwip/.
+grep -q 'lwIP: copying .*/lwip (LWIP_SOURCE_DIR)' "$out/build.log" &&
+  ! grep -Eq 'lwIP: (fetching|downloading)' "$out/build.log" ||
+  die "the package build did not take lwIP from lwip/ (see $out/build.log)"
 
 # 5. lintian: errors fail, the rest is listed.
 echo "deb.sh: lintian"

@@ -71,7 +71,7 @@ else
   rc=$?
   if [ $rc -ne 0 ] || grep -q 's5tund' <<<"$out"; then
     fail "systemd-analyze verify (exit $rc):"
-    printf '    %s\n' "$out"
+    sed 's/^/    /' <<<"$out"
   else
     ok "systemd-analyze verify"
   fi
