@@ -82,7 +82,8 @@ else
   echo "deb.sh: warning: cannot unshare a network namespace; building with the network" >&2
 fi
 echo "deb.sh: dpkg-buildpackage -us -uc -b in $tree ${isolate[*]:+(${isolate[*]})}"
-build=(dpkg-buildpackage -us -uc -b)
+# Our caller's make variables (MAKEFLAGS) must not reach debian/rules.
+build=(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL dpkg-buildpackage -us -uc -b)
 if [ ${#isolate[@]} -gt 0 ]; then
   build=("${isolate[@]}" sh -c 'ip link set lo up && exec "$@"' sh "${build[@]}")
 fi
