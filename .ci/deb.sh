@@ -29,6 +29,12 @@ case $build_dir in /*) ;; *) build_dir=$src/$build_dir ;; esac
 
 die() { echo "deb.sh: $*" >&2; exit 1; }
 
+git -C "$src" rev-parse --git-dir >/dev/null 2>&1 ||
+  die "$src is not a git checkout: the orig tarball is made from git's file list"
+for tool in dpkg-buildpackage dpkg-source lintian cmake xz; do
+  command -v "$tool" >/dev/null || die "$tool not found (make deb installs what it needs)"
+done
+
 # Version: debian/changelog's upstream part must be CMake's project version.
 full=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
 ver=${full%-*}
