@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # deb-check.sh [DEB_DIR]: checks the package .ci/deb.sh built (make deb-check):
-#   1. its file list (dpkg -c) has the daemon in /usr/sbin, the unit where
-#      Debian 12's debhelper handles it, the man page, the example config,
+#   1. its file list (dpkg -c) has the daemon in /usr/sbin, the unit in
+#      (/usr)/lib/systemd/system, the man page, the example config,
 #      copyright; and it depends on the shared libuv and inih;
 #   2. unpacked into a scratch root (dpkg -x), the daemon runs and the
 #      installed tree passes .ci/installed-check.sh (s5tund --version,
@@ -20,8 +20,9 @@ fails=0
 fail() { echo "deb-check: FAIL: $*"; fails=$((fails + 1)); }
 
 list=$(dpkg -c "$deb" | awk '{ print $NF }')
-for want in ./usr/sbin/s5tund ./lib/systemd/system/s5tund.service \
-            ./usr/share/man/man8/s5tund.8.gz ./usr/share/doc/s5tund/examples/s5tund.ini \
+grep -Eqx '\./(usr/)?lib/systemd/system/s5tund\.service' <<<"$list" ||
+  fail "the package has no lib/systemd/system/s5tund.service"
+for want in ./usr/sbin/s5tund ./usr/share/man/man8/s5tund.8.gz ./usr/share/doc/s5tund/examples/s5tund.ini \
             ./usr/share/doc/s5tund/copyright ./usr/share/doc/s5tund/README.md.gz; do
   grep -qxF "$want" <<<"$list" || fail "the package has no $want"
 done
