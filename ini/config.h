@@ -70,8 +70,10 @@ struct s5_config {
   } session;
 
   struct {
-    struct sockaddr_storage addr; /* the mapped resolver, port 53; ss_family 0 = disabled */
+    struct sockaddr_storage addr[2]; /* the mapped resolver, port 53: [0] IPv4, [1] IPv6;
+                                      ss_family 0 = none; neither = mapped DNS off */
     struct s5_prefix network;     /* IPv4 pool of mapped addresses */
+    struct s5_prefix network6;    /* IPv6 pool; family 0 = AAAA not mapped */
     unsigned cache_size;          /* names kept, 1..pool size */
   } dns;
 

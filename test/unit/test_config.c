@@ -133,6 +133,7 @@ static const char *cfg_diff(const struct s5_config *a,
   if (memcmp(&a->dns.addr, &b->dns.addr, sizeof a->dns.addr) != 0)
     return "dns.addr";
   if (!prefix_eq(&a->dns.network, &b->dns.network)) return "dns.network";
+  if (!prefix_eq(&a->dns.network6, &b->dns.network6)) return "dns.network6";
   if (a->dns.cache_size != b->dns.cache_size) return "dns.cache_size";
   if (a->log.level != b->log.level) return "log.level";
   if (strcmp(a->log.file, b->log.file) != 0) return "log.file";
@@ -267,7 +268,8 @@ static void test_defaults(void) {
   CHECK(c.socks5.udp_addr.ss_family == 0, "default udp-address unset");
   CHECK(c.session.udp_idle_timeout == 60, "default udp-idle-timeout");
   CHECK(c.session.tcp_buffer == 512 * 1024, "default tcp-buffer");
-  CHECK(c.dns.addr.ss_family == 0, "default dns address unset");
+  CHECK(c.dns.addr[0].ss_family == 0 && c.dns.addr[1].ss_family == 0, "default dns address unset");
+  CHECK(c.dns.network6.family == 0, "default dns network6 unset");
   CHECK(is_prefix(&c.dns.network, AF_INET, "100.64.0.0", 10),
         "default dns network");
   CHECK(c.dns.cache_size == 10000, "default dns cache-size");
@@ -328,7 +330,9 @@ static void test_good_files(void) {
   }
   if (load_ok(conf("udp_dns.ini"), &c)) {
     const struct sockaddr_in *u = (const void *)&c.socks5.udp_addr;
-    const struct sockaddr_in *a = (const void *)&c.dns.addr;
+    const struct sockaddr_in *a = (const void *)&c.dns.addr[0];
+    const struct sockaddr_in6 *a6 = (const void *)&c.dns.addr[1];
+    uint8_t want6[16] = {0xfc, [15] = 2};
     CHECK(c.tun.icmp_reply, "udp_dns.ini: icmp");
     CHECK(!c.socks5.udp, "udp_dns.ini: udp");
     CHECK(u->sin_family == AF_INET && ntohl(u->sin_addr.s_addr) == 0xc0000207,
@@ -337,8 +341,11 @@ static void test_good_files(void) {
     CHECK(c.session.tcp_buffer == 65536, "udp_dns.ini: tcp-buffer");
     CHECK(a->sin_family == AF_INET && ntohl(a->sin_addr.s_addr) == 0xc6120002 &&
           ntohs(a->sin_port) == 53, "udp_dns.ini: dns address");
+    CHECK(a6->sin6_family == AF_INET6 && memcmp(&a6->sin6_addr, want6, 16) == 0 &&
+          ntohs(a6->sin6_port) == 53, "udp_dns.ini: dns address, IPv6");
     CHECK(is_prefix(&c.dns.network, AF_INET, "10.128.0.0", 30),
           "udp_dns.ini: dns network");
+    CHECK(is_prefix(&c.dns.network6, AF_INET6, "fdff:5335::", 96), "udp_dns.ini: dns network6");
     CHECK(c.dns.cache_size == 2, "udp_dns.ini: cache-size");
   }
   if (load_ok(conf("quoted.ini"), &c)) {
