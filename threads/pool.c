@@ -116,7 +116,7 @@ int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats) {
     }
     pool_stop_all();
     if (pool_join_all() != 0) code = 1;
-    s5_device_close(cfg, fds);
+    s5_device_close(cfg, fds, code == 0);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   free(pool.slots);
