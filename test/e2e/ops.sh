@@ -200,7 +200,10 @@ case_autoroute() {
 # stale rules and routes (one rule, one device route and one unreachable
 # route per family) and serves again; a clean stop leaves rules and routes
 # exactly as before the first start and connections go out directly.
-# IPv4 and IPv6. With kill-switch = false, kill -9 fails open as before.
+# IPv4 and IPv6. With kill-switch = false, kill -9 fails open as before;
+# killed with the kill switch and started without, the stale unreachable
+# routes go. With persist = true the device and its route outlive kill -9:
+# connections go unanswered into it, still not around it.
 ks_routing() {   # every rule and route of C, both families
   local fam
   for fam in -4 -6; do
@@ -232,10 +235,10 @@ ks_direct() {    # WHY: connections to both targets work without s5tund
   log "$1: direct connections to $TGT4 and $TGT6 work"
 }
 
-ks_blocked() {   # connections to both targets fail
+ks_blocked() {   # [TIMEOUT]: connections to both targets fail
   local tgt out
   for tgt in "$TGT4" "$TGT6"; do
-    if out=$(client --host "$tgt" --timeout 5 echo --count 1 2>&1); then
+    if out=$(client --host "$tgt" --timeout "${1:-5}" echo --count 1 2>&1); then
       fail "after kill -9 a connection to $tgt went out directly (the kill switch leaks): $(oneline "$out")"
     fi
     log "after kill -9, $tgt: $(tail -n 1 <<<"$out")"
@@ -249,6 +252,15 @@ ks_kill9() {     # supervisor and workers at once; the device goes with them
   kill -KILL $pids
   wait "$S5PID" 2>/dev/null || true
   S5PID=""
+  if [[ -n ${CFG_PERSIST:-} ]]; then   # the device stays, its queues go
+    for i in $(seq $((T_STOP * 10))); do
+      (($(e2e_tun_numqueues) == 0)) && break
+      sleep 0.1
+    done
+    (($(e2e_tun_numqueues) == 0)) || fail "persistent $TUN still has queues ${T_STOP}s after kill -9 ($pids)"
+    log "killed $pids with SIGKILL; the persistent $TUN stays, no queue attached"
+    return 0
+  fi
   for i in $(seq $((T_STOP * 10))); do
     e2e_tun_exists || break
     sleep 0.1
@@ -327,6 +339,25 @@ case_killswitch() {
   ks_check_table 0 0
   [[ $(ks_routing) == "$before" ]] || fail "routing after kill-switch true, kill -9, kill-switch false, clean stop differs from before"
   log "kill-switch = true, kill -9, kill-switch = false: the stale unreachable routes were removed"
+  # A persistent device outlives kill -9, and so does its route: packets go
+  # into a device no one reads, still not around it.
+  autoroute_ini=("[tun]" "auto-route = true")
+  export CFG_PERSIST=true
+  CFG_MARK=0x53 autoroute_start
+  ks_kill9
+  ks_check_table 1 1
+  ks_blocked 2   # unanswered: a direct connection here takes milliseconds
+  CFG_MARK=0x53 autoroute_start
+  ks_check_table 1 1
+  ks_through
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund with persist = true exited with status $S5RC"
+  unset CFG_PERSIST
+  autoroute_check_rules 0
+  ks_check_table 0 0
+  in_c ip link del "$TUN"
+  [[ $(ks_routing) == "$before" ]] || fail "routing after the persistent runs and ip link del differs from before"
+  log "persist = true: after kill -9 the device's route leads into a device no one serves (blocked); restart and clean stop as without"
 }
 
 # stats: a known transfer (8 MiB up, 12 MiB down) moves bytes_to_proxy and
