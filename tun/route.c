@@ -26,14 +26,14 @@ static const char *family_name(int family) {
 
 /* ---- rules --------------------------------------------------------------- */
 
-/* "not fwmark MARK lookup TABLE pref PREF"; with mark < 0 (delete only) any
- * rule of our table and priority matches. */
+/* "[not] fwmark MARK lookup TABLE pref PREF"; with mark < 0 (delete only)
+ * any rule of our table and priority matches. */
 static int rule_request(struct nl_conn *c, uint16_t type, uint16_t flags, int family,
-                        int64_t mark) {
+                        int64_t mark, int invert) {
   struct fib_rule_hdr frh = {.family = (uint8_t)family, .action = FR_ACT_TO_TBL};
   struct nl_req r;
   uint32_t table = S5_ROUTE_TABLE, pref = S5_ROUTE_PREF, mask = 0xffffffffu, m = (uint32_t)mark;
-  if (mark >= 0) frh.flags = FIB_RULE_INVERT;
+  if (invert) frh.flags = FIB_RULE_INVERT;
   s5_nl_init(&r, type, flags, &frh, sizeof frh);
   s5_nl_put_attr(&r, FRA_TABLE, &table, sizeof table);
   s5_nl_put_attr(&r, FRA_PRIORITY, &pref, sizeof pref);
@@ -96,7 +96,8 @@ static int rules_remove_others(struct nl_conn *c, int family, int64_t keep) {
     if (keep >= 0 && l.r[i].has_mark && l.r[i].inverted && l.r[i].mark == (uint32_t)keep) continue;
     /* By its mark, so that ours, if there, stays; a rule without one is
      * matched by table and priority alone. */
-    r = rule_request(c, RTM_DELRULE, 0, family, l.r[i].has_mark ? (int64_t)l.r[i].mark : -1);
+    r = rule_request(c, RTM_DELRULE, 0, family, l.r[i].has_mark ? (int64_t)l.r[i].mark : -1,
+                     l.r[i].inverted);
     if (r < 0 && r != -ENOENT) return r;
     removed += r == 0;
   }
@@ -227,7 +228,7 @@ static int install_family(struct nl_conn *c, int family, int ifindex, uint32_t m
     return s5_nl_fail(c, r, err, errlen,
                       s5_nl_what(err, errlen, "auto-route: %s default route via %s in table %u", fam,
                                  name, S5_ROUTE_TABLE));
-  r = rule_request(c, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, family, mark);
+  r = rule_request(c, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, family, mark, 1);
   if (r < 0 && r != -EEXIST)   /* EEXIST: an earlier run's, the same: ours now */
     return s5_nl_fail(c, r, err, errlen,
                       s5_nl_what(err, errlen, "auto-route: %s rule 'not fwmark 0x%x lookup %u'", fam,
