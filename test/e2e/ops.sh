@@ -226,13 +226,26 @@ ks_through() {   # connections to both targets work, through s5tund
   log "through s5tund: $((t1 - t0)) TCP sessions counted for 2 echoes"
 }
 
+# Connections the target saw from C's own address, i.e. not through the
+# proxy (microsocks connects from S): target.py logs each one's peer.
+ks_direct_seen() {
+  grep -cE "^target: \('($C_ADDR4|$C_ADDR6)'" "$WORK/target.log" || true
+}
+
 ks_direct() {    # WHY: connections to both targets work without s5tund
-  local tgt
+  local tgt n0 i
   [[ -z $S5PID ]] || fail "ks_direct with s5tund running (pid $S5PID)"
+  n0=$(ks_direct_seen)
   for tgt in "$TGT4" "$TGT6"; do
     client --host "$tgt" --timeout 5 echo --count 1 || fail "$1: no direct connection to $tgt"
   done
-  log "$1: direct connections to $TGT4 and $TGT6 work"
+  # The target logs a connection once it ended (bounded wait).
+  for i in $(seq $((T_STEP * 10))); do
+    (($(ks_direct_seen) >= n0 + 2)) && break
+    sleep 0.1
+  done
+  (($(ks_direct_seen) >= n0 + 2)) || fail "$1: the target did not see 2 connections from $C_ADDR4/$C_ADDR6"
+  log "$1: direct connections to $TGT4 and $TGT6 work (the target saw them from $C_ADDR4 and $C_ADDR6)"
 }
 
 ks_blocked() {   # [TIMEOUT]: connections to both targets fail
@@ -283,7 +296,7 @@ ks_check_table() {   # UNREACHABLE DEV: routes per family expected in table 5335
 }
 
 case_killswitch() {
-  local before after ks i
+  local before after ks i direct0
   ops_setup
   in_c ip route add default via "$S_ADDR4"
   in_c ip -6 route add default via "$S_ADDR6"
@@ -297,15 +310,26 @@ case_killswitch() {
   for ks in true false; do
     autoroute_ini=("[tun]" "auto-route = true")
     [[ $ks == false ]] && autoroute_ini+=("kill-switch = false")
+    direct0=$(ks_direct_seen)
     CFG_MARK=0x53 autoroute_start
     autoroute_check_rules 1
     if [[ $ks == true ]]; then ks_check_table 1 1; else ks_check_table 0 1; fi
     ks_through
+    if [[ $ks == true && $MODE == process ]]; then
+      # A worker restarting: the supervisor holds its queue, the device and
+      # its route stay; its flows wait for the new worker, none goes around.
+      kill -KILL "$(e2e_workers | head -n 1)"
+      CLIENT_T=$((T_START + T_STEP)) client --host "$TGT4" --timeout 10 concurrent 8 --retry-for "$T_START"
+      ks_check_table 1 1
+      log "a worker killed and restarted: connections went through the tunnel"
+    fi
     ks_kill9
     autoroute_check_rules 1
     if [[ $ks == true ]]; then
       ks_check_table 1 0
       ks_blocked
+      (($(ks_direct_seen) == direct0)) \
+        || fail "kill-switch = true: the target saw $(($(ks_direct_seen) - direct0)) connection(s) from $C_ADDR4/$C_ADDR6, around the tunnel"
       log "kill-switch = true: after kill -9, nothing goes out around the tunnel"
     else
       ks_check_table 0 0
@@ -315,8 +339,12 @@ case_killswitch() {
     autoroute_check_rules 1
     if [[ $ks == true ]]; then ks_check_table 1 1; else ks_check_table 0 1; fi
     ks_through
-    e2e_s5_log_clean
+    [[ $ks == true && $MODE == process ]] || e2e_s5_log_clean   # a killed worker is logged
     ops_stop_ok
+    if [[ $ks == true ]]; then
+      (($(ks_direct_seen) == direct0)) \
+        || fail "kill-switch = true: the target saw $(($(ks_direct_seen) - direct0)) connection(s) from $C_ADDR4/$C_ADDR6 between the first start and the clean stop"
+    fi
     autoroute_check_rules 0
     ks_check_table 0 0
     after=$(ks_routing)
