@@ -77,6 +77,17 @@ int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t err
     return -1;
   }
   if (check_dns(cfg, key, err, errlen) != 0) return -1;
+  /* Per-user routing is a refinement of auto-route, and one way or the other. */
+  if (cfg->tun.exclude_uid.n > 0 && cfg->tun.include_uid.n > 0) {
+    *key = s5_config_key_find("tun", "include-uid");
+    snprintf(err, errlen, "set with [tun] exclude-uid: choose one of the two");
+    return -1;
+  }
+  if ((cfg->tun.exclude_uid.n > 0 || cfg->tun.include_uid.n > 0) && !cfg->tun.auto_route) {
+    *key = s5_config_key_find("tun", cfg->tun.exclude_uid.n > 0 ? "exclude-uid" : "include-uid");
+    snprintf(err, errlen, "needs [tun] auto-route = true (it selects which users' traffic auto-route takes)");
+    return -1;
+  }
   /* Without a mark the proxy connections would be routed into the tunnel. */
   if (cfg->tun.auto_route && cfg->socks5.mark == 0) {
     *key = s5_config_key_find("tun", "auto-route");

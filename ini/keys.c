@@ -52,6 +52,10 @@ static const struct s5_key keys[] = {
    .doc = "route everything but packets with [socks5] mark into the device"},
   {"tun", "kill-switch", &s5_type_bool, AT(tun.kill_switch), .def = "true",
    .doc = "with auto-route: block tunnel-bound traffic while the device is absent instead of sending it around"},
+  {"tun", "exclude-uid", &s5_type_uids, AT(tun.exclude_uid), .def = "",
+   .doc = "with auto-route: these users' traffic never enters the tunnel (uids, names, ranges 1000-1999)"},
+  {"tun", "include-uid", &s5_type_uids, AT(tun.include_uid), .def = "",
+   .doc = "with auto-route: only these users' traffic enters the tunnel (not with exclude-uid)"},
   {"tun", "post-up", &s5_type_text, AT(tun.post_up), .def = "", .doc = "command run with /bin/sh once the device is up"},
   {"tun", "pre-down", &s5_type_text, AT(tun.pre_down), .def = "", .doc = "command run before the device goes"},
 

@@ -46,6 +46,7 @@ extern const struct s5_key_type s5_type_enum;    /* one of words; an int (enum) 
 extern const struct s5_key_type s5_type_text;    /* char[size]: at most size-1 bytes, no control characters */
 extern const struct s5_key_type s5_type_secret;  /* text, printed as "***" */
 extern const struct s5_key_type s5_type_user;    /* text, looked up: cfg->run.uid and gid */
+extern const struct s5_key_type s5_type_uids;    /* struct s5_uid_list: uids, names, ranges A-B; empty = none */
 extern const struct s5_key_type s5_type_ifname;  /* char[IFNAMSIZ], an exact device name */
 extern const struct s5_key_type s5_type_prefix;  /* struct s5_prefix of family; empty = unset */
 extern const struct s5_key_type s5_type_pool;    /* struct s5_prefix: IPv4 network, /30 or wider, no host bits */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -166,6 +167,86 @@ static int user_parse(const struct s5_key *k, struct s5_config *cfg, const char 
   cfg->run.uid = uid;
   cfg->run.gid = gid;
   return 0;
+}
+
+/* One uid: a number or a user name, looked up. */
+static int uid_parse_one(const char *s, uint32_t *uid, char *err, size_t errlen) {
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (*s >= '0' && *s <= '9' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
+    *uid = (uint32_t)v;
+    return 0;
+  }
+  struct passwd pw, *found = NULL;
+  char buf[16384];
+  int r = getpwnam_r(s, &pw, buf, sizeof buf, &found);
+  if (found == NULL) {
+    char shown[S5_SHOW_MAX];
+    s5_show(shown, sizeof shown, s);
+    snprintf(err, errlen, "%s is neither a uid nor a user on this system", shown);
+    (void)r;
+    return -1;
+  }
+  *uid = (uint32_t)pw.pw_uid;
+  return 0;
+}
+
+/* "0, nobody, 1000-1999": uids, user names or ranges, comma-separated. */
+static int uids_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+  struct s5_uid_list l = {0};
+  char buf[1024];
+  if (strlen(text) >= sizeof buf) {
+    snprintf(err, errlen, "too long");
+    return -1;
+  }
+  strcpy(buf, text);
+  char *save = NULL;
+  for (char *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+    while (*item == ' ' || *item == '\t') item++;
+    char *end = item + strlen(item);
+    while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+    if (*item == '\0') {
+      snprintf(err, errlen, "an empty item in the list");
+      return -1;
+    }
+    if (l.n == S5_UID_RANGES_MAX) {
+      snprintf(err, errlen, "more than %d uids or ranges", S5_UID_RANGES_MAX);
+      return -1;
+    }
+    char *dash = strchr(item, '-');
+    uint32_t lo, hi;
+    if (dash != NULL && dash != item && dash[1] >= '0' && dash[1] <= '9' && item[0] >= '0' && item[0] <= '9') {
+      *dash = '\0';
+      if (uid_parse_one(item, &lo, err, errlen) != 0 || uid_parse_one(dash + 1, &hi, err, errlen) != 0) return -1;
+      if (hi < lo) {
+        snprintf(err, errlen, "range %u-%u runs backwards", lo, hi);
+        return -1;
+      }
+    } else {
+      if (uid_parse_one(item, &lo, err, errlen) != 0) return -1;
+      hi = lo;
+    }
+    l.r[l.n][0] = lo;
+    l.r[l.n][1] = hi;
+    l.n++;
+  }
+  *(struct s5_uid_list *)field(k, cfg) = l;
+  return 0;
+}
+
+/* As numbers: names were resolved when read. */
+static void uids_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
+  const struct s5_uid_list *l = cfield(k, cfg);
+  char buf[S5_UID_RANGES_MAX * 24] = "";
+  for (unsigned i = 0; i < l->n; i++) {
+    size_t n = strlen(buf);
+    if (l->r[i][0] == l->r[i][1])
+      snprintf(buf + n, sizeof buf - n, "%s%u", i ? ", " : "", l->r[i][0]);
+    else
+      snprintf(buf + n, sizeof buf - n, "%s%u-%u", i ? ", " : "", l->r[i][0], l->r[i][1]);
+  }
+  print_plain(k, out, buf);
 }
 
 static int ifname_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
@@ -343,6 +424,7 @@ const struct s5_key_type s5_type_enum = {"word", enum_parse, enum_print};
 const struct s5_key_type s5_type_text = {"text", text_store, text_print};
 const struct s5_key_type s5_type_secret = {"secret", text_store, secret_print};
 const struct s5_key_type s5_type_user = {"user", user_parse, text_print};
+const struct s5_key_type s5_type_uids = {"uid list", uids_parse, uids_print};
 const struct s5_key_type s5_type_ifname = {"device name", ifname_parse, text_print};
 const struct s5_key_type s5_type_prefix = {"address/prefix", prefix_parse, prefix_print};
 const struct s5_key_type s5_type_pool = {"IPv4 network", pool_parse, prefix_print};

@@ -128,11 +128,14 @@ int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
 static int device_route(const struct s5_config *cfg) {
   char err[256];
   int ks = cfg->tun.kill_switch;
-  if (s5_route_install(cfg->tun.name, cfg->socks5.mark, ks, err, sizeof err) < 0) {
+  const struct s5_uid_list *ex = &cfg->tun.exclude_uid, *in = &cfg->tun.include_uid;
+  struct s5_route_users users = {in->n > 0, in->n > 0 ? in->n : ex->n, in->n > 0 ? in->r : ex->r};
+  if (s5_route_install(cfg->tun.name, cfg->socks5.mark, ks, &users, err, sizeof err) < 0) {
     s5_error("%s", err);
     return -1;
   }
-  s5_info("auto-route: all traffic but fwmark 0x%x into %s (table %u, rule priority %u), kill switch %s",
+  s5_info("auto-route: %s traffic but fwmark 0x%x into %s (table %u, rule priority %u), kill switch %s",
+          users.n == 0 ? "all" : users.include ? "include-uid's users'" : "all users' but exclude-uid's",
           cfg->socks5.mark, cfg->tun.name, S5_ROUTE_TABLE, S5_ROUTE_PREF,
           ks ? "on: blocked, never sent around the tunnel, until a clean stop"
              : "off: sent directly while s5tund is down");

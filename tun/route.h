@@ -5,7 +5,11 @@
  *   ip rule  add not fwmark MARK lookup S5_ROUTE_TABLE pref S5_ROUTE_PREF
  *   ip route add default dev NAME table S5_ROUTE_TABLE
  *
- * for IPv4 and IPv6. With the kill switch also
+ * for IPv4 and IPv6. Per-user routing adds rules at S5_ROUTE_UID_PREF, just
+ * before: with exclude-uid "uidrange A-B lookup main" for each range (those
+ * users go around the tunnel); with include-uid "fwmark MARK lookup main",
+ * then "uidrange A-B lookup S5_ROUTE_TABLE" for each range, and no
+ * catch-all rule (only those users go into it). With the kill switch also
  *
  *   ip route add unreachable default table S5_ROUTE_TABLE metric S5_ROUTE_BLOCK_METRIC
  *
@@ -24,15 +28,24 @@
 
 #define S5_ROUTE_TABLE 5335u
 #define S5_ROUTE_PREF  5335u
+#define S5_ROUTE_UID_PREF 5334u              /* per-user rules, checked first */
 #define S5_ROUTE_BLOCK_METRIC 4294967295u   /* the kill switch's route: last of all */
 
-/* Installs routes and rules for both families (kill_switch: with the
- * unreachable route), then removes whatever else an earlier run left at our
- * priority and in our table. Returns 0 or -errno with what failed in err
- * (and then leaves nothing of ours behind). */
-int s5_route_install(const char *name, uint32_t mark, int kill_switch, char *err, size_t errlen);
+/* [tun] exclude-uid or include-uid: inclusive uid ranges. */
+struct s5_route_users {
+  int include;                  /* 0: the ranges stay out of the tunnel; 1: only they go in */
+  unsigned n;
+  const uint32_t (*ranges)[2];
+};
 
-/* Removes every rule of our priority and table, then every default route in
+/* Installs routes and rules for both families (kill_switch: with the
+ * unreachable route; users: per-user rules, or NULL), then removes whatever
+ * else an earlier run left at our priorities and in our table. Returns 0 or
+ * -errno with what failed in err (and then leaves nothing of ours behind). */
+int s5_route_install(const char *name, uint32_t mark, int kill_switch, const struct s5_route_users *users,
+                     char *err, size_t errlen);
+
+/* Removes every rule of our priorities, then every default route in
  * our table (from this run or an earlier one). Returns how many were
  * removed, or -errno. */
 int s5_route_remove(void);

@@ -5,7 +5,7 @@
 #   ops.sh CASE MODE QUEUES [S5TUND]
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
-#          stall | autoroute | syslog | vanish | killswitch
+#          stall | autoroute | syslog | vanish | killswitch | peruser
 # MODE     thread | process        (supervise, stall: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -20,12 +20,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 [[ ($CASE != supervise && $CASE != stall) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
@@ -307,6 +307,93 @@ ks_check_table() {   # UNREACHABLE DEV: routes per family expected in table 5335
     n=$(grep -c . <<<"$out" || true)
     (($1 + $2 == n)) || fail "ip $fam route show table 5335: unexpected routes: $(oneline "$out")"
   done
+}
+
+# peruser: auto-route with exclude-uid, then include-uid, on a host whose
+# own default route reaches the target directly. With exclude-uid = nobody,
+# nobody's connections go around the tunnel (the target sees them from C's
+# own address, s5tund counts none) while root's go through it; with
+# include-uid = nobody the other way round. One rule per user range and
+# family at priority 5334; after a clean stop routing is as before.
+pu_client() {    # USER ARGS...: client.py in C as USER
+  bg_wait ip netns exec "$NS_C" setpriv --reuid="$1" --regid="$(id -g "$1")" --clear-groups \
+    timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --port "$TGT_PORT" "${@:2}"
+}
+
+pu_check() {     # USER through|direct
+  local t0 t1 d0 i tgt
+  t0=$(ks_tcp_total)
+  d0=$(ks_direct_seen)
+  for tgt in "$TGT4" "$TGT6"; do
+    pu_client "$1" --host "$tgt" --timeout 10 echo --count 1 --retry-for 20
+  done
+  t1=$(ks_tcp_total)
+  if [[ $2 == through ]]; then
+    ((t1 >= t0 + 2)) || fail "$1's connections were not carried by s5tund ($((t1 - t0)) sessions counted)"
+  else
+    for i in $(seq $((T_STEP * 10))); do
+      (($(ks_direct_seen) >= d0 + 2)) && break
+      sleep 0.1
+    done
+    (($(ks_direct_seen) >= d0 + 2)) || fail "the target did not see $1's 2 connections from C's own address"
+    ((t1 == t0)) || fail "$1's connections should go around the tunnel, but s5tund counted $((t1 - t0)) sessions"
+  fi
+  log "$1: $([[ $2 == through ]] && echo through || echo around) the tunnel (IPv4 and IPv6)"
+}
+
+pu_rules() {     # FAMILY: the rules of priority 5334
+  in_c ip "$1" rule show pref 5334
+}
+
+case_peruser() {
+  local nob fam out before i
+  nob=$(id -u nobody)
+  ops_setup
+  in_c ip route add default via "$S_ADDR4"
+  in_c ip -6 route add default via "$S_ADDR6"
+  for i in $(seq $((T_START * 10))); do
+    [[ -z $(in_c ip -6 addr show dev veth0 tentative) ]] && break
+    sleep 0.1
+  done
+  before=$(ks_routing)
+  # The target is reached directly by anyone as long as s5tund is not there.
+  pu_client nobody --host "$TGT4" --timeout 10 echo --count 1
+
+  autoroute_ini=("[tun]" "auto-route = true" "exclude-uid = nobody")
+  CFG_MARK=0x53 autoroute_start
+  autoroute_check_rules 1
+  for fam in -4 -6; do
+    out=$(pu_rules "$fam")
+    [[ $(grep -c . <<<"$out") == 1 ]] && grep -q "from all uidrange $nob-$nob lookup main" <<<"$out" \
+      || fail "ip $fam rule pref 5334 with exclude-uid: $(oneline "$out")"
+  done
+  pu_check root through
+  pu_check nobody direct
+  ops_stop_ok
+  [[ -z $(pu_rules -4)$(pu_rules -6) ]] || fail "rules of priority 5334 left after a clean stop"
+  [[ $(ks_routing) == "$before" ]] || fail "routing differs after a clean stop (exclude-uid)"
+
+  # Killed with exclude-uid, started with include-uid: the stale per-user
+  # rule goes, the new ones take its place.
+  CFG_MARK=0x53 autoroute_start
+  ks_kill9
+  [[ -n $(pu_rules -4) ]] || fail "no stale rule of priority 5334 after kill -9"
+  autoroute_ini=("[tun]" "auto-route = true" "include-uid = nobody")
+  CFG_MARK=0x53 autoroute_start
+  autoroute_check_rules 0
+  for fam in -4 -6; do
+    out=$(pu_rules "$fam")
+    [[ $(grep -c . <<<"$out") == 2 ]] && grep -q "from all fwmark 0x53 lookup main" <<<"$out" &&
+      grep -q "from all uidrange $nob-$nob lookup 5335" <<<"$out" \
+      || fail "ip $fam rule pref 5334 with include-uid: $(oneline "$out")"
+  done
+  pu_check nobody through
+  pu_check root direct
+  e2e_s5_log_clean
+  ops_stop_ok
+  [[ -z $(pu_rules -4)$(pu_rules -6) ]] || fail "rules of priority 5334 left after a clean stop"
+  [[ $(ks_routing) == "$before" ]] || fail "routing differs after a clean stop (include-uid)"
+  log "exclude-uid and include-uid: the users' traffic around or through the tunnel as asked, routing restored"
 }
 
 case_killswitch() {
