@@ -98,7 +98,7 @@ int s5_dns_is_resolver(const struct s5_config *cfg, const ip_addr_t *dst, uint16
 
 static void dns_drop(struct s5_worker *w, const ip_addr_t *src, const char *why) {
   S5_STAT_ADD(w->stats, drop_dns, 1);
-  if (s5_log_level >= S5_LOG_DEBUG) {
+  if (s5_log_enabled(S5_LOG_DEBUG)) {
     char a[S5_ADDR_STRLEN];
     s5_debug("dns: query from %s dropped: %s (%llu dropped on this queue)", s5_addr_str(src, a, sizeof a), why,
              (unsigned long long)S5_STAT_GET(w->stats, drop_dns));
@@ -129,7 +129,7 @@ void s5_dns_query(struct s5_worker *w, struct pbuf *p, const ip_addr_t *src, uin
     dns_drop(w, src, "answer does not fit");
     return;
   }
-  if (alen > 0 && s5_log_level >= S5_LOG_DEBUG) {
+  if (alen > 0 && s5_log_enabled(S5_LOG_DEBUG)) {
     char a[INET6_ADDRSTRLEN];
     inet_ntop(alen == 4 ? AF_INET : AF_INET6, addr, a, sizeof a);
     s5_debug("dns: %s -> %s", q.name, a);

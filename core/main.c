@@ -15,6 +15,7 @@
 #include "dns.h"
 #include "log.h"
 #include "privileges.h"
+#include "reload.h"
 #include "run.h"
 #include "stats.h"
 #include "stats_server.h"
@@ -82,8 +83,9 @@ int main(int argc, char **argv) {
     s5_error("mapping the stats area: %s", strerror(errno));
     return 1;
   }
-  /* Mapped DNS names, shared by every worker: mapped before any exists. */
-  if (s5_dns_setup(&cfg) < 0) return 1;
+  /* Mapped DNS names, shared by every worker: mapped before any exists;
+   * so is the slot a reload publishes the configuration in. */
+  if (s5_dns_setup(&cfg) < 0 || s5_reload_setup(argc, argv) < 0) return 1;
   s5_info("s5tund %s starting: %s, %u %s, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
           cfg.queues == 1 ? "queue" : "queues",
           cfg.mode == S5_MODE_THREAD ? "thread" : "process");

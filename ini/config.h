@@ -138,6 +138,16 @@ int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size
 int s5_config_set(struct s5_config *cfg, const char *section, const char *key,
                   const char *value, char *err, size_t errlen);
 
+/* Live reload: next is the configuration just read, cur the running one.
+ * Every key a reload cannot apply (the device, the run mode, auto-route,
+ * the DNS pools, the run user...: those not marked live in ini/keys.c) gets
+ * cur's value back in next, and warn is called for each that differed, with
+ * its section and its line as --check-config prints it, old and new.
+ * Returns how many were kept. */
+typedef void s5_config_reload_warn(void *arg, const char *section, const char *was, const char *now);
+int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, s5_config_reload_warn *warn,
+                           void *arg);
+
 /* Writes the effective configuration as an INI document that
  * s5_config_load_file() reads back to the same configuration, every key in
  * table order, except the password, shown as "***"; queues as written

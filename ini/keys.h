@@ -7,6 +7,7 @@
 #ifndef S5_INI_KEYS_H
 #define S5_INI_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -33,6 +34,7 @@ struct s5_key {
   unsigned long min, max;          /* numbers: bounds; addresses: max is the port */
   int family;                      /* prefixes: AF_INET or AF_INET6 */
   const char *const *words;        /* enums: the words, NULL-terminated, index = value */
+  bool live;                       /* a reload (SIGHUP) applies it, to sessions opened after it */
   const char *def;                 /* default, in the file's syntax; "" = empty */
   const char *doc;                 /* one line for people */
 };

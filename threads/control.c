@@ -2,6 +2,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -10,6 +11,7 @@
 #include "control.h"
 #include "log.h"
 #include "notify.h"
+#include "reload.h"
 #include "run.h"
 #include "stats_server.h"
 
@@ -44,7 +46,9 @@ static void log_summaries(const struct s5_stats_area *stats) {
 }
 
 struct control {
-  const struct s5_config *cfg;
+  const struct s5_config *cfg;   /* live: replaced in place by a reload */
+  struct s5_config *live;
+  struct s5_stats_server *server;
   struct s5_stats_area *stats;
   const struct s5_control_mode *mode;
   int ready;
@@ -94,6 +98,14 @@ static int check_device(const struct control *c) {
   return -1;
 }
 
+/* SIGHUP: the configuration read again (threads/reload.c); a new stats
+ * socket path takes effect at once. */
+static void control_reload(struct control *c) {
+  if (!s5_reload(c->live, c->stats) || strcmp(c->server->path, c->live->stats.socket) == 0) return;
+  s5_stats_server_close(c->server);
+  if (s5_stats_server_open(c->server, c->live, c->stats) < 0) s5_error("reload: no stats socket until the next reload");
+}
+
 /* Returns 1 to stop cleanly, -1 to stop with failure, 0 to go on. */
 static int handle_signal(struct control *c, int sig) {
   switch (sig) {
@@ -104,6 +116,7 @@ static int handle_signal(struct control *c, int sig) {
     case SIGHUP:
       s5_log_reopen();
       s5_info("SIGHUP: log reopened");
+      control_reload(c);   /* published before the workers hear of it */
       if (c->mode->on_hangup) c->mode->on_hangup(c->mode->arg);
       return 0;
     case SIGUSR1:
@@ -133,11 +146,19 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     return 1;
   }
   unsigned char stalled[S5_QUEUES_MAX] = {0};
-  struct control c = {cfg, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
-  if (c.ifindex == 0) s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
+  struct s5_config *live = malloc(sizeof *live);
+  if (live == NULL) {
+    s5_error("out of memory");
+    close(sfd);
+    return 1;
+  }
+  *live = *cfg;
   struct s5_stats_server server;
+  struct control c = {live, live, &server, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
+  if (c.ifindex == 0) s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   if (s5_stats_server_open(&server, cfg, stats) < 0) {
     close(sfd);
+    free(live);
     return 1;
   }
 
@@ -163,5 +184,6 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   s5_stats_server_close(&server);
   s5_notify_stopping(cfg);
   close(sfd);
+  free(live);
   return result > 0 ? 0 : 1;
 }

@@ -59,6 +59,16 @@ static int pool_on_child(void *arg) {
   return -1;
 }
 
+/* SIGHUP: the control loop published the new configuration; each worker
+ * takes it on its own loop. */
+static void pool_on_hangup(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&pool.lock);
+  for (unsigned i = 0; i < pool.n; i++)
+    if (pool.slots[i].started && !pool.slots[i].done) s5_worker_reload(pool.slots[i].w);
+  pthread_mutex_unlock(&pool.lock);
+}
+
 static int pool_start(const struct s5_config *cfg, int *fds, struct s5_stats_area *stats) {
   for (unsigned i = 0; i < pool.n; i++) {
     struct pool_slot *slot = &pool.slots[i];
@@ -110,7 +120,7 @@ int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats) {
   int code = 1, asked = 0;
   if (s5_device_open(cfg, fds) == 0) {
     if (pool_start(cfg, fds, stats) == 0) {
-      struct s5_control_mode mode = {.on_child = pool_on_child};
+      struct s5_control_mode mode = {.on_child = pool_on_child, .on_hangup = pool_on_hangup};
       s5_restrict_main(cfg);
       code = s5_control_run(cfg, stats, &mode);
       asked = code == 0;   /* SIGTERM or SIGINT, not a failure */

@@ -5,7 +5,7 @@
 #   ops.sh CASE MODE QUEUES [S5TUND]
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
-#          stall | autoroute | syslog | vanish | killswitch | peruser
+#          stall | autoroute | syslog | vanish | killswitch | peruser | reload
 # MODE     thread | process        (supervise, stall: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -20,12 +20,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 [[ ($CASE != supervise && $CASE != stall) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
@@ -394,6 +394,95 @@ case_peruser() {
   [[ -z $(pu_rules -4)$(pu_rules -6) ]] || fail "rules of priority 5334 left after a clean stop"
   [[ $(ks_routing) == "$before" ]] || fail "routing differs after a clean stop (include-uid)"
   log "exclude-uid and include-uid: the users' traffic around or through the tunnel as asked, routing restored"
+}
+
+# reload: SIGHUP reads the configuration again. The proxy moves from
+# microsocks on MS_PORT to a second one on MS_PORT + 2: a session opened
+# before (idling across the reload) still gets its reply through the old
+# one, new connections go to the new one (the proxies' established
+# connections say which); a key that needs a restart (mtu) warns and keeps
+# its value; a file that does not load changes nothing and is reported
+# (log with file:line:key, stats); the daemon serves throughout.
+rl_established() {   # PORT: connections from C established at a proxy port in S
+  in_s ss -Htn state established "( sport = :$1 )" | grep -c "$C_ADDR4" || true
+}
+
+rl_stat() {   # NAME: a top-level number of the stats document
+  "$S5TUND" --stats "$STATS_SOCK" --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"
+}
+
+case_reload() {
+  local port2=$((MS_PORT + 2)) ini go=$WORK/idle.go ipid rc=0 hpid
+  ops_setup
+  ip netns exec "$NS_S" microsocks -i "$S_ADDR4" -p "$port2" >>"$WORK/microsocks2.log" 2>&1 &
+  e2e_wait_listen "$port2" "$S_ADDR4"
+  ops_start
+  ini=$WORK/s5tund.$S5_RUNS.ini
+  e2e_wait_ready "$MODE" "$QUEUES"
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
+    --timeout 30 idle-echo --wait-file "$go" --idle-max 50 >"$WORK/idle.log" 2>&1 &
+  ipid=$!
+  E2E_LOGS+=("$WORK/idle.log")
+  for i in $(seq $((T_START * 10))); do grep -q "idling" "$WORK/idle.log" && break; sleep 0.1; done
+  grep -q "idling" "$WORK/idle.log" || fail "the idle connection did not open"
+  (($(rl_established "$MS_PORT") >= 1)) || fail "the idle session is not at the first proxy"
+
+  sed -i "s/^port = $MS_PORT\$/port = $port2/" "$ini"
+  grep -q "^port = $port2\$" "$ini" || fail "could not edit the proxy port in $ini"
+  sed -i "s/^\[tun\]\$/[tun]\nmtu = 1400/" "$ini"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "main configuration reloaded" 10 "'configuration reloaded' line" >/dev/null
+  e2e_wait_log "$S5LOG" "warn  main reload: \[tun\] mtu = 1400: needs a restart; keeping mtu = 8500" 10 \
+    "warning about [tun] mtu" >/dev/null
+  [[ $(in_c cat "/sys/class/net/$TUN/mtu") == 8500 ]] || fail "the device's MTU changed on reload"
+  # A new session goes to the new proxy (held open while the proxies are counted).
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
+    --timeout 30 hold --hold 20 >"$WORK/hold.log" 2>&1 &
+  hpid=$!
+  for i in $(seq $((T_START * 10))); do (($(rl_established "$port2") >= 1)) && break; sleep 0.1; done
+  (($(rl_established "$port2") >= 1)) || fail "no session at the new proxy (port $port2) after the reload"
+  (($(rl_established "$MS_PORT") == 1)) || fail "$(rl_established "$MS_PORT") sessions at the old proxy, expected the idle one"
+  kill "$hpid" 2>/dev/null || true
+  wait "$hpid" 2>/dev/null || true
+  client --host "$TGT6" concurrent 8
+  # The session opened before the reload still works, through the old proxy.
+  touch "$go"
+  wait "$ipid" || rc=$?
+  ((rc == 0)) || fail "the session opened before the reload failed: $(tail -n 1 "$WORK/idle.log")"
+  log "reload: the idle session answered through port $MS_PORT, new ones went to port $port2, mtu kept"
+  [[ $(rl_stat reloads) == 1 && $(rl_stat reload_failures) == 0 ]] || fail "stats: reloads $(rl_stat reloads), failures $(rl_stat reload_failures)"
+
+  # Workers restarted after the reload (process mode) start with it too.
+  if [[ $MODE == process ]]; then
+    local old_pids
+    old_pids=$(e2e_workers | tr '\n' ' ')
+    # shellcheck disable=SC2086
+    kill -KILL $old_pids
+    for i in $(seq $((T_START * 10))); do
+      [[ $(e2e_workers | wc -l) == "$QUEUES" && -z $(comm -12 <(tr ' ' '\n' <<<"$old_pids" | sort) <(e2e_workers | sort)) ]] && break
+      sleep 0.1
+    done
+    client --host "$TGT4" echo --count 2 --retry-for 20
+    ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
+      --timeout 30 hold --hold 20 >"$WORK/hold2.log" 2>&1 &
+    hpid=$!
+    for i in $(seq $((T_START * 10))); do (($(rl_established "$port2") >= 1)) && break; sleep 0.1; done
+    (($(rl_established "$port2") >= 1)) || fail "a worker restarted after the reload does not use the new proxy"
+    (($(rl_established "$MS_PORT") == 0)) || fail "a worker restarted after the reload went to the old proxy"
+    kill "$hpid" 2>/dev/null || true
+    wait "$hpid" 2>/dev/null || true
+    log "workers killed and restarted after the reload use the new proxy"
+  fi
+
+  # A file that does not load: nothing changes, the error names file:line:key.
+  printf '\n[session]\nbogus = 1\n' >>"$ini"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "error main reload failed, configuration unchanged: $ini:[0-9]+: \[session\] bogus: unknown key" 10 \
+    "'reload failed' line naming file, line and key" >/dev/null
+  for i in $(seq 50); do [[ $(rl_stat reload_failures) == 1 ]] && break; sleep 0.1; done
+  [[ $(rl_stat reload_failures) == 1 && $(rl_stat reloads) == 1 ]] || fail "stats after a bad reload: reloads $(rl_stat reloads), failures $(rl_stat reload_failures)"
+  client --host "$TGT4" echo --count 3
+  ops_stop_ok
 }
 
 case_killswitch() {
