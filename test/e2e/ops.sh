@@ -5,8 +5,8 @@
 #   ops.sh CASE MODE QUEUES [S5TUND]
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
-#          stall | autoroute
-# MODE     thread | process        (supervise, stall: process only)
+#          stall | autoroute | deadworker
+# MODE     thread | process        (supervise, stall, deadworker: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
 #
@@ -20,15 +20,15 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|deadworker thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|deadworker) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
-[[ ($CASE != supervise && $CASE != stall) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
+[[ ($CASE != supervise && $CASE != stall && $CASE != deadworker) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
 shift 3
 
 e2e_require_root
@@ -292,6 +292,30 @@ case_supervise() {
   done < <(sed -E 's/.* after ([0-9]+) ms; restarting in ([0-9]+) ms.*/\1 \2/' <<<"$lines")
   log "restart delays of worker $victim: $(sed -E 's/.*restarting in ([0-9]+) ms.*/\1/' <<<"$lines" | tr '\n' ' ')ms"
   CLIENT_T=$((T_START + T_STEP)) client --host "$TGT4" --timeout 10 concurrent 32 --retry-for "$T_START"
+  client --host "$TGT6" echo
+  ops_stop_ok
+}
+
+# deadworker (process mode): clients of a worker killed with SIGKILL are
+# reset, those of the other workers are untouched. Four rounds, each with
+# 12 clients (more until two queues have some) mapped to their queues by
+# the stats, and one kill 1.5 s after the last started: idle clients
+# waiting for a reply the target sends 8 s after their request, clients in
+# the middle of a paced download, clients in the middle of a paced upload,
+# and idle clients again over IPv6.
+# Every client of the killed worker gets ECONNRESET within 3 s of the kill
+# (issue 10's bound, not a speed: without the resets they wait forever);
+# every other client gets its reply, its whole download or its digest; the
+# victim queue's tcp_reset_dead_worker grows by its clients and the
+# supervisor logs one line with their number.
+case_deadworker() {
+  ops_setup
+  ops_start
+  e2e_wait_ready "$MODE" "$QUEUES"
+  ops deadworker --stats "$STATS_SOCK" --log "$S5LOG" --host "$TGT4" --host6 "$TGT6" \
+    --port "$TGT_PORT" --conns 12
+  e2e_require_alive "after the worker kills"
+  CLIENT_T=$((T_START + T_STEP)) client --host "$TGT4" --timeout 10 concurrent 16 --retry-for "$T_START"
   client --host "$TGT6" echo
   ops_stop_ok
 }
