@@ -194,7 +194,8 @@ static size_t take_flows(struct s5_flowreset *r, unsigned queue) {
   struct s5_flowq *q = s5_flowtab_queue(r->tab, queue);
   struct pending *p = &r->p[queue];
   size_t top = s5_flowtab_top(q), got = 0;
-  struct s5_flow *more = top > 0 ? realloc(p->flows, (p->n + top) * sizeof *more) : p->flows;
+  if (top == 0) return 0;
+  struct s5_flow *more = realloc(p->flows, (p->n + top) * sizeof *more);
   if (more == NULL) {
     s5_error("worker %u: out of memory for the %zu flows to reset", queue, top);
     s5_flowtab_take(q, NULL, 0);   /* still emptied for the replacement */
@@ -223,10 +224,7 @@ void s5_flowreset_worker_died(struct s5_flowreset *r, unsigned queue) {
   else
     s5_info("worker %u: resetting %zu TCP clients of the dead worker", queue, n);
   struct pending *p = &r->p[queue];
-  if (p->n == 0) {
-    pending_clear(p);
-    return;
-  }
+  if (n == 0) return;   /* rounds for an earlier death may still be due: they go on */
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   p->seq = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)ts.tv_sec;   /* any number will do */
