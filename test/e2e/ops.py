@@ -660,6 +660,13 @@ DW_BYTES = 12 << 20   # download / upload size: paced, it lasts well past the ki
 DW_PIECE = 16384      # paced: one piece per DW_PACE seconds
 DW_PACE = 0.01
 DW_BUF = 65536        # small socket buffers: a reset is seen right after the buffered data
+DW_PAUSE = 0.7        # downloads stop reading this long before the kill ...
+DW_LOOK = 2.0         # ... until this long after it, when their TCP state is looked at
+TCP_ESTABLISHED, TCP_CLOSE = 1, 7   # tcpi_state (linux/tcp_states.h)
+
+
+def tcp_state(sock):
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[0]
 
 
 class DeadWorkerClient:
@@ -720,6 +727,8 @@ class DeadWorkerClient:
     def download(self):
         h = hashlib.sha256()
         while True:
+            while self.state.get("pause") and not self.state.get("resume"):
+                time.sleep(0.02)
             chunk = self.recv(DW_PIECE)
             if not chunk:
                 break
@@ -795,7 +804,16 @@ def deadworker_phase(args, phase, log_start):
     check(q["ready"] == 1 and q["pid"] > 0, "queue %d: ready %d pid %d" % (victim, q["ready"], q["pid"]))
     check(q["tcp_active"] == len(doomed), "queue %d has %d active sessions, expected our %d clients"
           % (victim, q["tcp_active"], len(doomed)))
-    time.sleep(DW_KILL_AFTER)
+    # Downloads pause around the kill: a client that reads sends window
+    # updates, which the replacement would answer with a RST anyway; one
+    # that does not read (its window full) sends nothing and is the one that
+    # would wait forever.
+    if kind == "download":
+        time.sleep(DW_KILL_AFTER - DW_PAUSE)
+        state["pause"] = True
+        time.sleep(DW_PAUSE)
+    else:
+        time.sleep(DW_KILL_AFTER)
     moved = {c.tag: c.moved for c in doomed}
     state["kill"] = time.monotonic()
     os.kill(q["pid"], signal.SIGKILL)
@@ -803,6 +821,18 @@ def deadworker_phase(args, phase, log_start):
         "others)" % (kind, len(clients), {k: sum(c.queue == k for c in clients) for k in
                                           sorted({c.queue for c in clients})},
                      q["pid"], victim, len(doomed), len(others)))
+    if kind == "download":
+        time.sleep(DW_LOOK)
+        states = [(c, tcp_state(c.sock)) for c in clients]
+        state["resume"] = True
+        bad = ["%s: state %d" % (c.tag, st) for c, st in states if c.doomed and st != TCP_CLOSE]
+        check(not bad, "download: clients of the killed worker, not reading, are not reset %.0f s "
+              "after the kill: %s" % (DW_LOOK, "; ".join(bad)))
+        bad = ["%s: state %d" % (c.tag, st) for c, st in states if not c.doomed and st != TCP_ESTABLISHED]
+        check(not bad, "download: clients of the other workers are not established: %s" % "; ".join(bad))
+        log("download: %.0f s after the kill the %d clients of the killed worker, not reading since "
+            "%.1f s before it, are reset (TCP state CLOSE), the %d others established"
+            % (DW_LOOK, len(doomed), DW_PAUSE, len(others)))
     for t in threads:
         t.join(120)
     check(not any(t.is_alive() for t in threads), "%s: a client thread did not end" % kind)
