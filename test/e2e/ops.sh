@@ -297,7 +297,7 @@ case_supervise() {
 }
 
 # deadworker (process mode): clients of a worker killed with SIGKILL are
-# reset, those of the other workers are untouched. Four rounds, each with
+# reset, those of the other workers are untouched. Four phases, each with
 # 12 clients (more until two queues have some) mapped to their queues by
 # the stats, and one kill 1.5 s after the last started: idle clients
 # waiting for a reply the target sends 8 s after their request, clients in
@@ -307,13 +307,13 @@ case_supervise() {
 # updates would draw a RST from the replacement even without s5tund's help)
 # and 2 s after it the killed worker's are in TCP state CLOSE, the others
 # ESTABLISHED; then they read on. (The uploads' own retransmissions draw
-# that RST: that round shows only that nothing breaks.)
+# that RST: that phase shows only that nothing breaks.)
 # Every client of the killed worker gets ECONNRESET within 3 s of the kill
 # (issue 10's bound, not a speed: without the resets they wait forever);
 # every other client gets its reply, its whole download or its digest; the
 # victim queue's tcp_reset_dead_worker grows by its clients and the
 # supervisor logs one line with their number. With one queue there are no
-# other workers' clients, and only the idle round. With 4 queues the device has
+# other workers' clients, and only the idle phase. With 4 queues the device has
 # no offloads (the probes are written without a virtio header) and the flow
 # tables are sized by max-sessions (64) instead of the default.
 case_deadworker() {
@@ -325,10 +325,10 @@ case_deadworker() {
   fi
   e2e_wait_ready "$MODE" "$QUEUES"
   # One queue: every client is the dead worker's, and the probes go out once
-  # the replacement serves; one round (idle) is enough for that path.
+  # the replacement serves; one phase (idle) is enough for that path.
   local phases=idle,download,upload,idle6
   ((QUEUES > 1)) || phases=idle
-  phases=${OPS_DW_PHASES:-$phases}   # to run some rounds only
+  phases=${OPS_DW_PHASES:-$phases}   # to run some phases only
   ops deadworker --stats "$STATS_SOCK" --log "$S5LOG" --host "$TGT4" --host6 "$TGT6" \
     --port "$TGT_PORT" --conns 12 --phases "$phases"
   e2e_require_alive "after the worker kills"
