@@ -25,6 +25,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "addr.h"
 #include "dns_msg.h"
 #include "dns_table.h"
 #include "log.h"
@@ -74,9 +75,8 @@ int s5_dns_is_resolver(const struct s5_config *cfg, const ip_addr_t *dst, uint16
 static void dns_drop(struct s5_worker *w, const ip_addr_t *src, const char *why) {
   S5_STAT_ADD(w->stats, drop_dns, 1);
   if (s5_log_level >= S5_LOG_DEBUG) {
-    char a[IPADDR_STRLEN_MAX];
-    ipaddr_ntoa_r(src, a, sizeof a);
-    s5_debug("dns: query from %s dropped: %s (%llu dropped on this queue)", a, why,
+    char a[S5_ADDR_STRLEN];
+    s5_debug("dns: query from %s dropped: %s (%llu dropped on this queue)", s5_addr_str(src, a, sizeof a), why,
              (unsigned long long)S5_STAT_GET(w->stats, drop_dns));
   }
 }

@@ -95,7 +95,7 @@ static void hs_connected(uv_connect_t *req, int status) {
     S5_STAT_ADD(s->w->stats, socks5_connect_failed, 1);
     char why[128];
     snprintf(why, sizeof why, "proxy connection failed: %s", uv_strerror(status));
-    s5_session_abort(s, why);
+    s5_session_abort_at(s, S5_LOG_WARN, why);
     return;
   }
   s->state = S5_SESSION_HANDSHAKE;
@@ -201,7 +201,7 @@ static int hs_open_socket(struct s5_session *s) {
     char line[160];
     snprintf(line, sizeof line, "s%llu socket to proxy: %s", (unsigned long long)s->id, strerror(errno));
     s5_debug("%s", line);
-    s5_worker_failure(s->w, line);
+    s5_worker_failure(s->w, S5_LOG_WARN, line);
     return -1;
   }
   if (cfg->socks5.mark != 0 &&

@@ -18,11 +18,13 @@ static __thread int log_queue = -1;
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 static const int syslog_levels[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 
+static void log_open_syslog(void) { openlog("s5tund", LOG_PID | LOG_NDELAY, LOG_DAEMON); }
+
 int s5_log_open(const struct s5_config *cfg) {
   s5_log_level = cfg->log.level;
   if (cfg->log.file[0] == '\0') return 0;
   if (strcmp(cfg->log.file, "syslog") == 0) {
-    openlog("s5tund", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+    log_open_syslog();
     log_fd = -1;
     return 0;
   }
@@ -34,6 +36,19 @@ int s5_log_open(const struct s5_config *cfg) {
 }
 
 int s5_log_fd(void) { return log_fd; }
+
+/* glibc keeps the syslog socket's fd number to itself: once a new worker
+ * process has closed it with the other inherited fds, syslog(3) would write
+ * to (and on an error close) whatever fd took that number next, the TUN
+ * queue's among them. So the worker lets glibc close it first and opens a
+ * socket of its own afterwards. */
+void s5_log_child_close(void) {
+  if (log_fd < 0) closelog();
+}
+
+void s5_log_child_open(void) {
+  if (log_fd < 0) log_open_syslog();
+}
 
 /* dup2() swaps the file under the same fd number atomically, so writers on
  * other threads never see a closed fd. */

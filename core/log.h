@@ -16,8 +16,14 @@ int s5_log_open(const struct s5_config *cfg);
  * lines being written meanwhile go to the old file or the new one. */
 void s5_log_reopen(void);
 
-/* The fd lines are written to, or -1 for syslog (kept open across fork). */
+/* The fd lines are written to, or -1 for syslog. */
 int s5_log_fd(void);
+
+/* Process mode, in a new worker: before it closes the fds it inherited,
+ * and after. A syslog connection is closed and opened anew (its fd is one
+ * of those); a log file's fd is kept by the caller (s5_log_fd). */
+void s5_log_child_close(void);
+void s5_log_child_open(void);
 
 /* Names this thread in every line it logs: queue index, or -1 for the supervisor. */
 void s5_log_set_queue(int queue);

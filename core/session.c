@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
 #include "flowtab.h"
 #include "log.h"
 #include "session.h"
@@ -35,12 +36,9 @@ static void session_unlink(struct s5_session *s) {
 
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
   if (s->pcb == NULL) return "(closed)";
-  char src[IPADDR_STRLEN_MAX], dst[IPADDR_STRLEN_MAX];
-  ipaddr_ntoa_r(&s->pcb->remote_ip, src, sizeof src);
-  ipaddr_ntoa_r(&s->pcb->local_ip, dst, sizeof dst);
-  int v6 = IP_IS_V6(&s->pcb->local_ip);
-  snprintf(buf, len, v6 ? "[%s]:%u -> [%s]:%u" : "%s:%u -> %s:%u", src, s->pcb->remote_port,
-           dst, s->pcb->local_port);
+  char src[S5_ADDR_STRLEN], dst[S5_ADDR_STRLEN];
+  snprintf(buf, len, "%s -> %s", s5_addr_port_str(&s->pcb->remote_ip, s->pcb->remote_port, src, sizeof src),
+           s5_addr_port_str(&s->pcb->local_ip, s->pcb->local_port, dst, sizeof dst));
   return buf;
 }
 
@@ -90,6 +88,10 @@ void s5_session_finish(struct s5_session *s) {
 /* Resets both sides. Returns ERR_ABRT when it aborted the pcb, which an lwIP
  * callback for that pcb must return; ERR_OK otherwise. */
 int s5_session_abort(struct s5_session *s, const char *why) {
+  return s5_session_abort_at(s, S5_LOG_INFO, why);
+}
+
+int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why) {
   if (s->state == S5_SESSION_CLOSED) return ERR_OK;
   char line[200];
   if (why != NULL) {
@@ -97,7 +99,7 @@ int s5_session_abort(struct s5_session *s, const char *why) {
     snprintf(line, sizeof line, "s%llu %s: %s", (unsigned long long)s->id,
              s5_session_peer(s, peer, sizeof peer), why);
     s5_debug("%s", line);
-    s5_worker_failure(s->w, line);
+    s5_worker_failure(s->w, level, line);
   }
   struct tcp_pcb *pcb = session_detach_pcb(s);
   if (pcb != NULL) tcp_abort(pcb);
@@ -167,6 +169,11 @@ static void session_timer_fired(uv_timer_t *timer) {
     s5_session_abort(s, "client did not complete the TCP handshake within connect-timeout");
     return;
   }
+  if (s->state == S5_SESSION_CONNECTING) {   /* the proxy itself does not answer */
+    S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
+    s5_session_abort_at(s, S5_LOG_WARN, "proxy connection not established within connect-timeout");
+    return;
+  }
   if (s->state != S5_SESSION_RELAY) {
     S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
     s5_session_abort(s, "connection not established within connect-timeout");
@@ -216,9 +223,16 @@ static void session_refuse_loop(struct s5_worker *w) {
   uint64_t now = uv_now(&w->loop);
   if (w->loop_logged_ms != 0 && now - w->loop_logged_ms < 10000) return;   /* once per 10 s */
   w->loop_logged_ms = now;
-  s5_warn("refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
-          "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
-          (unsigned long long)w->stats->drop_proxy_loop);
+  const struct s5_config *cfg = w->cfg;
+  if (cfg->tun.auto_route && cfg->socks5.mark != 0)   /* s5tund's own are marked: not routed here */
+    s5_warn("refused a connection to the SOCKS5 proxy's address (%llu so far): an application "
+            "connected to the proxy, whose address is never tunneled; with auto-route its traffic "
+            "enters the tunnel unless it carries [socks5] mark too",
+            (unsigned long long)w->stats->drop_proxy_loop);
+  else
+    s5_warn("refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
+            "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
+            (unsigned long long)w->stats->drop_proxy_loop);
 }
 
 /* With offloads the kernel cuts our segments to the MSS (GSO), so lwIP may

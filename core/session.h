@@ -78,6 +78,8 @@ err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err);
 void s5_session_established(struct s5_session *s);
 void s5_session_finish(struct s5_session *s);
 int s5_session_abort(struct s5_session *s, const char *why);
+/* The same, why logged at level (s5_worker_failure). */
+int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why);
 void s5_session_abort_all(struct s5_worker *w);
 void s5_session_touch(struct s5_session *s);
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);

@@ -21,7 +21,7 @@
   X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \
   X(socks5_bad_reply) X(socks5_timeout)                                        \
   X(drop_tun_write) X(drop_max_sessions) X(drop_no_memory) X(drop_udp)         \
-  X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts)                     \
+  X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts) X(tun_errors)        \
   X(tcp_reset_dead_worker) X(tcp_untracked)
 
 struct s5_queue_stats {
@@ -31,6 +31,7 @@ struct s5_queue_stats {
   uint64_t heartbeat_ms;   /* CLOCK_MONOTONIC ms when the worker's loop last turned */
   int32_t pid;             /* the worker's process */
   uint32_t ready;          /* the worker is serving */
+  uint32_t tun_failing;    /* its TUN queue failed and is not read until it recovers */
 } __attribute__((aligned(64)));   /* a cache line or more each: no false sharing */
 
 struct s5_stats_area {

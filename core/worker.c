@@ -26,27 +26,24 @@
 
 static void worker_failures_flush(struct s5_worker *w, uint64_t now) {
   if (w->fail_unlogged == 0) return;
-  s5_info("%llu more sessions failed in the last %llu s (latest: %s)",
-          (unsigned long long)w->fail_unlogged, (unsigned long long)(now - w->fail_logged_ms) / 1000,
-          w->fail_last);
+  s5_log(w->fail_level, "%llu more sessions failed in the last %llu s (latest: %s)",
+         (unsigned long long)w->fail_unlogged, (unsigned long long)(now - w->fail_logged_ms) / 1000,
+         w->fail_last);
   w->fail_unlogged = 0;
+  w->fail_level = S5_LOG_DEBUG;
   w->fail_logged_ms = now;
 }
 
-void s5_worker_failure(struct s5_worker *w, const char *what) {
+void s5_worker_failure(struct s5_worker *w, enum s5_log_level level, const char *what) {
   uint64_t now = uv_now(&w->loop);
-  if (w->fail_logged_ms != 0 && now - w->fail_logged_ms < S5_FAIL_LOG_MS) {
-    w->fail_unlogged++;
+  int quiet = w->fail_logged_ms != 0 && now - w->fail_logged_ms < S5_FAIL_LOG_MS;
+  if (quiet || w->fail_unlogged > 0) {
     snprintf(w->fail_last, sizeof w->fail_last, "%s", what);
+    if (w->fail_unlogged++ == 0 || level < w->fail_level) w->fail_level = level;
+    if (!quiet) worker_failures_flush(w, now);
     return;
   }
-  if (w->fail_unlogged > 0) {
-    snprintf(w->fail_last, sizeof w->fail_last, "%s", what);
-    w->fail_unlogged++;
-    worker_failures_flush(w, now);
-    return;
-  }
-  s5_info("%s (further failures: one line per %u s)", what, S5_FAIL_LOG_MS / 1000);
+  s5_log(level, "%s (further failures: one line per %u s)", what, S5_FAIL_LOG_MS / 1000);
   w->fail_logged_ms = now;
 }
 
@@ -54,7 +51,9 @@ static void worker_tick(uv_timer_t *timer) {
   struct s5_worker *w = timer->data;
   if (w->fail_unlogged > 0 && uv_now(&w->loop) - w->fail_logged_ms >= S5_FAIL_LOG_MS)
     worker_failures_flush(w, uv_now(&w->loop));
-  S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
+  /* The watchdog judges a queue served, not a loop turning: no beat while
+   * the TUN queue fails (core/netif.c). */
+  if (w->tun_retry_ms == 0) S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
   tcp_tmr();
   if (++w->lwip_ticks % 4 == 0) {
     ip_reass_tmr();

@@ -32,6 +32,8 @@ struct s5_worker {
 
   uv_loop_t loop;
   uv_poll_t tun_poll;          /* readable TUN queue */
+  uv_timer_t tun_retry;        /* watches the queue again after an error */
+  unsigned tun_retry_ms;       /* the next retry's delay, doubling; 0 = healthy */
   uv_timer_t lwip_timer;       /* drives tcp_tmr() and reassembly timers */
   uv_async_t stop_async;       /* s5_worker_stop() from another thread */
   uv_signal_t sigterm, sigint, sighup; /* process mode: the worker's own signals */
@@ -51,6 +53,7 @@ struct s5_worker {
   uint64_t loop_logged_ms;     /* last "connection to the proxy itself" warning */
   uint64_t fail_logged_ms;     /* last line about a failed session */
   uint64_t fail_unlogged;      /* failures since, not logged */
+  enum s5_log_level fail_level; /* the most severe of them */
   char fail_last[200];         /* the latest of them */
 
   struct s5_queue_stats *stats; /* this queue's slot in the shared area */
@@ -88,8 +91,10 @@ void s5_worker_close(struct s5_worker *w);
 void s5_worker_session_gone(struct s5_worker *w);
 
 /* A session or association failed (what: why, and whose): logged at once,
- * then at most one line per 10 s with the count of failures meanwhile. */
-void s5_worker_failure(struct s5_worker *w, const char *what);
+ * then at most one line per 10 s with the count of failures meanwhile, at
+ * the most severe level among them. Failures to reach the proxy itself are
+ * S5_LOG_WARN (visible at level = warn); the rest, S5_LOG_INFO. */
+void s5_worker_failure(struct s5_worker *w, enum s5_log_level level, const char *what);
 
 /* lwIP glue (core/netif.c): the TUN netif and its packet pump. */
 /* The TCP segment size the device's MTU allows; with offloads, lwIP may

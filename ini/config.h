@@ -16,6 +16,9 @@
  * TCP_WND and TCP_SND_BUF (third_party/lwip/lwipopts.h). */
 #define S5_TCP_BUFFER_MIN (16u * 1024)
 #define S5_TCP_BUFFER_MAX (512u * 1024)
+/* Where `s5tund --stats` looks without a SOCKET argument: the systemd
+ * unit's RuntimeDirectory. */
+#define S5_STATS_DEFAULT_SOCKET "/run/s5tund/s5tund.sock"
 
 enum s5_mode { S5_MODE_THREAD, S5_MODE_PROCESS };
 
@@ -31,6 +34,7 @@ struct s5_prefix {
 struct s5_config {
   enum s5_mode mode;
   unsigned queues;                /* resolved: 1..S5_QUEUES_MAX, never 0 */
+  unsigned queues_configured;     /* as written: 0 = one per online CPU (--check-config prints it) */
 
   struct {
     char name[16];                /* IFNAMSIZ */
@@ -41,6 +45,7 @@ struct s5_config {
     bool icmp_reply;              /* icmp = reply: answer echo requests to any address */
     bool offload;                 /* IFF_VNET_HDR: checksum and TSO offloads */
     bool auto_route;              /* policy routing: all but [socks5] mark into the device */
+    bool kill_switch;             /* with auto_route: tunnel-bound traffic blocked while the device is absent */
     char post_up[PATH_MAX];       /* command run once the device is up; empty = none */
     char pre_down[PATH_MAX];      /* command run before the device goes */
   } tun;
@@ -80,8 +85,8 @@ struct s5_config {
     unsigned drain_timeout;       /* seconds open sessions get after SIGTERM, 0..3600 */
     unsigned limit_nofile;        /* RLIMIT_NOFILE set at start-up; 0 = leave as is */
     char user[64];                /* workers drop to this user; empty = stay */
-    uid_t uid;                    /* user, resolved by main() at start-up */
-    gid_t gid;
+    uid_t uid;                    /* user and its primary group, looked up when the */
+    gid_t gid;                    /* configuration is loaded (unknown user: exit 2) */
   } run;
 
   struct {
@@ -121,7 +126,9 @@ int s5_config_set(struct s5_config *cfg, const char *section, const char *key,
                   const char *value, char *err, size_t errlen);
 
 /* Writes the effective configuration as an INI document that
- * s5_config_load_file() accepts (password shown as "***"). */
+ * s5_config_load_file() reads back to the same configuration, every key in
+ * table order, except the password, shown as "***"; queues as written
+ * (queues_configured, 0 = one per CPU). */
 void s5_config_print(const struct s5_config *cfg, FILE *out);
 
 #endif

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <net/if.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -46,6 +47,7 @@ struct control {
   struct s5_stats_area *stats;
   const struct s5_control_mode *mode;
   int ready;
+  unsigned ifindex;         /* the device's, 0 = not known */
   unsigned char *stalled;   /* per queue: already reported */
 };
 
@@ -56,7 +58,8 @@ static void check_ready(struct control *c) {
     if (!S5_STAT_GET(&c->stats->q[i], ready)) return;
   c->ready = 1;
   s5_notify_ready(c->cfg);
-  s5_info("ready: %s, %u queues, mode %s", c->cfg->tun.name, c->cfg->queues,
+  s5_info("ready: %s, %u %s, mode %s", c->cfg->tun.name, c->cfg->queues,
+          c->cfg->queues == 1 ? "queue" : "queues",
           c->cfg->mode == S5_MODE_THREAD ? "thread" : "process");
 }
 
@@ -66,13 +69,28 @@ static void check_stalls(struct control *c) {
     const struct s5_queue_stats *st = &c->stats->q[i];
     uint64_t beat = S5_STAT_GET(st, heartbeat_ms);
     int stalled = S5_STAT_GET(st, ready) && beat != 0 && now > beat + S5_STALL_MS;
-    if (stalled && !c->stalled[i])
+    int failing = S5_STAT_GET(st, tun_failing) != 0;
+    if (stalled && !c->stalled[i] && failing)
+      s5_warn("queue %u: TUN queue not read for %llu ms (queue error, retrying)", i,
+              (unsigned long long)(now - beat));
+    else if (stalled && !c->stalled[i])
       s5_warn("queue %u: worker's event loop has not turned for %llu ms", i,
               (unsigned long long)(now - beat));
     else if (!stalled && c->stalled[i])
       s5_info("queue %u: worker's event loop turns again", i);
     c->stalled[i] = (unsigned char)stalled;
   }
+}
+
+/* The device deleted under us (ip link del) leaves every queue dead, and a
+ * device of the same name made by someone else is not ours: either way the
+ * daemon stops with a failure, for its supervisor (systemd's
+ * Restart=on-failure) to start it afresh. Returns -1 then, else 0. */
+static int check_device(const struct control *c) {
+  if (c->ifindex == 0 || if_nametoindex(c->cfg->tun.name) == c->ifindex) return 0;
+  s5_error("%s was deleted (ifindex %u is gone): stopping; start s5tund again to recreate it",
+           c->cfg->tun.name, c->ifindex);
+  return -1;
 }
 
 /* Returns 1 to stop cleanly, -1 to stop with failure, 0 to go on. */
@@ -114,7 +132,8 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     return 1;
   }
   unsigned char stalled[S5_QUEUES_MAX] = {0};
-  struct control c = {cfg, stats, mode, 0, stalled};
+  struct control c = {cfg, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
+  if (c.ifindex == 0) s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   struct s5_stats_server server;
   if (s5_stats_server_open(&server, cfg, stats) < 0) {
     close(sfd);
@@ -137,6 +156,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     if (mode->tick) mode->tick(mode->arg);
     check_ready(&c);
     check_stalls(&c);
+    if (result == 0) result = check_device(&c);
   }
   s5_stats_server_close(&server);
   s5_notify_stopping(cfg);

@@ -63,7 +63,9 @@ static void child_main(struct supervisor *sv, unsigned index) {
   /* Die with the supervisor, so a killed parent never leaves queues behind. */
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   int fd = sv->kids[index].fd, log_fd = s5_log_fd();
+  s5_log_child_close();
   child_close_fds(fd, log_fd > 2 ? log_fd : fd);
+  s5_log_child_open();
   sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
 
   struct s5_worker *w = malloc(sizeof *w);

@@ -9,6 +9,8 @@
   ops.py supervise --stats SOCK --host H [--conns N] [--kills K]
   ops.py drain     --stats SOCK --pid PID --log FILE --host H --queues Q
                    --drain-timeout D [--probes K] [--close | --idle-queues]
+  ops.py syslogd   --socket PATH --out FILE   (a syslog listener: one line per
+                   datagram into FILE, until killed)
   ops.py deadworker --stats SOCK --log FILE --host H --host6 H6 [--conns N] [--phases P,...]
 
 Runs inside namespace C (ip netns exec), talks to target.py through the
@@ -651,6 +653,19 @@ def cmd_drain(args):
     return 0
 
 
+def cmd_syslogd(args):
+    """Receives syslog datagrams on a unix socket (what glibc's syslog(3)
+    sends to /dev/log) and appends each as one line to args.out."""
+    if os.path.exists(args.socket):
+        os.unlink(args.socket)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.bind(args.socket)
+    os.chmod(args.socket, 0o666)   # workers may run as another user
+    with open(args.out, "ab", buffering=0) as out:
+        while True:
+            out.write(s.recv(65536).rstrip(b"\n\0") + b"\n")
+
+
 # ---------------------------------------------------------------- deadworker
 
 DW_LATE_MS = 8000     # the idle clients' reply comes this long after their request
@@ -939,6 +954,11 @@ def main():
     p.add_argument("--idle-queues", action="store_true",
                    help="keep sessions on one queue only: the others are idle at SIGTERM")
     p.set_defaults(fn=cmd_drain)
+
+    p = sub.add_parser("syslogd")
+    p.add_argument("--socket", required=True)
+    p.add_argument("--out", required=True)
+    p.set_defaults(fn=cmd_syslogd)
 
     p = sub.add_parser("deadworker")
     common(p)

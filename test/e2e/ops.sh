@@ -5,7 +5,7 @@
 #   ops.sh CASE MODE QUEUES [S5TUND]
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
-#          stall | autoroute | deadworker
+#          stall | autoroute | syslog | vanish | deadworker
 # MODE     thread | process        (supervise, stall, deadworker: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -20,12 +20,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|deadworker thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|deadworker thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|deadworker) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|deadworker) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 [[ ($CASE != supervise && $CASE != stall && $CASE != deadworker) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
@@ -143,6 +143,19 @@ autoroute_check_uids() {
   log "workers run as nobody ($nobody), the main process as root with capabilities $cap"
 }
 
+# An application's own connection to the proxy's address goes into the
+# tunnel (auto-route takes every unmarked packet): it is refused, counted,
+# and the warning says what happened, not that [socks5] mark is missing
+# (it is set: s5tund's own proxy connections go around the tunnel).
+autoroute_check_app_to_proxy() {
+  local line
+  client --host "$S_ADDR4" --port "$MS_PORT" --timeout 15 expect-refused
+  line=$(e2e_wait_log "$S5LOG" "refused a connection to the SOCKS5 proxy's address \(1 so far\): an application connected to the proxy" 10 \
+    "warning about an application's connection to the proxy")
+  grep -q "set \[socks5\] mark" "$S5LOG" && fail "told to set [socks5] mark, which is set: $(grep "set \[socks5\] mark" "$S5LOG")"
+  log "an application's connection to the proxy: ${line#* warn  }"
+}
+
 case_autoroute() {
   local hook=$WORK/hooks.log out i
   autoroute_ini=("[tun]" "auto-route = true"
@@ -167,6 +180,7 @@ case_autoroute() {
   autoroute_check_uids
   grep -qx "up $TUN $QUEUES $MODE" "$hook" || fail "post-up did not run with the device: $(oneline "$(cat "$hook")")"
   e2e_s5_log_clean
+  autoroute_check_app_to_proxy
   ops_stop_ok
   grep -qx "down $TUN" "$hook" || fail "pre-down did not run: $(oneline "$(cat "$hook")")"
   autoroute_check_rules 0
@@ -427,6 +441,73 @@ case_log_reopen() {
   [[ -z $old ]] || fail "lines written to the renamed file after SIGHUP: $(oneline "$old")"
   log "after rename + SIGHUP every line (main and workers) went to the new $lf; the renamed file got none"
   e2e_s5_log_clean "$lf"
+}
+
+# syslog: [log] file = syslog, /dev/log being a listener of the test's own
+# (privlog.sh: a private mount namespace, the machine's syslog untouched).
+# Every worker logs through it and serves (in process mode each worker
+# process reopens the log after closing what it inherited; a worker that
+# wrote to the parent's closed syslog fd aborted at start, restarted
+# forever); no worker dies, SIGHUP keeps logging, and the workers' lines at
+# the stop arrive too.
+case_syslog() {
+  local sock=$WORK/devlog.sock out=$WORK/syslog.txt i n
+  ops_setup
+  E2E_LOGS+=("$out")
+  : >"$out"
+  ip netns exec "$NS_C" "$PY" "$HERE/ops.py" syslogd --socket "$sock" --out "$out" &
+  for i in $(seq $((T_START * 10))); do
+    [[ -S $sock ]] && break
+    sleep 0.1
+  done
+  [[ -S $sock ]] || fail "the syslog listener did not bind $sock"
+  E2E_S5_WRAP=("$HERE/privlog.sh" "$sock")
+  ops_start "[log]" "file = syslog"
+  E2E_S5_WRAP=()
+  e2e_wait_ready "$MODE" "$QUEUES"
+  client --host "$TGT4" concurrent 16
+  client --host "$TGT6" echo
+  e2e_wait_log "$out" "s5tund\[[0-9]+\]: main ready: " 10 "'ready' line in syslog" >/dev/null
+  n=$(grep -cE "s5tund\[[0-9]+\]: q[0-9]+ serving TUN queue" "$out" || true)
+  ((n == QUEUES)) || fail "syslog got $n 'serving TUN queue' lines, expected $QUEUES: $(oneline "$(cat "$out")")"
+  grep -E "killed by|exit code|restarting in" "$out" "$S5LOG" \
+    && fail "a worker died with [log] file = syslog"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$out" "SIGHUP: log reopened" 10 "'log reopened' line in syslog" >/dev/null
+  client --host "$TGT4" echo
+  ops_stop_ok
+  for i in $(seq $((T_STOP * 10))); do
+    n=$(grep -cE "s5tund\[[0-9]+\]: q[0-9]+ stopped \(" "$out" || true)
+    ((n == QUEUES)) && break
+    sleep 0.1
+  done
+  ((n == QUEUES)) || fail "syslog got $n worker 'stopped' lines, expected $QUEUES"
+  [[ $(grep -cv "s5tund\[" "$S5LOG") -le 1 ]] || fail "lines on stderr with [log] file = syslog: $(oneline "$(cat "$S5LOG")")"
+  log "syslog: $(wc -l <"$out") lines from main and $QUEUES workers, none died, SIGHUP and stop logged"
+}
+
+# vanish: the device is deleted under the running daemon (ip link del): it
+# must not sit there serving nothing; it exits 1 at once with a line that
+# says what happened (systemd's Restart=on-failure then starts it afresh).
+case_vanish() {
+  local pid i rc=0 line
+  ops_setup
+  ops_start
+  e2e_wait_ready "$MODE" "$QUEUES"
+  pid=$S5PID
+  in_c ip link del "$TUN"
+  for i in $(seq $((T_STOP * 10))); do
+    e2e_pid_running "$pid" || break
+    sleep 0.1
+  done
+  e2e_pid_running "$pid" && fail "s5tund still running ${T_STOP}s after $TUN was deleted"
+  wait "$pid" || rc=$?
+  S5PID=""
+  ((rc == 1)) || fail "s5tund exited with status $rc after $TUN was deleted, expected 1"
+  line=$(grep -E "error main $TUN was deleted" "$S5LOG") \
+    || fail "no 'error main $TUN was deleted' line: $(oneline "$(tail -5 "$S5LOG")")"
+  grep -q "restarting in" "$S5LOG" && fail "workers were restarted on a deleted device"
+  log "device deleted: exit status 1, $line"
 }
 
 # stall (process mode): a worker stopped with SIGSTOP is reported ("event

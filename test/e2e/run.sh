@@ -120,6 +120,9 @@ case_echo() {
   client --host "$TGT4" echo --count 50
   client --host "$TGT6" echo --count 50
   e2e_require_alive "after echo"
+  local nq="$QUEUES queues"
+  ((QUEUES == 1)) && nq="1 queue"
+  e2e_wait_log "$S5LOG" "main ready: $TUN, $nq, mode $MODE\$" 10 "'ready: $TUN, $nq, mode $MODE' line" >/dev/null
 }
 
 case_echo_dante() {
@@ -225,12 +228,15 @@ case_pipeline() {
 case_deadproxy() {
   e2e_topology_up
   e2e_start_target
-  # Nothing listens on the proxy port yet: S answers with RST.
-  start_with_config "$S_ADDR4" "$MS_PORT"
+  # Nothing listens on the proxy port yet: S answers with RST. At level =
+  # warn the operator still sees that the proxy is down.
+  CFG_LOG_LEVEL=warn start_with_config "$S_ADDR4" "$MS_PORT"
   e2e_wait_device "$MODE" "$QUEUES"
   client --host "$TGT4" --timeout 30 expect-refused
   client --host "$TGT6" --timeout 30 expect-refused
   e2e_require_alive "after connections to a dead proxy"
+  e2e_wait_log "$S5LOG" "^[0-9T:.-]+ warn  q[0-9]+ s[0-9]+ .*proxy connection failed: connection refused" 10 \
+    "warning that the proxy refused the connection (level = warn)" >/dev/null
   e2e_tun_up || fail "$TUN is not up after connections to a dead proxy"
   # The proxy comes up: the same daemon now carries traffic.
   e2e_start_microsocks
@@ -374,6 +380,12 @@ port = $MS_PORT" address
   bad "$tun
 ipv4 = 198.18.0.1/99
 $socks" ipv4
+  # A user that does not exist: refused with the configuration, not at the
+  # privilege drop after the device is up.
+  bad "$tun
+$socks
+[run]
+user = s5tund-no-such-user" user
 
   # A bad flag: exit 2 and the flag named.
   rc=0

@@ -17,6 +17,12 @@
 #                      an unspecified BND.ADDR
 #        udp_off_icmp  udp = off -> ICMP port unreachable; icmp = off -> no
 #                      echo reply, icmp = reply -> echo replies
+#        udp_closed_port  datagrams to a target's closed port end that
+#                      association at danted; it costs only itself: 20
+#                      other sockets echo at their first try at once
+#        udp_sshd      OpenSSH's ssh -D as the proxy (CONNECT, no UDP
+#                      ASSOCIATE): TCP works; UDP is refused with one line
+#                      saying so, not one per datagram source
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
 # Traffic stays inside the two namespaces; everything is removed on exit.
@@ -32,7 +38,7 @@ CASE=${1:-}
 [[ $# -ge 3 ]] || usage
 MODE=$2 QUEUES=$3
 shift 3
-case $CASE in udp_echo|dns|udp_teardown|udp_badrelay|udp_off_icmp) ;; *) usage ;; esac
+case $CASE in udp_echo|dns|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
@@ -147,6 +153,12 @@ case_udp_echo() {
   n=$(udp_count_log 'association ready')
   ((n >= 100)) || fail "expected at least 100 associations in the log, found $n"
   log "$n associations set up"
+  # Addresses in log lines as RFC 5952 writes them (lower case): the
+  # client's fc00::1 is never FC00::1.
+  grep -q '\[fc00::1\]:[0-9]*: association ready' "$S5LOG" || fail "no association from [fc00::1] in the log"
+  if grep -qE '(FC00|FD00):' "$S5LOG"; then
+    fail "upper-case IPv6 addresses in s5tund's log: $(oneline "$(grep -m 3 -E '(FC00|FD00):' "$S5LOG")")"
+  fi
   client --host "$TGT4" echo --count 5
 }
 
@@ -293,6 +305,103 @@ icmp = reply"
   uclient ping --host "$TGT4" --expect-reply
   uclient ping --host "$TGT6" --expect-reply
   e2e_require_alive "with icmp = reply"
+}
+
+# udp_closed_port: danted ends an association whose datagrams hit a closed
+# port at the target (its relay socket gets the ICMP error). That is the
+# proxy ending one association, not failing to set associations up: the
+# other sources' associations must not be held back. Each of 20 sockets
+# gets one try (a held-back association is refused with ICMP, no echo).
+case_udp_closed_port() {
+  e2e_topology_up
+  e2e_start_target
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" ""
+  e2e_wait_ready "$MODE" "$QUEUES"
+  uclient echo --host "$TGT4" --port 7001 --sizes 100 --sources 4
+  local round n0 i held ended
+  for round in 1 2 3; do
+    n0=$(udp_count_log 'association ended: ')
+    uclient send --host "$TGT4" --port 7009 --count 3
+    for i in $(seq $((T_STEP * 10))); do
+      (($(udp_count_log 'association ended: ') > n0)) && break
+      sleep 0.1
+    done
+    (($(udp_count_log 'association ended: ') > n0)) || fail "the association to the closed port did not end"
+    uclient --timeout 5 echo --host "$TGT4" --port 7001 --sizes 100 --sources 20 --tries 1
+  done
+  held=$(udp_count_log 'new associations refused for')
+  ((held == 0)) || fail "an association ended by the proxy held back new ones: $(oneline "$(grep 'new associations refused' "$S5LOG")")"
+  ended=$(udp_count_log 'association ended: the proxy ended the association \(its relay refuses datagrams')
+  ((ended >= 3)) || fail "$ended associations logged as ended by the proxy, expected at least 3"
+  log "3 rounds: the closed port's association ended alone, 60 other sockets echoed at their first try"
+}
+
+# start_sshd_socks PORT: OpenSSH's sshd in S (the binary unpacked from
+# Debian's openssh-server package under the build tree by `make deps`, run
+# as nobody: no privilege separation user, no host service touched), and
+# ssh -D S_ADDR4:PORT logged in to it: a SOCKS5 server that does CONNECT
+# and no UDP ASSOCIATE.
+start_sshd_socks() {
+  local port=$1 sshd=${S5_SSHD:-$E2E_DIR/../../build/openssh-server/usr/sbin/sshd} d=$WORK/sshd i
+  [[ -x $sshd ]] || fail "no sshd at $sshd (run 'make deps')"
+  mkdir -p "$d"
+  ssh-keygen -q -t ed25519 -N "" -f "$d/host_key"
+  ssh-keygen -q -t ed25519 -N "" -f "$d/client_key"
+  cp "$d/client_key.pub" "$d/authorized_keys"
+  chown -R nobody "$d"
+  chmod 755 "$d"
+  # sshd running as nobody takes nobody's shadow entry ("*") for a locked
+  # account: in S only (ip netns exec binds /etc/netns/S/shadow over
+  # /etc/shadow), nobody gets a readable entry without a password.
+  mkdir -p "$NETNS_ETC"
+  sed 's/^nobody:[^:]*:/nobody:NP:/' /etc/shadow >"$NETNS_ETC/shadow"
+  chmod 644 "$NETNS_ETC/shadow"
+  cat >"$d/sshd_config" <<EOC
+ListenAddress $S_ADDR4:2222
+HostKey $d/host_key
+AuthorizedKeysFile $d/authorized_keys
+PidFile $d/sshd.pid
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AllowTcpForwarding yes
+EOC
+  E2E_LOGS+=("$d/sshd.log" "$d/ssh.log")
+  ip netns exec "$NS_S" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    "$sshd" -D -e -f "$d/sshd_config" >"$d/sshd.log" 2>&1 &
+  e2e_wait_listen 2222 "$S_ADDR4"
+  ip netns exec "$NS_S" ssh -N -D "$S_ADDR4:$port" -i "$d/client_key" -p 2222 \
+    -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes \
+    -o ExitOnForwardFailure=yes nobody@"$S_ADDR4" >"$d/ssh.log" 2>&1 &
+  e2e_wait_listen "$port" "$S_ADDR4"
+  log "ssh -D on $S_ADDR4:$port through sshd on $S_ADDR4:2222"
+}
+
+case_udp_sshd() {
+  e2e_topology_up
+  e2e_start_target
+  start_udptarget
+  start_sshd_socks 1081
+  start_s5 "$S_ADDR4" 1081 ""
+  e2e_wait_ready "$MODE" "$QUEUES"
+  client --host "$TGT6" echo --count 3
+  local i n closed
+  for i in 1 2; do
+    uclient send --host "$TGT4" --port 7001 --count 1
+    uclient send --host "$TGT6" --port 7001 --count 1
+  done
+  udp_wait_log "the proxy does not support UDP ASSOCIATE; set \[socks5\] udp = off" "$T_STEP" "'does not support UDP ASSOCIATE' line"
+  CLIENT_T=$T_STEP uclient send --host "$TGT4" --port 7002 --count 8 --gap 0.3
+  n=$(udp_count_log 'does not support UDP ASSOCIATE')
+  ((n >= 1 && n <= QUEUES)) || fail "$n 'does not support UDP ASSOCIATE' lines, expected one per worker at most ($QUEUES)"
+  closed=$(udp_count_log 'closed the connection during the SOCKS5 handshake')
+  ((closed == 0)) || fail "$closed 'closed the connection during the SOCKS5 handshake' lines with ssh -D"
+  client --host "$TGT4" echo --count 3
+  e2e_require_alive "with ssh -D"
+  log "ssh -D: TCP through it, UDP refused with $n line(s) saying why"
 }
 
 "case_$CASE"

@@ -136,6 +136,20 @@ static const char *cfg_diff(const struct s5_config *a,
   if (a->dns.cache_size != b->dns.cache_size) return "dns.cache_size";
   if (a->log.level != b->log.level) return "log.level";
   if (strcmp(a->log.file, b->log.file) != 0) return "log.file";
+  if (a->tun.offload != b->tun.offload) return "tun.offload";
+  if (a->tun.auto_route != b->tun.auto_route) return "tun.auto_route";
+  if (a->tun.kill_switch != b->tun.kill_switch) return "tun.kill_switch";
+  if (strcmp(a->tun.post_up, b->tun.post_up) != 0) return "tun.post_up";
+  if (strcmp(a->tun.pre_down, b->tun.pre_down) != 0) return "tun.pre_down";
+  if (a->socks5.pipeline != b->socks5.pipeline) return "socks5.pipeline";
+  if (a->session.tcp_buffer != b->session.tcp_buffer)
+    return "session.tcp_buffer";
+  if (strcmp(a->run.user, b->run.user) != 0) return "run.user";
+  if (a->run.uid != b->run.uid || a->run.gid != b->run.gid) return "run.uid";
+  if (strcmp(a->run.pid_file, b->run.pid_file) != 0) return "run.pid_file";
+  if (a->run.drain_timeout != b->run.drain_timeout) return "run.drain_timeout";
+  if (a->run.limit_nofile != b->run.limit_nofile) return "run.limit_nofile";
+  if (strcmp(a->stats.socket, b->stats.socket) != 0) return "stats.socket";
   return NULL;
 }
 
@@ -257,6 +271,8 @@ static void test_defaults(void) {
   CHECK(is_prefix(&c.dns.network, AF_INET, "100.64.0.0", 10),
         "default dns network");
   CHECK(c.dns.cache_size == 10000, "default dns cache-size");
+  CHECK(c.tun.kill_switch, "default kill-switch true");
+  CHECK(c.queues_configured == 0, "default queues as written: 0");
 }
 
 /* ---- good files --------------------------------------------------------- */
@@ -344,9 +360,18 @@ struct bad {
 
 static const struct bad bad_files[] = {
   { "bad_section.ini", 3, "[tunnel] mtu", "unknown section [tunnel]" },
+  { "bad_section.ini", 3, "[tunnel] mtu", "(expected [tun], [socks5], "
+    "[session], [dns], [log], [run] or [stats])" },
+  { "bad_run_key.ini", 3, "[run] usr", "unknown key (expected one of: user, "
+    "pid-file, drain-timeout, limit-nofile)" },
+  { "bad_stats_key.ini", 3, "[stats] sock", "unknown key (expected one of: "
+    "socket)" },
+  { "bad_run_user.ini", 3, "[run] user", "\"s5tund-no-such-user\" is not a "
+    "user on this system" },
   { "bad_section_case.ini", 2, "[TUN] mtu", "lowercase: [tun]" },
   { "bad_key.ini", 3, "[tun] mtuu", "unknown key (expected one of: name, "
-    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, post-up, pre-down)" },
+    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, kill-switch, "
+    "post-up, pre-down)" },
   { "bad_key_case.ini", 2, "[tun] MTU", "lowercase: mtu" },
   { "bad_key_section.ini", 2, "[tun] port", "did you mean [socks5] port?" },
   { "bad_key_global.ini", 2, "[tun] queues", "before the first [section]" },
@@ -724,6 +749,12 @@ static void test_args_bad(void) {
                     "argument");
   run(&r, "-c", NULL);
   expect_flag_error(&r, "-c", "s5tund: -c: missing argument");
+  /* The stats client's flags belong to main(), and only first. */
+  run(&r, "-c", "x.ini", "--stats", NULL);
+  expect_flag_error(&r, "--stats not first", "s5tund: --stats: must be the "
+                    "first argument");
+  run(&r, "--json", NULL);
+  expect_flag_error(&r, "--json alone", "s5tund: --json: only with --stats");
   run(&r, "--help=yes", NULL);
   expect_flag_error(&r, "--help=yes", "s5tund: --help: takes no value");
   run(&r, "tun.ini", NULL);
@@ -843,6 +874,63 @@ static void test_round_trip(void) {
              "[fd00::2]:1");
 }
 
+/* --check-config of a file that sets every key to a non-default value:
+ * the output loads back to the same configuration (byte for byte, but for
+ * the masked password) and prints the same text again. */
+static char *print_text(const struct s5_config *c) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+
+  if (out == NULL)
+    exit(1);
+  s5_config_print(c, out);
+  fclose(out);
+  return text;
+}
+
+static void test_every_key(void) {
+  struct s5_config c, back, want;
+  char *first, *second;
+  struct run r;
+
+  if (!load_ok(conf("every_key.ini"), &c))
+    return;
+  first = print_text(&c);
+  write_text(scratch("every_printed.ini"), first);
+  if (load_ok(scratch("every_printed.ini"), &back)) {
+    second = print_text(&back);
+    CHECK(strcmp(first, second) == 0, "every_key.ini: second print differs:"
+          "\n%s---\n%s", first, second);
+    free(second);
+    want = c;
+    memset(want.socks5.password, 0, sizeof want.socks5.password);
+    strcpy(want.socks5.password, "***");
+    CHECK(memcmp(&want, &back, sizeof want) == 0, "every_key.ini: loaded "
+          "configuration differs (%s)", show_diff(cfg_diff(&want, &back,
+          true)));
+    CHECK(cfg_diff(&c, &back, false) == NULL, "every_key.ini: round trip "
+          "differs in %s", show_diff(cfg_diff(&c, &back, false)));
+  }
+  CHECK(strstr(first, "\ntcp-buffer = 131072\n") != NULL, "tcp-buffer not "
+        "printed:\n%s", first);
+  free(first);
+
+  /* queues = 0 (one per CPU) is printed as written, not as the count. */
+  run(&r, "--queues", "0", "--check-config", NULL);
+  CHECK(r.rc == S5_ARGS_EXIT_OK && strstr(r.out, "\nqueues = 0\n") != NULL,
+        "--queues 0 --check-config: [%s]", r.out);
+  run_free(&r);
+  run(&r, "--queues", "2", "--check-config", NULL);
+  CHECK(r.rc == S5_ARGS_EXIT_OK && strstr(r.out, "\nqueues = 2\n") != NULL,
+        "--queues 2 --check-config: [%s]", r.out);
+  run_free(&r);
+
+  /* An unknown user is a configuration error at --check-config time. */
+  run(&r, "-c", conf("bad_run_user.ini"), "--check-config", NULL);
+  expect_flag_error(&r, "--check-config unknown user", "s5tund: ");
+}
+
 /* The scratch directory holds only plain files written above. */
 static void remove_tmpdir(void) {
   DIR *d = opendir(tmpdir);
@@ -881,6 +969,7 @@ int main(int argc, char **argv) {
   test_args_bad();
   test_args_socks5();
   test_round_trip();
+  test_every_key();
 
   remove_tmpdir();
   printf("%d passed, %d failed\n", passed, failed);
