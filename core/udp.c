@@ -297,10 +297,7 @@ static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
  * this client. */
 static int reply_source(const struct s5_assoc *a, const struct s5_socks5_addr *s, ip_addr_t *out) {
   static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (s->family == AF_UNSPEC) {
-    if (IP_IS_V6(&a->client)) return -1;
-    return s5_dns_address_of(s->name, s->name_len, out);
-  }
+  if (s->family == AF_UNSPEC) return s5_dns_address_of(s->name, s->name_len, IP_IS_V6(&a->client), out);
   if (s->family == AF_INET6 && !IP_IS_V6(&a->client) && memcmp(s->ip, v4mapped, 12) == 0) {
     IP_ADDR4(out, s->ip[12], s->ip[13], s->ip[14], s->ip[15]);
     return 0;

@@ -52,6 +52,10 @@ static const struct s5_key keys[] = {
    .doc = "route everything but packets with [socks5] mark into the device"},
   {"tun", "kill-switch", &s5_type_bool, AT(tun.kill_switch), .def = "true",
    .doc = "with auto-route: block tunnel-bound traffic while the device is absent instead of sending it around"},
+  {"tun", "exclude-uid", &s5_type_uids, AT(tun.exclude_uid), .def = "",
+   .doc = "with auto-route: these users' traffic never enters the tunnel (uids, names, ranges 1000-1999)"},
+  {"tun", "include-uid", &s5_type_uids, AT(tun.include_uid), .def = "",
+   .doc = "with auto-route: only these users' traffic enters the tunnel (not with exclude-uid)"},
   {"tun", "post-up", &s5_type_text, AT(tun.post_up), .def = "", .doc = "command run with /bin/sh once the device is up"},
   {"tun", "pre-down", &s5_type_text, AT(tun.pre_down), .def = "", .doc = "command run before the device goes"},
 
@@ -92,10 +96,14 @@ static const struct s5_key keys[] = {
   {"session", "tcp-buffer", &s5_type_uint, AT(session.tcp_buffer), .min = S5_TCP_BUFFER_MIN,
    .max = S5_TCP_BUFFER_MAX, .def = "524288", .doc = "bytes one TCP session holds each way"},
 
-  {"dns", "address", &s5_type_addr, AT(dns.addr), .max = 53, .def = "",
-   .doc = "mapped resolver (port 53) inside the device's network; empty = off"},
+  {"dns", "address", &s5_type_addrs, AT(dns.addr), .max = 53, .def = "",
+   .doc = "mapped resolver (port 53) inside the device's network: an IPv4 address, an IPv6 one, or both "
+          "comma-separated; empty = off"},
   {"dns", "network", &s5_type_pool, AT(dns.network), .def = "100.64.0.0/10",
    .doc = "IPv4 pool of mapped addresses, /30 or wider, no host bits"},
+  /* AAAA answers, from the same entry as the name's A answer. */
+  {"dns", "network6", &s5_type_pool6, AT(dns.network6), .def = "",
+   .doc = "IPv6 pool of mapped addresses (e.g. fdff:5335::/96), /120 or wider; empty = AAAA gets no answer"},
   /* An entry takes about 270 bytes of shared memory (the default is under
    * 3 MB); s5_config_check() holds it to the pool's size. */
   {"dns", "cache-size", &s5_type_uint, AT(dns.cache_size), .min = 1, .max = 1000000, .def = "10000",

@@ -46,10 +46,14 @@ extern const struct s5_key_type s5_type_enum;    /* one of words; an int (enum) 
 extern const struct s5_key_type s5_type_text;    /* char[size]: at most size-1 bytes, no control characters */
 extern const struct s5_key_type s5_type_secret;  /* text, printed as "***" */
 extern const struct s5_key_type s5_type_user;    /* text, looked up: cfg->run.uid and gid */
+extern const struct s5_key_type s5_type_uids;    /* struct s5_uid_list: uids, names, ranges A-B; empty = none */
 extern const struct s5_key_type s5_type_ifname;  /* char[IFNAMSIZ], an exact device name */
 extern const struct s5_key_type s5_type_prefix;  /* struct s5_prefix of family; empty = unset */
 extern const struct s5_key_type s5_type_pool;    /* struct s5_prefix: IPv4 network, /30 or wider, no host bits */
+extern const struct s5_key_type s5_type_pool6;   /* struct s5_prefix: IPv6 network /8../120, no host bits; empty = unset */
 extern const struct s5_key_type s5_type_addr;    /* sockaddr_storage, port max; empty = unset */
+extern const struct s5_key_type s5_type_addrs;   /* sockaddr_storage[2], port max: "A, B", at most one
+                                                    IPv4 ([0]) and one IPv6 ([1]); empty = neither */
 extern const struct s5_key_type s5_type_proxy;   /* sockaddr_storage and cfg->socks5.addrlen; keeps its port */
 extern const struct s5_key_type s5_type_port;    /* the port of a sockaddr_storage, 1..65535 */
 

@@ -10,6 +10,7 @@
 #include "control.h"
 #include "log.h"
 #include "notify.h"
+#include "run.h"
 #include "stats_server.h"
 
 #define S5_CONTROL_PERIOD_MS   250    /* readiness and watchdog checks */
@@ -154,6 +155,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
       result = handle_signal(&c, (int)si.ssi_signo);
     if (n > 0 && pfd[1].revents) s5_stats_server_answer(&server);
     if (mode->tick) mode->tick(mode->arg);
+    s5_device_tend();
     check_ready(&c);
     check_stalls(&c);
     if (result == 0) result = check_device(&c);

@@ -107,16 +107,17 @@ int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats) {
 
   sigset_t old;
   s5_control_block_signals(&old);   /* before any thread exists: they inherit the mask */
-  int code = 1;
+  int code = 1, asked = 0;
   if (s5_device_open(cfg, fds) == 0) {
     if (pool_start(cfg, fds, stats) == 0) {
       struct s5_control_mode mode = {.on_child = pool_on_child};
       s5_restrict_main(cfg);
       code = s5_control_run(cfg, stats, &mode);
+      asked = code == 0;   /* SIGTERM or SIGINT, not a failure */
     }
     pool_stop_all();
     if (pool_join_all() != 0) code = 1;
-    s5_device_close(cfg, fds);
+    s5_device_close(cfg, fds, asked);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   free(pool.slots);
