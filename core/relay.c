@@ -82,6 +82,7 @@ static void relay_check_done(struct s5_session *s) {
 static void relay_consume(struct s5_session *s, size_t n) {
   s5_session_touch(s);
   S5_STAT_ADD(s->w->stats, bytes_to_proxy, n);
+  s->rec.bytes_up += n;
   for (size_t left = n; s->pcb != NULL && left > 0;) {
     u16_t chunk = left > 0xffff ? 0xffff : (u16_t)left;
     tcp_recved(s->pcb, chunk);
@@ -340,6 +341,7 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
   }
   s5_session_touch(s);
   S5_STAT_ADD(s->w->stats, bytes_from_proxy, nread);
+  s->rec.bytes_down += (uint64_t)nread;
   if (relay_queue(s, buf, (u16_t)nread) != ERR_OK) {
     s5_session_abort(s, "lwIP send queue refused data");
     return;

@@ -48,7 +48,15 @@ static void session_handle_closed(uv_handle_t *handle) {
   struct s5_session *s = handle->data;
   if (--s->handles_open > 0) return;
   s5_worker_cfg_release(s->w, s->cfg);
+  free((char *)s->rec.name);
   free(s);
+}
+
+/* How the session ended, for its line in the session log. */
+static void session_ended(struct s5_session *s, const char *why) {
+  if (!s5_session_log_on(s->cfg)) return;
+  snprintf(s->end_why, sizeof s->end_why, "%s", why);
+  s->rec.end = s->end_why;
 }
 
 /* Stops taking callbacks from lwIP for this pcb; the pcb itself lives on in
@@ -69,6 +77,7 @@ static struct tcp_pcb *session_detach_pcb(struct s5_session *s) {
  * RST rather than a FIN, so the proxy drops the far end at once too. */
 static void session_close_handles(struct s5_session *s, int reset) {
   s->state = S5_SESSION_CLOSED;
+  s5_session_log(s->w, s->cfg, &s->rec);
   session_unlink(s);
   s5_relay_release(s);
   uv_timer_stop(&s->timer);
@@ -84,6 +93,7 @@ void s5_session_finish(struct s5_session *s) {
   struct tcp_pcb *pcb = session_detach_pcb(s);
   if (pcb != NULL && tcp_close(pcb) != ERR_OK) tcp_abort(pcb);
   s5_debug("s%llu closed", (unsigned long long)s->id);
+  session_ended(s, "closed");
   session_close_handles(s, 0);
 }
 
@@ -103,6 +113,7 @@ int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const cha
     s5_debug("%s", line);
     s5_worker_failure(s->w, level, line);
   }
+  session_ended(s, why != NULL ? why : "reset: s5tund stopped");
   struct tcp_pcb *pcb = session_detach_pcb(s);
   if (pcb != NULL) tcp_abort(pcb);
   session_close_handles(s, 1);
@@ -119,7 +130,15 @@ static void session_pcb_error(void *arg, err_t err) {
   if (s == NULL) return;
   s->pcb = NULL;
   s5_debug("s%llu client side ended (lwIP error %d)", (unsigned long long)s->id, (int)err);
-  if (s->state != S5_SESSION_CLOSED) session_close_handles(s, 1);
+  if (s->state == S5_SESSION_CLOSED) return;
+  if (err == ERR_RST) {
+    session_ended(s, "reset by the client");
+  } else {
+    char why[64];
+    snprintf(why, sizeof why, "client connection lost (lwIP error %d)", (int)err);
+    session_ended(s, why);
+  }
+  session_close_handles(s, 1);
 }
 
 /* The listener's accept callback: the client's ACK completed the handshake
@@ -197,6 +216,10 @@ static struct s5_session *session_new(struct s5_worker *w, struct tcp_pcb *pcb) 
   s->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
   s->pcb = pcb;
   s->id = ++w->next_session_id;
+  s->rec = (struct s5_session_record){.kind = 's', .id = s->id, .client_port = pcb->remote_port,
+                                      .dest_port = pcb->local_port, .started_ms = uv_now(&w->loop), .end = "?"};
+  ip_addr_copy(s->rec.client, pcb->remote_ip);
+  ip_addr_copy(s->rec.dest, pcb->local_ip);
   s->state = S5_SESSION_CONNECTING;
   uv_timer_init(&w->loop, &s->timer);
   s->timer.data = s;

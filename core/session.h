@@ -13,6 +13,7 @@
 
 #include "lwip/err.h"
 #include "socks5.h"
+#include "sessionlog.h"
 #include "worker.h"
 
 struct tcp_pcb;
@@ -71,6 +72,9 @@ struct s5_session {
   unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
   uint32_t flow_ref;                /* its slot in the worker's flow table, 0 for none */
   const char *reset_why;            /* for the log when that RST goes out */
+
+  struct s5_session_record rec;     /* [log] sessions: who, where, bytes, how it ended */
+  char end_why[120];                /* rec.end's text when it is not a constant */
 };
 
 /* session.c */

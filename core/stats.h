@@ -22,7 +22,7 @@
   X(socks5_bad_reply) X(socks5_timeout)                                        \
   X(drop_tun_write) X(drop_max_sessions) X(drop_no_memory) X(drop_udp)         \
   X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts) X(tun_errors)        \
-  X(tcp_reset_dead_worker) X(tcp_untracked)
+  X(tcp_reset_dead_worker) X(tcp_untracked) X(session_log_dropped)
 
 struct s5_queue_stats {
 #define S5_STATS_FIELD(name) uint64_t name;

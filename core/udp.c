@@ -59,6 +59,8 @@ struct s5_assoc {
   struct s5_assoc *prev, *next;      /* every association, for shutdown */
   struct s5_udp *u;
   const struct s5_config *cfg;       /* held: a reload changes it for new associations only */
+  struct s5_session_record rec;      /* [log] sessions */
+  char end_why[120];
   uint64_t id;
   ip_addr_t client;                  /* the client's source address and port */
   uint16_t client_port;
@@ -182,6 +184,11 @@ static void assoc_handle_closed(uv_handle_t *handle) {
 static void assoc_end(struct s5_assoc *a, const char *why) {
   if (a->state == A_CLOSED) return;
   struct s5_udp *u = a->u;
+  if (s5_session_log_on(a->cfg)) {
+    snprintf(a->end_why, sizeof a->end_why, "%s", why);
+    a->rec.end = a->end_why;
+    s5_session_log(u->w, a->cfg, &a->rec);
+  }
   char c[80];
   s5_debug("u%llu %s: association ended: %s", (unsigned long long)a->id,
            assoc_client(a, c, sizeof c), why);
@@ -376,6 +383,7 @@ static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
     return;
   }
   S5_STAT_ADD(w->stats, bytes_from_proxy, nread);
+  a->rec.bytes_down += (uint64_t)(nread - hlen);
   a->u->hold_ms = 0;   /* the proxy's UDP side works */
   a->u->relay_worked = 1;
   a->u->relay_dead_run = 0;
@@ -654,6 +662,9 @@ static struct s5_assoc *assoc_new(struct s5_udp *u, const ip_addr_t *client, uin
   a->u = u;
   a->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
   a->id = ++u->next_id;
+  a->rec = (struct s5_session_record){.kind = 'u', .id = a->id, .client_port = port,
+                                      .started_ms = uv_now(&w->loop), .end = "?"};
+  ip_addr_copy(a->rec.client, *client);
   ip_addr_copy(a->client, *client);
   a->client_port = port;
   a->state = A_CONNECTING;
@@ -757,6 +768,11 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     return;
   }
   assoc_touch(a);
+  if (a->rec.dest_port == 0) {   /* the first destination, for the session log */
+    ip_addr_copy(a->rec.dest, *dst);
+    a->rec.dest_port = dport;
+  }
+  a->rec.bytes_up += p->tot_len;
   if (a->state == A_READY) {
     assoc_send(a, hdr, (size_t)hlen, p);
     pbuf_free(p);

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "privileges.h"
 #include "session.h"
+#include "sessionlog.h"
 #include "tun.h"
 #include "udp.h"
 #include "worker.h"
@@ -111,6 +112,7 @@ static void worker_tick(uv_timer_t *timer) {
   if (++w->lwip_ticks % 4 == 0) {
     ip_reass_tmr();
     ip6_reass_tmr();
+    if (w->slog_dropped > 0 && uv_now(&w->loop) - w->slog_second_ms >= 1000) s5_session_log_tick(w);
   }
 }
 

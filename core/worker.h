@@ -60,6 +60,9 @@ struct s5_worker {
   uint64_t loop_logged_ms;     /* last "connection to the proxy itself" warning */
   uint64_t fail_logged_ms;     /* last line about a failed session */
   uint64_t fail_unlogged;      /* failures since, not logged */
+  uint64_t slog_second_ms;     /* [log] sessions: start of this second's lines */
+  unsigned slog_lines;         /* written in it */
+  uint64_t slog_dropped;       /* left out since the last summary */
   enum s5_log_level fail_level; /* the most severe of them */
   char fail_last[200];         /* the latest of them */
 

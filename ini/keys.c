@@ -114,6 +114,10 @@ static const struct s5_key keys[] = {
   /* Only the name is checked: opening it is the logger's job, at start-up. */
   {"log", "file", &s5_type_text, AT(log.file), .live = true, .def = "",
    .doc = "empty = stderr, syslog = syslog, else a file (reopened on SIGHUP)"},
+  {"log", "sessions", &s5_type_bool, AT(log.sessions), .live = true, .def = "false",
+   .doc = "a line per finished TCP session and UDP association: who, where, bytes, duration, how it ended"},
+  {"log", "sessions-max-per-second", &s5_type_uint, AT(log.sessions_max_per_second), .min = 1, .max = 1000000,
+   .live = true, .def = "1000", .doc = "session lines per worker and second at most; the rest counted and summed up"},
 
   {"run", "user", &s5_type_user, AT(run.user), .def = "",
    .doc = "workers drop to this user (keeping CAP_NET_ADMIN only if mark is set); empty = stay"},

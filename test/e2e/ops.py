@@ -48,6 +48,7 @@ COUNTERS = [
     "socks5_bad_reply", "socks5_timeout",
     "drop_tun_write", "drop_max_sessions", "drop_no_memory", "drop_udp",
     "drop_dns", "drop_icmp", "drop_proxy_loop", "restarts", "tun_errors", "tcp_reset_dead_worker", "tcp_untracked",
+    "session_log_dropped",
 ]
 S5_FAIL = ["socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
            "socks5_bad_reply", "socks5_timeout"]

@@ -21,6 +21,9 @@
 #                      an unspecified BND.ADDR
 #        udp_off_icmp  udp = off -> ICMP port unreachable; icmp = off -> no
 #                      echo reply, icmp = reply -> echo replies
+#        sessionlog    [log] sessions = true: a line per finished session
+#                      with exact bytes (TCP transfer), a refused CONNECT,
+#                      an idle timeout, a UDP association
 #        udp_closed_port  datagrams to a target's closed port end that
 #                      association at danted; it costs only itself: 20
 #                      other sockets echo at their first try at once
@@ -42,7 +45,7 @@ CASE=${1:-}
 [[ $# -ge 3 ]] || usage
 MODE=$2 QUEUES=$3
 shift 3
-case $CASE in udp_echo|dns|dns6|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd) ;; *) usage ;; esac
+case $CASE in udp_echo|dns|dns6|sessionlog|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
@@ -370,6 +373,70 @@ icmp = reply"
   uclient ping --host "$TGT4" --expect-reply
   uclient ping --host "$TGT6" --expect-reply
   e2e_require_alive "with icmp = reply"
+}
+
+# sessionlog: every kind of end gets its line, with the right numbers.
+sl_line() {   # ERE WHAT: the first session line matching ERE, bounded wait
+  udp_wait_log "info  q[0-9]+ session $1" "$T_STEP" "$2" >/dev/null
+  grep -E -m 1 "info  q[0-9]+ session $1" "$S5LOG"
+}
+
+case_sessionlog() {
+  e2e_topology_up
+  e2e_start_target
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" "[log]
+sessions = true
+[session]
+tcp-idle-timeout = 2
+udp-idle-timeout = 2"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  local via="via $S_ADDR4:$DANTE_PORT" line
+  # A transfer of known size: ECHO and 100000 bytes up, 100000 back, FIN.
+  in_c timeout 30 "$PY" -c 'import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=20)
+s.sendall(b"ECHO\n" + b"x" * 100000)
+got = 0
+while got < 100000:
+    d = s.recv(65536)
+    if not d:
+        sys.exit("short echo")
+    got += len(d)
+s.shutdown(socket.SHUT_WR)
+s.recv(1)
+s.close()' "$TGT6" "$TGT_PORT"
+  line=$(sl_line "s[0-9]+ tcp \[fc00::1\]:[0-9]+ -> \[fd00:201::1\]:$TGT_PORT $via: 100005 bytes up, 100000 down, [0-9.]+ s, closed" \
+    "session line of the 100000-byte echo")
+  log "transfer: ${line#* session }"
+  # A refused CONNECT: the target's port 7999 is closed, danted says so.
+  client --host "$TGT4" --port 7999 --timeout 30 expect-refused
+  line=$(sl_line "s[0-9]+ tcp 198.18.0.1:[0-9]+ -> $TGT4:7999 $via: 0 bytes up, 0 down, [0-9.]+ s, proxy refused CONNECT: " \
+    "session line of the refused CONNECT")
+  log "refused: ${line#* session }"
+  # An idle timeout (tcp-idle-timeout = 2).
+  client --host "$TGT4" --timeout 30 hold --hold 15
+  line=$(sl_line "s[0-9]+ tcp 198.18.0.1:[0-9]+ -> $TGT4:$TGT_PORT $via: 10 bytes up, 5 down, [0-9.]+ s, idle timeout" \
+    "session line of the idle timeout")
+  log "idle: ${line#* session }"
+  # A UDP association: 3 datagrams of 100 bytes echoed, then idle expiry.
+  uclient echo --host "$TGT4" --port 7001 --sizes 100,100,100
+  line=$(sl_line "u[0-9]+ udp 198.18.0.1:[0-9]+ -> $TGT4:7001 $via: 300 bytes up, 300 down, [0-9.]+ s, idle timeout" \
+    "session line of the UDP association")
+  log "udp: ${line#* session }"
+  # The bound (live: a reload sets it): at most 1 line per worker and
+  # second, the rest counted and summed up.
+  local ini=$WORK/s5tund.$S5_RUNS.ini n0 n1
+  printf '[log]\nsessions-max-per-second = 1\n' >>"$ini"
+  kill -HUP "$S5PID"
+  udp_wait_log "main configuration reloaded" 10 "reload"
+  n0=$(udp_count_log "info  q[0-9]+ session s")
+  CLIENT_T=$T_BULK client --host "$TGT4" concurrent 40
+  udp_wait_log "session log: [0-9]+ lines over \[log\] sessions-max-per-second left out" "$T_STEP" "summary of the session lines left out"
+  n1=$(udp_count_log "info  q[0-9]+ session s")
+  ((n1 - n0 < 40)) || fail "$((n1 - n0)) session lines for 40 sessions with sessions-max-per-second = 1"
+  log "with sessions-max-per-second = 1: $((n1 - n0)) lines for 40 sessions, the rest summed up"
+  e2e_require_alive "with the session log"
 }
 
 # udp_closed_port: danted ends an association whose datagrams hit a closed
