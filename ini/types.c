@@ -169,6 +169,30 @@ static int user_parse(const struct s5_key *k, struct s5_config *cfg, const char 
   return 0;
 }
 
+/* Calls fn for each item of a comma-separated list, blanks around it
+ * trimmed. Returns 0, or -1 with err set (by fn, or for an empty item). */
+static int list_each(const char *text, int (*fn)(char *item, void *arg, char *err, size_t errlen), void *arg,
+                     char *err, size_t errlen) {
+  char buf[1024];
+  if (strlen(text) >= sizeof buf) {
+    snprintf(err, errlen, "too long");
+    return -1;
+  }
+  strcpy(buf, text);
+  char *save = NULL;
+  for (char *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+    while (*item == ' ' || *item == '\t') item++;
+    char *end = item + strlen(item);
+    while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+    if (*item == '\0') {
+      snprintf(err, errlen, "an empty item in the list");
+      return -1;
+    }
+    if (fn(item, arg, err, errlen) != 0) return -1;
+  }
+  return 0;
+}
+
 /* One uid: a number or a user name, looked up. */
 static int uid_parse_one(const char *s, uint32_t *uid, char *err, size_t errlen) {
   char *end;
@@ -192,45 +216,36 @@ static int uid_parse_one(const char *s, uint32_t *uid, char *err, size_t errlen)
   return 0;
 }
 
+/* One item of a uid list: a uid, a user name or a range A-B. */
+static int uids_item(char *item, void *arg, char *err, size_t errlen) {
+  struct s5_uid_list *l = arg;
+  if (l->n == S5_UID_RANGES_MAX) {
+    snprintf(err, errlen, "more than %d uids or ranges", S5_UID_RANGES_MAX);
+    return -1;
+  }
+  char *dash = strchr(item, '-');
+  uint32_t lo, hi;
+  if (dash != NULL && dash != item && dash[1] >= '0' && dash[1] <= '9' && item[0] >= '0' && item[0] <= '9') {
+    *dash = '\0';
+    if (uid_parse_one(item, &lo, err, errlen) != 0 || uid_parse_one(dash + 1, &hi, err, errlen) != 0) return -1;
+    if (hi < lo) {
+      snprintf(err, errlen, "range %u-%u runs backwards", lo, hi);
+      return -1;
+    }
+  } else {
+    if (uid_parse_one(item, &lo, err, errlen) != 0) return -1;
+    hi = lo;
+  }
+  l->r[l->n][0] = lo;
+  l->r[l->n][1] = hi;
+  l->n++;
+  return 0;
+}
+
 /* "0, nobody, 1000-1999": uids, user names or ranges, comma-separated. */
 static int uids_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
   struct s5_uid_list l = {0};
-  char buf[1024];
-  if (strlen(text) >= sizeof buf) {
-    snprintf(err, errlen, "too long");
-    return -1;
-  }
-  strcpy(buf, text);
-  char *save = NULL;
-  for (char *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
-    while (*item == ' ' || *item == '\t') item++;
-    char *end = item + strlen(item);
-    while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
-    if (*item == '\0') {
-      snprintf(err, errlen, "an empty item in the list");
-      return -1;
-    }
-    if (l.n == S5_UID_RANGES_MAX) {
-      snprintf(err, errlen, "more than %d uids or ranges", S5_UID_RANGES_MAX);
-      return -1;
-    }
-    char *dash = strchr(item, '-');
-    uint32_t lo, hi;
-    if (dash != NULL && dash != item && dash[1] >= '0' && dash[1] <= '9' && item[0] >= '0' && item[0] <= '9') {
-      *dash = '\0';
-      if (uid_parse_one(item, &lo, err, errlen) != 0 || uid_parse_one(dash + 1, &hi, err, errlen) != 0) return -1;
-      if (hi < lo) {
-        snprintf(err, errlen, "range %u-%u runs backwards", lo, hi);
-        return -1;
-      }
-    } else {
-      if (uid_parse_one(item, &lo, err, errlen) != 0) return -1;
-      hi = lo;
-    }
-    l.r[l.n][0] = lo;
-    l.r[l.n][1] = hi;
-    l.n++;
-  }
+  if (list_each(text, uids_item, &l, err, errlen) != 0) return -1;
   *(struct s5_uid_list *)field(k, cfg) = l;
   return 0;
 }
@@ -353,32 +368,32 @@ static void addr_print(const struct s5_key *k, const struct s5_config *cfg, FILE
   print_plain(k, out, buf);
 }
 
-/* Up to two addresses, one per family, comma-separated: [0] IPv4, [1] IPv6. */
-static int addrs_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
-  struct sockaddr_storage *out = field(k, cfg), got[2];
-  memset(got, 0, sizeof got);
-  char buf[2 * INET6_ADDRSTRLEN + 8];
-  if (strlen(text) >= sizeof buf) {
-    snprintf(err, errlen, "too long (at most one IPv4 and one IPv6 address)");
+/* One item of an address list: at most one of each family. */
+struct addrs_acc {
+  const struct s5_key *k;
+  struct sockaddr_storage got[2];
+};
+
+static int addrs_item(char *item, void *arg, char *err, size_t errlen) {
+  struct addrs_acc *acc = arg;
+  struct sockaddr_storage ss;
+  socklen_t len;
+  if (s5_parse_ip(item, (uint16_t)acc->k->max, &ss, &len, err, errlen) != 0) return -1;
+  int i = ss.ss_family == AF_INET6;
+  if (acc->got[i].ss_family != 0) {
+    snprintf(err, errlen, "two %s addresses (at most one of each family)", i ? "IPv6" : "IPv4");
     return -1;
   }
-  strcpy(buf, text);
-  char *save = NULL;
-  for (char *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
-    while (*item == ' ' || *item == '\t') item++;
-    char *end = item + strlen(item);
-    while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
-    struct sockaddr_storage ss;
-    socklen_t len;
-    if (s5_parse_ip(item, (uint16_t)k->max, &ss, &len, err, errlen) != 0) return -1;
-    int i = ss.ss_family == AF_INET6;
-    if (got[i].ss_family != 0) {
-      snprintf(err, errlen, "two %s addresses (at most one of each family)", i ? "IPv6" : "IPv4");
-      return -1;
-    }
-    got[i] = ss;
-  }
-  memcpy(out, got, sizeof got);
+  acc->got[i] = ss;
+  return 0;
+}
+
+/* Up to two addresses, one per family, comma-separated: [0] IPv4, [1] IPv6. */
+static int addrs_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+  struct addrs_acc acc = {.k = k};
+  memset(acc.got, 0, sizeof acc.got);
+  if (list_each(text, addrs_item, &acc, err, errlen) != 0) return -1;
+  memcpy(field(k, cfg), acc.got, sizeof acc.got);
   return 0;
 }
 

@@ -286,15 +286,25 @@ def cmd_concurrent(args):
 
 # ---------------------------------------------------------------- hold
 
+def open_echoed(args, tag):
+    """A connection that has echoed tag once (the target echoes everything
+    after its first ECHO line); raises Mismatch if the echo differs."""
+    s = open_conn(args)
+    s.sendall(b"ECHO\n" + tag + b"\n")
+    if e2elib.recv_exact(s, len(tag) + 1) != tag + b"\n":
+        s.close()
+        raise Mismatch("echo came back different")
+    return s
+
+
 def cmd_hold(args):
     """One echo exchange, then keeps the connection open (a live session)
     until the peer closes it, --hold seconds pass, or this process is killed."""
     try:
-        s = open_conn(args)
-        s.sendall(b"ECHO\nhold\n")
-        if e2elib.recv_exact(s, 5) != b"hold\n":
-            log("hold FAILED: echo came back different")
-            return 1
+        s = open_echoed(args, b"hold")
+    except Mismatch as e:
+        log("hold FAILED: %s" % e)
+        return 1
     except (OSError, ConnectionError, e2elib.Socks5Error) as e:
         log("hold FAILED: %s: %s" % (type(e).__name__, e))
         return 1
@@ -316,11 +326,7 @@ def cmd_idle_echo(args):
     test's signal, e.g. after a reload), then one more echo on it: an open
     session must keep working."""
     try:
-        s = open_conn(args)
-        s.sendall(b"ECHO\nbefore\n")
-        if e2elib.recv_exact(s, 7) != b"before\n":
-            log("idle-echo FAILED: first echo came back different")
-            return 1
+        s = open_echoed(args, b"before")
         log("idle-echo: connection to %s:%d open, idling" % (args.host, args.port))
         end = time.monotonic() + args.idle_max
         while not os.path.exists(args.wait_file):
@@ -332,6 +338,9 @@ def cmd_idle_echo(args):
         if e2elib.recv_exact(s, 6) != b"after\n":
             log("idle-echo FAILED: second echo came back different")
             return 1
+    except Mismatch as e:
+        log("idle-echo FAILED: %s" % e)
+        return 1
     except (OSError, ConnectionError, e2elib.Socks5Error) as e:
         log("idle-echo FAILED: %s: %s" % (type(e).__name__, e))
         return 1
