@@ -5,10 +5,11 @@
  * only has to tell a well-formed GET /metrics or GET / from everything else
  * and say which 4xx the rest gets.
  *
- * Written here rather than taken from a library: llhttp and libmicrohttpd
- * (both in Debian) are made for servers that keep connections, read bodies
- * and run their own loop or threads; this is a GET without a body, answered
- * from the control loop's poll(), in about a hundred lines. */
+ * Written here rather than taken from a library (README, Prometheus):
+ * libmicrohttpd (Debian) runs its own threads or owns accepting, limits and
+ * timeouts; llhttp is a whole HTTP/1.1 message parser with callbacks. This
+ * is a GET head without a body, answered from the control loop's poll(),
+ * in about a hundred lines. */
 #ifndef S5_THREADS_HTTP_H
 #define S5_THREADS_HTTP_H
 
