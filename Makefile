@@ -7,6 +7,7 @@
 #                under ThreadSanitizer and under ASan+UBSan (CI runs this)
 #   make demo    deps + build + a demonstration in private network namespaces
 #   make install build, then cmake --install (DESTDIR honoured)
+#   make deb     the Debian package, built offline, lintian-clean (build-deb/)
 #   make clean   remove build/
 #
 # The end-to-end tests and the demo need root (network namespaces, TUN);
@@ -19,10 +20,12 @@ CTEST_ARGS ?=
 # Build tools and libraries, then what the end-to-end tests run: the SOCKS5
 # servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib
 # only, but for Prometheus's own parser of /metrics: python3-prometheus-client).
+# systemd and man-db: systemd-analyze verify of the installed unit and its
+# Documentation= (ctest install.verify).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
-        python3-prometheus-client
+        systemd man-db python3-prometheus-client
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
@@ -61,12 +64,15 @@ build:
 # README's test command and CI's, in this order (the first failure stops it):
 #   1. every ctest test (unit, fuzz corpus replays, end-to-end including
 #      hostile peers, 10k connections and the short soak);
-#   2. the short mode comparison (prints the table; asserts only that every
+#   2. the Debian package (make deb-check, about a minute): built offline,
+#      lintian errors fail, its file list checked, unpacked into a scratch
+#      root where s5tund --version runs and the unit passes systemd-analyze;
+#   3. the short mode comparison (prints the table; asserts only that every
 #      case moved traffic);
-#   3. every fuzz target for FUZZ_SHORT_SECONDS (a crash, leak or timeout
+#   4. every fuzz target for FUZZ_SHORT_SECONDS (a crash, leak or timeout
 #      fails; the input is kept in $(FUZZ_DIR)/fuzz/artifacts/);
-#   4. ThreadSanitizer: thread mode with 4 queues under load (TSAN_TESTS);
-#   5. ASan+LeakSanitizer+UBSan: the whole ctest suite again, a report from
+#   5. ThreadSanitizer: thread mode with 4 queues under load (TSAN_TESTS);
+#   6. ASan+LeakSanitizer+UBSan: the whole ctest suite again, a report from
 #      s5tund failing its test.
 # A failed test is run once more (--repeat until-pass:2) and reported
 # either way, for load spikes on a shared 2-core machine; a real failure
@@ -75,6 +81,7 @@ build:
 S5_RETRY := --repeat until-pass:2
 test: deps-fuzz deps-sshd build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure $(S5_RETRY) $(CTEST_ARGS)
+	$(MAKE) --no-print-directory deb-check
 	$(MAKE) --no-print-directory bench-short
 	$(MAKE) --no-print-directory fuzz-short
 	$(MAKE) --no-print-directory test-tsan CTEST_ARGS="$(S5_RETRY) $(CTEST_ARGS)"
@@ -110,6 +117,31 @@ bench-short: deps build
 
 install: build
 	cmake --install $(BUILD_DIR)
+
+# ---- Debian package (debian/, .ci/deb.sh) ---------------------------------
+# make deb          the package of the working tree in $(DEB_DIR): the two
+#                   orig tarballs (the tree; Debian's pristine lwIP, the one
+#                   $(BUILD_DIR) downloaded or apt-get source), the source
+#                   package, then dpkg-buildpackage -us -uc -b in a network
+#                   namespace of its own (no network), then lintian (an
+#                   error fails; the rest in $(DEB_DIR)/lintian.txt)
+# make deb-check    make deb, then the package checked: its file list and
+#                   Depends, and unpacked (dpkg -x) into $(DEB_DIR)/root,
+#                   s5tund --version and .ci/installed-check.sh (CI)
+# Install:          apt install ./$(DEB_DIR)/s5tund_*.deb
+DEB_DIR ?= build-deb
+DEB_DEPS := debhelper dpkg-dev lintian git
+
+.PHONY: deps-deb deb deb-check
+
+deps-deb:
+	@$(MAKE) --no-print-directory deps DEPS="$(DEPS) $(DEB_DEPS)"
+
+deb: deps-deb
+	DEB_DIR=$(DEB_DIR) BUILD_DIR=$(BUILD_DIR) bash .ci/deb.sh
+
+deb-check: deb
+	DEB_DIR=$(DEB_DIR) bash .ci/deb-check.sh
 
 # ---- Fuzzing and sanitizer builds (test/fuzz/README.md) -------------------
 # make fuzz         deps + clang + a libFuzzer build (ASan+UBSan, lwIP

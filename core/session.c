@@ -43,7 +43,9 @@ void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loo
 
 static void session_handle_closed(uv_handle_t *handle) {
   struct s5_session *s = handle->data;
-  if (--s->handles_open == 0) free(s);
+  if (--s->handles_open > 0) return;
+  s5_worker_cfg_release(s->w, s->cfg);
+  free(s);
 }
 
 /* Stops taking callbacks from lwIP for this pcb; the pcb itself lives on in
@@ -124,7 +126,7 @@ err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   if (s == NULL || err != ERR_OK) return ERR_VAL;
   s->state = S5_SESSION_RELAY;
   s5_session_touch(s);
-  uv_timer_start(&s->timer, session_timer_fired, s->w->cfg->session.tcp_idle_timeout * 1000ull, 0);
+  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.tcp_idle_timeout * 1000ull, 0);
   return s5_relay_start(s);
 }
 
@@ -154,7 +156,7 @@ static void session_timer_fired(uv_timer_t *timer) {
     s5_session_abort(s, "connection not established within connect-timeout");
     return;
   }
-  uint64_t idle_ms = s->w->cfg->session.tcp_idle_timeout * 1000ull;
+  uint64_t idle_ms = s->cfg->session.tcp_idle_timeout * 1000ull;
   uint64_t quiet = uv_now(&s->w->loop) - s->last_active;
   if (quiet >= idle_ms) {
     s5_session_abort(s, "idle timeout");
@@ -167,6 +169,7 @@ static struct s5_session *session_new(struct s5_worker *w, struct tcp_pcb *pcb) 
   struct s5_session *s = calloc(1, sizeof *s);
   if (s == NULL) return NULL;
   s->w = w;
+  s->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
   s->pcb = pcb;
   s->id = ++w->next_session_id;
   s->state = S5_SESSION_CONNECTING;
@@ -231,8 +234,8 @@ static void session_use_gso(const struct s5_worker *w, struct tcp_pcb *pcb) {
 _Static_assert(S5_TCP_BUFFER_MAX == TCP_WND && S5_TCP_BUFFER_MAX == TCP_SND_BUF,
                "[session] tcp-buffer's maximum is lwIP's TCP_WND and TCP_SND_BUF");
 
-static void session_limit_buffers(const struct s5_worker *w, struct tcp_pcb *pcb) {
-  tcpwnd_size_t limit = w->cfg->session.tcp_buffer;
+static void session_limit_buffers(const struct s5_session *s, struct tcp_pcb *pcb) {
+  tcpwnd_size_t limit = s->cfg->session.tcp_buffer;
   if (limit >= TCP_WND) return;
   pcb->rcv_wnd_max = limit;
   pcb->rcv_wnd = pcb->rcv_ann_wnd = TCP_WND_MAX(pcb);
@@ -260,12 +263,12 @@ err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
   }
   session_link(s);
   s5_session_touch(s);
-  uv_timer_start(&s->timer, session_timer_fired, w->cfg->session.connect_timeout * 1000ull, 0);
+  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.connect_timeout * 1000ull, 0);
 
   tcp_arg(pcb, s);
   tcp_err(pcb, session_pcb_error);
   session_use_gso(w, pcb);
-  session_limit_buffers(w, pcb);
+  session_limit_buffers(s, pcb);
   tcp_nagle_disable(pcb);  /* the client already coalesced; do not delay its peer's bytes */
   s5_relay_attach(s);
 

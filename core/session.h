@@ -32,6 +32,7 @@ enum s5_handshake_step { S5_HS_METHOD, S5_HS_AUTH, S5_HS_REPLY, S5_HS_DONE };
 struct s5_session {
   struct s5_session *prev, *next;   /* the worker's list */
   struct s5_worker *w;
+  const struct s5_config *cfg;      /* held (s5_worker_cfg_hold): a reload changes it for new sessions only */
   uint64_t id;
   enum s5_session_state state;
 

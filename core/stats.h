@@ -35,6 +35,9 @@ struct s5_queue_stats {
 struct s5_stats_area {
   uint32_t queues;
   uint64_t started_unix;
+  uint64_t reloads;            /* configuration reloads applied (SIGHUP); written by the control loop */
+  uint64_t reload_failures;    /* reloads refused: the file did not load or check */
+  uint64_t last_reload_unix;   /* time of the last applied reload, 0 = none */
   struct s5_queue_stats q[];
 };
 

@@ -58,6 +58,7 @@ struct s5_assoc {
   struct s5_assoc *hnext;            /* hash chain */
   struct s5_assoc *prev, *next;      /* every association, for shutdown */
   struct s5_udp *u;
+  const struct s5_config *cfg;       /* held: a reload changes it for new associations only */
   uint64_t id;
   ip_addr_t client;                  /* the client's source address and port */
   uint16_t client_port;
@@ -173,7 +174,9 @@ int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
 
 static void assoc_handle_closed(uv_handle_t *handle) {
   struct s5_assoc *a = handle->data;
-  if (--a->handles_open == 0) free(a);
+  if (--a->handles_open > 0) return;
+  s5_worker_cfg_release(a->u->w, a->cfg);
+  free(a);
 }
 
 static void assoc_end(struct s5_assoc *a, const char *why) {
@@ -234,7 +237,7 @@ static void assoc_timer_fired(uv_timer_t *timer) {
     assoc_fail(a, "UDP association not established within connect-timeout");
     return;
   }
-  uint64_t idle_ms = a->u->w->cfg->session.udp_idle_timeout * 1000ull;
+  uint64_t idle_ms = a->cfg->session.udp_idle_timeout * 1000ull;
   uint64_t quiet = uv_now(&a->u->w->loop) - a->last_active;
   if (quiet >= idle_ms) {
     assoc_end(a, "idle timeout");
@@ -297,10 +300,7 @@ static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
  * this client. */
 static int reply_source(const struct s5_assoc *a, const struct s5_socks5_addr *s, ip_addr_t *out) {
   static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (s->family == AF_UNSPEC) {
-    if (IP_IS_V6(&a->client)) return -1;
-    return s5_dns_address_of(s->name, s->name_len, out);
-  }
+  if (s->family == AF_UNSPEC) return s5_dns_address_of(s->name, s->name_len, IP_IS_V6(&a->client), out);
   if (s->family == AF_INET6 && !IP_IS_V6(&a->client) && memcmp(s->ip, v4mapped, 12) == 0) {
     IP_ADDR4(out, s->ip[12], s->ip[13], s->ip[14], s->ip[15]);
     return 0;
@@ -393,13 +393,13 @@ static int ctl_send(struct s5_assoc *a, const uint8_t *msg, int len) {
   return uv_try_write((uv_stream_t *)&a->ctl, &b, 1) == len ? 0 : -1;
 }
 
-static int with_auth(const struct s5_assoc *a) { return a->u->w->cfg->socks5.username[0] != '\0'; }
+static int with_auth(const struct s5_assoc *a) { return a->cfg->socks5.username[0] != '\0'; }
 
 /* Our UDP socket: same family and local address as the control connection
  * (the address the proxy sees us at), any port, SO_MARK like every socket
  * to the proxy. */
 static int relay_open(struct s5_assoc *a) {
-  const struct s5_config *cfg = a->u->w->cfg;
+  const struct s5_config *cfg = a->cfg;
   struct sockaddr_storage local;
   int len = sizeof local;
   int r = uv_tcp_getsockname(&a->ctl, (struct sockaddr *)&local, &len);
@@ -437,7 +437,7 @@ static int relay_open(struct s5_assoc *a) {
  * always with BND.PORT. */
 static int relay_target(const struct s5_assoc *a, const struct s5_socks5_addr *bnd,
                         struct sockaddr_storage *out) {
-  const struct s5_config *cfg = a->u->w->cfg;
+  const struct s5_config *cfg = a->cfg;
   static const uint8_t zero[16];
   memset(out, 0, sizeof *out);
   if (cfg->socks5.udp_addr.ss_family != 0) {
@@ -495,7 +495,7 @@ static int assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
   a->state = A_READY;
   a->in_len = 0;
   assoc_touch(a);
-  uv_timer_start(&a->timer, assoc_timer_fired, a->u->w->cfg->session.udp_idle_timeout * 1000ull, 0);
+  uv_timer_start(&a->timer, assoc_timer_fired, a->cfg->session.udp_idle_timeout * 1000ull, 0);
   char c[80];
   s5_debug("u%llu %s: association ready (relay port %u)", (unsigned long long)a->id,
            assoc_client(a, c, sizeof c), bnd->port);
@@ -506,7 +506,7 @@ static int assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
 /* Parses the handshake replies in a->in; sends the next request. Returns
  * 1 when the association is ready, 0 for more, -1 when it ended. */
 static int ctl_parse(struct s5_assoc *a) {
-  const struct s5_config *cfg = a->u->w->cfg;
+  const struct s5_config *cfg = a->cfg;
   while (a->state == A_HANDSHAKE) {
     uint8_t msg[S5_SOCKS5_MAX_MSG];
     uint8_t rep = 0;
@@ -615,7 +615,7 @@ static void ctl_connected(uv_connect_t *req, int status) {
 }
 
 static int ctl_open(struct s5_assoc *a) {
-  const struct s5_config *cfg = a->u->w->cfg;
+  const struct s5_config *cfg = a->cfg;
   int r = uv_tcp_init(&a->u->w->loop, &a->ctl);
   if (r < 0) return r;
   a->ctl.data = a;
@@ -652,6 +652,7 @@ static struct s5_assoc *assoc_new(struct s5_udp *u, const ip_addr_t *client, uin
     return NULL;
   }
   a->u = u;
+  a->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
   a->id = ++u->next_id;
   ip_addr_copy(a->client, *client);
   a->client_port = port;
@@ -668,7 +669,7 @@ static struct s5_assoc *assoc_new(struct s5_udp *u, const ip_addr_t *client, uin
   u->active++;
   S5_STAT_ADD(w->stats, udp_active, 1);
   S5_STAT_ADD(w->stats, udp_total, 1);
-  uv_timer_start(&a->timer, assoc_timer_fired, w->cfg->session.connect_timeout * 1000ull, 0);
+  uv_timer_start(&a->timer, assoc_timer_fired, a->cfg->session.connect_timeout * 1000ull, 0);
   char c[80];
   s5_debug("u%llu %s: new association", (unsigned long long)a->id, assoc_client(a, c, sizeof c));
   int r = ctl_open(a);

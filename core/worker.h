@@ -24,8 +24,15 @@ struct s5_rbuf;
  * is copied into lwIP's segments, and the buffer takes the next read. */
 #define S5_WORKER_READ_BUF 65535   /* tcp_write() takes a u16_t length */
 
+struct s5_cfg_snap;
+
 struct s5_worker {
-  const struct s5_config *cfg;
+  const struct s5_config *cfg;     /* the newest configuration; sessions hold the one they started with */
+  const struct s5_config *cfg0;    /* the start-up one (not a snapshot: never freed here) */
+  struct s5_cfg_snap *snap;        /* cfg's snapshot after a reload, NULL before */
+  uint64_t cfg_gen;                /* generation of the config slot taken (core/config_slot.h) */
+  uv_async_t reload_async;         /* thread mode: s5_worker_reload() from the main thread */
+  int own_process;                 /* process mode: the log state is this process's own */
   unsigned index;              /* queue number, for logs */
   int fd;                      /* the TUN queue; owned by whoever opened it */
 
@@ -84,6 +91,16 @@ void s5_worker_stop(struct s5_worker *w);
 
 /* Releases the loop after run returned (on any thread). */
 void s5_worker_close(struct s5_worker *w);
+
+/* Live reload. A session or association holds the configuration it
+ * started with: hold at its start, release when it is freed. A snapshot
+ * lives while something holds it. */
+const struct s5_config *s5_worker_cfg_hold(struct s5_worker *w);
+void s5_worker_cfg_release(struct s5_worker *w, const struct s5_config *cfg);
+
+/* Asks the worker to take the newest configuration from the config slot
+ * (thread mode: from the main thread, after publishing it). */
+void s5_worker_reload(struct s5_worker *w);
 
 /* A session left the worker's list (core/session.c). */
 void s5_worker_session_gone(struct s5_worker *w);

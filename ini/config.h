@@ -22,6 +22,15 @@
 
 enum s5_mode { S5_MODE_THREAD, S5_MODE_PROCESS };
 
+/* [tun] exclude-uid / include-uid: at most this many ranges. */
+#define S5_UID_RANGES_MAX 16
+
+/* Inclusive uid ranges; n = 0: unset. */
+struct s5_uid_list {
+  unsigned n;
+  uint32_t r[S5_UID_RANGES_MAX][2];
+};
+
 enum s5_log_level { S5_LOG_ERROR, S5_LOG_WARN, S5_LOG_INFO, S5_LOG_DEBUG };
 
 /* An interface address with prefix length; family is 0 when unset. */
@@ -46,6 +55,8 @@ struct s5_config {
     bool offload;                 /* IFF_VNET_HDR: checksum and TSO offloads */
     bool auto_route;              /* policy routing: all but [socks5] mark into the device */
     bool kill_switch;             /* with auto_route: tunnel-bound traffic blocked while the device is absent */
+    struct s5_uid_list exclude_uid; /* with auto_route: these users' traffic stays out of the tunnel */
+    struct s5_uid_list include_uid; /* with auto_route: only these users' traffic enters it */
     char post_up[PATH_MAX];       /* command run once the device is up; empty = none */
     char pre_down[PATH_MAX];      /* command run before the device goes */
   } tun;
@@ -70,8 +81,10 @@ struct s5_config {
   } session;
 
   struct {
-    struct sockaddr_storage addr; /* the mapped resolver, port 53; ss_family 0 = disabled */
+    struct sockaddr_storage addr[2]; /* the mapped resolver, port 53: [0] IPv4, [1] IPv6;
+                                      ss_family 0 = none; neither = mapped DNS off */
     struct s5_prefix network;     /* IPv4 pool of mapped addresses */
+    struct s5_prefix network6;    /* IPv6 pool; family 0 = AAAA not mapped */
     unsigned cache_size;          /* names kept, 1..pool size */
   } dns;
 
@@ -125,6 +138,16 @@ int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size
  * (without file or line) into err. */
 int s5_config_set(struct s5_config *cfg, const char *section, const char *key,
                   const char *value, char *err, size_t errlen);
+
+/* Live reload: next is the configuration just read, cur the running one.
+ * Every key a reload cannot apply (the device, the run mode, auto-route,
+ * the DNS pools, the run user...: those not marked live in ini/keys.c) gets
+ * cur's value back in next, and warn is called for each that differed, with
+ * its section and its line as --check-config prints it, old and new.
+ * Returns how many were kept. */
+typedef void s5_config_reload_warn(void *arg, const char *section, const char *was, const char *now);
+int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, s5_config_reload_warn *warn,
+                           void *arg);
 
 /* Writes the effective configuration as an INI document that
  * s5_config_load_file() reads back to the same configuration, every key in

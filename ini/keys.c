@@ -52,65 +52,73 @@ static const struct s5_key keys[] = {
    .doc = "route everything but packets with [socks5] mark into the device"},
   {"tun", "kill-switch", &s5_type_bool, AT(tun.kill_switch), .def = "true",
    .doc = "with auto-route: block tunnel-bound traffic while the device is absent instead of sending it around"},
+  {"tun", "exclude-uid", &s5_type_uids, AT(tun.exclude_uid), .def = "",
+   .doc = "with auto-route: these users' traffic never enters the tunnel (uids, names, ranges 1000-1999)"},
+  {"tun", "include-uid", &s5_type_uids, AT(tun.include_uid), .def = "",
+   .doc = "with auto-route: only these users' traffic enters the tunnel (not with exclude-uid)"},
   {"tun", "post-up", &s5_type_text, AT(tun.post_up), .def = "", .doc = "command run with /bin/sh once the device is up"},
   {"tun", "pre-down", &s5_type_text, AT(tun.pre_down), .def = "", .doc = "command run before the device goes"},
 
-  {"socks5", "address", &s5_type_proxy, AT(socks5.addr), .def = "127.0.0.1",
+  {"socks5", "address", &s5_type_proxy, AT(socks5.addr), .live = true, .def = "127.0.0.1",
    .doc = "the proxy: an IPv4 or IPv6 literal (no host names: DNS may itself be in the tunnel)"},
-  {"socks5", "port", &s5_type_port, AT(socks5.addr), .min = 1, .max = 65535, .def = "1080", .doc = "the proxy's port"},
+  {"socks5", "port", &s5_type_port, AT(socks5.addr), .min = 1, .max = 65535, .live = true, .def = "1080", .doc = "the proxy's port"},
   /* RFC 1929 carries each field with a one-byte length: 1..255 bytes; empty
    * means not set, and s5_config_check() wants both or neither. */
-  {"socks5", "username", &s5_type_text, AT(socks5.username), .def = "",
+  {"socks5", "username", &s5_type_text, AT(socks5.username), .live = true, .def = "",
    .doc = "RFC 1929 authentication, both or neither, 1..255 bytes each"},
-  {"socks5", "password", &s5_type_secret, AT(socks5.password), .def = "",
+  {"socks5", "password", &s5_type_secret, AT(socks5.password), .live = true, .def = "",
    .doc = "RFC 1929 password (--check-config prints ***)"},
   {"socks5", "mark", &s5_type_mark, AT(socks5.mark), .max = 4294967295ul, .def = "0",
    .doc = "SO_MARK on sockets to the proxy, decimal or 0x hex, 0 = none"},
-  {"socks5", "pipeline", &s5_type_bool, AT(socks5.pipeline), .def = "false",
+  {"socks5", "pipeline", &s5_type_bool, AT(socks5.pipeline), .live = true, .def = "false",
    .doc = "send greeting, auth and CONNECT in one write (servers that read a stream)"},
-  {"socks5", "udp", &s5_type_enum, AT(socks5.udp), .words = udp_words, .def = "associate",
+  {"socks5", "udp", &s5_type_enum, AT(socks5.udp), .words = udp_words, .live = true, .def = "associate",
    .doc = "associate: UDP ASSOCIATE; off: ICMP port unreachable to the client"},
   /* Empty: the relay address the proxy returns (its own if unspecified). */
-  {"socks5", "udp-address", &s5_type_addr, AT(socks5.udp_addr), .max = 0, .def = "",
+  {"socks5", "udp-address", &s5_type_addr, AT(socks5.udp_addr), .max = 0, .live = true, .def = "",
    .doc = "UDP relay address to use instead of the one the proxy returns"},
 
   /* A connect that takes an hour is already a failure. */
-  {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600, .def = "10",
+  {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600, .live = true, .def = "10",
    .doc = "seconds for the proxy connect and SOCKS5 handshake"},
   /* Up to a day: longer idle flows are better served by keepalives in the
    * application than by pinning memory here. */
-  {"session", "tcp-idle-timeout", &s5_type_uint, AT(session.tcp_idle_timeout), .min = 1, .max = 86400, .def = "600",
+  {"session", "tcp-idle-timeout", &s5_type_uint, AT(session.tcp_idle_timeout), .min = 1, .max = 86400, .live = true, .def = "600",
    .doc = "seconds without a byte either way before a TCP session is reset"},
   /* A million sessions per worker already exceeds any sane fd limit; a
    * bigger number is more likely a typo than a plan. */
-  {"session", "max-sessions", &s5_type_uint, AT(session.max_sessions), .max = 1000000, .def = "0",
+  {"session", "max-sessions", &s5_type_uint, AT(session.max_sessions), .max = 1000000, .live = true, .def = "0",
    .doc = "TCP sessions per worker, 0 = unlimited; beyond it new SYNs get a RST"},
   /* UDP has no close: an association ends after this long without a
    * datagram either way (or when the proxy closes its control connection). */
-  {"session", "udp-idle-timeout", &s5_type_uint, AT(session.udp_idle_timeout), .min = 1, .max = 86400, .def = "60",
+  {"session", "udp-idle-timeout", &s5_type_uint, AT(session.udp_idle_timeout), .min = 1, .max = 86400, .live = true, .def = "60",
    .doc = "seconds without a datagram either way before a UDP association ends"},
   {"session", "tcp-buffer", &s5_type_uint, AT(session.tcp_buffer), .min = S5_TCP_BUFFER_MIN,
-   .max = S5_TCP_BUFFER_MAX, .def = "524288", .doc = "bytes one TCP session holds each way"},
+   .max = S5_TCP_BUFFER_MAX, .live = true, .def = "524288", .doc = "bytes one TCP session holds each way"},
 
-  {"dns", "address", &s5_type_addr, AT(dns.addr), .max = 53, .def = "",
-   .doc = "mapped resolver (port 53) inside the device's network; empty = off"},
+  {"dns", "address", &s5_type_addrs, AT(dns.addr), .max = 53, .live = true, .def = "",
+   .doc = "mapped resolver (port 53) inside the device's network: an IPv4 address, an IPv6 one, or both "
+          "comma-separated; empty = off"},
   {"dns", "network", &s5_type_pool, AT(dns.network), .def = "100.64.0.0/10",
    .doc = "IPv4 pool of mapped addresses, /30 or wider, no host bits"},
+  /* AAAA answers, from the same entry as the name's A answer. */
+  {"dns", "network6", &s5_type_pool6, AT(dns.network6), .def = "",
+   .doc = "IPv6 pool of mapped addresses (e.g. fdff:5335::/96), /120 or wider; empty = AAAA gets no answer"},
   /* An entry takes about 270 bytes of shared memory (the default is under
    * 3 MB); s5_config_check() holds it to the pool's size. */
   {"dns", "cache-size", &s5_type_uint, AT(dns.cache_size), .min = 1, .max = 1000000, .def = "10000",
    .doc = "names kept (at most the pool size), least recently used recycled"},
 
-  {"log", "level", &s5_type_enum, AT(log.level), .words = level_words, .def = "info",
+  {"log", "level", &s5_type_enum, AT(log.level), .words = level_words, .live = true, .def = "info",
    .doc = "error, warn, info or debug"},
   /* Only the name is checked: opening it is the logger's job, at start-up. */
-  {"log", "file", &s5_type_text, AT(log.file), .def = "",
+  {"log", "file", &s5_type_text, AT(log.file), .live = true, .def = "",
    .doc = "empty = stderr, syslog = syslog, else a file (reopened on SIGHUP)"},
 
   {"run", "user", &s5_type_user, AT(run.user), .def = "",
    .doc = "workers drop to this user (keeping CAP_NET_ADMIN only if mark is set); empty = stay"},
   {"run", "pid-file", &s5_type_text, AT(run.pid_file), .def = "", .doc = "written once every queue serves"},
-  {"run", "drain-timeout", &s5_type_uint, AT(run.drain_timeout), .max = 3600, .def = "5",
+  {"run", "drain-timeout", &s5_type_uint, AT(run.drain_timeout), .max = 3600, .live = true, .def = "5",
    .doc = "seconds open TCP sessions get after SIGTERM"},
   /* Every session holds a socket to the proxy (a UDP association two): a
    * daemon meant for many connections needs more than the usual 1024. The
@@ -119,7 +127,7 @@ static const struct s5_key keys[] = {
    .doc = "RLIMIT_NOFILE to set at start, 0 = leave as is"},
 
   /* sun_path holds 108 bytes including the terminating NUL. */
-  {"stats", "socket", &s5_type_text, AT(stats.socket), .def = "",
+  {"stats", "socket", &s5_type_text, AT(stats.socket), .live = true, .def = "",
    .doc = "unix socket answering one JSON document of counters per connection"},
   /* Off by default: an open port is a decision. The counters say how much
    * goes where, so a non-loopback address is warned about at start. */
@@ -253,4 +261,38 @@ void s5_config_print(const struct s5_config *cfg, FILE *out) {
     }
     keys[i].type->print(&keys[i], cfg, out);
   }
+}
+
+/* One key's line as --check-config prints it, without the newline. */
+static void key_line(const struct s5_key *k, const struct s5_config *cfg, char *buf, size_t len) {
+  FILE *f = fmemopen(buf, len, "w");
+  if (f == NULL) {
+    snprintf(buf, len, "%s", k->name);
+    return;
+  }
+  k->type->print(k, cfg, f);
+  fclose(f);
+  buf[len - 1] = '\0';
+  size_t n = strlen(buf);
+  if (n > 0 && buf[n - 1] == '\n') buf[n - 1] = '\0';
+}
+
+int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, s5_config_reload_warn *warn,
+                           void *arg) {
+  int kept = 0;
+  for (int i = 0; i < KEY_COUNT; i++) {
+    const struct s5_key *k = &keys[i];
+    if (k->live || memcmp((const char *)next + k->offset, (const char *)cur + k->offset, k->size) == 0) continue;
+    char was[320], now[320];
+    key_line(k, cur, was, sizeof was);
+    key_line(k, next, now, sizeof now);
+    memcpy((char *)next + k->offset, (const char *)cur + k->offset, k->size);
+    if (warn != NULL) warn(arg, k->section, was, now);
+    kept++;
+  }
+  /* Derived from keys that never change live. */
+  next->queues = cur->queues;
+  next->run.uid = cur->run.uid;
+  next->run.gid = cur->run.gid;
+  return kept;
 }

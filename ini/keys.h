@@ -7,6 +7,7 @@
 #ifndef S5_INI_KEYS_H
 #define S5_INI_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -33,6 +34,7 @@ struct s5_key {
   unsigned long min, max;          /* numbers: bounds; addresses: max is the port */
   int family;                      /* prefixes: AF_INET or AF_INET6 */
   const char *const *words;        /* enums: the words, NULL-terminated, index = value */
+  bool live;                       /* a reload (SIGHUP) applies it, to sessions opened after it */
   const char *def;                 /* default, in the file's syntax; "" = empty */
   const char *doc;                 /* one line for people */
 };
@@ -46,10 +48,14 @@ extern const struct s5_key_type s5_type_enum;    /* one of words; an int (enum) 
 extern const struct s5_key_type s5_type_text;    /* char[size]: at most size-1 bytes, no control characters */
 extern const struct s5_key_type s5_type_secret;  /* text, printed as "***" */
 extern const struct s5_key_type s5_type_user;    /* text, looked up: cfg->run.uid and gid */
+extern const struct s5_key_type s5_type_uids;    /* struct s5_uid_list: uids, names, ranges A-B; empty = none */
 extern const struct s5_key_type s5_type_ifname;  /* char[IFNAMSIZ], an exact device name */
 extern const struct s5_key_type s5_type_prefix;  /* struct s5_prefix of family; empty = unset */
 extern const struct s5_key_type s5_type_pool;    /* struct s5_prefix: IPv4 network, /30 or wider, no host bits */
+extern const struct s5_key_type s5_type_pool6;   /* struct s5_prefix: IPv6 network /8../120, no host bits; empty = unset */
 extern const struct s5_key_type s5_type_addr;    /* sockaddr_storage, port max; empty = unset */
+extern const struct s5_key_type s5_type_addrs;   /* sockaddr_storage[2], port max: "A, B", at most one
+                                                    IPv4 ([0]) and one IPv6 ([1]); empty = neither */
 extern const struct s5_key_type s5_type_proxy;   /* sockaddr_storage and cfg->socks5.addrlen; keeps its port */
 extern const struct s5_key_type s5_type_port;    /* the port of a sockaddr_storage, 1..65535 */
 extern const struct s5_key_type s5_type_listen;  /* sockaddr_storage from "ADDR:PORT"; empty = unset */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -168,6 +169,86 @@ static int user_parse(const struct s5_key *k, struct s5_config *cfg, const char 
   return 0;
 }
 
+/* One uid: a number or a user name, looked up. */
+static int uid_parse_one(const char *s, uint32_t *uid, char *err, size_t errlen) {
+  char *end;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 10);
+  if (*s >= '0' && *s <= '9' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
+    *uid = (uint32_t)v;
+    return 0;
+  }
+  struct passwd pw, *found = NULL;
+  char buf[16384];
+  int r = getpwnam_r(s, &pw, buf, sizeof buf, &found);
+  if (found == NULL) {
+    char shown[S5_SHOW_MAX];
+    s5_show(shown, sizeof shown, s);
+    snprintf(err, errlen, "%s is neither a uid nor a user on this system", shown);
+    (void)r;
+    return -1;
+  }
+  *uid = (uint32_t)pw.pw_uid;
+  return 0;
+}
+
+/* "0, nobody, 1000-1999": uids, user names or ranges, comma-separated. */
+static int uids_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+  struct s5_uid_list l = {0};
+  char buf[1024];
+  if (strlen(text) >= sizeof buf) {
+    snprintf(err, errlen, "too long");
+    return -1;
+  }
+  strcpy(buf, text);
+  char *save = NULL;
+  for (char *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+    while (*item == ' ' || *item == '\t') item++;
+    char *end = item + strlen(item);
+    while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+    if (*item == '\0') {
+      snprintf(err, errlen, "an empty item in the list");
+      return -1;
+    }
+    if (l.n == S5_UID_RANGES_MAX) {
+      snprintf(err, errlen, "more than %d uids or ranges", S5_UID_RANGES_MAX);
+      return -1;
+    }
+    char *dash = strchr(item, '-');
+    uint32_t lo, hi;
+    if (dash != NULL && dash != item && dash[1] >= '0' && dash[1] <= '9' && item[0] >= '0' && item[0] <= '9') {
+      *dash = '\0';
+      if (uid_parse_one(item, &lo, err, errlen) != 0 || uid_parse_one(dash + 1, &hi, err, errlen) != 0) return -1;
+      if (hi < lo) {
+        snprintf(err, errlen, "range %u-%u runs backwards", lo, hi);
+        return -1;
+      }
+    } else {
+      if (uid_parse_one(item, &lo, err, errlen) != 0) return -1;
+      hi = lo;
+    }
+    l.r[l.n][0] = lo;
+    l.r[l.n][1] = hi;
+    l.n++;
+  }
+  *(struct s5_uid_list *)field(k, cfg) = l;
+  return 0;
+}
+
+/* As numbers: names were resolved when read. */
+static void uids_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
+  const struct s5_uid_list *l = cfield(k, cfg);
+  char buf[S5_UID_RANGES_MAX * 24] = "";
+  for (unsigned i = 0; i < l->n; i++) {
+    size_t n = strlen(buf);
+    if (l->r[i][0] == l->r[i][1])
+      snprintf(buf + n, sizeof buf - n, "%s%u", i ? ", " : "", l->r[i][0]);
+    else
+      snprintf(buf + n, sizeof buf - n, "%s%u-%u", i ? ", " : "", l->r[i][0], l->r[i][1]);
+  }
+  print_plain(k, out, buf);
+}
+
 static int ifname_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
   char *p = field(k, cfg);
   if (s5_parse_ifname(text, p, k->size, err, errlen) != 0) return -1;
@@ -220,6 +301,29 @@ static int pool_parse(const struct s5_key *k, struct s5_config *cfg, const char 
   return 0;
 }
 
+/* An IPv6 pool: the host part holds at least 8 bits (the table's entries
+ * are counted in the low 64), and no host bits may be set. */
+static int pool6_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+  struct s5_prefix p;
+  if (*text == '\0') {
+    memset(field(k, cfg), 0, sizeof p);
+    return 0;
+  }
+  if (s5_parse_prefix(text, AF_INET6, &p, err, errlen) != 0) return -1;
+  if (p.len < 8 || p.len > 120) {
+    snprintf(err, errlen, "prefix length %u out of range 8..120 (e.g. fdff:5335::/96)", p.len);
+    return -1;
+  }
+  for (unsigned bit = p.len; bit < 128; bit++) {
+    if (p.addr[bit / 8] & (0x80u >> (bit % 8))) {
+      snprintf(err, errlen, "has host bits set beyond /%u", p.len);
+      return -1;
+    }
+  }
+  *(struct s5_prefix *)field(k, cfg) = p;
+  return 0;
+}
+
 /* ---- socket addresses ---- */
 
 uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss) {
@@ -246,6 +350,49 @@ static void addr_print(const struct s5_key *k, const struct s5_config *cfg, FILE
   if (ss->ss_family == AF_INET) a = &((const struct sockaddr_in *)ss)->sin_addr;
   if (ss->ss_family == AF_INET6) a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
   if (a == NULL || inet_ntop(ss->ss_family, a, buf, sizeof buf) == NULL) buf[0] = '\0';
+  print_plain(k, out, buf);
+}
+
+/* Up to two addresses, one per family, comma-separated: [0] IPv4, [1] IPv6. */
+static int addrs_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+  struct sockaddr_storage *out = field(k, cfg), got[2];
+  memset(got, 0, sizeof got);
+  char buf[2 * INET6_ADDRSTRLEN + 8];
+  if (strlen(text) >= sizeof buf) {
+    snprintf(err, errlen, "too long (at most one IPv4 and one IPv6 address)");
+    return -1;
+  }
+  strcpy(buf, text);
+  char *save = NULL;
+  for (char *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+    while (*item == ' ' || *item == '\t') item++;
+    char *end = item + strlen(item);
+    while (end > item && (end[-1] == ' ' || end[-1] == '\t')) *--end = '\0';
+    struct sockaddr_storage ss;
+    socklen_t len;
+    if (s5_parse_ip(item, (uint16_t)k->max, &ss, &len, err, errlen) != 0) return -1;
+    int i = ss.ss_family == AF_INET6;
+    if (got[i].ss_family != 0) {
+      snprintf(err, errlen, "two %s addresses (at most one of each family)", i ? "IPv6" : "IPv4");
+      return -1;
+    }
+    got[i] = ss;
+  }
+  memcpy(out, got, sizeof got);
+  return 0;
+}
+
+static void addrs_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
+  const struct sockaddr_storage *ss = cfield(k, cfg);
+  char buf[2 * INET6_ADDRSTRLEN + 4] = "";
+  for (int i = 0; i < 2; i++) {
+    char a[INET6_ADDRSTRLEN];
+    const void *raw = i == 0 ? (const void *)&((const struct sockaddr_in *)&ss[0])->sin_addr
+                             : (const void *)&((const struct sockaddr_in6 *)&ss[1])->sin6_addr;
+    if (ss[i].ss_family == 0 || inet_ntop(ss[i].ss_family, raw, a, sizeof a) == NULL) continue;
+    size_t n = strlen(buf);
+    snprintf(buf + n, sizeof buf - n, "%s%s", n > 0 ? ", " : "", a);
+  }
   print_plain(k, out, buf);
 }
 
@@ -298,10 +445,13 @@ const struct s5_key_type s5_type_enum = {"word", enum_parse, enum_print};
 const struct s5_key_type s5_type_text = {"text", text_store, text_print};
 const struct s5_key_type s5_type_secret = {"secret", text_store, secret_print};
 const struct s5_key_type s5_type_user = {"user", user_parse, text_print};
+const struct s5_key_type s5_type_uids = {"uid list", uids_parse, uids_print};
 const struct s5_key_type s5_type_ifname = {"device name", ifname_parse, text_print};
 const struct s5_key_type s5_type_prefix = {"address/prefix", prefix_parse, prefix_print};
 const struct s5_key_type s5_type_pool = {"IPv4 network", pool_parse, prefix_print};
+const struct s5_key_type s5_type_pool6 = {"IPv6 network", pool6_parse, prefix_print};
 const struct s5_key_type s5_type_addr = {"address", addr_parse, addr_print};
+const struct s5_key_type s5_type_addrs = {"addresses", addrs_parse, addrs_print};
 const struct s5_key_type s5_type_proxy = {"address", proxy_parse, addr_print};
 const struct s5_key_type s5_type_port = {"port", port_parse, port_print};
 const struct s5_key_type s5_type_listen = {"address:port", listen_parse, listen_print};

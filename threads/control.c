@@ -2,6 +2,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -11,6 +12,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "reload.h"
+#include "run.h"
 #include "stats_server.h"
 
 #define S5_CONTROL_PERIOD_MS   250    /* readiness and watchdog checks */
@@ -44,7 +47,9 @@ static void log_summaries(const struct s5_stats_area *stats) {
 }
 
 struct control {
-  const struct s5_config *cfg;
+  const struct s5_config *cfg;   /* live: replaced in place by a reload */
+  struct s5_config *live;
+  struct s5_stats_server *server;
   struct s5_stats_area *stats;
   const struct s5_control_mode *mode;
   int ready;
@@ -94,6 +99,14 @@ static int check_device(const struct control *c) {
   return -1;
 }
 
+/* SIGHUP: the configuration read again (threads/reload.c); a new stats
+ * socket path takes effect at once. */
+static void control_reload(struct control *c) {
+  if (!s5_reload(c->live, c->stats) || strcmp(c->server->path, c->live->stats.socket) == 0) return;
+  s5_stats_server_close(c->server);
+  if (s5_stats_server_open(c->server, c->live, c->stats) < 0) s5_error("reload: no stats socket until the next reload");
+}
+
 /* Returns 1 to stop cleanly, -1 to stop with failure, 0 to go on. */
 static int handle_signal(struct control *c, int sig) {
   switch (sig) {
@@ -104,6 +117,7 @@ static int handle_signal(struct control *c, int sig) {
     case SIGHUP:
       s5_log_reopen();
       s5_info("SIGHUP: log reopened");
+      control_reload(c);   /* published before the workers hear of it */
       if (c->mode->on_hangup) c->mode->on_hangup(c->mode->arg);
       return 0;
     case SIGUSR1:
@@ -133,17 +147,26 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     return 1;
   }
   unsigned char stalled[S5_QUEUES_MAX] = {0};
-  struct control c = {cfg, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
-  if (c.ifindex == 0) s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
-  struct s5_stats_server server;
-  struct s5_metrics_server metrics;
-  if (s5_stats_server_open(&server, cfg, stats) < 0) {
+  struct s5_config *live = malloc(sizeof *live);
+  if (live == NULL) {
+    s5_error("out of memory");
     close(sfd);
     return 1;
   }
-  if (s5_metrics_open(&metrics, cfg, stats) < 0) {
+  *live = *cfg;
+  struct s5_stats_server server;
+  struct s5_metrics_server metrics;
+  struct control c = {live, live, &server, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
+  if (c.ifindex == 0) s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
+  if (s5_stats_server_open(&server, cfg, stats) < 0) {
+    close(sfd);
+    free(live);
+    return 1;
+  }
+  if (s5_metrics_open(&metrics, live, stats) < 0) {
     s5_stats_server_close(&server);
     close(sfd);
+    free(live);
     return 1;
   }
 
@@ -163,6 +186,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     if (n > 0 && pfd[1].revents) s5_stats_server_answer(&server);
     s5_metrics_serve(&metrics, pfd + 2, n > 0 ? nm : 0);
     if (mode->tick) mode->tick(mode->arg);
+    s5_device_tend();
     check_ready(&c);
     check_stalls(&c);
     if (result == 0) result = check_device(&c);
@@ -171,5 +195,6 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   s5_stats_server_close(&server);
   s5_notify_stopping(cfg);
   close(sfd);
+  free(live);
   return result > 0 ? 0 : 1;
 }

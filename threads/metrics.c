@@ -7,7 +7,9 @@
  * s5tund_NAME_total (tcp_total is s5tund_tcp_total: "_total" once); the
  * counts of what is open now, tcp_active and udp_active, are gauges named
  * s5tund_NAME. Besides: s5tund_info{version,mode} 1, s5tund_queues,
- * s5tund_start_time_seconds and s5tund_queue_ready{queue}.
+ * s5tund_start_time_seconds, the reloads (s5tund_reloads_total,
+ * s5tund_reload_failures_total, s5tund_last_reload_timestamp_seconds) and
+ * s5tund_queue_ready{queue}.
  *
  * A connection goes READ (until the parser has an answer) -> WRITE (the
  * answer, in as many non-blocking writes as the peer takes) -> DRAIN
@@ -157,6 +159,15 @@ char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_confi
   text_add(&t, "s5tund_queues %u\n", nq);
   family_header(&t, "s5tund_start_time_seconds", "gauge", "When s5tund started, seconds since the Unix epoch.");
   text_add(&t, "s5tund_start_time_seconds %llu\n", (unsigned long long)stats->started_unix);
+  family_header(&t, "s5tund_reloads_total", "counter", "Configuration reloads applied (SIGHUP).");
+  text_add(&t, "s5tund_reloads_total %llu\n", (unsigned long long)S5_STAT_GET(stats, reloads));
+  family_header(&t, "s5tund_reload_failures_total", "counter",
+                "Reloads refused: the file did not load or check; the configuration stayed.");
+  text_add(&t, "s5tund_reload_failures_total %llu\n", (unsigned long long)S5_STAT_GET(stats, reload_failures));
+  family_header(&t, "s5tund_last_reload_timestamp_seconds", "gauge",
+                "When the last reload was applied, seconds since the Unix epoch; 0 = none yet.");
+  text_add(&t, "s5tund_last_reload_timestamp_seconds %llu\n",
+           (unsigned long long)S5_STAT_GET(stats, last_reload_unix));
   family_header(&t, "s5tund_queue_ready", "gauge", "1 while the queue's worker serves, else 0.");
   for (unsigned i = 0; i < nq; i++) text_add(&t, "s5tund_queue_ready{queue=\"%u\"} %u\n", i, q[i].ready ? 1u : 0u);
   add_counters(&t, q, nq);

@@ -253,7 +253,7 @@ int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats) {
   }
   stop_all(&sv, &chld);
   for (unsigned i = 0; i < cfg->queues; i++) fds[i] = kids[i].fd;
-  s5_device_close(cfg, fds);
+  s5_device_close(cfg, fds, code == 0);
 out:
   sigprocmask(SIG_SETMASK, &sv.old_mask, NULL);
   free(kids);

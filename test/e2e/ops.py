@@ -11,8 +11,8 @@
                    --drain-timeout D [--probes K] [--close | --idle-queues]
   ops.py syslogd   --socket PATH --out FILE   (a syslog listener: one line per
                    datagram into FILE, until killed)
-  ops.py metrics   --stats SOCK --s5tund BIN --http ADDR:PORT --mode M --host H
-                   [--port P]   (the Prometheus endpoint, [stats] http)
+  ops.py metrics   --stats SOCK --s5tund BIN --http ADDR:PORT --mode M --pid PID
+                   --host H [--port P]   (the Prometheus endpoint, [stats] http)
   ops.py scrape    --stats SOCK --s5tund BIN --http ADDR:PORT --mode M
                    (one scrape, parsed and checked against --stats --json)
 
@@ -660,7 +660,8 @@ def cmd_drain(args):
 # Counters that count what is open now: gauges, named without _total.
 GAUGES = {"tcp_active", "udp_active"}
 # Families besides one per counter.
-EXTRA_FAMILIES = {"s5tund_info", "s5tund_queues", "s5tund_start_time_seconds", "s5tund_queue_ready"}
+EXTRA_FAMILIES = {"s5tund_info", "s5tund_queues", "s5tund_start_time_seconds", "s5tund_queue_ready",
+                  "s5tund_reloads", "s5tund_reload_failures", "s5tund_last_reload_timestamp_seconds"}
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -799,6 +800,12 @@ def check_exposition(args, fams, doc):
     check([s.value for s in fams["s5tund_start_time_seconds"].samples] == [doc["started"]],
           "s5tund_start_time_seconds %s, the document says started %d"
           % (fams["s5tund_start_time_seconds"].samples, doc["started"]))
+    for fam, key, mtype in (("s5tund_reloads", "reloads", "counter"),
+                            ("s5tund_reload_failures", "reload_failures", "counter"),
+                            ("s5tund_last_reload_timestamp_seconds", "last_reload", "gauge")):
+        f = fams[fam]
+        check(f.type == mtype and [s.value for s in f.samples] == [doc[key]],
+              "%s (%s) %s, --stats --json says %s %d" % (fam, f.type, [s.value for s in f.samples], key, doc[key]))
     ready = {s.labels.get("queue"): s.value for s in fams["s5tund_queue_ready"].samples}
     check(ready == {str(q): 1 for q in range(nq)}, "s5tund_queue_ready %s, expected 1 for 0..%d"
           % (ready, nq - 1))
@@ -928,6 +935,7 @@ def slowloris(args, echo, n=40, bound=30.0):
 
 
 def cmd_metrics(args):
+    base_doc = json_doc(args)
     base = cross_check(args)
     log("GET /metrics: every counter per queue equals --stats --json (%d families)" % len(scrape(args)[0]))
     _, body = scrape(args, b"/")
@@ -950,6 +958,15 @@ def cmd_metrics(args):
           % d["tcp_active"])
     log("after %d bytes up and %d down (and one connection held): sums of the scrape equal --stats "
         "--json and moved by exactly that: %s" % (to_proxy, from_proxy, {k: v for k, v in d.items() if v}))
+
+    # A reload (SIGHUP, the same file): counted, and its time, as the JSON says.
+    os.kill(args.pid, signal.SIGHUP)
+    wait_for(lambda: json_doc(args)["reloads"] == base_doc["reloads"] + 1, "reloads + 1 after SIGHUP")
+    doc = json_doc(args)
+    check(doc["last_reload"] >= doc["started"], "last_reload %d before started %d" % (doc["last_reload"], doc["started"]))
+    cross_check(args)
+    log("after SIGHUP: s5tund_reloads_total %d, s5tund_last_reload_timestamp_seconds %d, as --stats --json"
+        % (doc["reloads"], doc["last_reload"]))
 
     hostile_requests(args)
     slowloris(args, held)
@@ -1052,6 +1069,7 @@ def main():
         p.add_argument("--s5tund", required=True)
         p.add_argument("--http", required=True, help="the endpoint, ADDR:PORT")
         p.add_argument("--mode", required=True)
+        p.add_argument("--pid", type=int, default=0, help="s5tund's: SIGHUP for a reload")
         p.set_defaults(fn=fn)
 
     p = sub.add_parser("syslogd")

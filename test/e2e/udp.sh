@@ -10,6 +10,10 @@
 #        dns           a real DNS server (dnsmasq) through the tunnel; mapped
 #                      DNS: a pool address, TCP to it = CONNECT by name,
 #                      AAAA/other types, malformed queries
+#        dns6          mapped DNS for IPv6: AAAA from [dns] network6, an
+#                      IPv6 resolver address, TCP and UDP over IPv6 to a pool
+#                      address by name, one entry per name for A and AAAA,
+#                      recycling with a small cache
 #        udp_teardown  the proxy drops the control connection -> the
 #                      association ends; idle expiry ends it too
 #        udp_badrelay  a broken relay (udpbadproxy.py): truncated, oversized,
@@ -38,13 +42,15 @@ CASE=${1:-}
 [[ $# -ge 3 ]] || usage
 MODE=$2 QUEUES=$3
 shift 3
-case $CASE in udp_echo|dns|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd) ;; *) usage ;; esac
+case $CASE in udp_echo|dns|dns6|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
 UDP_PORTS=(7001 7002)
 DNS_ADDR=198.18.0.2
 DNS_POOL=100.64.0.0/10
+DNS_ADDR6=fc00::53
+DNS_POOL6=fdff:5335::/96
 BADUDP_PORT=1090
 
 e2e_require_root
@@ -208,6 +214,61 @@ cache-size = 1000"
   ((dropped >= 10)) || fail "expected at least 10 malformed queries counted in the log, found $dropped"
   log "$dropped malformed queries dropped and counted"
   e2e_require_alive "after DNS"
+}
+
+# dns6: [dns] network6 and an IPv6 resolver address beside the IPv4 one.
+case_dns6() {
+  e2e_topology_up
+  udp_hosts
+  e2e_start_target
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" "[dns]
+address = $DNS_ADDR, $DNS_ADDR6
+network = $DNS_POOL
+network6 = $DNS_POOL6
+cache-size = 4"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  in_c ip -6 route replace "$DNS_POOL6" dev "$TUN"
+  # A pool address that stands for no name yet: refused, never sent on.
+  client --host fdff:5335::4 --timeout 30 expect-refused
+  udp_wait_log "mapped address fdff:5335::4 stands for no name" "$T_STEP" "refusal of a pool address without a name"
+  # AAAA from the IPv6 pool, asked at the IPv6 resolver address; A at the
+  # IPv4 one: one entry, so both stand at the same offset in their pools.
+  local a6 a4 off6 off4 name
+  a6=$(uclient dns --server "$DNS_ADDR6" --name Target.Test --type AAAA --expect-in "$DNS_POOL6" --print-address | tail -n 2 | head -n 1)
+  a4=$(uclient dns --server "$DNS_ADDR" --name target.test --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
+  [[ $(uclient dns --server "$DNS_ADDR" --name target.test --type AAAA --print-address | tail -n 2 | head -n 1) == "$a6" ]] \
+    || fail "AAAA asked at the IPv4 resolver differs from $a6"
+  read -r off6 off4 < <("$PY" -c 'import ipaddress as i, sys
+print(int(i.ip_address(sys.argv[1])) - int(i.ip_network(sys.argv[3]).network_address),
+      int(i.ip_address(sys.argv[2])) - int(i.ip_network(sys.argv[4]).network_address))' "$a6" "$a4" "$DNS_POOL6" "$DNS_POOL")
+  ((off6 == off4)) || fail "target.test is $a6 (offset $off6) and $a4 (offset $off4): two entries"
+  log "target.test is $a6 and $a4: one entry (offset $off6)"
+  # UDP to the IPv6 pool address: the ASSOCIATE's datagram names target.test.
+  uclient send --host "$a6" --port 7001 --count 1
+  udp_wait_log "dns: $a6 stands for target.test: sent by name" "$T_STEP" "UDP to $a6 sent by name"
+  # TCP over IPv6 to it: a CONNECT by name (danted never sees the address).
+  client --host "$a6" echo --count 5
+  CLIENT_T=$T_BULK client --host "$a6" concurrent 16
+  grep -qi "$a6" "$WORK/danted.log" && fail "danted saw the pool address $a6"
+  grep -q "tcp/connect .*$TGT4\.7000" "$WORK/danted.log" || fail "danted's log shows no connection to $TGT4.7000"
+  # Recycling: cache-size 4, so four other names take every entry, the
+  # oldest (target.test's) first; its IPv6 address then stands for another
+  # name, and a connection to it as target.test is no longer possible.
+  for name in one two three four; do
+    uclient dns --server "$DNS_ADDR6" --name "$name.test" --type AAAA --expect-in "$DNS_POOL6" >/dev/null
+  done
+  local four now
+  four=$(uclient dns --server "$DNS_ADDR6" --name four.test --type AAAA --expect-in "$DNS_POOL6" --print-address | tail -n 2 | head -n 1)
+  [[ $four == "$a6" ]] || fail "four.test got $four, expected target.test's recycled $a6"
+  now=$(uclient dns --server "$DNS_ADDR6" --name target.test --type AAAA --expect-in "$DNS_POOL6" --print-address | tail -n 2 | head -n 1)
+  [[ $now != "$a6" ]] || fail "target.test still has $a6 after four names came after it"
+  log "recycled: $a6 stands for four.test now, target.test got $now"
+  # Malformed queries at the IPv6 resolver: dropped, and it still answers.
+  uclient dns-garbage --server "$DNS_ADDR6"
+  e2e_require_alive "after IPv6 mapped DNS"
 }
 
 case_udp_teardown() {

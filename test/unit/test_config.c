@@ -133,6 +133,9 @@ static const char *cfg_diff(const struct s5_config *a,
   if (memcmp(&a->dns.addr, &b->dns.addr, sizeof a->dns.addr) != 0)
     return "dns.addr";
   if (!prefix_eq(&a->dns.network, &b->dns.network)) return "dns.network";
+  if (!prefix_eq(&a->dns.network6, &b->dns.network6)) return "dns.network6";
+  if (memcmp(&a->tun.exclude_uid, &b->tun.exclude_uid, sizeof a->tun.exclude_uid) != 0) return "tun.exclude_uid";
+  if (memcmp(&a->tun.include_uid, &b->tun.include_uid, sizeof a->tun.include_uid) != 0) return "tun.include_uid";
   if (a->dns.cache_size != b->dns.cache_size) return "dns.cache_size";
   if (a->log.level != b->log.level) return "log.level";
   if (strcmp(a->log.file, b->log.file) != 0) return "log.file";
@@ -268,7 +271,8 @@ static void test_defaults(void) {
   CHECK(c.socks5.udp_addr.ss_family == 0, "default udp-address unset");
   CHECK(c.session.udp_idle_timeout == 60, "default udp-idle-timeout");
   CHECK(c.session.tcp_buffer == 512 * 1024, "default tcp-buffer");
-  CHECK(c.dns.addr.ss_family == 0, "default dns address unset");
+  CHECK(c.dns.addr[0].ss_family == 0 && c.dns.addr[1].ss_family == 0, "default dns address unset");
+  CHECK(c.dns.network6.family == 0, "default dns network6 unset");
   CHECK(is_prefix(&c.dns.network, AF_INET, "100.64.0.0", 10),
         "default dns network");
   CHECK(c.dns.cache_size == 10000, "default dns cache-size");
@@ -329,7 +333,9 @@ static void test_good_files(void) {
   }
   if (load_ok(conf("udp_dns.ini"), &c)) {
     const struct sockaddr_in *u = (const void *)&c.socks5.udp_addr;
-    const struct sockaddr_in *a = (const void *)&c.dns.addr;
+    const struct sockaddr_in *a = (const void *)&c.dns.addr[0];
+    const struct sockaddr_in6 *a6 = (const void *)&c.dns.addr[1];
+    uint8_t want6[16] = {0xfc, [15] = 2};
     CHECK(c.tun.icmp_reply, "udp_dns.ini: icmp");
     CHECK(!c.socks5.udp, "udp_dns.ini: udp");
     CHECK(u->sin_family == AF_INET && ntohl(u->sin_addr.s_addr) == 0xc0000207,
@@ -338,8 +344,11 @@ static void test_good_files(void) {
     CHECK(c.session.tcp_buffer == 65536, "udp_dns.ini: tcp-buffer");
     CHECK(a->sin_family == AF_INET && ntohl(a->sin_addr.s_addr) == 0xc6120002 &&
           ntohs(a->sin_port) == 53, "udp_dns.ini: dns address");
+    CHECK(a6->sin6_family == AF_INET6 && memcmp(&a6->sin6_addr, want6, 16) == 0 &&
+          ntohs(a6->sin6_port) == 53, "udp_dns.ini: dns address, IPv6");
     CHECK(is_prefix(&c.dns.network, AF_INET, "10.128.0.0", 30),
           "udp_dns.ini: dns network");
+    CHECK(is_prefix(&c.dns.network6, AF_INET6, "fdff:5335::", 96), "udp_dns.ini: dns network6");
     CHECK(c.dns.cache_size == 2, "udp_dns.ini: cache-size");
   }
   if (load_ok(conf("quoted.ini"), &c)) {
@@ -367,11 +376,15 @@ static const struct bad bad_files[] = {
     "pid-file, drain-timeout, limit-nofile)" },
   { "bad_stats_key.ini", 3, "[stats] sock", "unknown key (expected one of: "
     "socket, http)" },
+  { "bad_uid_user.ini", 4, "[tun] exclude-uid", "\"s5tund-no-such-user\" is neither a uid nor a user" },
+  { "bad_uid_both.ini", 5, "[tun] include-uid", "set with [tun] exclude-uid" },
+  { "bad_uid_noauto.ini", 3, "[tun] include-uid", "needs [tun] auto-route = true" },
+  { "bad_uid_range.ini", 4, "[tun] exclude-uid", "range 2000-1000 runs backwards" },
   { "bad_run_user.ini", 3, "[run] user", "\"s5tund-no-such-user\" is not a "
     "user on this system" },
   { "bad_section_case.ini", 2, "[TUN] mtu", "lowercase: [tun]" },
   { "bad_key.ini", 3, "[tun] mtuu", "unknown key (expected one of: name, "
-    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, kill-switch, "
+    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, kill-switch, exclude-uid, include-uid, "
     "post-up, pre-down)" },
   { "bad_key_case.ini", 2, "[tun] MTU", "lowercase: mtu" },
   { "bad_key_section.ini", 2, "[tun] port", "did you mean [socks5] port?" },
@@ -938,11 +951,33 @@ static char *print_text(const struct s5_config *c) {
   return text;
 }
 
+/* FILE sets every key (but one of two exclusive ones) to a non-default
+ * value: printed, loaded and printed again, it must come back the same. */
+static void every_round_trip(const char *file) {
+  struct s5_config c, back, want;
+  char *first, *second;
+  if (!load_ok(conf(file), &c)) return;
+  first = print_text(&c);
+  write_text(scratch("every_printed.ini"), first);
+  if (load_ok(scratch("every_printed.ini"), &back)) {
+    second = print_text(&back);
+    CHECK(strcmp(first, second) == 0, "%s: second print differs:\n%s---\n%s", file, first, second);
+    free(second);
+    want = c;
+    memset(want.socks5.password, 0, sizeof want.socks5.password);
+    strcpy(want.socks5.password, "***");
+    CHECK(memcmp(&want, &back, sizeof want) == 0, "%s: loaded configuration differs (%s)", file,
+          show_diff(cfg_diff(&want, &back, true)));
+  }
+  free(first);
+}
+
 static void test_every_key(void) {
   struct s5_config c, back, want;
   char *first, *second;
   struct run r;
 
+  every_round_trip("every_key_include.ini");
   if (!load_ok(conf("every_key.ini"), &c))
     return;
   first = print_text(&c);
