@@ -165,7 +165,7 @@ TSAN_DIR ?= build-tsan
 FUZZ_SECONDS ?= 60
 FUZZ_SHORT_SECONDS ?= 25
 FUZZ_TARGETS ?=
-TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|metrics)\.thread\.)
+TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|reload|metrics)\.thread\.)
 FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_http fuzz_packet
 SAN_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 SAN_TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1

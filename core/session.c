@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "flowtab.h"
 #include "log.h"
 #include "session.h"
 
@@ -28,6 +29,8 @@ static void session_unlink(struct s5_session *s) {
   else w->sessions = s->next;
   if (s->next != NULL) s->next->prev = s->prev;
   S5_STAT_SUB(w->stats, tcp_active, 1);
+  if (s->flow_ref != 0) s5_flowtab_remove(w->flows, s->flow_ref);
+  s->flow_ref = 0;
   s5_worker_session_gone(w);
 }
 
@@ -130,9 +133,31 @@ err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   return s5_relay_start(s);
 }
 
+/* Process mode: from its SYN-ACK on, the flow is in the queue's shared
+ * table, so that the supervisor can reset the client if this worker dies
+ * (threads/flowreset.c). Once per session, nothing per packet. */
+static void session_track(struct s5_session *s) {
+  const struct tcp_pcb *pcb = s->pcb;
+  struct s5_flow f;
+  memset(&f, 0, sizeof f);
+  f.v6 = IP_IS_V6(&pcb->local_ip);
+  if (f.v6) {
+    memcpy(f.client, ip_2_ip6(&pcb->remote_ip)->addr, 16);
+    memcpy(f.remote, ip_2_ip6(&pcb->local_ip)->addr, 16);
+  } else {
+    memcpy(f.client, &ip_2_ip4(&pcb->remote_ip)->addr, 4);
+    memcpy(f.remote, &ip_2_ip4(&pcb->local_ip)->addr, 4);
+  }
+  f.client_port = pcb->remote_port;
+  f.remote_port = pcb->local_port;
+  s->flow_ref = s5_flowtab_add(s->w->flows, &f);
+  if (s->flow_ref == 0) S5_STAT_ADD(s->w->stats, tcp_untracked, 1);
+}
+
 /* CONNECT succeeded: answer the client's SYN now. */
 void s5_session_established(struct s5_session *s) {
   s->state = S5_SESSION_SYNACK;
+  if (s->w->flows != NULL) session_track(s);
   tcp_output(s->pcb);
 }
 

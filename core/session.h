@@ -69,6 +69,7 @@ struct s5_session {
   unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
   unsigned shutting : 1;            /* shutdown_req in flight */
   unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
+  uint32_t flow_ref;                /* its slot in the worker's flow table, 0 for none */
   const char *reset_why;            /* for the log when that RST goes out */
 };
 

@@ -1,7 +1,8 @@
 /* Per-queue counters in one memory area shared by every worker and the
  * supervisor: MAP_SHARED, created before the workers start, so it serves
  * threads and forked processes alike. Each counter has exactly one writer
- * (its queue's worker; restarts and pid: the supervisor), which updates it
+ * (its queue's worker; restarts, pid and tcp_reset_dead_worker: the
+ * supervisor), which updates it
  * with a plain relaxed store; readers load it relaxed. No locks, no
  * read-modify-write on the hot path. */
 #ifndef S5_CORE_STATS_H
@@ -20,7 +21,8 @@
   X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \
   X(socks5_bad_reply) X(socks5_timeout)                                        \
   X(drop_tun_write) X(drop_max_sessions) X(drop_no_memory) X(drop_udp)         \
-  X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts) X(tun_errors)
+  X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts) X(tun_errors)        \
+  X(tcp_reset_dead_worker) X(tcp_untracked)
 
 struct s5_queue_stats {
 #define S5_STATS_FIELD(name) uint64_t name;

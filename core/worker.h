@@ -17,6 +17,7 @@ struct tcp_pcb;
 struct pbuf;
 struct s5_session;
 struct s5_rbuf;
+struct s5_flowq;
 
 /* Proxy-to-client reads land in a read buffer of the worker (core/relay.c):
  * a large read is handed to lwIP's send queue as it is, and the buffer stays
@@ -63,6 +64,7 @@ struct s5_worker {
   char fail_last[200];         /* the latest of them */
 
   struct s5_queue_stats *stats; /* this queue's slot in the shared area */
+  struct s5_flowq *flows;      /* process mode: this queue's shared flow table (core/flowtab.h), else NULL */
 
   /* Proxy-to-client read buffers (core/relay.c). */
   struct s5_rbuf *rbuf_cur;    /* takes the next read; not referenced by lwIP */

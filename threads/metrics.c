@@ -69,6 +69,8 @@ static const struct {
   {"drop_proxy_loop", false, "Connections to the proxy's own address refused (they would loop)."},
   {"restarts", false, "Worker restarts (process mode)."},
   {"tun_errors", false, "Errors reading or writing the TUN queue."},
+  {"tcp_reset_dead_worker", false, "TCP clients of a dead worker that the supervisor reset (process mode)."},
+  {"tcp_untracked", false, "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full)."},
 };
 
 static const struct {

@@ -266,8 +266,12 @@ print(int(i.ip_address(sys.argv[1])) - int(i.ip_network(sys.argv[3]).network_add
   now=$(uclient dns --server "$DNS_ADDR6" --name target.test --type AAAA --expect-in "$DNS_POOL6" --print-address | tail -n 2 | head -n 1)
   [[ $now != "$a6" ]] || fail "target.test still has $a6 after four names came after it"
   log "recycled: $a6 stands for four.test now, target.test got $now"
-  # Malformed queries at the IPv6 resolver: dropped, and it still answers.
+  # Malformed queries at the IPv6 resolver: dropped and counted, and it
+  # still answers.
   uclient dns-garbage --server "$DNS_ADDR6"
+  local dropped
+  dropped=$(udp_count_log 'dns: query from fc00::1 dropped: malformed')
+  ((dropped >= 10)) || fail "expected at least 10 malformed queries from fc00::1 counted in the log, found $dropped"
   e2e_require_alive "after IPv6 mapped DNS"
 }
 
