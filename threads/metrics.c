@@ -180,6 +180,8 @@ char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_confi
 
 /* ---- connections ---- */
 
+static const char *sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t len);
+
 enum conn_state { CONN_FREE, CONN_READ, CONN_WRITE, CONN_DRAIN };
 
 struct s5_metrics_conn {
@@ -190,6 +192,7 @@ struct s5_metrics_conn {
   char req[S5_HTTP_HEAD_MAX];
   char *out;                        /* the answer, head and body */
   size_t out_len, out_off;
+  char peer[INET6_ADDRSTRLEN + 16];  /* for the (debug) log */
 };
 
 static uint64_t now_ms(void) {
@@ -199,7 +202,7 @@ static uint64_t now_ms(void) {
 }
 
 static void conn_close(struct s5_metrics_conn *c, const char *why) {
-  if (why != NULL) s5_debug("metrics: connection closed: %s", why);
+  if (why != NULL) s5_debug("metrics: %s: connection closed: %s", c->peer, why);
   close(c->fd);
   free(c->out);
   c->out = NULL;
@@ -239,7 +242,7 @@ static void conn_respond(struct s5_metrics_server *m, struct s5_metrics_conn *c,
     conn_close(c, "out of memory for the answer");
     return;
   }
-  if (r != S5_HTTP_OK) s5_debug("metrics: answered %d %s", (int)r, s5_http_reason(r));
+  if (r != S5_HTTP_OK) s5_debug("metrics: %s: answered %d %s", c->peer, (int)r, s5_http_reason(r));
   c->out_off = 0;
   c->state = CONN_WRITE;
 }
@@ -308,23 +311,31 @@ static struct s5_metrics_conn *conn_slot(struct s5_metrics_server *m) {
 
 static void accept_all(struct s5_metrics_server *m, uint64_t now) {
   for (;;) {
-    int fd = accept4(m->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    int fd = accept4(m->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
       /* Out of fds: the pending connection stays readable; rest a second
-       * rather than spin on it. */
-      s5_warn("metrics: accept: %s (listener paused for 1 s)", strerror(errno));
+       * rather than spin on it, and say so once a minute at most. */
+      if (m->accept_warned_ms == 0 || now >= m->accept_warned_ms + 60000) {
+        s5_warn("metrics: accept: %s (listener paused for 1 s at a time)", strerror(errno));
+        m->accept_warned_ms = now;
+      }
       m->accept_pause_until_ms = now + 1000;
       return;
     }
     struct s5_metrics_conn *c = conn_slot(m);
-    if (c == NULL) {   /* every slot is writing or draining an answer */
-      s5_debug("metrics: connection refused: %u connections busy", S5_METRICS_CONNS);
+    if (c == NULL) {   /* every slot is writing an answer */
+      char who[INET6_ADDRSTRLEN + 16];
+      s5_debug("metrics: %s: connection refused: %u connections busy", sockaddr_text(&peer, who, sizeof who),
+               S5_METRICS_CONNS);
       close(fd);
       continue;
     }
     c->fd = fd;
+    sockaddr_text(&peer, c->peer, sizeof c->peer);
     c->state = CONN_READ;
     c->opened_ms = now;
     c->deadline_ms = now + S5_METRICS_DEADLINE_MS;
@@ -340,10 +351,12 @@ static const char *sockaddr_text(const struct sockaddr_storage *ss, char *buf, s
     const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
     inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr);
     snprintf(buf, len, "%s:%u", addr, ntohs(sin->sin_port));
-  } else {
+  } else if (ss->ss_family == AF_INET6) {
     const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
     inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof addr);
     snprintf(buf, len, "[%s]:%u", addr, ntohs(sin6->sin6_port));
+  } else {
+    snprintf(buf, len, "?");
   }
   return buf;
 }

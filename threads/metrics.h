@@ -32,6 +32,7 @@ struct s5_metrics_server {
   const struct s5_stats_area *stats;
   struct s5_metrics_conn *conns;    /* S5_METRICS_CONNS slots */
   uint64_t accept_pause_until_ms;   /* out of fds: the listener rests until then */
+  uint64_t accept_warned_ms;        /* when that was last logged */
 };
 
 /* Returns 0 (also when [stats] http is empty), or -1 after logging. */
