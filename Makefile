@@ -18,13 +18,14 @@ CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
 # Build tools and libraries, then what the end-to-end tests run: the SOCKS5
-# servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib only).
+# servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib
+# only, but for Prometheus's own parser of /metrics: python3-prometheus-client).
 # systemd and man-db: systemd-analyze verify of the installed unit and its
 # Documentation= (ctest install.verify).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
-        systemd man-db
+        systemd man-db python3-prometheus-client
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
@@ -164,8 +165,8 @@ TSAN_DIR ?= build-tsan
 FUZZ_SECONDS ?= 60
 FUZZ_SHORT_SECONDS ?= 25
 FUZZ_TARGETS ?=
-TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|reload)\.thread\.)
-FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_packet
+TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|reload|metrics)\.thread\.)
+FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_http fuzz_packet
 SAN_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 SAN_TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 

@@ -106,6 +106,7 @@ struct s5_config {
 
   struct {
     char socket[108];             /* unix socket answering JSON stats; empty = none */
+    struct sockaddr_storage http; /* Prometheus endpoint (GET /metrics); ss_family 0 = none */
   } stats;
 };
 

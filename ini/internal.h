@@ -50,6 +50,11 @@ int s5_parse_prefix(const char *text, int family, struct s5_prefix *out,
 int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
                 socklen_t *sslen, char *err, size_t errlen);
 
+/* "ADDR:PORT" or "[V6]:PORT" to listen on; the unspecified address is
+ * allowed (every address). */
+int s5_parse_listen(const char *text, struct sockaddr_storage *ss,
+                    char *err, size_t errlen);
+
 /* Free text of at most max bytes without control characters. The value is
  * never repeated in the message: it may be a password. */
 int s5_parse_text(const char *text, size_t max, char *out, size_t outlen,

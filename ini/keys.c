@@ -133,6 +133,10 @@ static const struct s5_key keys[] = {
   /* sun_path holds 108 bytes including the terminating NUL. */
   {"stats", "socket", &s5_type_text, AT(stats.socket), .live = true, .def = "",
    .doc = "unix socket answering one JSON document of counters per connection"},
+  /* Off by default: an open port is a decision. The counters say how much
+   * goes where, so a non-loopback address is warned about at start. */
+  {"stats", "http", &s5_type_listen, AT(stats.http), .def = "",
+   .doc = "ADDR:PORT answering GET /metrics (Prometheus text format), e.g. 127.0.0.1:9553; empty = off"},
 };
 
 #define KEY_COUNT ((int)(sizeof keys / sizeof keys[0]))

@@ -58,6 +58,7 @@ extern const struct s5_key_type s5_type_addrs;   /* sockaddr_storage[2], port ma
                                                     IPv4 ([0]) and one IPv6 ([1]); empty = neither */
 extern const struct s5_key_type s5_type_proxy;   /* sockaddr_storage and cfg->socks5.addrlen; keeps its port */
 extern const struct s5_key_type s5_type_port;    /* the port of a sockaddr_storage, 1..65535 */
+extern const struct s5_key_type s5_type_listen;  /* sockaddr_storage from "ADDR:PORT"; empty = unset */
 
 /* The table (keys.c); keys are identified by their index 0..count-1. */
 int s5_config_key_count(void);

@@ -431,6 +431,27 @@ static void port_print(const struct s5_key *k, const struct s5_config *cfg, FILE
   fprintf(out, "%s = %u\n", k->name, (unsigned)s5_sockaddr_port(cfield(k, cfg)));
 }
 
+/* A listening address with its port: "ADDR:PORT", "[V6]:PORT"; empty unsets it. */
+static int listen_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+  if (*text == '\0') {
+    memset(field(k, cfg), 0, sizeof(struct sockaddr_storage));
+    return 0;
+  }
+  return s5_parse_listen(text, field(k, cfg), err, errlen);
+}
+
+static void listen_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
+  const struct sockaddr_storage *ss = cfield(k, cfg);
+  char addr[INET6_ADDRSTRLEN] = "", buf[INET6_ADDRSTRLEN + 16] = "";
+  const void *a = NULL;
+  if (ss->ss_family == AF_INET) a = &((const struct sockaddr_in *)ss)->sin_addr;
+  if (ss->ss_family == AF_INET6) a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+  if (a != NULL && inet_ntop(ss->ss_family, a, addr, sizeof addr) != NULL)
+    snprintf(buf, sizeof buf, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr,
+             (unsigned)s5_sockaddr_port(ss));
+  print_plain(k, out, buf);
+}
+
 const struct s5_key_type s5_type_bool = {"bool", bool_parse, bool_print};
 const struct s5_key_type s5_type_uint = {"number", uint_parse, uint_print};
 const struct s5_key_type s5_type_queues = {"number", queues_parse, uint_print};
@@ -448,3 +469,4 @@ const struct s5_key_type s5_type_addr = {"address", addr_parse, addr_print};
 const struct s5_key_type s5_type_addrs = {"addresses", addrs_parse, addrs_print};
 const struct s5_key_type s5_type_proxy = {"address", proxy_parse, addr_print};
 const struct s5_key_type s5_type_port = {"port", port_parse, port_print};
+const struct s5_key_type s5_type_listen = {"address:port", listen_parse, listen_print};

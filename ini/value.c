@@ -332,6 +332,68 @@ int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
   return 0;
 }
 
+/* "ADDR:PORT" or "[V6]:PORT" to listen on. Unlike s5_parse_ip() the
+ * unspecified address (0.0.0.0, [::]) is taken: it means every address,
+ * which is a choice to make (and the daemon warns about), not a mistake. */
+int s5_parse_listen(const char *text, struct sockaddr_storage *ss,
+                    char *err, size_t errlen) {
+  char shown[S5_SHOW_MAX];
+  char portmsg[128];
+  unsigned char addr[16];
+  const char *colon = strrchr(text, ':');
+  const char *host = text;
+  size_t hlen;
+  unsigned long port;
+  int family;
+
+  s5_show(shown, sizeof shown, text);
+  if (colon == NULL || colon == text) {
+    snprintf(err, errlen, "%s is not ADDR:PORT (e.g. 127.0.0.1:9553 or "
+             "[::1]:9553)", shown);
+    return -1;
+  }
+  hlen = (size_t)(colon - text);
+  if (text[0] == '[') {
+    if (hlen < 2 || text[hlen - 1] != ']') {
+      snprintf(err, errlen, "%s: no ']' before the port (write [V6]:PORT)",
+               shown);
+      return -1;
+    }
+    host++;
+    hlen -= 2;
+  } else if (memchr(text, ':', hlen) != NULL) {
+    snprintf(err, errlen, "%s: an IPv6 address needs brackets, e.g. "
+             "[::1]:9553", shown);
+    return -1;
+  }
+  if (pton_n(AF_INET, host, hlen, addr) == 1 && text[0] != '[') {
+    family = AF_INET;
+  } else if (pton_n(AF_INET6, host, hlen, addr) == 1) {
+    family = AF_INET6;
+  } else {
+    snprintf(err, errlen, "%s: not an IPv4 or IPv6 address before the port "
+             "(host names are not looked up)", shown);
+    return -1;
+  }
+  if (s5_parse_uint(colon + 1, 1, 65535, &port, portmsg, sizeof portmsg) != 0) {
+    snprintf(err, errlen, "port: %s", portmsg);
+    return -1;
+  }
+  memset(ss, 0, sizeof *ss);
+  if (family == AF_INET) {
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons((uint16_t)port);
+    memcpy(&sin->sin_addr, addr, 4);
+  } else {
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons((uint16_t)port);
+    memcpy(&sin6->sin6_addr, addr, 16);
+  }
+  return 0;
+}
+
 int s5_parse_text(const char *text, size_t max, char *out, size_t outlen,
                   char *err, size_t errlen) {
   size_t len = strlen(text);

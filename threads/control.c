@@ -10,6 +10,7 @@
 
 #include "control.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "reload.h"
 #include "run.h"
@@ -154,6 +155,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   }
   *live = *cfg;
   struct s5_stats_server server;
+  struct s5_metrics_server metrics;
   struct control c = {live, live, &server, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
   if (c.ifindex == 0) s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   if (s5_stats_server_open(&server, cfg, stats) < 0) {
@@ -161,11 +163,18 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     free(live);
     return 1;
   }
+  if (s5_metrics_open(&metrics, live, stats) < 0) {
+    s5_stats_server_close(&server);
+    close(sfd);
+    free(live);
+    return 1;
+  }
 
   int result = 0;
   while (result == 0) {
-    struct pollfd pfd[2] = {{.fd = sfd, .events = POLLIN}, {.fd = server.fd, .events = POLLIN}};
-    int n = poll(pfd, server.fd >= 0 ? 2 : 1, control_wait_ms(&c));
+    struct pollfd pfd[2 + S5_METRICS_POLLFDS] = {{.fd = sfd, .events = POLLIN}, {.fd = server.fd, .events = POLLIN}};
+    unsigned nm = s5_metrics_pollfds(&metrics, pfd + 2);
+    int n = poll(pfd, 2 + nm, control_wait_ms(&c));
     if (n < 0 && errno != EINTR) {
       s5_error("poll: %s", strerror(errno));
       result = -1;
@@ -175,12 +184,14 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     while (result == 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
       result = handle_signal(&c, (int)si.ssi_signo);
     if (n > 0 && pfd[1].revents) s5_stats_server_answer(&server);
+    s5_metrics_serve(&metrics, pfd + 2, n > 0 ? nm : 0);
     if (mode->tick) mode->tick(mode->arg);
     s5_device_tend();
     check_ready(&c);
     check_stalls(&c);
     if (result == 0) result = check_device(&c);
   }
+  s5_metrics_close(&metrics);
   s5_stats_server_close(&server);
   s5_notify_stopping(cfg);
   close(sfd);

@@ -5,7 +5,7 @@
 #   ops.sh CASE MODE QUEUES [S5TUND]
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
-#          stall | autoroute | syslog | vanish | killswitch | peruser | reload | deadworker
+#          stall | autoroute | syslog | vanish | killswitch | peruser | reload | deadworker | metrics
 # MODE     thread | process        (supervise, stall, deadworker: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -20,12 +20,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 [[ ($CASE != supervise && $CASE != stall && $CASE != deadworker) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
@@ -905,6 +905,62 @@ case_stall() {
   grep -q "restarting in" "$S5LOG" && fail "a worker was restarted: $(grep "restarting in" "$S5LOG")"
   CLIENT_T=$((T_START + T_STEP)) client --host "$TGT4" --timeout 10 concurrent 16 --retry-for "$T_START"
   ops_stop_ok
+}
+
+# metrics: [stats] http on loopback in C. Parsed by Debian's
+# prometheus_client: every counter per queue, equal to --stats --json, the
+# byte counters moved by exactly a known transfer, the gauges, info, a
+# reload (SIGHUP) counted with its time. Then
+# garbage, wrong methods and paths, a 64 KiB request line and 1 MiB of
+# headers (each its 4xx and a close), a request cut short, 40 slowloris
+# connections (all cut, none answered; scrapes and an echo through the
+# tunnel go on meanwhile), and afterwards the endpoint still serves and
+# agrees. A second start on the unspecified address warns that it is not
+# loopback and serves; a third on a port already taken exits 1 naming it.
+case_metrics() {
+  local port=9553 line rc=0 i holder
+  ops_setup
+  ops_start "http = 127.0.0.1:$port"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  line=$(e2e_wait_log "$S5LOG" "metrics: http://127\.0\.0\.1:$port/metrics" 10 "'metrics: http://...' line")
+  log "${line#* info  }"
+  ops metrics --stats "$STATS_SOCK" --s5tund "$S5TUND" --http "127.0.0.1:$port" --mode "$MODE" \
+    --pid "$S5PID" --host "$TGT4" --port "$TGT_PORT"
+  e2e_require_alive "after the metrics checks"
+  e2e_s5_log_clean
+  ops_stop_ok
+  in_c ss -Hltn "sport = :$port" | grep -q . && fail "port $port still listening after exit"
+
+  ops_start "http = [::]:$port"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  line=$(e2e_wait_log "$S5LOG" "warn .*\[stats\] http \[::\]:$port is not a loopback address" 10 \
+    "warning about a non-loopback [stats] http")
+  log "${line#* warn  }"
+  OPS_T=$T_STEP ops scrape --stats "$STATS_SOCK" --s5tund "$S5TUND" --http "[::1]:$port" --mode "$MODE"
+  ops_stop_ok
+
+  # A port already taken: the start fails, saying which.
+  # (SO_REUSEADDR: the port may still have connections in TIME_WAIT; two
+  # sockets cannot both listen on it all the same.)
+  in_c "$PY" -c 'import socket,sys,time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); open(sys.argv[2], "w").close(); time.sleep(120)' \
+    "$port" "$WORK/holder.ready" >"$WORK/holder.log" 2>&1 &
+  holder=$!
+  for i in $(seq $((T_START * 10))); do [[ -e $WORK/holder.ready ]] && break; sleep 0.1; done
+  [[ -e $WORK/holder.ready ]] || fail "could not hold port $port: $(oneline "$(cat "$WORK/holder.log")")"
+  ops_start "http = 127.0.0.1:$port"
+  for i in $(seq $((T_START * 10))); do e2e_s5_alive || break; sleep 0.1; done
+  e2e_s5_alive && fail "s5tund still running with [stats] http on a port in use"
+  wait "$S5PID" || rc=$?
+  S5PID=""
+  kill "$holder" 2>/dev/null || true
+  wait "$holder" 2>/dev/null || true
+  ((rc == 1)) || fail "s5tund exited $rc with [stats] http on a port in use, expected 1"
+  line=$(grep -E "error main \[stats\] http 127\.0\.0\.1:$port: Address already in use" "$S5LOG") \
+    || fail "no error naming [stats] http and the port: $(oneline "$(tail -5 "$S5LOG")")"
+  e2e_tun_exists && fail "$TUN still exists after the failed start"
+  log "port in use: exit 1, $line"
 }
 
 "case_$CASE"

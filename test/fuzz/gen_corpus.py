@@ -379,6 +379,34 @@ file = syslog
     return s
 
 
+def http_seeds():
+    # byte 0: the cap (below 0x80: 16 + 4 * byte; else the server's 8 KiB)
+    full = b"\xff"
+    s = {}
+    s["prometheus"] = full + (b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9553\r\n"
+                              b"User-Agent: Prometheus/2.42.0\r\n"
+                              b"Accept: application/openmetrics-text;version=1.0.0,"
+                              b"text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n"
+                              b"Accept-Encoding: gzip\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n")
+    s["root_http10"] = full + b"GET / HTTP/1.0\r\n\r\n"
+    s["query"] = full + b"GET /metrics?name[]=x HTTP/1.1\r\nHost: h\r\n\r\n"
+    s["bare_lf"] = full + b"\r\n\nGET /metrics HTTP/1.1\nhost:\tx \n\n"
+    s["not_found"] = full + b"GET /metricsx HTTP/1.1\r\nHost: h\r\n\r\n"
+    s["post"] = full + b"POST /metrics HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"
+    s["no_host"] = full + b"GET /metrics HTTP/1.1\r\n\r\n"
+    s["two_hosts"] = full + b"GET / HTTP/1.1\r\nHost: a\r\nHOST: b\r\n\r\n"
+    s["fold"] = full + b"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n"
+    s["space_colon"] = full + b"GET / HTTP/1.1\r\nHost : a\r\n\r\n"
+    s["absolute"] = full + b"GET http://h/metrics HTTP/1.1\r\nHost: h\r\n\r\n"
+    s["http2"] = full + b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    s["bare_cr"] = full + b"GET / HTTP/1.1\rHost: a\r\n\r\n"
+    s["tls"] = full + bytes.fromhex("160301020001000200") + b"\x03\x03" + b"\x00" * 40
+    s["long_uri"] = b"\x10" + b"GET /" + b"a" * 100 + b" HTTP/1.1\r\n\r\n"
+    s["long_header"] = b"\x10" + b"GET / HTTP/1.1\r\nHost: a\r\nX: " + b"b" * 100 + b"\r\n\r\n"
+    s["partial"] = full + b"GET /metrics HTTP/1.1\r\nHost: a\r\n"
+    return s
+
+
 def write(corpus, target, seeds):
     d = os.path.join(corpus, target)
     os.makedirs(d, exist_ok=True)
@@ -398,6 +426,7 @@ def main():
     write(corpus, "fuzz_socks5_udp", socks5_udp_seeds())
     write(corpus, "fuzz_dns", dns_seeds())
     write(corpus, "fuzz_ini", ini_seeds())
+    write(corpus, "fuzz_http", http_seeds())
 
 
 if __name__ == "__main__":

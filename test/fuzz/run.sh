@@ -18,7 +18,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ALL=(fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_packet)
+ALL=(fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_http fuzz_packet)
 
 [[ $# -ge 1 ]] || { echo "usage: $0 BUILD_DIR [SECONDS [TARGET...]]" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd)

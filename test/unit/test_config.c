@@ -153,6 +153,7 @@ static const char *cfg_diff(const struct s5_config *a,
   if (a->run.drain_timeout != b->run.drain_timeout) return "run.drain_timeout";
   if (a->run.limit_nofile != b->run.limit_nofile) return "run.limit_nofile";
   if (strcmp(a->stats.socket, b->stats.socket) != 0) return "stats.socket";
+  if (memcmp(&a->stats.http, &b->stats.http, sizeof a->stats.http) != 0) return "stats.http";
   return NULL;
 }
 
@@ -374,7 +375,7 @@ static const struct bad bad_files[] = {
   { "bad_run_key.ini", 3, "[run] usr", "unknown key (expected one of: user, "
     "pid-file, drain-timeout, limit-nofile)" },
   { "bad_stats_key.ini", 3, "[stats] sock", "unknown key (expected one of: "
-    "socket)" },
+    "socket, http)" },
   { "bad_uid_user.ini", 4, "[tun] exclude-uid", "\"s5tund-no-such-user\" is neither a uid nor a user" },
   { "bad_uid_both.ini", 5, "[tun] include-uid", "set with [tun] exclude-uid" },
   { "bad_uid_noauto.ini", 3, "[tun] include-uid", "needs [tun] auto-route = true" },
@@ -459,6 +460,13 @@ static const struct bad bad_files[] = {
   { "bad_dns_cache_pool.ini", 3, "[dns] cache-size", "300 is more than the "
     "254 addresses of [dns] network /24" },
   { "bad_dns_address_in_pool.ini", 2, "[dns] address", "inside [dns] network" },
+  { "bad_stats_http_port.ini", 2, "[stats] http", "port: 0 is out of range "
+    "(1..65535)" },
+  { "bad_stats_http_v6.ini", 2, "[stats] http", "an IPv6 address needs "
+    "brackets" },
+  { "bad_stats_http_host.ini", 2, "[stats] http", "host names are not "
+    "looked up" },
+  { "bad_stats_http_noport.ini", 2, "[stats] http", "is not ADDR:PORT" },
 };
 
 /* Loads path over a non-default configuration and checks: -1, the message
@@ -488,6 +496,47 @@ static void expect_bad(const char *path, unsigned line, const char *key,
   CHECK(cfg_diff(&c, &before, true) == NULL, "%s: configuration changed "
         "(%s) although the file was refused", path,
         show_diff(cfg_diff(&c, &before, true)));
+}
+
+/* [stats] http: ADDR:PORT, brackets for IPv6, every address allowed (the
+ * daemon warns), empty = off; --check-config prints it back as written. */
+static void test_stats_http(void) {
+  static const struct { const char *text; int family; const char *addr; unsigned port; } good[] = {
+    { "127.0.0.1:9553", AF_INET, "127.0.0.1", 9553 },
+    { "[::1]:9553", AF_INET6, "::1", 9553 },
+    { "0.0.0.0:1", AF_INET, "0.0.0.0", 1 },
+    { "[::]:65535", AF_INET6, "::", 65535 },
+    { "", 0, NULL, 0 },
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    struct s5_config c;
+    char err[256] = "", out[8192] = "", want[128];
+    unsigned char a[16];
+    s5_config_defaults(&c);
+    c.stats.http.ss_family = AF_UNIX;   /* must be overwritten */
+    CHECK(s5_config_set(&c, "stats", "http", good[i].text, err, sizeof err) == 0,
+          "http = %s: %s", good[i].text, err);
+    const struct sockaddr_storage *ss = &c.stats.http;
+    CHECK(ss->ss_family == good[i].family, "http = %s: family %d", good[i].text, ss->ss_family);
+    if (good[i].family == AF_INET) {
+      const struct sockaddr_in *sin = (const void *)ss;
+      inet_pton(AF_INET, good[i].addr, a);
+      CHECK(memcmp(&sin->sin_addr, a, 4) == 0 && ntohs(sin->sin_port) == good[i].port,
+            "http = %s: address or port", good[i].text);
+    } else if (good[i].family == AF_INET6) {
+      const struct sockaddr_in6 *sin6 = (const void *)ss;
+      inet_pton(AF_INET6, good[i].addr, a);
+      CHECK(memcmp(&sin6->sin6_addr, a, 16) == 0 && ntohs(sin6->sin6_port) == good[i].port,
+            "http = %s: address or port", good[i].text);
+    }
+    FILE *f = fmemopen(out, sizeof out - 1, "w");
+    if (f == NULL) continue;
+    s5_config_print(&c, f);
+    fclose(f);
+    snprintf(want, sizeof want, "\nhttp =%s%s\n", good[i].text[0] ? " " : "", good[i].text);
+    CHECK(strstr(out, want) != NULL,
+          "http = %s: --check-config lacks [%s]", good[i].text, want);
+  }
 }
 
 static void test_bad_files(void) {
@@ -996,6 +1045,7 @@ int main(int argc, char **argv) {
   test_defaults();
   test_good_files();
   test_bad_files();
+  test_stats_http();
   test_message_format();
   test_long_lines();
   test_odd_files();

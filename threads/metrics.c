@@ -1,0 +1,446 @@
+/* The Prometheus endpoint (see metrics.h): the document, then the listener
+ * and its connections.
+ *
+ * The document has one family per counter of core/stats.h, each sample
+ * labelled with its queue and no total series (sum() in PromQL gives it,
+ * and equals the totals of --stats --json). A counter NAME is
+ * s5tund_NAME_total (tcp_total is s5tund_tcp_total: "_total" once); the
+ * counts of what is open now, tcp_active and udp_active, are gauges named
+ * s5tund_NAME. Besides: s5tund_info{version,mode} 1, s5tund_queues,
+ * s5tund_start_time_seconds, the reloads (s5tund_reloads_total,
+ * s5tund_reload_failures_total, s5tund_last_reload_timestamp_seconds) and
+ * s5tund_queue_ready{queue}.
+ *
+ * A connection goes READ (until the parser has an answer) -> WRITE (the
+ * answer, in as many non-blocking writes as the peer takes) -> DRAIN
+ * (write side shut, whatever the peer still sends is read and dropped until
+ * its EOF, so that closing with unread bytes does not reset the answer away)
+ * -> closed; the deadline closes it in any state. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "log.h"
+#include "metrics.h"
+
+#ifndef S5_VERSION
+#error "S5_VERSION must be defined by the build (see threads/CMakeLists.txt)"
+#endif
+
+/* ---- the document ---- */
+
+/* What each counter means, for # HELP; the same words as the man page. */
+static const struct {
+  const char *name;
+  bool gauge;
+  const char *help;
+} counter_docs[] = {
+  {"tun_rx_packets", false, "Packets read from the TUN device (what clients sent)."},
+  {"tun_rx_bytes", false, "Bytes read from the TUN device."},
+  {"tun_tx_packets", false, "Packets written to the TUN device."},
+  {"tun_tx_bytes", false, "Bytes written to the TUN device."},
+  {"tcp_active", true, "TCP sessions open now."},
+  {"tcp_total", false, "TCP sessions since start."},
+  {"tcp_handshake_timeout", false, "TCP sessions whose client never completed its handshake."},
+  {"udp_active", true, "UDP associations open now."},
+  {"udp_total", false, "UDP associations since start."},
+  {"bytes_to_proxy", false, "Payload bytes sent to the proxy (SOCKS5 handshakes not included)."},
+  {"bytes_from_proxy", false, "Payload bytes received from the proxy (SOCKS5 handshakes not included)."},
+  {"socks5_connect_failed", false, "Sessions that could not connect to the proxy."},
+  {"socks5_auth_failed", false, "Sessions whose authentication the proxy refused."},
+  {"socks5_refused", false, "Sessions whose CONNECT or UDP ASSOCIATE the proxy refused."},
+  {"socks5_bad_reply", false, "Sessions whose proxy answered something that is not SOCKS5."},
+  {"socks5_timeout", false, "Sessions that reached [session] connect-timeout at the proxy."},
+  {"drop_tun_write", false, "Packets that could not be written to the TUN device."},
+  {"drop_max_sessions", false, "SYNs refused at [session] max-sessions."},
+  {"drop_no_memory", false, "SYNs refused for want of memory."},
+  {"drop_udp", false, "UDP datagrams dropped."},
+  {"drop_dns", false, "DNS queries dropped."},
+  {"drop_icmp", false, "ICMP echo requests dropped."},
+  {"drop_proxy_loop", false, "Connections to the proxy's own address refused (they would loop)."},
+  {"restarts", false, "Worker restarts (process mode)."},
+  {"tun_errors", false, "Errors reading or writing the TUN queue."},
+  {"tcp_reset_dead_worker", false, "TCP clients of a dead worker that the supervisor reset (process mode)."},
+  {"tcp_untracked", false, "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full)."},
+};
+
+static const struct {
+  const char *name;
+  size_t offset;
+} counters[] = {
+#define S5_METRICS_COUNTER(n) {#n, offsetof(struct s5_queue_stats, n)},
+  S5_STATS_COUNTERS(S5_METRICS_COUNTER)
+#undef S5_METRICS_COUNTER
+};
+
+#define COUNTER_COUNT (sizeof counters / sizeof counters[0])
+_Static_assert(sizeof counter_docs / sizeof counter_docs[0] == COUNTER_COUNT,
+               "a counter of core/stats.h has no line in counter_docs (metrics.c)");
+
+/* A growing text buffer; a failed allocation sticks (text becomes NULL). */
+struct text {
+  char *p;
+  size_t len, cap;
+};
+
+static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void text_add(struct text *t, const char *fmt, ...) {
+  for (int pass = 0; pass < 2 && t->p != NULL; pass++) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    if (n < 0) break;
+    if ((size_t)n < t->cap - t->len) {
+      t->len += (size_t)n;
+      return;
+    }
+    size_t cap = t->cap * 2 + (size_t)n;
+    char *bigger = realloc(t->p, cap);
+    if (bigger == NULL) break;
+    t->p = bigger;
+    t->cap = cap;
+  }
+  free(t->p);
+  t->p = NULL;
+}
+
+static int counter_doc(const char *name) {
+  for (size_t i = 0; i < COUNTER_COUNT; i++)
+    if (strcmp(counter_docs[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
+static void family_header(struct text *t, const char *name, const char *type, const char *help) {
+  text_add(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void add_counters(struct text *t, const struct s5_queue_stats *q, unsigned nq) {
+  for (size_t c = 0; c < COUNTER_COUNT; c++) {
+    const char *name = counters[c].name;
+    int d = counter_doc(name);
+    bool gauge = d >= 0 && counter_docs[d].gauge;
+    size_t base = strlen(name);
+    if (!gauge && base > 6 && strcmp(name + base - 6, "_total") == 0) base -= 6;
+    char metric[96];
+    snprintf(metric, sizeof metric, "s5tund_%.*s%s", (int)base, name, gauge ? "" : "_total");
+    family_header(t, metric, gauge ? "gauge" : "counter", d >= 0 ? counter_docs[d].help : name);
+    for (unsigned i = 0; i < nq; i++) {
+      uint64_t v;
+      memcpy(&v, (const char *)&q[i] + counters[c].offset, sizeof v);
+      text_add(t, "%s{queue=\"%u\"} %llu\n", metric, i, (unsigned long long)v);
+    }
+  }
+}
+
+char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_config *cfg, size_t *len) {
+  unsigned nq = stats->queues;
+  struct s5_queue_stats *q = calloc(nq > 0 ? nq : 1, sizeof *q);
+  struct text t = {malloc(16384), 0, 16384};
+  if (q == NULL || t.p == NULL) {
+    free(q);
+    free(t.p);
+    return NULL;
+  }
+  /* One copy per queue first, so that each queue's samples are of one moment. */
+  for (unsigned i = 0; i < nq; i++) s5_stats_read(stats, i, &q[i]);
+  family_header(&t, "s5tund_info", "gauge", "The version and run mode of s5tund; always 1.");
+  text_add(&t, "s5tund_info{version=\"%s\",mode=\"%s\"} 1\n", S5_VERSION,
+           cfg->mode == S5_MODE_THREAD ? "thread" : "process");
+  family_header(&t, "s5tund_queues", "gauge", "TUN queues, one worker each.");
+  text_add(&t, "s5tund_queues %u\n", nq);
+  family_header(&t, "s5tund_start_time_seconds", "gauge", "When s5tund started, seconds since the Unix epoch.");
+  text_add(&t, "s5tund_start_time_seconds %llu\n", (unsigned long long)stats->started_unix);
+  family_header(&t, "s5tund_reloads_total", "counter", "Configuration reloads applied (SIGHUP).");
+  text_add(&t, "s5tund_reloads_total %llu\n", (unsigned long long)S5_STAT_GET(stats, reloads));
+  family_header(&t, "s5tund_reload_failures_total", "counter",
+                "Reloads refused: the file did not load or check; the configuration stayed.");
+  text_add(&t, "s5tund_reload_failures_total %llu\n", (unsigned long long)S5_STAT_GET(stats, reload_failures));
+  family_header(&t, "s5tund_last_reload_timestamp_seconds", "gauge",
+                "When the last reload was applied, seconds since the Unix epoch; 0 = none yet.");
+  text_add(&t, "s5tund_last_reload_timestamp_seconds %llu\n",
+           (unsigned long long)S5_STAT_GET(stats, last_reload_unix));
+  family_header(&t, "s5tund_queue_ready", "gauge", "1 while the queue's worker serves, else 0.");
+  for (unsigned i = 0; i < nq; i++) text_add(&t, "s5tund_queue_ready{queue=\"%u\"} %u\n", i, q[i].ready ? 1u : 0u);
+  add_counters(&t, q, nq);
+  free(q);
+  *len = t.len;
+  return t.p;
+}
+
+/* ---- connections ---- */
+
+static const char *sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t len);
+
+enum conn_state { CONN_FREE, CONN_READ, CONN_WRITE, CONN_DRAIN };
+
+struct s5_metrics_conn {
+  int fd;
+  enum conn_state state;
+  uint64_t opened_ms, deadline_ms;
+  size_t got;                       /* request bytes in req */
+  char req[S5_HTTP_HEAD_MAX];
+  char *out;                        /* the answer, head and body */
+  size_t out_len, out_off;
+  char peer[INET6_ADDRSTRLEN + 16];  /* for the (debug) log */
+};
+
+static uint64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void conn_close(struct s5_metrics_conn *c, const char *why) {
+  if (why != NULL) s5_debug("metrics: %s: connection closed: %s", c->peer, why);
+  close(c->fd);
+  free(c->out);
+  c->out = NULL;
+  c->fd = -1;
+  c->state = CONN_FREE;
+}
+
+/* The head and body of an answer; a 200 carries the document. */
+static char *answer(const struct s5_metrics_server *m, enum s5_http_result r, size_t *len) {
+  char *body = NULL;
+  size_t blen = 0;
+  char small[64];
+  if (r == S5_HTTP_OK) body = s5_metrics_render(m->stats, m->cfg, &blen);
+  if (body == NULL) {
+    if (r == S5_HTTP_OK) r = 0;   /* out of memory: said as a 500 */
+    blen = (size_t)snprintf(small, sizeof small, "%d %s\n", r ? (int)r : 500, s5_http_reason(r));
+  }
+  char head[256];
+  int hlen = snprintf(head, sizeof head,
+                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+                      r ? (int)r : 500, s5_http_reason(r),
+                      body != NULL ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8", blen,
+                      r == S5_HTTP_METHOD_NOT_ALLOWED ? "Allow: GET\r\n" : "");
+  char *out = malloc((size_t)hlen + blen);
+  if (out != NULL) {
+    memcpy(out, head, (size_t)hlen);
+    memcpy(out + hlen, body != NULL ? body : small, blen);
+    *len = (size_t)hlen + blen;
+  }
+  free(body);
+  return out;
+}
+
+static void conn_respond(struct s5_metrics_server *m, struct s5_metrics_conn *c, enum s5_http_result r) {
+  c->out = answer(m, r, &c->out_len);
+  if (c->out == NULL) {
+    conn_close(c, "out of memory for the answer");
+    return;
+  }
+  if (r != S5_HTTP_OK) s5_debug("metrics: %s: answered %d %s", c->peer, (int)r, s5_http_reason(r));
+  c->out_off = 0;
+  c->state = CONN_WRITE;
+}
+
+static void conn_read(struct s5_metrics_server *m, struct s5_metrics_conn *c) {
+  for (;;) {
+    ssize_t n = recv(c->fd, c->req + c->got, sizeof c->req - c->got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      conn_close(c, n == 0 ? "end of stream before a complete request" : strerror(errno));
+      return;
+    }
+    c->got += (size_t)n;
+    enum s5_http_result r = s5_http_parse(c->req, c->got, sizeof c->req);
+    if (r != S5_HTTP_NEED_MORE) {
+      conn_respond(m, c, r);
+      return;
+    }
+  }
+}
+
+static void conn_write(struct s5_metrics_conn *c) {
+  while (c->out_off < c->out_len) {
+    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n < 0) {
+      conn_close(c, strerror(errno));
+      return;
+    }
+    c->out_off += (size_t)n;
+  }
+  free(c->out);
+  c->out = NULL;
+  if (shutdown(c->fd, SHUT_WR) < 0) {
+    conn_close(c, strerror(errno));
+    return;
+  }
+  c->state = CONN_DRAIN;
+}
+
+static void conn_drain(struct s5_metrics_conn *c) {
+  char sink[4096];
+  for (;;) {
+    ssize_t n = recv(c->fd, sink, sizeof sink, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    conn_close(c, NULL);   /* the peer's EOF (or an error): done */
+    return;
+  }
+}
+
+/* A free slot, or the oldest connection still reading its request or
+ * already answered (a slow or idle client gives way to a new one), or none. */
+static struct s5_metrics_conn *conn_slot(struct s5_metrics_server *m) {
+  struct s5_metrics_conn *oldest = NULL;
+  for (unsigned i = 0; i < S5_METRICS_CONNS; i++) {
+    struct s5_metrics_conn *c = &m->conns[i];
+    if (c->state == CONN_FREE) return c;
+    if (c->state != CONN_WRITE && (oldest == NULL || c->opened_ms < oldest->opened_ms)) oldest = c;
+  }
+  if (oldest != NULL) conn_close(oldest, "pushed out by a new connection (all slots busy)");
+  return oldest;
+}
+
+static void accept_all(struct s5_metrics_server *m, uint64_t now) {
+  for (;;) {
+    struct sockaddr_storage peer;
+    socklen_t plen = sizeof peer;
+    int fd = accept4(m->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      /* Out of fds: the pending connection stays readable; rest a second
+       * rather than spin on it, and say so once a minute at most. */
+      if (m->accept_warned_ms == 0 || now >= m->accept_warned_ms + 60000) {
+        s5_warn("metrics: accept: %s (listener paused for 1 s at a time)", strerror(errno));
+        m->accept_warned_ms = now;
+      }
+      m->accept_pause_until_ms = now + 1000;
+      return;
+    }
+    struct s5_metrics_conn *c = conn_slot(m);
+    if (c == NULL) {   /* every slot is writing an answer */
+      char who[INET6_ADDRSTRLEN + 16];
+      s5_debug("metrics: %s: connection refused: %u connections busy", sockaddr_text(&peer, who, sizeof who),
+               S5_METRICS_CONNS);
+      close(fd);
+      continue;
+    }
+    c->fd = fd;
+    sockaddr_text(&peer, c->peer, sizeof c->peer);
+    c->state = CONN_READ;
+    c->opened_ms = now;
+    c->deadline_ms = now + S5_METRICS_DEADLINE_MS;
+    c->got = 0;
+  }
+}
+
+/* ---- the listener ---- */
+
+static const char *sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t len) {
+  char addr[INET6_ADDRSTRLEN] = "?";
+  if (ss->ss_family == AF_INET) {
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+    inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr);
+    snprintf(buf, len, "%s:%u", addr, ntohs(sin->sin_port));
+  } else if (ss->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+    inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof addr);
+    snprintf(buf, len, "[%s]:%u", addr, ntohs(sin6->sin6_port));
+  } else {
+    snprintf(buf, len, "?");
+  }
+  return buf;
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET)
+    return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+  const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+  if (IN6_IS_ADDR_V4MAPPED(a)) return a->s6_addr[12] == 127;
+  return IN6_IS_ADDR_LOOPBACK(a);
+}
+
+int s5_metrics_open(struct s5_metrics_server *m, const struct s5_config *cfg,
+                    const struct s5_stats_area *stats) {
+  const struct sockaddr_storage *ss = &cfg->stats.http;
+  char where[INET6_ADDRSTRLEN + 16];
+  memset(m, 0, sizeof *m);
+  m->fd = -1;
+  m->cfg = cfg;
+  m->stats = stats;
+  if (ss->ss_family != AF_INET && ss->ss_family != AF_INET6) return 0;
+  sockaddr_text(ss, where, sizeof where);
+  m->conns = calloc(S5_METRICS_CONNS, sizeof *m->conns);
+  if (m->conns == NULL) {
+    s5_error("[stats] http %s: out of memory", where);
+    return -1;
+  }
+  for (unsigned i = 0; i < S5_METRICS_CONNS; i++) m->conns[i].fd = -1;
+  int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
+      bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 64) < 0) {
+    s5_error("[stats] http %s: %s", where, strerror(errno));
+    if (fd >= 0) close(fd);
+    free(m->conns);
+    m->conns = NULL;
+    return -1;
+  }
+  m->fd = fd;
+  if (!is_loopback(ss))
+    s5_warn("[stats] http %s is not a loopback address: whoever reaches it reads the counters "
+            "(no authentication; 127.0.0.1 or [::1] keep it on this host)", where);
+  s5_info("metrics: http://%s/metrics", where);
+  return 0;
+}
+
+unsigned s5_metrics_pollfds(const struct s5_metrics_server *m, struct pollfd *pfd) {
+  if (m->fd < 0) return 0;
+  pfd[0] = (struct pollfd){.fd = m->accept_pause_until_ms > now_ms() ? -1 : m->fd, .events = POLLIN};
+  for (unsigned i = 0; i < S5_METRICS_CONNS; i++) {
+    const struct s5_metrics_conn *c = &m->conns[i];
+    short ev = c->state == CONN_WRITE ? POLLOUT : POLLIN;
+    pfd[1 + i] = (struct pollfd){.fd = c->state == CONN_FREE ? -1 : c->fd, .events = ev};
+  }
+  return S5_METRICS_POLLFDS;
+}
+
+void s5_metrics_serve(struct s5_metrics_server *m, const struct pollfd *pfd, unsigned n) {
+  if (m->fd < 0) return;
+  uint64_t now = now_ms();
+  bool events = n == S5_METRICS_POLLFDS;   /* 0: poll timed out or failed, only the deadlines */
+  for (unsigned i = 0; events && i < S5_METRICS_CONNS; i++) {
+    struct s5_metrics_conn *c = &m->conns[i];
+    if (c->state == CONN_FREE || pfd[1 + i].fd != c->fd || pfd[1 + i].revents == 0) continue;
+    if (c->state == CONN_READ) conn_read(m, c);
+    /* An answer is written at once, without waiting for the next turn. */
+    if (c->state == CONN_WRITE) conn_write(c);
+    else if (c->state == CONN_DRAIN) conn_drain(c);
+  }
+  for (unsigned i = 0; i < S5_METRICS_CONNS; i++) {
+    struct s5_metrics_conn *c = &m->conns[i];
+    if (c->state != CONN_FREE && now >= c->deadline_ms)
+      conn_close(c, c->state == CONN_READ ? "deadline reached before a complete request" : "deadline reached");
+  }
+  if (events && pfd[0].revents != 0) accept_all(m, now);
+}
+
+void s5_metrics_close(struct s5_metrics_server *m) {
+  if (m->fd < 0) return;
+  for (unsigned i = 0; i < S5_METRICS_CONNS; i++)
+    if (m->conns[i].state != CONN_FREE) conn_close(&m->conns[i], NULL);
+  close(m->fd);
+  free(m->conns);
+  m->conns = NULL;
+  m->fd = -1;
+}
