@@ -71,6 +71,7 @@ static const struct {
   {"tun_errors", false, "Errors reading or writing the TUN queue."},
   {"tcp_reset_dead_worker", false, "TCP clients of a dead worker that the supervisor reset (process mode)."},
   {"tcp_untracked", false, "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full)."},
+  {"session_log_dropped", false, "Session log lines left out over [log] sessions-max-per-second."},
 };
 
 static const struct {
