@@ -93,7 +93,12 @@ static void check_stalls(struct control *c) {
  * daemon stops with a failure, for its supervisor (systemd's
  * Restart=on-failure) to start it afresh. Returns -1 then, else 0. */
 static int check_device(const struct control *c) {
-  if (c->ifindex == 0 || if_nametoindex(c->cfg->tun.name) == c->ifindex) return 0;
+  if (c->ifindex == 0) return 0;
+  unsigned now = if_nametoindex(c->cfg->tun.name);
+  /* 0 with EMFILE, ENOMEM...: the lookup itself failed (it needs a socket,
+   * and a full fd table is a load the daemon must live through): not an
+   * answer, ask again next time. Only "no such device" is one. */
+  if (now == c->ifindex || (now == 0 && errno != ENODEV && errno != ENXIO)) return 0;
   s5_error("%s was deleted (ifindex %u is gone): stopping; start s5tund again to recreate it",
            c->cfg->tun.name, c->ifindex);
   return -1;
