@@ -264,31 +264,11 @@ in_s sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
 PROXY_LOG=$OUT/raw/$PROXY.log
 if [[ $PROXY == dante ]]; then
   PROXY_PORT=$DANTE_PORT
-  # Like lib.sh's, without logging every connection (that would be measured).
-  cat >"$WORK/danted.conf" <<EOF
-# danted for the s5tund benchmark (namespace $NS_S)
-logoutput: $PROXY_LOG
-internal: $S_ADDR4 port = $DANTE_PORT
-external: $S_ADDR4
-clientmethod: none
-socksmethod: none
-user.privileged: root
-user.unprivileged: nobody
-client pass {
-  from: 0/0 to: 0/0
-  log: error
-}
-socks pass {
-  from: 0/0 to: 0/0
-  command: connect
-  log: error
-}
-EOF
   : >"$PROXY_LOG"
   chmod 666 "$PROXY_LOG"
-  ip netns exec "$NS_S" danted -f "$WORK/danted.conf" -p "$WORK/danted.pid" >>"$PROXY_LOG" 2>&1 &
-  PROXY_PID=$!
-  e2e_wait_listen "$DANTE_PORT" "$S_ADDR4" || bench_die "danted does not listen on $S_ADDR4:$DANTE_PORT (log: $PROXY_LOG)"
+  # lib.sh's, without a log line per connection (that would be measured).
+  DANTE_LOG=$PROXY_LOG DANTE_LOG_SESSIONS=0 e2e_start_dante
+  PROXY_PID=$DANTE_PID
 else
   PROXY_PORT=$MS_PORT
   ip netns exec "$NS_S" microsocks -i "$S_ADDR4" -p "$MS_PORT" >>"$PROXY_LOG" 2>&1 &

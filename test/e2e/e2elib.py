@@ -1,6 +1,19 @@
 """Shared helpers for the s5tund end-to-end test programs (target.py,
-client.py, and the checks of hostile.py and ops.py: Fail, check, wait_for,
-stats_doc, queue_of).
+client.py, socks5srv.py, and the checks of hostile.py, ops.py and soak.py):
+
+  stream, parse_size, connect, socks5_handshake, ...
+                       the target's protocol (below) and a SOCKS5 client
+  Fail, check, wait_for, stats_doc, queue_of
+                       checks, bounded waits, the stats socket, which queue
+                       took a connection
+  say                  one whole output line per call, from any thread
+  Daemon               the s5tund under test seen from outside: process
+                       tree (fds by kind, CPU, RSS), stats, log file
+  normalise, LEVEL_RE  the kind of a log line, to count kinds, not sessions
+  Keeper               echo connections on a few threads while a case runs:
+                       the daemon must keep serving others
+  parallel, echo_once  fn over items on n threads; one echo through the
+                       tunnel
 
 Standard library only; run with Debian's /usr/bin/python3.
 
@@ -26,12 +39,16 @@ terminated by "\\n", then:
                        "LATE <tag>\n", and closes.
 """
 
+import collections
 import hashlib
 import ipaddress
 import json
+import os
 import random
+import re
 import socket
 import struct
+import threading
 import time
 
 CHUNK = 1 << 20  # generator chunk size: part of the definition of stream()
@@ -229,3 +246,238 @@ def queue_of(path, opener, tag):
           "connection %s: tcp_total grew on queues %s by %d in total, expected one queue by 1"
           % (tag, grew, after["totals"]["tcp_total"] - t0))
     return conn, grew[0]
+
+
+# ---------------------------------------------------------------- output
+
+_out_lock = threading.Lock()
+
+
+def say(prefix, msg):
+    """One log line "PREFIX: MSG" on stdout, whole even from many threads."""
+    with _out_lock:
+        print("%s: %s" % (prefix, msg), flush=True)
+
+
+# ---------------------------------------------------------------- the daemon under test
+
+class Daemon:
+    """The s5tund under test, seen from outside: its process tree in /proc,
+    its stats socket, its log file."""
+
+    def __init__(self, pid, stats_path, log_path):
+        self.pid, self.stats_path, self.log_path = pid, stats_path, log_path
+
+    def pids(self):
+        out = [self.pid]
+        for p in os.listdir("/proc"):
+            if not p.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            if int(st[st.rindex(")") + 2:].split()[1]) == self.pid:
+                out.append(int(p))
+        return out
+
+    def alive(self):
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                st = f.read()
+        except OSError:
+            return False
+        return st[st.rindex(")") + 2] not in "ZX"
+
+    def fds(self):
+        n = 0
+        for p in self.pids():
+            try:
+                n += len(os.listdir("/proc/%d/fd" % p))
+            except OSError:
+                pass
+        return n
+
+    def fd_kinds(self, per_pid=False):
+        """Open fds by kind (socket, anon_inode:[eventfd], /dev/null ...), of
+        the whole process tree or per process ("PID/COMM")."""
+        per = {}
+        for p in self.pids():
+            try:
+                with open("/proc/%d/comm" % p) as f:
+                    comm = f.read().strip()
+            except OSError:
+                comm = "?"
+            kinds = collections.Counter()
+            try:
+                names = os.listdir("/proc/%d/fd" % p)
+            except OSError:
+                names = []
+            for fd in names:
+                try:
+                    kinds[re.sub(r"\[\d+\]|:\d+$", "", os.readlink("/proc/%d/fd/%s" % (p, fd)))] += 1
+                except OSError:
+                    pass
+            per["%d/%s" % (p, comm)] = dict(kinds)
+        if per_pid:
+            return per
+        return dict(sum((collections.Counter(k) for k in per.values()), collections.Counter()))
+
+    def cpu_seconds(self):
+        """User and system CPU time of the process tree so far."""
+        ticks = 0
+        for p in self.pids():
+            try:
+                with open("/proc/%d/stat" % p) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            ticks += sum(int(x) for x in st[st.rindex(")") + 2:].split()[11:13])
+        return ticks / os.sysconf("SC_CLK_TCK")
+
+    def rss_kib(self):
+        total = 0
+        for p in self.pids():
+            try:
+                with open("/proc/%d/status" % p) as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1])
+            except OSError:
+                pass
+        return total
+
+    def stats(self):
+        return stats_doc(self.stats_path)["totals"]
+
+    def queue_stats(self):
+        return stats_doc(self.stats_path)["queues"]
+
+    def warm_queues(self, host, port, bound=200):
+        """Echo connections until every queue has carried one: libuv opens a
+        reserve fd (/dev/null, for EMFILE) per event loop at its first TCP
+        handle, once; a baseline taken before that would see it as a leak."""
+        for i in range(bound):
+            idle = [q["queue"] for q in self.queue_stats() if q["tcp_total"] == 0]
+            if not idle:
+                return i
+            try:
+                echo_once(host, port, 30, 16, i)
+            except OSError:
+                pass
+        raise Fail("queues %s carried no connection after %d tries" % (idle, bound))
+
+    def log_mark(self):
+        return os.path.getsize(self.log_path)
+
+    def log_since(self, mark):
+        with open(self.log_path, "rb") as f:
+            f.seek(mark)
+            return f.read().decode("utf-8", "replace").splitlines()
+
+
+LEVEL_RE = re.compile(r"^\S+ (error|warn|info|debug)\s")
+
+
+def normalise(line):
+    """A log line without time, session ids, addresses and numbers: the
+    'kind' of message, so that N sessions failing alike count as one kind."""
+    m = LEVEL_RE.match(line)
+    text = line[m.end():] if m else line
+    text = re.sub(r"\b[su]\d+\b", "sN", text)
+    text = re.sub(r"\[[0-9a-f:.]+\]:\d+|\d+\.\d+\.\d+\.\d+(:\d+)?", "ADDR", text, flags=re.I)
+    text = re.sub(r"\d+", "N", text)
+    return ((m.group(1) if m else "?") + " " + text).strip()
+
+
+class Keeper:
+    """Echo connections through the tunnel on a few threads while a case
+    runs: the daemon must keep serving others. Any failure is recorded."""
+
+    def __init__(self, host, port, threads=4, timeout=30.0, size=2048):
+        self.host, self.port, self.timeout, self.size = host, port, timeout, size
+        self.stop_ev = threading.Event()
+        self.ok = 0
+        self.attempts = 0
+        self.errors = []
+        self.lock = threading.Lock()
+        self.threads = [threading.Thread(target=self.run, args=(i,), daemon=True)
+                        for i in range(threads)]
+
+    def run(self, i):
+        rng = random.Random(1000 + i)
+        while not self.stop_ev.is_set():
+            msg = rng.randbytes(self.size)
+            with self.lock:
+                self.attempts += 1
+            try:
+                s = socket.create_connection((self.host, self.port), timeout=self.timeout)
+                try:
+                    s.sendall(b"ECHO\n" + msg)
+                    got = recv_exact(s, len(msg))
+                finally:
+                    s.close()
+                if got != msg:
+                    raise ValueError("echo came back different")
+                with self.lock:
+                    self.ok += 1
+            except (OSError, ValueError, ConnectionError) as e:
+                with self.lock:
+                    self.errors.append("%s: %s" % (type(e).__name__, e))
+                time.sleep(0.2)
+            self.stop_ev.wait(0.05)
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(self.timeout + 10)
+
+    def verify(self, min_ok=1):
+        check(not self.errors, "the keeper's echo failed %d times while the case ran "
+              "(%d echoes passed): %s" % (len(self.errors), self.ok, self.errors[:3]))
+        check(self.ok >= min_ok, "the keeper managed only %d echoes" % self.ok)
+        say("check", "keeper: %d echoes through the same daemon while the case ran, none failed"
+            % self.ok)
+
+
+def parallel(fn, items, conc):
+    """fn(item) for every item on conc threads; returns the results in order."""
+    results = [None] * len(items)
+    it = iter(enumerate(items))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                try:
+                    i, item = next(it)
+                except StopIteration:
+                    return
+            try:
+                results[i] = fn(item)
+            except Exception as e:  # noqa: BLE001 - reported as a result
+                results[i] = "exception %s: %s" % (type(e).__name__, e)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(conc)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def echo_once(host, port, timeout, size, rng_seed):
+    msg = random.Random(rng_seed).randbytes(size)
+    s = socket.create_connection((host, port), timeout=timeout)
+    try:
+        s.sendall(b"ECHO\n" + msg)
+        got = recv_exact(s, len(msg))
+    finally:
+        s.close()
+    return "ok" if got == msg else "mismatch"

@@ -337,12 +337,17 @@ e2e_stop_microsocks() {
   MS_PID=""
 }
 
+# e2e_start_dante: danted in S on S_ADDR4 and S_ADDR6 port DANTE_PORT
+# (CONNECT and UDP ASSOCIATE), pid in DANTE_PID. Its log goes to DANTE_LOG
+# (default $WORK/danted.log), with a line per connection unless
+# DANTE_LOG_SESSIONS=0 (the benchmark: that logging would be measured).
 e2e_start_dante() {
-  local conf=$WORK/danted.conf
-  E2E_LOGS+=("$WORK/danted.log")
+  local conf=$WORK/danted.conf dlog=${DANTE_LOG:-$WORK/danted.log} slog="error connect disconnect"
+  [[ ${DANTE_LOG_SESSIONS:-1} == 0 ]] && slog=error
+  E2E_LOGS+=("$dlog")
   cat >"$conf" <<EOF
 # danted for the s5tund end-to-end tests (namespace $NS_S)
-logoutput: $WORK/danted.log
+logoutput: $dlog
 internal: $S_ADDR4 port = $DANTE_PORT
 internal: $S_ADDR6 port = $DANTE_PORT
 external: $S_ADDR4
@@ -358,11 +363,11 @@ client pass {
 socks pass {
   from: 0/0 to: 0/0
   command: connect udpassociate udpreply
-  log: error connect disconnect
+  log: $slog
 }
 EOF
   # Foreground (no -D), our own pid file so that parallel runs do not clash.
-  ip netns exec "$NS_S" danted -f "$conf" -p "$WORK/danted.pid" >>"$WORK/danted.log" 2>&1 &
+  ip netns exec "$NS_S" danted -f "$conf" -p "$WORK/danted.pid" >>"$dlog" 2>&1 &
   DANTE_PID=$!
   e2e_wait_listen "$DANTE_PORT" "$S_ADDR4" || fail "danted does not listen on $S_ADDR4:$DANTE_PORT"
   e2e_wait_listen "$DANTE_PORT" "$S_ADDR6" || fail "danted does not listen on [$S_ADDR6]:$DANTE_PORT"

@@ -3,12 +3,9 @@
 #
 #   run.sh CASE [MODE QUEUES] [S5TUND]
 #
-# CASE     harness | echo | echo_dante | bulk | bulk_dante | concurrent |
-#          auth | pipeline | deadproxy | sigterm | kill9 | badconfig | reset_from_client |
-#          reset_from_proxy | connect_timeout | idle_timeout | max_sessions |
-#          mark_routing | persist | busy_device | trickle | tcp_buffer
-# MODE     thread | process       (not for harness, badconfig, busy_device)
-# QUEUES   number of TUN queues   (not for harness, badconfig, busy_device)
+# CASE     a case_CASE function below (run.sh without arguments lists them)
+# MODE     thread | process       (not for the cases in NO_MODE_CASES)
+# QUEUES   number of TUN queues   (not for the cases in NO_MODE_CASES)
 # S5TUND   the binary; default $S5TUND, then build/s5tund
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
@@ -21,32 +18,10 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 CASE [thread|process QUEUES] [S5TUND]" >&2; exit 2; }
-
-CASE=${1:-}
-[[ -n $CASE ]] || usage
-shift
-MODE=""
-QUEUES=""
-case $CASE in
-  harness|badconfig|busy_device) ;;
-  echo|echo_dante|bulk|bulk_dante|concurrent|auth|pipeline|deadproxy|sigterm|kill9|reset_from_client|\
-  reset_from_proxy|connect_timeout|idle_timeout|max_sessions|mark_routing|persist|trickle|tcp_buffer)
-    [[ $# -ge 2 ]] || usage
-    MODE=$1 QUEUES=$2
-    shift 2
-    [[ $MODE == thread || $MODE == process ]] || usage
-    [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
-    [[ $CASE != kill9 || $MODE == process ]] || { echo "kill9 is for process mode" >&2; exit 2; }
-    ;;
-  *) usage ;;
-esac
-
-e2e_require_root
-e2e_require_tools
-[[ $CASE == harness ]] || e2e_find_s5tund "${1:-}"
-e2e_init "$CASE"
-log "case $CASE${MODE:+ mode=$MODE queues=$QUEUES}${S5TUND:+ binary=$S5TUND}"
+# Every case_NAME function below is a case. It takes MODE and QUEUES unless
+# it is listed here:
+NO_MODE_CASES="harness badconfig busy_device"   # neither MODE nor QUEUES
+PROCESS_CASES="kill9"                            # process mode only
 
 # s5tund with everything in an INI file (mode, queues, proxy, credentials).
 start_with_config() {   # PROXY_ADDR PROXY_PORT [USER PASS]
@@ -961,6 +936,49 @@ busy_device_s5tund() {
     fi
   done
 }
+
+# ---------------------------------------------------------------- main
+
+# listed LIST WORD: WORD is one of the words of LIST.
+listed() { [[ " $1 " == *" $2 "* ]]; }
+
+usage() {
+  local c with="" without=""
+  for c in $(declare -F | sed -n 's/^declare -f case_//p'); do
+    if listed "$NO_MODE_CASES" "$c"; then without+=" $c"; else with+=" $c"; fi
+  done
+  {
+    echo "usage: $0 CASE [thread|process QUEUES] [S5TUND]"
+    echo "  CASE with MODE QUEUES:${with}"
+    echo "  CASE without:${without}"
+  } >&2
+  exit 2
+}
+
+CASE=${1:-}
+if [[ ! $CASE =~ ^[a-z0-9_]+$ ]] || ! declare -F "case_$CASE" >/dev/null; then
+  usage
+fi
+shift
+MODE=""
+QUEUES=""
+if ! listed "$NO_MODE_CASES" "$CASE"; then
+  [[ $# -ge 2 ]] || usage
+  MODE=$1 QUEUES=$2
+  shift 2
+  [[ $MODE == thread || $MODE == process ]] || usage
+  [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
+  if listed "$PROCESS_CASES" "$CASE" && [[ $MODE != process ]]; then
+    echo "$CASE is for process mode" >&2
+    exit 2
+  fi
+fi
+
+e2e_require_root
+e2e_require_tools
+[[ $CASE == harness ]] || e2e_find_s5tund "${1:-}"
+e2e_init "$CASE"
+log "case $CASE${MODE:+ mode=$MODE queues=$QUEUES}${S5TUND:+ binary=$S5TUND}"
 
 "case_$CASE"
 log "PASS: $CASE${MODE:+ mode=$MODE queues=$QUEUES}"

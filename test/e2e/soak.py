@@ -42,8 +42,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2elib  # noqa: E402
-from e2elib import Fail, check, wait_for  # noqa: E402
-from hostile import Daemon  # noqa: E402
+from e2elib import Daemon, Fail, check, wait_for  # noqa: E402
 
 
 def log(msg):

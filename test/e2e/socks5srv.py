@@ -28,14 +28,7 @@ import threading
 import time
 
 import e2elib
-
-_out_lock = threading.Lock()
-
-
-def say(prefix, msg):
-    """One log line "PREFIX: MSG" on stdout, whole even from many threads."""
-    with _out_lock:
-        print("%s: %s" % (prefix, msg), flush=True)
+from e2elib import say  # noqa: F401 - the servers' log lines (badproxy.py, hostileproxy.py)
 
 
 def hostport(host, port):
