@@ -17,9 +17,11 @@ CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
 # Build tools and libraries, then what the end-to-end tests run: the SOCKS5
-# servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib only).
+# servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib only),
+# iperf3 (UDP with large datagrams through the tunnel, e2e.udp_one_assoc).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev xz-utils \
-        ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils
+        ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
+        iperf3
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive

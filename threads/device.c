@@ -1,5 +1,6 @@
 /* Bringing up the device both run modes serve, with errors that say what to do. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -23,6 +24,31 @@ static const char *tun_advice(int err) {
 
 static void close_queues(int *fds, unsigned n);
 
+/* Our own queue steering, so that every packet of one UDP source, IP
+ * fragments included, reaches one worker (tun/steer.c). Attached before
+ * the link comes up, so the first packets are steered already. Where the
+ * kernel refuses, it steers by itself: s5tund still works, but one client
+ * socket may then get two associations (fragments hashed apart). One queue
+ * needs no steering. S5TUND_NO_STEERING=1 skips it (to test the fallback,
+ * or to compare). */
+static void steer(const struct s5_config *cfg, int fd) {
+  const char *off = getenv("S5TUND_NO_STEERING");
+  char err[256];
+  int r;
+  if (cfg->queues < 2) return;
+  if (off != NULL && off[0] != '\0' && strcmp(off, "0") != 0) {
+    snprintf(err, sizeof err, "disabled by S5TUND_NO_STEERING");
+    r = s5_tun_steer_detach(fd);   /* a persistent device may keep an older one */
+    if (r < 0 && r != -EINVAL) s5_debug("removing the steering program from %s: %s", cfg->tun.name, strerror(-r));
+  } else if ((r = s5_tun_steer_attach(fd, err, sizeof err)) == 0) {
+    s5_info("queue steering: UDP by source address and port (IP fragments with their first), "
+            "TCP by 4-tuple, over %u queues", cfg->queues);
+    return;
+  }
+  s5_warn("queue steering: %s; the kernel steers by itself, so UDP fragments may reach another "
+          "worker than their socket's other datagrams (one client socket, two associations)", err);
+}
+
 int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
   int fd = s5_tun_open_queue(cfg->tun.name, cfg->tun.offload ? S5_TUN_OFFLOAD : 0);
   if (fd < 0)
@@ -45,6 +71,7 @@ int s5_device_open(const struct s5_config *cfg, int *fds) {
       goto fail;
     }
   }
+  steer(cfg, fds[0]);
   char err[256];
   if (s5_tun_link_setup(cfg->tun.name, cfg->tun.mtu, &cfg->tun.ipv4, &cfg->tun.ipv6, err,
                         sizeof err) < 0) {

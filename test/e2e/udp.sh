@@ -356,7 +356,8 @@ case_udp_one_assoc() {
   e2e_start_dante
   start_s5 "$S_ADDR4" "$DANTE_PORT" ""
   e2e_wait_ready "$MODE" "$QUEUES"
-  grep -E 'steering|UDP fragments' "$S5LOG" || true
+  grep -q 'queue steering: UDP by source address and port' "$S5LOG" \
+    || fail "s5tund did not attach its queue steering (see its log)"
   # Each socket: 100 B to port 7001, 20,000 B to 7001, 100 B to 7002, ...
   local rounds=5
   uclient echo --host "$TGT4" --port 7001 --port 7002 --sizes 100,20000 --sources 20 --rounds $rounds
