@@ -24,6 +24,14 @@ static const char *tun_advice(int err) {
 
 static void close_queues(int *fds, unsigned n);
 
+/* A persistent device keeps the program of an earlier run; without one
+ * (EINVAL: a kernel without steering) there is nothing to remove. */
+static void unsteer(const struct s5_config *cfg, int fd) {
+  int r = s5_tun_steer_detach(fd);
+  if (r < 0 && r != -EINVAL)
+    s5_debug("removing the steering program from %s: %s", cfg->tun.name, strerror(-r));
+}
+
 /* Our own queue steering, so that every packet of one UDP source, IP
  * fragments included, reaches one worker (tun/steer.c). Attached before
  * the link comes up, so the first packets are steered already. Where the
@@ -34,13 +42,14 @@ static void close_queues(int *fds, unsigned n);
 static void steer(const struct s5_config *cfg, int fd) {
   const char *off = getenv("S5TUND_NO_STEERING");
   char err[256];
-  int r;
-  if (cfg->queues < 2) return;
+  if (cfg->queues < 2) {   /* nothing to steer */
+    unsteer(cfg, fd);
+    return;
+  }
   if (off != NULL && off[0] != '\0' && strcmp(off, "0") != 0) {
     snprintf(err, sizeof err, "disabled by S5TUND_NO_STEERING");
-    r = s5_tun_steer_detach(fd);   /* a persistent device may keep an older one */
-    if (r < 0 && r != -EINVAL) s5_debug("removing the steering program from %s: %s", cfg->tun.name, strerror(-r));
-  } else if ((r = s5_tun_steer_attach(fd, err, sizeof err)) == 0) {
+    unsteer(cfg, fd);
+  } else if (s5_tun_steer_attach(fd, err, sizeof err) == 0) {
     s5_info("queue steering: UDP by source address and port (IP fragments with their first), "
             "TCP by 4-tuple, over %u queues", cfg->queues);
     return;
