@@ -42,6 +42,7 @@ static void unsteer(const struct s5_config *cfg, int fd) {
 static void steer(const struct s5_config *cfg, int fd) {
   const char *off = getenv("S5TUND_NO_STEERING");
   char err[256];
+  int r = 0;
   if (cfg->queues < 2) {   /* nothing to steer */
     unsteer(cfg, fd);
     return;
@@ -49,13 +50,14 @@ static void steer(const struct s5_config *cfg, int fd) {
   if (off != NULL && off[0] != '\0' && strcmp(off, "0") != 0) {
     snprintf(err, sizeof err, "disabled by S5TUND_NO_STEERING");
     unsteer(cfg, fd);
-  } else if (s5_tun_steer_attach(fd, err, sizeof err) == 0) {
+  } else if ((r = s5_tun_steer_attach(fd, err, sizeof err)) == 0) {
     s5_info("queue steering: UDP by source address and port (IP fragments with their first), "
             "TCP by 4-tuple, over %u queues", cfg->queues);
     return;
   }
-  s5_warn("queue steering: %s; the kernel steers by itself, so UDP fragments may reach another "
-          "worker than their socket's other datagrams (one client socket, two associations)", err);
+  s5_warn("queue steering: %s%s; the kernel steers by itself, so UDP fragments may reach another "
+          "worker than their socket's other datagrams (one client socket, two associations)", err,
+          r == -EPERM || r == -EACCES ? " (start s5tund with CAP_BPF)" : "");
 }
 
 int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {

@@ -22,7 +22,8 @@
 #                      ports, IPv4 and IPv6: the target sees exactly one
 #                      source port per client socket (one association, full
 #                      cone); iperf3 -u -l 30000 through danted completes;
-#                      with S5TUND_NO_STEERING=1 the fallback is logged
+#                      with S5TUND_NO_STEERING=1 and without CAP_BPF the
+#                      fallback is logged once
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
 # Traffic stays inside the two namespaces; everything is removed on exit.
@@ -368,16 +369,33 @@ case_udp_one_assoc() {
   iperf3_udp "$TGT4"
   iperf3_udp "$TGT6"
   e2e_require_alive "after fragmented UDP"
-  # The fallback: steering not attached (forced), one warning, traffic still flows.
+  # The fallback, forced (S5TUND_NO_STEERING), then for real: without
+  # CAP_BPF and CAP_SYS_ADMIN (setpriv drops them from the bounding set, so
+  # s5tund starts without them) the kernel refuses the program. Each time
+  # one warning, and traffic still flows.
   e2e_stop_s5tund
   S5TUND_NO_STEERING=1 start_s5 "$S_ADDR4" "$DANTE_PORT" ""
+  udp_fallback 'disabled by S5TUND_NO_STEERING'
+  e2e_stop_s5tund
+  local real=$S5TUND
+  printf '#!/bin/sh\nexec setpriv --bounding-set -bpf,-sys_admin -- %q "$@"\n' "$real" >"$WORK/s5tund-nobpf"
+  chmod 755 "$WORK/s5tund-nobpf"
+  S5TUND=$WORK/s5tund-nobpf
+  start_s5 "$S_ADDR4" "$DANTE_PORT" ""
+  S5TUND=$real
+  udp_fallback 'creating the steering map: Operation not permitted'
+}
+
+# udp_fallback WHY: s5tund comes up, logs exactly one fallback warning
+# naming WHY, and carries UDP.
+udp_fallback() {
   e2e_wait_ready "$MODE" "$QUEUES"
-  udp_wait_log 'warn.*UDP fragments may' "$T_START" "fallback warning"
+  udp_wait_log "warn.*queue steering: $1.*UDP fragments may" "$T_START" "fallback warning ($1)"
   local n
   n=$(udp_count_log 'UDP fragments may')
   ((n == 1)) || fail "expected one fallback warning, found $n"
   uclient echo --host "$TGT4" --port 7001 --sizes 100,1000 --sources 2
-  e2e_require_alive "without steering"
+  e2e_require_alive "without steering ($1)"
 }
 
 "case_$CASE"
