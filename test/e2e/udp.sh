@@ -357,8 +357,6 @@ case_udp_one_assoc() {
   e2e_start_dante
   start_s5 "$S_ADDR4" "$DANTE_PORT" ""
   e2e_wait_ready "$MODE" "$QUEUES"
-  grep -q 'queue steering: UDP by source address and port' "$S5LOG" \
-    || fail "s5tund did not attach its queue steering (see its log)"
   # Each socket: 100 B to port 7001, 20,000 B to 7001, 100 B to 7002, ...
   local rounds=5
   uclient echo --host "$TGT4" --port 7001 --port 7002 --sizes 100,20000 --sources 20 --rounds $rounds
@@ -368,6 +366,8 @@ case_udp_one_assoc() {
   log "IPv4 and IPv6: 20 client sockets, one source port each at the target"
   iperf3_udp "$TGT4"
   iperf3_udp "$TGT6"
+  grep -q 'queue steering: UDP by source address and port' "$S5LOG" \
+    || fail "s5tund did not log that it attached its queue steering"
   e2e_require_alive "after fragmented UDP"
   # The fallback, forced (S5TUND_NO_STEERING), then for real: without
   # CAP_BPF and CAP_SYS_ADMIN (setpriv drops them from the bounding set, so
