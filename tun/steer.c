@@ -51,9 +51,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define S5_STEER_INSNS   512   /* room for the program (it uses about 300) */
-#define S5_STEER_LABELS  64
-#define S5_STEER_FIXUPS  128
+#define S5_STEER_INSNS   1024  /* room for the program (it uses about 400) */
+#define S5_STEER_FIXUPS  256
 #define S5_STEER_EXT_MAX 4     /* IPv6 extension headers walked to reach a Fragment header */
 #define S5_STEER_MAP_MAX 1024  /* datagrams being fragmented at once, any source */
 
@@ -66,8 +65,10 @@
 #define FIRST_OFF  (KEY_OFF - 8)      /* nonzero: a first fragment, store its choice */
 
 /* Registers: R6 the context (LD_ABS/LD_IND need it there), R7 the hash,
- * R8 the offset of the L4 header, R9 protocol or fragment field. LD_ABS,
- * LD_IND and helper calls clobber R0-R5. */
+ * R8 the offset of the L4 header (IPv6: of the header being walked), R9 the
+ * fragment field, then "more fragments" (IPv4) or the next header type,
+ * then "more fragments" (IPv6). LD_ABS, LD_IND and helper calls clobber
+ * R0-R5. */
 enum { R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10 };
 
 enum label {
@@ -246,7 +247,7 @@ static void gen_ipv6_ext(struct prog *a, int i) {
   alu32_imm(a, BPF_AND, R9, 1);                  /* more fragments follow */
   alu32_imm(a, BPF_AND, R0, 0xfff8);
   jump(a, BPF_JNE, R0, 0, L_LATER);
-  st_word(a, FIRST_OFF, 1);
+  stx_word(a, FIRST_OFF, R9);   /* store only if more follow (not an atomic fragment) */
   ld_ind(a, BPF_B, R8, 0);
   mov_reg(a, R9, R0);
   add64_imm(a, R8, 8);

@@ -79,11 +79,17 @@ static size_t ipv4(uint8_t *p, uint8_t proto, uint32_t src, uint32_t dst, uint16
   return 48;
 }
 
-static int q4(uint8_t proto, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
-              uint16_t id, uint16_t frag) {
+/* q4 and q6 return the program's whole 32-bit result (or -1), so that two
+ * packets given the same queue by chance (1 in 4) do not pass a check that
+ * they were steered alike; QUEUE() is what the kernel makes of it. */
+#define QUEUE(r) ((int)((uint16_t)(r) % QUEUES))
+
+static long q4(uint8_t proto, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
+               uint16_t id, uint16_t frag) {
   uint8_t p[64];
+  uint32_t raw;
   size_t n = ipv4(p, proto, src, dst, sport, dport, id, frag);
-  return run_raw(p, n, 0x0800, NULL);
+  return run_raw(p, n, 0x0800, &raw) < 0 ? -1 : (long)raw;
 }
 
 /* IPv6 header, optionally a hop-by-hop header (8 bytes) and a Fragment
@@ -131,11 +137,12 @@ static size_t ipv6(uint8_t *p, uint8_t proto, uint8_t src_last, uint8_t dst_last
   return off;
 }
 
-static int q6(uint8_t proto, uint8_t src, uint8_t dst, uint16_t sport, uint16_t dport, int hbh,
-              long frag, uint32_t id) {
+static long q6(uint8_t proto, uint8_t src, uint8_t dst, uint16_t sport, uint16_t dport, int hbh,
+               long frag, uint32_t id) {
   uint8_t p[128];
+  uint32_t raw;
   size_t n = ipv6(p, proto, src, dst, sport, dport, hbh, frag, id);
-  return run_raw(p, n, 0x86dd, NULL);
+  return run_raw(p, n, 0x86dd, &raw) < 0 ? -1 : (long)raw;
 }
 
 static int map_empty(void) {
@@ -154,13 +161,14 @@ static int map_empty(void) {
 #define C 0x0a000003u
 
 static void test_udp4(void) {
-  int q = q4(17, A, B, 40000, 7001, 1, 0);
+  long q = q4(17, A, B, 40000, 7001, 1, 0);
   CHECK(q >= 0, "IPv4 UDP ran");
+  CHECK(q4(17, A, B, 40001, 7001, 1, 0) != q, "IPv4 UDP: another source port, the same hash");
   CHECK(q4(17, A, C, 40000, 7002, 2, 0) == q, "IPv4 UDP: another destination, another queue");
   CHECK(q4(17, A, B, 40000, 7001, 3, 0x4000) == q, "IPv4 UDP with DF: another queue");
   /* Fragments of datagram 10 (first, middle, last) interleaved with those
    * of datagram 11 from another source. */
-  int other = q4(17, B, A, 50001, 53, 9, 0);
+  long other = q4(17, B, A, 50001, 53, 9, 0);
   CHECK(q4(17, A, B, 40000, 7001, 10, 0x2000) == q, "IPv4 first fragment: another queue");
   CHECK(q4(17, B, A, 50001, 53, 11, 0x2000) == other, "IPv4 first fragment of another source");
   CHECK(q4(17, A, B, 0, 0, 10, 0x2000 | 185) == q, "IPv4 middle fragment: another queue");
@@ -173,8 +181,9 @@ static void test_udp4(void) {
 }
 
 static void test_udp6(void) {
-  int q = q6(17, 1, 2, 40000, 7001, 0, -1, 0);
+  long q = q6(17, 1, 2, 40000, 7001, 0, -1, 0);
   CHECK(q >= 0, "IPv6 UDP ran");
+  CHECK(q6(17, 1, 2, 40001, 7001, 0, -1, 0) != q, "IPv6 UDP: another source port, the same hash");
   CHECK(q6(17, 1, 3, 40000, 7002, 0, -1, 0) == q, "IPv6 UDP: another destination, another queue");
   CHECK(q6(17, 1, 2, 40000, 7001, 1, -1, 0) == q, "IPv6 UDP behind hop-by-hop: another queue");
   CHECK(q6(17, 1, 2, 40000, 7001, 0, 1, 0x1234) == q, "IPv6 first fragment: another queue");
@@ -183,7 +192,8 @@ static void test_udp6(void) {
   CHECK(q6(17, 1, 2, 0, 0, 1, (100 << 3) | 1, 0x1235) == q, "IPv6 middle fragment behind hop-by-hop");
   CHECK(q6(17, 1, 2, 0, 0, 0, 200 << 3, 0x1234) == q, "IPv6 last fragment: another queue");
   CHECK(q6(17, 1, 2, 0, 0, 1, 200 << 3, 0x1235) == q, "IPv6 last fragment behind hop-by-hop");
-  CHECK(map_empty(), "IPv6: the last fragments removed their map entries");
+  CHECK(q6(17, 1, 2, 40000, 7001, 0, 0, 0x1236) == q, "IPv6 atomic fragment: another queue");
+  CHECK(map_empty(), "IPv6: the last fragments removed their map entries, an atomic one left none");
 }
 
 /* Over many sources, every queue gets some: UDP by source port, TCP by
@@ -191,15 +201,15 @@ static void test_udp6(void) {
 static void test_spread(void) {
   int udp[QUEUES] = {0}, tcp[QUEUES] = {0}, tcp_dport[QUEUES] = {0}, tcp6[QUEUES] = {0};
   for (int i = 0; i < 64; i++) {
-    int u = q4(17, A, B, (uint16_t)(30000 + i), 53, (uint16_t)i, 0);
-    int t = q4(6, A, B, (uint16_t)(30000 + i), 443, 0, 0x4000);
-    int d = q4(6, A, B, 40000, (uint16_t)(1000 + i), 0, 0x4000);
-    int t6 = q6(6, 1, 2, (uint16_t)(30000 + i), 443, 0, -1, 0);
+    long u = q4(17, A, B, (uint16_t)(30000 + i), 53, (uint16_t)i, 0);
+    long t = q4(6, A, B, (uint16_t)(30000 + i), 443, 0, 0x4000);
+    long d = q4(6, A, B, 40000, (uint16_t)(1000 + i), 0, 0x4000);
+    long t6 = q6(6, 1, 2, (uint16_t)(30000 + i), 443, 0, -1, 0);
     if (u < 0 || t < 0 || d < 0 || t6 < 0) return;
-    udp[u]++;
-    tcp[t]++;
-    tcp_dport[d]++;
-    tcp6[t6]++;
+    udp[QUEUE(u)]++;
+    tcp[QUEUE(t)]++;
+    tcp_dport[QUEUE(d)]++;
+    tcp6[QUEUE(t6)]++;
   }
   for (int i = 0; i < QUEUES; i++) {
     CHECK(udp[i] > 0, "64 UDP sources: none on queue %d", i);
