@@ -7,6 +7,7 @@
 #                under ThreadSanitizer and under ASan+UBSan (CI runs this)
 #   make demo    deps + build + a demonstration in private network namespaces
 #   make install build, then cmake --install (DESTDIR honoured)
+#   make deb     the Debian package, built offline, lintian-clean (build-deb/)
 #   make clean   remove build/
 #
 # The end-to-end tests and the demo need root (network namespaces, TUN);
@@ -17,11 +18,14 @@ CMAKE_ARGS ?=
 CTEST_ARGS ?=
 
 # Build tools and libraries, then what the end-to-end tests run: the SOCKS5
-# servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib only),
-# iperf3 (UDP with large datagrams through the tunnel, e2e.udp_one_assoc).
+# servers, a DNS server (dnsmasq), ip/ss, pgrep, timeout, Debian's python3 (stdlib only).
+# systemd and man-db: systemd-analyze verify of the installed unit and its
+# Documentation= (ctest install.verify). iperf3: UDP with large datagrams
+# through the tunnel (e2e.udp_one_assoc).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
-        iperf3
+        openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
+        systemd man-db iperf3
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
@@ -60,20 +64,24 @@ build:
 # README's test command and CI's, in this order (the first failure stops it):
 #   1. every ctest test (unit, fuzz corpus replays, end-to-end including
 #      hostile peers, 10k connections and the short soak);
-#   2. the short mode comparison (prints the table; asserts only that every
+#   2. the Debian package (make deb-check, about a minute): built offline,
+#      lintian errors fail, its file list checked, unpacked into a scratch
+#      root where s5tund --version runs and the unit passes systemd-analyze;
+#   3. the short mode comparison (prints the table; asserts only that every
 #      case moved traffic);
-#   3. every fuzz target for FUZZ_SHORT_SECONDS (a crash, leak or timeout
+#   4. every fuzz target for FUZZ_SHORT_SECONDS (a crash, leak or timeout
 #      fails; the input is kept in $(FUZZ_DIR)/fuzz/artifacts/);
-#   4. ThreadSanitizer: thread mode with 4 queues under load (TSAN_TESTS);
-#   5. ASan+LeakSanitizer+UBSan: the whole ctest suite again, a report from
+#   5. ThreadSanitizer: thread mode with 4 queues under load (TSAN_TESTS);
+#   6. ASan+LeakSanitizer+UBSan: the whole ctest suite again, a report from
 #      s5tund failing its test.
 # A failed test is run once more (--repeat until-pass:2) and reported
 # either way, for load spikes on a shared 2-core machine; a real failure
 # fails twice. (The echo stalls once blamed on load were a TUN write that
 # cut long pbuf chains short, fixed and tested by e2e.trickle.)
 S5_RETRY := --repeat until-pass:2
-test: deps-fuzz build
+test: deps-fuzz deps-sshd build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure $(S5_RETRY) $(CTEST_ARGS)
+	$(MAKE) --no-print-directory deb-check
 	$(MAKE) --no-print-directory bench-short
 	$(MAKE) --no-print-directory fuzz-short
 	$(MAKE) --no-print-directory test-tsan CTEST_ARGS="$(S5_RETRY) $(CTEST_ARGS)"
@@ -110,6 +118,31 @@ bench-short: deps build
 install: build
 	cmake --install $(BUILD_DIR)
 
+# ---- Debian package (debian/, .ci/deb.sh) ---------------------------------
+# make deb          the package of the working tree in $(DEB_DIR): the two
+#                   orig tarballs (the tree; Debian's pristine lwIP, the one
+#                   $(BUILD_DIR) downloaded or apt-get source), the source
+#                   package, then dpkg-buildpackage -us -uc -b in a network
+#                   namespace of its own (no network), then lintian (an
+#                   error fails; the rest in $(DEB_DIR)/lintian.txt)
+# make deb-check    make deb, then the package checked: its file list and
+#                   Depends, and unpacked (dpkg -x) into $(DEB_DIR)/root,
+#                   s5tund --version and .ci/installed-check.sh (CI)
+# Install:          apt install ./$(DEB_DIR)/s5tund_*.deb
+DEB_DIR ?= build-deb
+DEB_DEPS := debhelper dpkg-dev lintian git
+
+.PHONY: deps-deb deb deb-check
+
+deps-deb:
+	@$(MAKE) --no-print-directory deps DEPS="$(DEPS) $(DEB_DEPS)"
+
+deb: deps-deb
+	DEB_DIR=$(DEB_DIR) BUILD_DIR=$(BUILD_DIR) bash .ci/deb.sh
+
+deb-check: deb
+	DEB_DIR=$(DEB_DIR) bash .ci/deb-check.sh
+
 # ---- Fuzzing and sanitizer builds (test/fuzz/README.md) -------------------
 # make fuzz         deps + clang + a libFuzzer build (ASan+UBSan, lwIP
 #                   assertions on) in $(FUZZ_DIR), then every fuzz target
@@ -132,10 +165,25 @@ TSAN_DIR ?= build-tsan
 FUZZ_SECONDS ?= 60
 FUZZ_SHORT_SECONDS ?= 25
 FUZZ_TARGETS ?=
-TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen)\.thread\.)
+TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|reload)\.thread\.)
 FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_packet
 SAN_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 SAN_TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+
+# OpenSSH's sshd for the ssh -D end-to-end case (test/e2e/udp.sh udp_sshd),
+# unpacked from Debian's package into the build tree, never installed: the
+# package's scripts would add a user and start a service on the machine.
+# Its libraries are in DEPS.
+SSHD_DIR := build/openssh-server
+.PHONY: deps-sshd
+deps-sshd: deps
+	@if [ ! -x $(SSHD_DIR)/usr/sbin/sshd ]; then \
+	  d=$$(mktemp -d) && chmod 755 "$$d" && cd "$$d" && \
+	  { apt-get download -qq openssh-server >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get download -qq openssh-server; }; } && \
+	  cd "$(CURDIR)" && mkdir -p $(SSHD_DIR) && dpkg -x "$$d"/openssh-server_*.deb $(SSHD_DIR); \
+	  rc=$$?; rm -rf "$$d"; [ $$rc -eq 0 ] || { echo "make deps-sshd: could not unpack openssh-server" >&2; exit 1; }; \
+	fi
 
 .PHONY: deps-fuzz fuzz-build fuzz fuzz-short test-asan test-tsan
 

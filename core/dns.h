@@ -1,5 +1,6 @@
 /* Mapped DNS ([dns] section): a resolver address inside the TUN's network
- * answers A queries with an address from a pool that stands for the name;
+ * answers A (and with network6, AAAA) queries with an address from a pool
+ * that stands for the name;
  * a connection to such an address reaches the proxy as a CONNECT by name
  * (ATYP 3), so names are resolved by the proxy, never locally.
  *
@@ -38,9 +39,9 @@ int s5_dns_name_of(const struct sockaddr *dst, char *name, size_t cap);
 int s5_dns_name_of_ip(const ip_addr_t *dst, char *name, size_t cap);
 
 /* The pool address standing for name (1..253 bytes, as the proxy gave it),
- * mapping it if needed: for datagrams a proxy reports as coming from a
- * name. Returns 0 with *out set, -1 when mapped DNS is off or the name is
- * unusable. */
-int s5_dns_address_of(const char *name, size_t len, ip_addr_t *out);
+ * mapping it if needed, from the IPv6 pool when v6 is set: for datagrams a
+ * proxy reports as coming from a name. Returns 0 with *out set, -1 when
+ * mapped DNS (or that pool) is off or the name is unusable. */
+int s5_dns_address_of(const char *name, size_t len, int v6, ip_addr_t *out);
 
 #endif

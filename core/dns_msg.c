@@ -85,36 +85,51 @@ enum s5_dns_parse s5_dns_parse_query(const uint8_t *msg, size_t len, struct s5_d
   return S5_DNS_QUERY;
 }
 
+unsigned s5_dns_answer_plan(enum s5_dns_parse r, struct s5_dns_query *q, int aaaa, unsigned *rtype) {
+  *rtype = 0;
+  if (r == S5_DNS_NOT_QUERY) {
+    q->question_len = 0;
+    q->has_opt = 0;
+    return S5_DNS_RCODE_NOTIMP;
+  }
+  if (q->qclass != S5_DNS_CLASS_IN) return S5_DNS_RCODE_NOTIMP;
+  if (!q->name_ok) return S5_DNS_RCODE_REFUSED;
+  if (q->name_len > 0 && (q->qtype == S5_DNS_TYPE_A || (q->qtype == S5_DNS_TYPE_AAAA && aaaa)))
+    *rtype = q->qtype;
+  return S5_DNS_RCODE_NOERROR;
+}
+
 int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg,
                           const struct s5_dns_query *q, unsigned rcode,
-                          const uint8_t *addr4, uint32_t ttl) {
+                          const uint8_t *addr, size_t addr_len, uint32_t ttl) {
   int badvers = q->has_opt && q->edns_version != 0;
-  size_t need = HDR + q->question_len + (addr4 != NULL && !badvers ? 16 : 0) + (q->has_opt ? 11 : 0);
+  if (addr != NULL && addr_len != 4 && addr_len != 16) return -1;
+  size_t need = HDR + q->question_len + (addr != NULL && !badvers ? 12 + addr_len : 0) + (q->has_opt ? 11 : 0);
   if (cap < need) return -1;
 
   unsigned flags = FLAG_QR | (q->flags & (0xfu << 11)) | FLAG_AA | (q->flags & FLAG_RD) | FLAG_RA;
   if (badvers) {
-    addr4 = NULL;
+    addr = NULL;
     rcode = RCODE_BADVERS;   /* upper 8 bits go into the OPT record, lower 4 here (0) */
   }
   put16(out, q->id);
   put16(out + 2, flags | (rcode & 0xfu));
   put16(out + 4, q->question_len > 0 ? 1 : 0);
-  put16(out + 6, addr4 != NULL ? 1 : 0);
+  put16(out + 6, addr != NULL ? 1 : 0);
   put16(out + 8, 0);
   put16(out + 10, q->has_opt ? 1 : 0);
   size_t n = HDR;
   memcpy(out + n, msg + HDR, q->question_len);
   n += q->question_len;
-  if (addr4 != NULL) {
+  if (addr != NULL) {
     put16(out + n, 0xc000 | HDR);   /* the name: a pointer to the question's */
-    put16(out + n + 2, S5_DNS_TYPE_A);
+    put16(out + n + 2, addr_len == 4 ? S5_DNS_TYPE_A : S5_DNS_TYPE_AAAA);
     put16(out + n + 4, S5_DNS_CLASS_IN);
     put16(out + n + 6, ttl >> 16);
     put16(out + n + 8, ttl & 0xffff);
-    put16(out + n + 10, 4);
-    memcpy(out + n + 12, addr4, 4);
-    n += 16;
+    put16(out + n + 10, (unsigned)addr_len);
+    memcpy(out + n + 12, addr, addr_len);
+    n += 12 + addr_len;
   }
   if (q->has_opt) {
     out[n] = 0;                          /* root */

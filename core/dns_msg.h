@@ -22,8 +22,9 @@
  * the wire, which is 253 characters of text). */
 #define S5_DNS_NAME_MAX 253
 
-/* Our answers fit in this: header, question, one A record, an OPT record. */
-#define S5_DNS_ANSWER_MAX (12 + (S5_DNS_NAME_MAX + 2) + 4 + 16 + 11)
+/* Our answers fit in this: header, question, one AAAA (or A) record, an
+ * OPT record. */
+#define S5_DNS_ANSWER_MAX (12 + (S5_DNS_NAME_MAX + 2) + 4 + 28 + 11)
 
 /* What parsing a query found. */
 enum s5_dns_parse {
@@ -47,15 +48,23 @@ struct s5_dns_query {
 /* Parses the len bytes of a DNS message sent to the resolver. */
 enum s5_dns_parse s5_dns_parse_query(const uint8_t *msg, size_t len, struct s5_dns_query *q);
 
+/* The mapped resolver's choice for a parsed query (r is not MALFORMED):
+ * returns the RCODE and sets *rtype to the record to answer with,
+ * S5_DNS_TYPE_A, S5_DNS_TYPE_AAAA, or 0 for none (AAAA only when aaaa is
+ * set: an IPv6 pool exists; otherwise "no data"). For S5_DNS_NOT_QUERY it
+ * clears q's question and OPT: that answer is the header alone. One place
+ * for this choice, used by core/dns.c and the fuzz target's oracle. */
+unsigned s5_dns_answer_plan(enum s5_dns_parse r, struct s5_dns_query *q, int aaaa, unsigned *rtype);
+
 /* Builds the response to q (msg is the query it was parsed from; its
  * question is copied as it was, letter case included) into out. rcode is a
- * 4-bit RCODE. addr4 (4 bytes, network order) adds one A record with the
- * given ttl; NULL gives no answer. A query with OPT gets an OPT back (and
+ * 4-bit RCODE. addr (network order) adds one record with the given ttl: an
+ * A record when addr_len is 4, AAAA when it is 16; NULL gives no answer. A query with OPT gets an OPT back (and
  * BADVERS if it asked for an EDNS version other than 0). For
  * S5_DNS_NOT_QUERY, q->question_len must be 0: the header alone is sent.
  * Returns the length, or -1 when out is too small. */
 int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg,
                           const struct s5_dns_query *q, unsigned rcode,
-                          const uint8_t *addr4, uint32_t ttl);
+                          const uint8_t *addr, size_t addr_len, uint32_t ttl);
 
 #endif

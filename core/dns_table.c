@@ -1,8 +1,10 @@
 /* Shared name <-> address table of the mapped resolver (see dns_table.h).
  *
  * Layout of the one mapping: the header, the hash buckets (entry indices,
- * -1 = empty), then the entries. Only indices are stored, never pointers,
- * so the area means the same in every process that maps it.
+ * -1 = empty), then the entries. Entries refer to each other by index; the
+ * two pointers in the header point into the mapping itself, which every
+ * worker process inherits at the same address (it is made before they
+ * fork), so the area means the same everywhere.
  *
  * The lock is a pthread mutex with PTHREAD_PROCESS_SHARED (workers may be
  * processes) and PTHREAD_MUTEX_ROBUST: a worker process killed while it
@@ -33,6 +35,8 @@ struct s5_dns_table {
   pthread_mutex_t lock;
   size_t map_len;
   uint32_t first;              /* host order: the address of entry 0 */
+  uint8_t first6[16];          /* IPv6 address of entry 0, if pool6 is set */
+  int has_pool6;
   uint32_t count;              /* entries */
   uint32_t nbuckets;           /* a power of two */
   int32_t head, tail;
@@ -165,7 +169,9 @@ static void hash_remove(struct s5_dns_table *t, int32_t i) {
   e->hnext = -1;
 }
 
-int s5_dns_table_map(struct s5_dns_table *t, const char *name, size_t len, uint8_t addr[4]) {
+/* The entry standing for name, given one if it has none; -1 if len is out
+ * of range. */
+static int32_t table_map(struct s5_dns_table *t, const char *name, size_t len) {
   if (len == 0 || len > S5_DNS_NAME_MAX) return -1;
   uint32_t b = hash_name(name, len) & (t->nbuckets - 1);
   table_lock(t);
@@ -185,6 +191,12 @@ int s5_dns_table_map(struct s5_dns_table *t, const char *name, size_t len, uint8
   }
   lru_to_head(t, i);
   table_unlock(t);
+  return i;
+}
+
+int s5_dns_table_map(struct s5_dns_table *t, const char *name, size_t len, uint8_t addr[4]) {
+  int32_t i = table_map(t, name, len);
+  if (i < 0) return -1;
   put_u32(addr, t->first + (uint32_t)i);
   return 0;
 }
@@ -193,9 +205,8 @@ int s5_dns_table_in_pool(const struct s5_dns_table *t, const uint8_t addr[4]) {
   return get_u32(addr) - t->first < t->count;
 }
 
-int s5_dns_table_name(struct s5_dns_table *t, const uint8_t addr[4], char *name, size_t cap) {
-  uint32_t i = get_u32(addr) - t->first;
-  if (i >= t->count) return -1;
+/* The name of entry i (< count) into name; 0 when it stands for none. */
+static int table_name(struct s5_dns_table *t, uint32_t i, char *name, size_t cap) {
   int n = 0;
   table_lock(t);
   struct entry *e = &t->entries[i];
@@ -207,6 +218,72 @@ int s5_dns_table_name(struct s5_dns_table *t, const uint8_t addr[4], char *name,
   table_unlock(t);
   return n;
 }
+
+int s5_dns_table_name(struct s5_dns_table *t, const uint8_t addr[4], char *name, size_t cap) {
+  uint32_t i = get_u32(addr) - t->first;
+  if (i >= t->count) return -1;
+  return table_name(t, i, name, cap);
+}
+
+/* ---- the IPv6 pool: entry i stands for first6 + i as well ---- */
+
+static uint64_t get_u64(const uint8_t *a) {
+  uint64_t v = 0;
+  for (int k = 0; k < 8; k++) v = v << 8 | a[k];
+  return v;
+}
+
+static void put_u64(uint8_t *a, uint64_t v) {
+  for (int k = 7; k >= 0; k--, v >>= 8) a[k] = (uint8_t)v;
+}
+
+uint64_t s5_dns_pool6_size(unsigned len) {
+  if (len < 8 || len > 120) return 0;
+  if (len <= 64) return UINT32_MAX;   /* far more than any table holds */
+  uint64_t n = (1ull << (128 - len)) - 2;
+  return n > UINT32_MAX ? UINT32_MAX : n;
+}
+
+int s5_dns_table_pool6(struct s5_dns_table *t, const uint8_t net[16], unsigned len) {
+  if (t->count > s5_dns_pool6_size(len)) {
+    errno = EINVAL;
+    return -1;
+  }
+  uint8_t a[16];
+  for (unsigned k = 0; k < 16; k++) {
+    unsigned bits = len > 8 * k ? len - 8 * k : 0;
+    a[k] = bits >= 8 ? net[k] : (uint8_t)(net[k] & (0xff00u >> bits));
+  }
+  /* The host part has at least 8 bits (len <= 120): adding 1 to the low 64
+   * bits never carries into the network. */
+  put_u64(a + 8, get_u64(a + 8) + 1);
+  memcpy(t->first6, a, 16);
+  t->has_pool6 = 1;
+  return 0;
+}
+
+/* Entry index of an IPv6 address, or -1 when it is not one of the pool's. */
+static int64_t index6(const struct s5_dns_table *t, const uint8_t addr[16]) {
+  if (!t->has_pool6 || memcmp(addr, t->first6, 8) != 0) return -1;
+  uint64_t i = get_u64(addr + 8) - get_u64(t->first6 + 8);
+  return i < t->count ? (int64_t)i : -1;
+}
+
+int s5_dns_table_map6(struct s5_dns_table *t, const char *name, size_t len, uint8_t addr[16]) {
+  if (!t->has_pool6) return -1;
+  int32_t i = table_map(t, name, len);
+  if (i < 0) return -1;
+  memcpy(addr, t->first6, 8);
+  put_u64(addr + 8, get_u64(t->first6 + 8) + (uint64_t)i);
+  return 0;
+}
+
+int s5_dns_table_name6(struct s5_dns_table *t, const uint8_t addr[16], char *name, size_t cap) {
+  int64_t i = index6(t, addr);
+  return i < 0 ? -1 : table_name(t, (uint32_t)i, name, cap);
+}
+
+int s5_dns_table_in_pool6(const struct s5_dns_table *t, const uint8_t addr[16]) { return index6(t, addr) >= 0; }
 
 uint64_t s5_dns_table_resets(const struct s5_dns_table *t) {
   return atomic_load(&((struct s5_dns_table *)t)->resets);

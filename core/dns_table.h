@@ -3,8 +3,9 @@
  * the workers start, so threads and forked worker processes see the same
  * table, guarded by a process-shared robust mutex.
  *
- * Entry i always stands for pool address first + i, so an address finds
- * its name without a search; names find their entry through a hash table
+ * Entry i always stands for pool address first + i, and with an IPv6 pool
+ * also for first6 + i (one entry per name, both families), so an address
+ * finds its name without a search; names find their entry through a hash table
  * of entry indices. When every entry is in use, the least recently used one
  * (by a query or a connection) is given to the new name. */
 #ifndef S5_CORE_DNS_TABLE_H
@@ -40,6 +41,23 @@ int s5_dns_table_name(struct s5_dns_table *t, const uint8_t addr[4], char *name,
 
 /* 1 if addr (network order) is one of the pool's addresses. No lock taken. */
 int s5_dns_table_in_pool(const struct s5_dns_table *t, const uint8_t addr[4]);
+
+/* Usable addresses of an IPv6 pool of prefix length len (8..120; capped at
+ * 2^32 - 1, more than any table holds); 0 if len is out of range. */
+uint64_t s5_dns_pool6_size(unsigned len);
+
+/* Gives the table's entries IPv6 addresses too, from net/len (16 bytes,
+ * host bits ignored; the first and last address are skipped, as for IPv4).
+ * Before the workers start. Returns 0, or -1 (EINVAL) when the pool is
+ * smaller than the table. */
+int s5_dns_table_pool6(struct s5_dns_table *t, const uint8_t net[16], unsigned len);
+
+/* As s5_dns_table_map() and s5_dns_table_name(), for the IPv6 pool; both
+ * return -1 when there is none. A name's IPv6 address is entry i's, like
+ * its IPv4 one. */
+int s5_dns_table_map6(struct s5_dns_table *t, const char *name, size_t len, uint8_t addr[16]);
+int s5_dns_table_name6(struct s5_dns_table *t, const uint8_t addr[16], char *name, size_t cap);
+int s5_dns_table_in_pool6(const struct s5_dns_table *t, const uint8_t addr[16]);
 
 /* Times the table was found with its lock's owner dead and was cleared. */
 uint64_t s5_dns_table_resets(const struct s5_dns_table *t);

@@ -26,7 +26,7 @@ static int hs_send(struct s5_session *s, const uint8_t *msg, int len) {
   return r == len ? 0 : -1;
 }
 
-static int with_auth(const struct s5_session *s) { return s->w->cfg->socks5.username[0] != '\0'; }
+static int with_auth(const struct s5_session *s) { return s->cfg->socks5.username[0] != '\0'; }
 
 /* The address the client asked for: lwIP's "any destination" listener gave
  * the accepted pcb the SYN's destination as its local address. */
@@ -58,7 +58,7 @@ static int hs_put_connect(struct s5_session *s, uint8_t *msg, size_t cap) {
 }
 
 static int hs_put_auth(struct s5_session *s, uint8_t *msg, size_t cap) {
-  const struct s5_config *cfg = s->w->cfg;
+  const struct s5_config *cfg = s->cfg;
   return s5_socks5_write_auth(msg, cap, cfg->socks5.username, cfg->socks5.password);
 }
 
@@ -79,7 +79,7 @@ static int hs_send_auth(struct s5_session *s) {
 static int hs_send_first(struct s5_session *s) {
   uint8_t msg[3 * S5_SOCKS5_MAX_MSG];
   int len = s5_socks5_write_greeting(msg, sizeof msg, with_auth(s));
-  if (len < 0 || !s->w->cfg->socks5.pipeline) return hs_send(s, msg, len);
+  if (len < 0 || !s->cfg->socks5.pipeline) return hs_send(s, msg, len);
   int n = with_auth(s) ? hs_put_auth(s, msg + len, sizeof msg - (size_t)len) : 0;
   if (n < 0) return n;
   len += n;
@@ -95,7 +95,7 @@ static void hs_connected(uv_connect_t *req, int status) {
     S5_STAT_ADD(s->w->stats, socks5_connect_failed, 1);
     char why[128];
     snprintf(why, sizeof why, "proxy connection failed: %s", uv_strerror(status));
-    s5_session_abort(s, why);
+    s5_session_abort_at(s, S5_LOG_WARN, why);
     return;
   }
   s->state = S5_SESSION_HANDSHAKE;
@@ -129,7 +129,7 @@ static int hs_parse(struct s5_session *s, size_t *used) {
     if (r < 0) return r;
     *used += (size_t)r;
 
-    int sent = 0, pipelined = s->w->cfg->socks5.pipeline;
+    int sent = 0, pipelined = s->cfg->socks5.pipeline;
     if (s->step == S5_HS_METHOD && with_auth(s)) {
       s->step = S5_HS_AUTH;
       if (!pipelined) sent = hs_send_auth(s);
@@ -195,13 +195,13 @@ static void hs_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
 }
 
 static int hs_open_socket(struct s5_session *s) {
-  const struct s5_config *cfg = s->w->cfg;
+  const struct s5_config *cfg = s->cfg;
   int fd = socket(cfg->socks5.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     char line[160];
     snprintf(line, sizeof line, "s%llu socket to proxy: %s", (unsigned long long)s->id, strerror(errno));
     s5_debug("%s", line);
-    s5_worker_failure(s->w, line);
+    s5_worker_failure(s->w, S5_LOG_WARN, line);
     return -1;
   }
   if (cfg->socks5.mark != 0 &&
@@ -221,7 +221,7 @@ static int hs_open_socket(struct s5_session *s) {
 }
 
 int s5_handshake_start(struct s5_session *s) {
-  const struct s5_config *cfg = s->w->cfg;
+  const struct s5_config *cfg = s->cfg;
   int r = uv_tcp_init(&s->w->loop, &s->sock);
   if (r < 0) return -1;
   s->sock.data = s;

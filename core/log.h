@@ -12,12 +12,27 @@ extern enum s5_log_level s5_log_level;
  * opened for appending. Returns 0 or -errno. */
 int s5_log_open(const struct s5_config *cfg);
 
+/* A reload: the new level at once, and a log file at another path (from a
+ * file to a file only: s5_log_can_apply). Returns 0, -1 when the change of
+ * file is not one it makes, or -errno. Per process (each worker process
+ * calls it itself). */
+int s5_log_apply(const struct s5_config *cfg);
+
+/* 1 if s5_log_apply() can move the log from cur's file to next's. */
+int s5_log_can_apply(const struct s5_config *cur, const struct s5_config *next);
+
 /* Reopens the log file (SIGHUP, after rotation). Safe to call at any time:
  * lines being written meanwhile go to the old file or the new one. */
 void s5_log_reopen(void);
 
-/* The fd lines are written to, or -1 for syslog (kept open across fork). */
+/* The fd lines are written to, or -1 for syslog. */
 int s5_log_fd(void);
+
+/* Process mode, in a new worker: before it closes the fds it inherited,
+ * and after. A syslog connection is closed and opened anew (its fd is one
+ * of those); a log file's fd is kept by the caller (s5_log_fd). */
+void s5_log_child_close(void);
+void s5_log_child_open(void);
 
 /* Names this thread in every line it logs: queue index, or -1 for the supervisor. */
 void s5_log_set_queue(int queue);
@@ -25,9 +40,12 @@ void s5_log_set_queue(int queue);
 void s5_log_write(enum s5_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-#define s5_log(level, ...)                                   \
-  do {                                                       \
-    if ((level) <= s5_log_level) s5_log_write((level), __VA_ARGS__); \
+/* The level may change on reload while other threads log: a relaxed load. */
+#define s5_log_enabled(level) ((int)(level) <= (int)__atomic_load_n(&s5_log_level, __ATOMIC_RELAXED))
+
+#define s5_log(level, ...)                                                                      \
+  do {                                                                                          \
+    if (s5_log_enabled(level)) s5_log_write((level), __VA_ARGS__);                              \
   } while (0)
 
 #define s5_error(...) s5_log(S5_LOG_ERROR, __VA_ARGS__)

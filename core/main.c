@@ -15,11 +15,11 @@
 #include "dns.h"
 #include "log.h"
 #include "privileges.h"
+#include "reload.h"
 #include "run.h"
 #include "stats.h"
 #include "stats_server.h"
 
-#define S5_STATS_DEFAULT_SOCKET "/run/s5tund/s5tund.sock"   /* the systemd unit's RuntimeDirectory */
 /* Free heap malloc keeps before giving pages back to the kernel. By default
  * (128 KiB) every burst of 64 KiB packets freed and allocated again costs
  * page faults: 9-13k per GB uploaded, none with this. The price is at most
@@ -68,7 +68,6 @@ int main(int argc, char **argv) {
     case S5_ARGS_EXIT_OK: return 0;
     default: return 2;
   }
-  if (s5_privileges_resolve(&cfg) < 0) return 1;
   int r = s5_log_open(&cfg);
   if (r < 0) {
     fprintf(stderr, "s5tund: opening log file %s: %s\n", cfg.log.file, strerror(-r));
@@ -84,9 +83,11 @@ int main(int argc, char **argv) {
     s5_error("mapping the stats area: %s", strerror(errno));
     return 1;
   }
-  /* Mapped DNS names, shared by every worker: mapped before any exists. */
-  if (s5_dns_setup(&cfg) < 0) return 1;
-  s5_info("s5tund %s starting: %s, %u queues, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
+  /* Mapped DNS names, shared by every worker: mapped before any exists;
+   * so is the slot a reload publishes the configuration in. */
+  if (s5_dns_setup(&cfg) < 0 || s5_reload_setup(argc, argv) < 0) return 1;
+  s5_info("s5tund %s starting: %s, %u %s, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
+          cfg.queues == 1 ? "queue" : "queues",
           cfg.mode == S5_MODE_THREAD ? "thread" : "process");
   return cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg, stats) : s5_run_processes(&cfg, stats);
 }

@@ -20,6 +20,11 @@
  * loop: the poll handle is level-triggered and comes straight back. */
 #define S5_TUN_READ_BATCH 256
 
+/* A failed TUN queue is watched again after this delay, doubling while it
+ * keeps failing. */
+#define S5_TUN_RETRY_MIN_MS 100
+#define S5_TUN_RETRY_MAX_MS 5000
+
 /* pbuf chains from lwIP are a header pbuf plus one or a few data pbufs. */
 #define S5_TUN_IOV_MAX 32
 
@@ -216,20 +221,63 @@ static struct pbuf *tun_read_packet(struct s5_worker *w, int *err) {
   return p;
 }
 
+static void tun_readable(uv_poll_t *handle, int status, int events);
+static void tun_retry_cb(uv_timer_t *timer);
+
+/* A queue that failed (POLLERR/POLLHUP, on which libuv stops watching it, or
+ * a read error other than EAGAIN) is not read until tun_retry() watches it
+ * again. One line when it fails and one when it recovers, however often it
+ * fails meanwhile (tun_errors counts each). While it fails, the worker's
+ * heartbeat stands still, so the watchdog reports the queue; a device that
+ * was deleted ends the daemon from the control loop (threads/control.c). */
+static void tun_failed(struct s5_worker *w, const char *what, const char *why) {
+  uv_poll_stop(&w->tun_poll);
+  S5_STAT_ADD(w->stats, tun_errors, 1);
+  if (w->tun_retry_ms == 0) {
+    w->tun_retry_ms = S5_TUN_RETRY_MIN_MS;
+    S5_STAT_SET(w->stats, tun_failing, 1);
+    s5_error("%s TUN queue (fd %d): %s; not read until it recovers (retrying every %u-%u ms)",
+             what, w->fd, why, S5_TUN_RETRY_MIN_MS, S5_TUN_RETRY_MAX_MS);
+  } else if (w->tun_retry_ms < S5_TUN_RETRY_MAX_MS) {
+    w->tun_retry_ms = w->tun_retry_ms * 2 > S5_TUN_RETRY_MAX_MS ? S5_TUN_RETRY_MAX_MS : w->tun_retry_ms * 2;
+  }
+  uv_timer_start(&w->tun_retry, tun_retry_cb, w->tun_retry_ms, 0);
+}
+
+static void tun_recovered(struct s5_worker *w) {
+  w->tun_retry_ms = 0;
+  S5_STAT_SET(w->stats, tun_failing, 0);
+  s5_info("TUN queue (fd %d) is read again", w->fd);
+}
+
+/* Watches the queue again and reads it at once: a packet or EAGAIN says it
+ * works, an error that it still fails. */
+static void tun_retry_cb(uv_timer_t *timer) {
+  struct s5_worker *w = timer->data;
+  int r = uv_poll_start(&w->tun_poll, UV_READABLE, tun_readable);
+  if (r < 0) {
+    tun_failed(w, "watching", uv_strerror(r));
+    return;
+  }
+  tun_readable(&w->tun_poll, 0, UV_READABLE);
+}
+
 static void tun_readable(uv_poll_t *handle, int status, int events) {
+  (void)events;
   struct s5_worker *w = handle->data;
-  if (status < 0) {
-    s5_error("polling TUN queue: %s", uv_strerror(status));
+  if (status < 0) {   /* libuv has stopped the handle */
+    tun_failed(w, "polling", status == UV_EBADF ? "error or hang-up (POLLERR/POLLHUP)" : uv_strerror(status));
     return;
   }
   for (int i = 0; i < S5_TUN_READ_BATCH; i++) {
     int err = 0;
     struct pbuf *p = tun_read_packet(w, &err);
-    if (p == NULL) {
-      if (err != EAGAIN && err != EINTR)
-        s5_error("reading TUN queue: %s", strerror(err));
+    if (p == NULL && err != EAGAIN && err != EINTR) {
+      tun_failed(w, "reading", strerror(err));
       return;
     }
+    if (w->tun_retry_ms != 0) tun_recovered(w);
+    if (p == NULL) return;
     /* [tun] icmp = off: lwIP would answer a ping to any address. */
     if (!w->cfg->tun.icmp_reply && s5_icmp_is_echo_request(p->payload, p->len)) {
       S5_STAT_ADD(w->stats, drop_icmp, 1);
@@ -256,6 +304,12 @@ int s5_netif_start(struct s5_worker *w) {
     return -1;
   }
   w->tun_poll.data = w;
+  r = uv_timer_init(&w->loop, &w->tun_retry);
+  if (r < 0) {
+    s5_error("TUN queue retry timer: %s", uv_strerror(r));
+    return -1;
+  }
+  w->tun_retry.data = w;
   r = uv_poll_start(&w->tun_poll, UV_READABLE, tun_readable);
   if (r < 0) {
     s5_error("watching TUN queue fd %d: %s", w->fd, uv_strerror(r));
@@ -264,7 +318,7 @@ int s5_netif_start(struct s5_worker *w) {
   return 0;
 }
 
-/* The poll handle is closed with the other handles by the worker. */
+/* The poll handle and retry timer are closed with the other handles by the worker. */
 void s5_netif_stop(struct s5_worker *w) {
   if (w->netif.state != NULL) netif_remove(&w->netif);   /* state is set by netif_add */
   if (w->spare != NULL) {

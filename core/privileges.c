@@ -1,6 +1,5 @@
 #include <errno.h>
 #include <linux/capability.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,21 +8,6 @@
 #include <unistd.h>
 
 #include "privileges.h"
-
-int s5_privileges_resolve(struct s5_config *cfg) {
-  if (cfg->run.user[0] == '\0') return 0;
-  struct passwd pw, *found = NULL;
-  char buf[4096];
-  int r = getpwnam_r(cfg->run.user, &pw, buf, sizeof buf, &found);
-  if (found == NULL) {
-    fprintf(stderr, "s5tund: [run] user %s: %s\n", cfg->run.user,
-            r != 0 ? strerror(r) : "no such user");
-    return -1;
-  }
-  cfg->run.uid = pw.pw_uid;
-  cfg->run.gid = pw.pw_gid;
-  return 0;
-}
 
 int s5_privileges_restrict_main(const struct s5_config *cfg) {
   if (cfg->run.user[0] == '\0') return 0;

@@ -8,10 +8,6 @@
 
 #include "config.h"
 
-/* Resolves cfg->run.user into cfg->run.uid/gid (main(), before anything starts).
- * Returns 0, or -1 after printing why. */
-int s5_privileges_resolve(struct s5_config *cfg);
-
 /* With [run] user set, the main thread (thread mode) or supervisor
  * (process mode) keeps only what it still needs once the device is up:
  * CAP_NET_ADMIN (queues for restarted workers, removing auto-route),

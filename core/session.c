@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addr.h"
+#include "flowtab.h"
 #include "log.h"
 #include "session.h"
 
@@ -27,17 +29,16 @@ static void session_unlink(struct s5_session *s) {
   else w->sessions = s->next;
   if (s->next != NULL) s->next->prev = s->prev;
   S5_STAT_SUB(w->stats, tcp_active, 1);
+  if (s->flow_ref != 0) s5_flowtab_remove(w->flows, s->flow_ref);
+  s->flow_ref = 0;
   s5_worker_session_gone(w);
 }
 
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
   if (s->pcb == NULL) return "(closed)";
-  char src[IPADDR_STRLEN_MAX], dst[IPADDR_STRLEN_MAX];
-  ipaddr_ntoa_r(&s->pcb->remote_ip, src, sizeof src);
-  ipaddr_ntoa_r(&s->pcb->local_ip, dst, sizeof dst);
-  int v6 = IP_IS_V6(&s->pcb->local_ip);
-  snprintf(buf, len, v6 ? "[%s]:%u -> [%s]:%u" : "%s:%u -> %s:%u", src, s->pcb->remote_port,
-           dst, s->pcb->local_port);
+  char src[S5_ADDR_STRLEN], dst[S5_ADDR_STRLEN];
+  snprintf(buf, len, "%s -> %s", s5_addr_port_str(&s->pcb->remote_ip, s->pcb->remote_port, src, sizeof src),
+           s5_addr_port_str(&s->pcb->local_ip, s->pcb->local_port, dst, sizeof dst));
   return buf;
 }
 
@@ -45,7 +46,9 @@ void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loo
 
 static void session_handle_closed(uv_handle_t *handle) {
   struct s5_session *s = handle->data;
-  if (--s->handles_open == 0) free(s);
+  if (--s->handles_open > 0) return;
+  s5_worker_cfg_release(s->w, s->cfg);
+  free(s);
 }
 
 /* Stops taking callbacks from lwIP for this pcb; the pcb itself lives on in
@@ -87,6 +90,10 @@ void s5_session_finish(struct s5_session *s) {
 /* Resets both sides. Returns ERR_ABRT when it aborted the pcb, which an lwIP
  * callback for that pcb must return; ERR_OK otherwise. */
 int s5_session_abort(struct s5_session *s, const char *why) {
+  return s5_session_abort_at(s, S5_LOG_INFO, why);
+}
+
+int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why) {
   if (s->state == S5_SESSION_CLOSED) return ERR_OK;
   char line[200];
   if (why != NULL) {
@@ -94,7 +101,7 @@ int s5_session_abort(struct s5_session *s, const char *why) {
     snprintf(line, sizeof line, "s%llu %s: %s", (unsigned long long)s->id,
              s5_session_peer(s, peer, sizeof peer), why);
     s5_debug("%s", line);
-    s5_worker_failure(s->w, line);
+    s5_worker_failure(s->w, level, line);
   }
   struct tcp_pcb *pcb = session_detach_pcb(s);
   if (pcb != NULL) tcp_abort(pcb);
@@ -122,13 +129,35 @@ err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   if (s == NULL || err != ERR_OK) return ERR_VAL;
   s->state = S5_SESSION_RELAY;
   s5_session_touch(s);
-  uv_timer_start(&s->timer, session_timer_fired, s->w->cfg->session.tcp_idle_timeout * 1000ull, 0);
+  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.tcp_idle_timeout * 1000ull, 0);
   return s5_relay_start(s);
+}
+
+/* Process mode: from its SYN-ACK on, the flow is in the queue's shared
+ * table, so that the supervisor can reset the client if this worker dies
+ * (threads/flowreset.c). Once per session, nothing per packet. */
+static void session_track(struct s5_session *s) {
+  const struct tcp_pcb *pcb = s->pcb;
+  struct s5_flow f;
+  memset(&f, 0, sizeof f);
+  f.v6 = IP_IS_V6(&pcb->local_ip);
+  if (f.v6) {
+    memcpy(f.client, ip_2_ip6(&pcb->remote_ip)->addr, 16);
+    memcpy(f.remote, ip_2_ip6(&pcb->local_ip)->addr, 16);
+  } else {
+    memcpy(f.client, &ip_2_ip4(&pcb->remote_ip)->addr, 4);
+    memcpy(f.remote, &ip_2_ip4(&pcb->local_ip)->addr, 4);
+  }
+  f.client_port = pcb->remote_port;
+  f.remote_port = pcb->local_port;
+  s->flow_ref = s5_flowtab_add(s->w->flows, &f);
+  if (s->flow_ref == 0) S5_STAT_ADD(s->w->stats, tcp_untracked, 1);
 }
 
 /* CONNECT succeeded: answer the client's SYN now. */
 void s5_session_established(struct s5_session *s) {
   s->state = S5_SESSION_SYNACK;
+  if (s->w->flows != NULL) session_track(s);
   tcp_output(s->pcb);
 }
 
@@ -142,12 +171,17 @@ static void session_timer_fired(uv_timer_t *timer) {
     s5_session_abort(s, "client did not complete the TCP handshake within connect-timeout");
     return;
   }
+  if (s->state == S5_SESSION_CONNECTING) {   /* the proxy itself does not answer */
+    S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
+    s5_session_abort_at(s, S5_LOG_WARN, "proxy connection not established within connect-timeout");
+    return;
+  }
   if (s->state != S5_SESSION_RELAY) {
     S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
     s5_session_abort(s, "connection not established within connect-timeout");
     return;
   }
-  uint64_t idle_ms = s->w->cfg->session.tcp_idle_timeout * 1000ull;
+  uint64_t idle_ms = s->cfg->session.tcp_idle_timeout * 1000ull;
   uint64_t quiet = uv_now(&s->w->loop) - s->last_active;
   if (quiet >= idle_ms) {
     s5_session_abort(s, "idle timeout");
@@ -160,6 +194,7 @@ static struct s5_session *session_new(struct s5_worker *w, struct tcp_pcb *pcb) 
   struct s5_session *s = calloc(1, sizeof *s);
   if (s == NULL) return NULL;
   s->w = w;
+  s->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
   s->pcb = pcb;
   s->id = ++w->next_session_id;
   s->state = S5_SESSION_CONNECTING;
@@ -191,9 +226,16 @@ static void session_refuse_loop(struct s5_worker *w) {
   uint64_t now = uv_now(&w->loop);
   if (w->loop_logged_ms != 0 && now - w->loop_logged_ms < 10000) return;   /* once per 10 s */
   w->loop_logged_ms = now;
-  s5_warn("refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
-          "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
-          (unsigned long long)w->stats->drop_proxy_loop);
+  const struct s5_config *cfg = w->cfg;
+  if (cfg->tun.auto_route && cfg->socks5.mark != 0)   /* s5tund's own are marked: not routed here */
+    s5_warn("refused a connection to the SOCKS5 proxy's address (%llu so far): an application "
+            "connected to the proxy, whose address is never tunneled; with auto-route its traffic "
+            "enters the tunnel unless it carries [socks5] mark too",
+            (unsigned long long)w->stats->drop_proxy_loop);
+  else
+    s5_warn("refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
+            "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
+            (unsigned long long)w->stats->drop_proxy_loop);
 }
 
 /* With offloads the kernel cuts our segments to the MSS (GSO), so lwIP may
@@ -217,8 +259,8 @@ static void session_use_gso(const struct s5_worker *w, struct tcp_pcb *pcb) {
 _Static_assert(S5_TCP_BUFFER_MAX == TCP_WND && S5_TCP_BUFFER_MAX == TCP_SND_BUF,
                "[session] tcp-buffer's maximum is lwIP's TCP_WND and TCP_SND_BUF");
 
-static void session_limit_buffers(const struct s5_worker *w, struct tcp_pcb *pcb) {
-  tcpwnd_size_t limit = w->cfg->session.tcp_buffer;
+static void session_limit_buffers(const struct s5_session *s, struct tcp_pcb *pcb) {
+  tcpwnd_size_t limit = s->cfg->session.tcp_buffer;
   if (limit >= TCP_WND) return;
   pcb->rcv_wnd_max = limit;
   pcb->rcv_wnd = pcb->rcv_ann_wnd = TCP_WND_MAX(pcb);
@@ -246,12 +288,12 @@ err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
   }
   session_link(s);
   s5_session_touch(s);
-  uv_timer_start(&s->timer, session_timer_fired, w->cfg->session.connect_timeout * 1000ull, 0);
+  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.connect_timeout * 1000ull, 0);
 
   tcp_arg(pcb, s);
   tcp_err(pcb, session_pcb_error);
   session_use_gso(w, pcb);
-  session_limit_buffers(w, pcb);
+  session_limit_buffers(s, pcb);
   tcp_nagle_disable(pcb);  /* the client already coalesced; do not delay its peer's bytes */
   s5_relay_attach(s);
 

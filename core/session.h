@@ -32,6 +32,7 @@ enum s5_handshake_step { S5_HS_METHOD, S5_HS_AUTH, S5_HS_REPLY, S5_HS_DONE };
 struct s5_session {
   struct s5_session *prev, *next;   /* the worker's list */
   struct s5_worker *w;
+  const struct s5_config *cfg;      /* held (s5_worker_cfg_hold): a reload changes it for new sessions only */
   uint64_t id;
   enum s5_session_state state;
 
@@ -68,6 +69,7 @@ struct s5_session {
   unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
   unsigned shutting : 1;            /* shutdown_req in flight */
   unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
+  uint32_t flow_ref;                /* its slot in the worker's flow table, 0 for none */
   const char *reset_why;            /* for the log when that RST goes out */
 };
 
@@ -77,6 +79,8 @@ err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err);
 void s5_session_established(struct s5_session *s);
 void s5_session_finish(struct s5_session *s);
 int s5_session_abort(struct s5_session *s, const char *why);
+/* The same, why logged at level (s5_worker_failure). */
+int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why);
 void s5_session_abort_all(struct s5_worker *w);
 void s5_session_touch(struct s5_session *s);
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);

@@ -1,7 +1,8 @@
 /* Per-queue counters in one memory area shared by every worker and the
  * supervisor: MAP_SHARED, created before the workers start, so it serves
  * threads and forked processes alike. Each counter has exactly one writer
- * (its queue's worker; restarts and pid: the supervisor), which updates it
+ * (its queue's worker; restarts, pid and tcp_reset_dead_worker: the
+ * supervisor), which updates it
  * with a plain relaxed store; readers load it relaxed. No locks, no
  * read-modify-write on the hot path. */
 #ifndef S5_CORE_STATS_H
@@ -20,7 +21,8 @@
   X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \
   X(socks5_bad_reply) X(socks5_timeout)                                        \
   X(drop_tun_write) X(drop_max_sessions) X(drop_no_memory) X(drop_udp)         \
-  X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts)
+  X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts) X(tun_errors)        \
+  X(tcp_reset_dead_worker) X(tcp_untracked)
 
 struct s5_queue_stats {
 #define S5_STATS_FIELD(name) uint64_t name;
@@ -29,11 +31,15 @@ struct s5_queue_stats {
   uint64_t heartbeat_ms;   /* CLOCK_MONOTONIC ms when the worker's loop last turned */
   int32_t pid;             /* the worker's process */
   uint32_t ready;          /* the worker is serving */
+  uint32_t tun_failing;    /* its TUN queue failed and is not read until it recovers */
 } __attribute__((aligned(64)));   /* a cache line or more each: no false sharing */
 
 struct s5_stats_area {
   uint32_t queues;
   uint64_t started_unix;
+  uint64_t reloads;            /* configuration reloads applied (SIGHUP); written by the control loop */
+  uint64_t reload_failures;    /* reloads refused: the file did not load or check */
+  uint64_t last_reload_unix;   /* time of the last applied reload, 0 = none */
   struct s5_queue_stats q[];
 };
 

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "dns.h"
 #include "log.h"
 #include "session.h"
@@ -47,6 +48,9 @@
  * is broken costs one attempt per hold-down, not one per datagram. */
 #define S5_UDP_HOLD_MIN_MS 1000
 #define S5_UDP_HOLD_MAX_MS 30000
+/* Relays of a proxy that worked and then refuse datagrams this many times in
+ * a row, with none answering in between: the proxy's UDP side has failed. */
+#define S5_UDP_RELAY_DEAD_RUN 8
 
 enum assoc_state { A_CONNECTING, A_HANDSHAKE, A_READY, A_CLOSED };
 
@@ -54,6 +58,7 @@ struct s5_assoc {
   struct s5_assoc *hnext;            /* hash chain */
   struct s5_assoc *prev, *next;      /* every association, for shutdown */
   struct s5_udp *u;
+  const struct s5_config *cfg;       /* held: a reload changes it for new associations only */
   uint64_t id;
   ip_addr_t client;                  /* the client's source address and port */
   uint16_t client_port;
@@ -66,6 +71,7 @@ struct s5_assoc {
   uv_connect_t connect_req;
   int handles_open;
   unsigned ctl_open : 1, relay_open : 1;
+  unsigned answered : 1;             /* a datagram came back through the relay */
   uint64_t last_active;
 
   struct sockaddr_storage udp_local; /* our UDP socket, as told to the proxy */
@@ -83,6 +89,9 @@ struct s5_udp {
   uint64_t next_id;
   uint64_t hold_until;                /* loop time before which no association starts */
   unsigned hold_ms;                  /* the last hold-down; 0 once a relay answered */
+  unsigned no_associate_logged : 1;  /* "the proxy does not support UDP ASSOCIATE" said */
+  unsigned relay_worked : 1;         /* a datagram came back through some relay */
+  unsigned relay_dead_run;           /* relays unreachable since the last datagram back */
   struct s5_assoc *buckets[S5_UDP_BUCKETS];
   uint8_t buf[S5_UDP_BUF];           /* datagrams from relays; flattening long chains */
 };
@@ -103,10 +112,7 @@ static unsigned assoc_hash(const ip_addr_t *ip, uint16_t port) {
 }
 
 static const char *assoc_client(const struct s5_assoc *a, char *buf, size_t len) {
-  char ip[IPADDR_STRLEN_MAX];
-  ipaddr_ntoa_r(&a->client, ip, sizeof ip);
-  snprintf(buf, len, IP_IS_V6(&a->client) ? "[%s]:%u" : "%s:%u", ip, a->client_port);
-  return buf;
+  return s5_addr_port_str(&a->client, a->client_port, buf, len);
 }
 
 static void udp_drop(struct s5_worker *w) { S5_STAT_ADD(w->stats, drop_udp, 1); }
@@ -168,7 +174,9 @@ int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
 
 static void assoc_handle_closed(uv_handle_t *handle) {
   struct s5_assoc *a = handle->data;
-  if (--a->handles_open == 0) free(a);
+  if (--a->handles_open > 0) return;
+  s5_worker_cfg_release(a->u->w, a->cfg);
+  free(a);
 }
 
 static void assoc_end(struct s5_assoc *a, const char *why) {
@@ -205,24 +213,31 @@ static void udp_hold(struct s5_udp *u) {
   s5_debug("UDP: new associations refused for %u ms after a failure at the proxy", u->hold_ms);
 }
 
-static void assoc_fail(struct s5_assoc *a, const char *why) {
+static void assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *why) {
   udp_hold(a->u);
   char c[80], line[200];
   snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
-  s5_worker_failure(a->u->w, line);
+  s5_worker_failure(a->u->w, level, line);
   assoc_end(a, why);
 }
+
+static void assoc_fail(struct s5_assoc *a, const char *why) { assoc_fail_at(a, S5_LOG_INFO, why); }
 
 static void assoc_touch(struct s5_assoc *a) { a->last_active = uv_now(&a->u->w->loop); }
 
 static void assoc_timer_fired(uv_timer_t *timer) {
   struct s5_assoc *a = timer->data;
+  if (a->state == A_CONNECTING) {   /* the proxy itself does not answer */
+    S5_STAT_ADD(a->u->w->stats, socks5_timeout, 1);
+    assoc_fail_at(a, S5_LOG_WARN, "proxy connection for UDP not established within connect-timeout");
+    return;
+  }
   if (a->state != A_READY) {
     S5_STAT_ADD(a->u->w->stats, socks5_timeout, 1);
     assoc_fail(a, "UDP association not established within connect-timeout");
     return;
   }
-  uint64_t idle_ms = a->u->w->cfg->session.udp_idle_timeout * 1000ull;
+  uint64_t idle_ms = a->cfg->session.udp_idle_timeout * 1000ull;
   uint64_t quiet = uv_now(&a->u->w->loop) - a->last_active;
   if (quiet >= idle_ms) {
     assoc_end(a, "idle timeout");
@@ -285,10 +300,7 @@ static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
  * this client. */
 static int reply_source(const struct s5_assoc *a, const struct s5_socks5_addr *s, ip_addr_t *out) {
   static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (s->family == AF_UNSPEC) {
-    if (IP_IS_V6(&a->client)) return -1;
-    return s5_dns_address_of(s->name, s->name_len, out);
-  }
+  if (s->family == AF_UNSPEC) return s5_dns_address_of(s->name, s->name_len, IP_IS_V6(&a->client), out);
   if (s->family == AF_INET6 && !IP_IS_V6(&a->client) && memcmp(s->ip, v4mapped, 12) == 0) {
     IP_ADDR4(out, s->ip[12], s->ip[13], s->ip[14], s->ip[15]);
     return 0;
@@ -305,6 +317,29 @@ static int reply_source(const struct s5_assoc *a, const struct s5_socks5_addr *s
   return -1;
 }
 
+/* The relay answers with ICMP errors. When relays of this proxy have been
+ * answering, that is the proxy ending this one association (danted does,
+ * for one whose datagrams drew an ICMP error from the target: a closed
+ * port, say): it costs only itself. A relay that never worked, or relay
+ * after relay failing with no datagram back in between, is the proxy's UDP
+ * side failing: new associations are held back (udp_hold). */
+static void relay_unreachable(struct s5_assoc *a, int err) {
+  struct s5_udp *u = a->u;
+  char why[160];
+  if (a->answered || (u->relay_worked && ++u->relay_dead_run < S5_UDP_RELAY_DEAD_RUN)) {
+    snprintf(why, sizeof why, "the proxy ended the association (its relay refuses datagrams: %s); "
+             "others go on", uv_strerror(err));
+    char c[80], line[300];
+    snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
+    s5_worker_failure(u->w, S5_LOG_INFO, line);
+    assoc_end(a, why);
+    return;
+  }
+  snprintf(why, sizeof why, "UDP relay unreachable: %s; new associations held back", uv_strerror(err));
+  S5_STAT_ADD(u->w->stats, socks5_connect_failed, 1);
+  assoc_fail(a, why);
+}
+
 static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
                        const struct sockaddr *addr, unsigned flags) {
   struct s5_assoc *a = handle->data;
@@ -315,12 +350,8 @@ static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
      * the relay port closed. Not fatal by itself (the control connection
      * says whether the association lives), but nothing arrives either. */
     s5_debug("u%llu relay socket: %s", (unsigned long long)a->id, uv_strerror((int)nread));
-    if (nread == UV_ECONNREFUSED || nread == UV_EHOSTUNREACH || nread == UV_ENETUNREACH) {
-      char why[128];
-      snprintf(why, sizeof why, "UDP relay unreachable: %s", uv_strerror((int)nread));
-      S5_STAT_ADD(w->stats, socks5_connect_failed, 1);
-      assoc_fail(a, why);
-    }
+    if (nread == UV_ECONNREFUSED || nread == UV_EHOSTUNREACH || nread == UV_ENETUNREACH)
+      relay_unreachable(a, (int)nread);
     return;
   }
   if (addr == NULL) return;   /* nothing more to read for now */
@@ -346,6 +377,9 @@ static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
   }
   S5_STAT_ADD(w->stats, bytes_from_proxy, nread);
   a->u->hold_ms = 0;   /* the proxy's UDP side works */
+  a->u->relay_worked = 1;
+  a->u->relay_dead_run = 0;
+  a->answered = 1;
   assoc_touch(a);
   s5_udp_output(w, &from, src.port, &a->client, a->client_port, a->u->buf + hlen,
                 (size_t)nread - (size_t)hlen);
@@ -359,13 +393,13 @@ static int ctl_send(struct s5_assoc *a, const uint8_t *msg, int len) {
   return uv_try_write((uv_stream_t *)&a->ctl, &b, 1) == len ? 0 : -1;
 }
 
-static int with_auth(const struct s5_assoc *a) { return a->u->w->cfg->socks5.username[0] != '\0'; }
+static int with_auth(const struct s5_assoc *a) { return a->cfg->socks5.username[0] != '\0'; }
 
 /* Our UDP socket: same family and local address as the control connection
  * (the address the proxy sees us at), any port, SO_MARK like every socket
  * to the proxy. */
 static int relay_open(struct s5_assoc *a) {
-  const struct s5_config *cfg = a->u->w->cfg;
+  const struct s5_config *cfg = a->cfg;
   struct sockaddr_storage local;
   int len = sizeof local;
   int r = uv_tcp_getsockname(&a->ctl, (struct sockaddr *)&local, &len);
@@ -403,7 +437,7 @@ static int relay_open(struct s5_assoc *a) {
  * always with BND.PORT. */
 static int relay_target(const struct s5_assoc *a, const struct s5_socks5_addr *bnd,
                         struct sockaddr_storage *out) {
-  const struct s5_config *cfg = a->u->w->cfg;
+  const struct s5_config *cfg = a->cfg;
   static const uint8_t zero[16];
   memset(out, 0, sizeof *out);
   if (cfg->socks5.udp_addr.ss_family != 0) {
@@ -461,7 +495,7 @@ static int assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
   a->state = A_READY;
   a->in_len = 0;
   assoc_touch(a);
-  uv_timer_start(&a->timer, assoc_timer_fired, a->u->w->cfg->session.udp_idle_timeout * 1000ull, 0);
+  uv_timer_start(&a->timer, assoc_timer_fired, a->cfg->session.udp_idle_timeout * 1000ull, 0);
   char c[80];
   s5_debug("u%llu %s: association ready (relay port %u)", (unsigned long long)a->id,
            assoc_client(a, c, sizeof c), bnd->port);
@@ -472,7 +506,7 @@ static int assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
 /* Parses the handshake replies in a->in; sends the next request. Returns
  * 1 when the association is ready, 0 for more, -1 when it ended. */
 static int ctl_parse(struct s5_assoc *a) {
-  const struct s5_config *cfg = a->u->w->cfg;
+  const struct s5_config *cfg = a->cfg;
   while (a->state == A_HANDSHAKE) {
     uint8_t msg[S5_SOCKS5_MAX_MSG];
     uint8_t rep = 0;
@@ -521,6 +555,22 @@ static int ctl_parse(struct s5_assoc *a) {
   return 0;
 }
 
+/* The proxy took the greeting (and credentials) and closed the connection
+ * on UDP ASSOCIATE without a reply: it has no UDP (OpenSSH's ssh -D does
+ * this). Said once per worker, at warn; each refused association is still
+ * held back and counted, but only logged at debug. */
+static void ctl_no_associate(struct s5_assoc *a) {
+  struct s5_udp *u = a->u;
+  S5_STAT_ADD(u->w->stats, socks5_refused, 1);
+  if (!u->no_associate_logged) {
+    u->no_associate_logged = 1;
+    s5_warn("the proxy does not support UDP ASSOCIATE; set [socks5] udp = off and use [dns] for "
+            "names (it closed the connection on the request)");
+  }
+  udp_hold(u);
+  assoc_end(a, "the proxy closed the connection on UDP ASSOCIATE (no UDP support)");
+}
+
 static void ctl_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   struct s5_assoc *a = stream->data;
   if (nread == 0 || a->state == A_CLOSED) return;
@@ -528,6 +578,8 @@ static void ctl_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     if (a->state == A_READY)
       assoc_end(a, nread == UV_EOF ? "proxy closed the control connection"
                                    : "control connection failed");
+    else if (nread == UV_EOF && a->step == S5_HS_REPLY)
+      ctl_no_associate(a);
     else
       assoc_fail(a, nread == UV_EOF ? "proxy closed the connection during the SOCKS5 handshake"
                                     : uv_strerror((int)nread));
@@ -545,7 +597,7 @@ static void ctl_connected(uv_connect_t *req, int status) {
   if (status < 0) {
     S5_STAT_ADD(a->u->w->stats, socks5_connect_failed, 1);
     snprintf(why, sizeof why, "proxy connection for UDP failed: %s", uv_strerror(status));
-    assoc_fail(a, why);
+    assoc_fail_at(a, S5_LOG_WARN, why);
     return;
   }
   int r = relay_open(a);
@@ -563,7 +615,7 @@ static void ctl_connected(uv_connect_t *req, int status) {
 }
 
 static int ctl_open(struct s5_assoc *a) {
-  const struct s5_config *cfg = a->u->w->cfg;
+  const struct s5_config *cfg = a->cfg;
   int r = uv_tcp_init(&a->u->w->loop, &a->ctl);
   if (r < 0) return r;
   a->ctl.data = a;
@@ -600,6 +652,7 @@ static struct s5_assoc *assoc_new(struct s5_udp *u, const ip_addr_t *client, uin
     return NULL;
   }
   a->u = u;
+  a->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
   a->id = ++u->next_id;
   ip_addr_copy(a->client, *client);
   a->client_port = port;
@@ -616,7 +669,7 @@ static struct s5_assoc *assoc_new(struct s5_udp *u, const ip_addr_t *client, uin
   u->active++;
   S5_STAT_ADD(w->stats, udp_active, 1);
   S5_STAT_ADD(w->stats, udp_total, 1);
-  uv_timer_start(&a->timer, assoc_timer_fired, w->cfg->session.connect_timeout * 1000ull, 0);
+  uv_timer_start(&a->timer, assoc_timer_fired, a->cfg->session.connect_timeout * 1000ull, 0);
   char c[80];
   s5_debug("u%llu %s: new association", (unsigned long long)a->id, assoc_client(a, c, sizeof c));
   int r = ctl_open(a);

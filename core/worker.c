@@ -4,8 +4,10 @@
  * netif removed. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "config_slot.h"
 #include "log.h"
 #include "privileges.h"
 #include "session.h"
@@ -26,35 +28,85 @@
 
 static void worker_failures_flush(struct s5_worker *w, uint64_t now) {
   if (w->fail_unlogged == 0) return;
-  s5_info("%llu more sessions failed in the last %llu s (latest: %s)",
-          (unsigned long long)w->fail_unlogged, (unsigned long long)(now - w->fail_logged_ms) / 1000,
-          w->fail_last);
+  s5_log(w->fail_level, "%llu more sessions failed in the last %llu s (latest: %s)",
+         (unsigned long long)w->fail_unlogged, (unsigned long long)(now - w->fail_logged_ms) / 1000,
+         w->fail_last);
   w->fail_unlogged = 0;
+  w->fail_level = S5_LOG_DEBUG;
   w->fail_logged_ms = now;
 }
 
-void s5_worker_failure(struct s5_worker *w, const char *what) {
+void s5_worker_failure(struct s5_worker *w, enum s5_log_level level, const char *what) {
   uint64_t now = uv_now(&w->loop);
-  if (w->fail_logged_ms != 0 && now - w->fail_logged_ms < S5_FAIL_LOG_MS) {
-    w->fail_unlogged++;
+  int quiet = w->fail_logged_ms != 0 && now - w->fail_logged_ms < S5_FAIL_LOG_MS;
+  if (quiet || w->fail_unlogged > 0) {
     snprintf(w->fail_last, sizeof w->fail_last, "%s", what);
+    if (w->fail_unlogged++ == 0 || level < w->fail_level) w->fail_level = level;
+    if (!quiet) worker_failures_flush(w, now);
     return;
   }
-  if (w->fail_unlogged > 0) {
-    snprintf(w->fail_last, sizeof w->fail_last, "%s", what);
-    w->fail_unlogged++;
-    worker_failures_flush(w, now);
-    return;
-  }
-  s5_info("%s (further failures: one line per %u s)", what, S5_FAIL_LOG_MS / 1000);
+  s5_log(level, "%s (further failures: one line per %u s)", what, S5_FAIL_LOG_MS / 1000);
   w->fail_logged_ms = now;
 }
+
+/* ---- live reload: configuration snapshots ---- */
+
+struct s5_cfg_snap {
+  unsigned refs;             /* the worker's own (while current) and its sessions' */
+  struct s5_config cfg;
+};
+
+static struct s5_cfg_snap *snap_of(const struct s5_config *cfg) {
+  return (struct s5_cfg_snap *)((char *)cfg - offsetof(struct s5_cfg_snap, cfg));
+}
+
+const struct s5_config *s5_worker_cfg_hold(struct s5_worker *w) {
+  if (w->snap != NULL) w->snap->refs++;
+  return w->cfg;
+}
+
+void s5_worker_cfg_release(struct s5_worker *w, const struct s5_config *cfg) {
+  if (cfg == NULL || cfg == w->cfg0) return;
+  struct s5_cfg_snap *sn = snap_of(cfg);
+  if (--sn->refs == 0) free(sn);
+}
+
+/* Takes the config slot's newest generation, if there is one: sessions
+ * from now on start with it; open ones keep theirs. The checks and the
+ * keys a reload cannot change were dealt with by the control loop. */
+static void worker_take_config(struct s5_worker *w) {
+  struct s5_cfg_snap *sn = malloc(sizeof *sn);
+  if (sn == NULL) {
+    s5_error("reload: out of memory: this queue keeps its configuration");
+    return;
+  }
+  if (!s5_config_slot_take(&w->cfg_gen, &sn->cfg)) {
+    free(sn);
+    return;
+  }
+  sn->refs = 1;
+  const struct s5_config *old = w->cfg;
+  w->snap = sn;
+  w->cfg = &sn->cfg;
+  s5_worker_cfg_release(w, old);
+  if (w->own_process) {
+    int r = s5_log_apply(w->cfg);
+    if (r < -1) s5_error("reload: log file %s: %s", w->cfg->log.file, strerror(-r));
+  }
+  s5_debug("configuration generation %llu taken: new sessions use it", (unsigned long long)w->cfg_gen);
+}
+
+static void worker_reload_requested(uv_async_t *async) { worker_take_config(async->data); }
+
+void s5_worker_reload(struct s5_worker *w) { uv_async_send(&w->reload_async); }
 
 static void worker_tick(uv_timer_t *timer) {
   struct s5_worker *w = timer->data;
   if (w->fail_unlogged > 0 && uv_now(&w->loop) - w->fail_logged_ms >= S5_FAIL_LOG_MS)
     worker_failures_flush(w, uv_now(&w->loop));
-  S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
+  /* The watchdog judges a queue served, not a loop turning: no beat while
+   * the TUN queue fails (core/netif.c). */
+  if (w->tun_retry_ms == 0) S5_STAT_SET(w->stats, heartbeat_ms, uv_now(&w->loop));
   tcp_tmr();
   if (++w->lwip_ticks % 4 == 0) {
     ip_reass_tmr();
@@ -121,8 +173,9 @@ static void worker_stop_requested(uv_async_t *async) { worker_drain(async->data)
 /* Process mode: the supervisor forwards SIGHUP so each worker process
  * reopens its own log fd; SIGTERM/SIGINT start the drain. */
 static void worker_signal(uv_signal_t *sig, int signum) {
-  if (signum == SIGHUP) {
+  if (signum == SIGHUP) {   /* the supervisor published a reload first, if any */
     s5_log_reopen();
+    worker_take_config(sig->data);
     return;
   }
   s5_info("%s: stopping", strsignal(signum));
@@ -132,13 +185,14 @@ static void worker_signal(uv_signal_t *sig, int signum) {
 int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned index, int fd,
                    struct s5_queue_stats *stats) {
   memset(w, 0, offsetof(struct s5_worker, read_buf));
-  w->cfg = cfg;
+  w->cfg = w->cfg0 = cfg;
   w->stats = stats;
   w->index = index;
   w->fd = fd;
   int r = uv_loop_init(&w->loop);
   if (r == 0) {
     r = uv_async_init(&w->loop, &w->stop_async, worker_stop_requested);
+    if (r == 0) r = uv_async_init(&w->loop, &w->reload_async, worker_reload_requested);
     if (r < 0) uv_loop_close(&w->loop);
   }
   if (r < 0) {
@@ -146,6 +200,7 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
     return -1;
   }
   w->stop_async.data = w;
+  w->reload_async.data = w;
   return 0;
 }
 
@@ -179,6 +234,8 @@ static int worker_listen(struct s5_worker *w) {
 
 static int worker_start(struct s5_worker *w, int handle_signals) {
   lwip_init();   /* this thread's own instance: lwIP's state is thread-local */
+  w->own_process = handle_signals;
+  worker_take_config(w);   /* a worker restarted after a reload starts with it */
   if (handle_signals && worker_watch_signals(w) < 0) return -1;
   if (s5_netif_start(w) < 0 || worker_listen(w) < 0 || s5_udp_start(w) < 0) return -1;
   int r = s5_privileges_drop(w->cfg);
@@ -219,6 +276,9 @@ int s5_worker_run(struct s5_worker *w, int handle_signals) {
 void s5_worker_stop(struct s5_worker *w) { uv_async_send(&w->stop_async); }
 
 void s5_worker_close(struct s5_worker *w) {
+  s5_worker_cfg_release(w, w->cfg);
+  w->cfg = w->cfg0;
+  w->snap = NULL;
   int r = uv_loop_close(&w->loop);
   if (r < 0) s5_warn("queue %u: event loop closed with handles open: %s", w->index, uv_strerror(r));
 }

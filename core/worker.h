@@ -17,6 +17,7 @@ struct tcp_pcb;
 struct pbuf;
 struct s5_session;
 struct s5_rbuf;
+struct s5_flowq;
 
 /* Proxy-to-client reads land in a read buffer of the worker (core/relay.c):
  * a large read is handed to lwIP's send queue as it is, and the buffer stays
@@ -24,13 +25,22 @@ struct s5_rbuf;
  * is copied into lwIP's segments, and the buffer takes the next read. */
 #define S5_WORKER_READ_BUF 65535   /* tcp_write() takes a u16_t length */
 
+struct s5_cfg_snap;
+
 struct s5_worker {
-  const struct s5_config *cfg;
+  const struct s5_config *cfg;     /* the newest configuration; sessions hold the one they started with */
+  const struct s5_config *cfg0;    /* the start-up one (not a snapshot: never freed here) */
+  struct s5_cfg_snap *snap;        /* cfg's snapshot after a reload, NULL before */
+  uint64_t cfg_gen;                /* generation of the config slot taken (core/config_slot.h) */
+  uv_async_t reload_async;         /* thread mode: s5_worker_reload() from the main thread */
+  int own_process;                 /* process mode: the log state is this process's own */
   unsigned index;              /* queue number, for logs */
   int fd;                      /* the TUN queue; owned by whoever opened it */
 
   uv_loop_t loop;
   uv_poll_t tun_poll;          /* readable TUN queue */
+  uv_timer_t tun_retry;        /* watches the queue again after an error */
+  unsigned tun_retry_ms;       /* the next retry's delay, doubling; 0 = healthy */
   uv_timer_t lwip_timer;       /* drives tcp_tmr() and reassembly timers */
   uv_async_t stop_async;       /* s5_worker_stop() from another thread */
   uv_signal_t sigterm, sigint, sighup; /* process mode: the worker's own signals */
@@ -50,9 +60,11 @@ struct s5_worker {
   uint64_t loop_logged_ms;     /* last "connection to the proxy itself" warning */
   uint64_t fail_logged_ms;     /* last line about a failed session */
   uint64_t fail_unlogged;      /* failures since, not logged */
+  enum s5_log_level fail_level; /* the most severe of them */
   char fail_last[200];         /* the latest of them */
 
   struct s5_queue_stats *stats; /* this queue's slot in the shared area */
+  struct s5_flowq *flows;      /* process mode: this queue's shared flow table (core/flowtab.h), else NULL */
 
   /* Proxy-to-client read buffers (core/relay.c). */
   struct s5_rbuf *rbuf_cur;    /* takes the next read; not referenced by lwIP */
@@ -82,12 +94,24 @@ void s5_worker_stop(struct s5_worker *w);
 /* Releases the loop after run returned (on any thread). */
 void s5_worker_close(struct s5_worker *w);
 
+/* Live reload. A session or association holds the configuration it
+ * started with: hold at its start, release when it is freed. A snapshot
+ * lives while something holds it. */
+const struct s5_config *s5_worker_cfg_hold(struct s5_worker *w);
+void s5_worker_cfg_release(struct s5_worker *w, const struct s5_config *cfg);
+
+/* Asks the worker to take the newest configuration from the config slot
+ * (thread mode: from the main thread, after publishing it). */
+void s5_worker_reload(struct s5_worker *w);
+
 /* A session left the worker's list (core/session.c). */
 void s5_worker_session_gone(struct s5_worker *w);
 
 /* A session or association failed (what: why, and whose): logged at once,
- * then at most one line per 10 s with the count of failures meanwhile. */
-void s5_worker_failure(struct s5_worker *w, const char *what);
+ * then at most one line per 10 s with the count of failures meanwhile, at
+ * the most severe level among them. Failures to reach the proxy itself are
+ * S5_LOG_WARN (visible at level = warn); the rest, S5_LOG_INFO. */
+void s5_worker_failure(struct s5_worker *w, enum s5_log_level level, const char *what);
 
 /* lwIP glue (core/netif.c): the TUN netif and its packet pump. */
 /* The TCP segment size the device's MTU allows; with offloads, lwIP may

@@ -25,6 +25,8 @@ enum flag_id {
   FLAG_SOCKS5,
   FLAG_LOG_LEVEL,
   FLAG_CHECK,
+  FLAG_STATS,
+  FLAG_JSON,
   FLAG_HELP,
   FLAG_VERSION,
 };
@@ -36,22 +38,50 @@ struct flag {
   const char *arg;      /* what the value is, NULL = takes no value */
   const char *section;  /* config key set by the value, if one key */
   const char *key;
+  const char *shown;    /* the value as --help shows it, if not arg */
+  const char *help;     /* one line for --help */
 };
 
+/* --help is written from this table, and test_config_docs checks the man
+ * page and README against it. --stats and --json are read by main() (the
+ * stats client is not the daemon); they are here for --help and for a
+ * clear message when they are not first. */
 static const struct flag flags[] = {
-  { FLAG_CONFIG, "config", 'c', "FILE", NULL, NULL },
-  { FLAG_MODE, "mode", 0, "thread|process", "", "mode" },
-  { FLAG_QUEUES, "queues", 0, "N", "", "queues" },
-  { FLAG_TUN, "tun", 0, "NAME", "tun", "name" },
-  { FLAG_MTU, "mtu", 0, "N", "tun", "mtu" },
-  { FLAG_SOCKS5, "socks5", 0, "ADDR:PORT", NULL, NULL },
-  { FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level" },
-  { FLAG_CHECK, "check-config", 0, NULL, NULL, NULL },
-  { FLAG_HELP, "help", 'h', NULL, NULL, NULL },
-  { FLAG_VERSION, "version", 'V', NULL, NULL, NULL },
+  { FLAG_CONFIG, "config", 'c', "FILE", NULL, NULL, NULL,
+    "read settings from the INI file FILE" },
+  { FLAG_MODE, "mode", 0, "thread|process", "", "mode", NULL,
+    "run the queue workers as threads or processes" },
+  { FLAG_QUEUES, "queues", 0, "N", "", "queues", NULL,
+    "number of TUN queues, 1..256 (0 = one per CPU)" },
+  { FLAG_TUN, "tun", 0, "NAME", "tun", "name", NULL, "TUN device name" },
+  { FLAG_MTU, "mtu", 0, "N", "tun", "mtu", NULL, "TUN device MTU, 1280..65535" },
+  { FLAG_SOCKS5, "socks5", 0, "ADDR:PORT", NULL, NULL, NULL,
+    "SOCKS5 proxy, e.g. 127.0.0.1:1080 or [::1]:1080" },
+  { FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level",
+    "LEVEL", "error, warn, info or debug" },
+  { FLAG_CHECK, "check-config", 0, NULL, NULL, NULL, NULL,
+    "print the effective configuration and exit" },
+  { FLAG_STATS, "stats", 0, NULL, NULL, NULL, "[SOCKET]",
+    "print the counters of a running s5tund and exit\n"
+    "                           (first argument; default SOCKET "
+    S5_STATS_DEFAULT_SOCKET ")" },
+  { FLAG_JSON, "json", 0, NULL, NULL, NULL, NULL,
+    "with --stats: print the JSON document as it came" },
+  { FLAG_HELP, "help", 'h', NULL, NULL, NULL, NULL,
+    "print this help and exit" },
+  { FLAG_VERSION, "version", 'V', NULL, NULL, NULL, NULL,
+    "print the version and exit" },
 };
 
 #define FLAG_COUNT (sizeof flags / sizeof flags[0])
+
+int s5_args_flag_count(void) {
+  return (int)FLAG_COUNT;
+}
+
+const char *s5_args_flag_name(int i) {
+  return flags[i].name;
+}
 
 /* One flag as found on the command line. */
 struct arg {
@@ -68,25 +98,31 @@ struct args {
   bool version;
 };
 
+/* The help column starts here, as in most GNU tools' --help. */
+#define USAGE_COLUMN 27
+
 static void usage(FILE *out) {
+  size_t i;
+
   fputs("Usage: s5tund [OPTION]...\n"
-        "Carry TCP from a multi-queue TUN device to a SOCKS5 proxy.\n"
-        "\n"
-        "  -c, --config FILE        read settings from the INI file FILE\n"
-        "      --mode thread|process  run the queue workers as threads or "
-        "processes\n"
-        "      --queues N           number of TUN queues, 1..256 "
-        "(0 = one per CPU)\n"
-        "      --tun NAME           TUN device name\n"
-        "      --mtu N              TUN device MTU, 1280..65535\n"
-        "      --socks5 ADDR:PORT   SOCKS5 proxy, e.g. 127.0.0.1:1080 or "
-        "[::1]:1080\n"
-        "      --log-level LEVEL    error, warn, info or debug\n"
-        "      --check-config       print the effective configuration and "
-        "exit\n"
-        "  -h, --help               print this help and exit\n"
-        "  -V, --version            print the version and exit\n"
-        "\n"
+        "       s5tund --stats [SOCKET] [--json]\n"
+        "Carry TCP and UDP from a multi-queue TUN device to a SOCKS5 proxy.\n"
+        "\n", out);
+  for (i = 0; i < FLAG_COUNT; i++) {
+    const struct flag *f = &flags[i];
+    const char *arg = f->shown != NULL ? f->shown : f->arg;
+    char left[64];
+    int n;
+
+    if (f->letter != 0)
+      n = snprintf(left, sizeof left, "  -%c, --%s", f->letter, f->name);
+    else
+      n = snprintf(left, sizeof left, "      --%s", f->name);
+    if (arg != NULL)
+      snprintf(left + n, sizeof left - (size_t)n, " %s", arg);
+    fprintf(out, "%-*s  %s\n", USAGE_COLUMN - 2, left, f->help);
+  }
+  fputs("\n"
         "Flags override the file, which overrides the built-in defaults.\n"
         "Exit status: 0 ok, 2 bad configuration or command line.\n", out);
 }
@@ -228,6 +264,14 @@ static int scan(struct args *as, int argc, char **argv, char *err,
     case FLAG_VERSION:
       as->version = true;
       return 0;
+    case FLAG_STATS:
+      snprintf(err, errlen, "%s: must be the first argument (s5tund --stats "
+               "[SOCKET] [--json])", a.spelled);
+      return -1;
+    case FLAG_JSON:
+      snprintf(err, errlen, "%s: only with --stats (s5tund --stats [SOCKET] "
+               "[--json])", a.spelled);
+      return -1;
     default:
       break;
     }

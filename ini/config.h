@@ -16,8 +16,20 @@
  * TCP_WND and TCP_SND_BUF (third_party/lwip/lwipopts.h). */
 #define S5_TCP_BUFFER_MIN (16u * 1024)
 #define S5_TCP_BUFFER_MAX (512u * 1024)
+/* Where `s5tund --stats` looks without a SOCKET argument: the systemd
+ * unit's RuntimeDirectory. */
+#define S5_STATS_DEFAULT_SOCKET "/run/s5tund/s5tund.sock"
 
 enum s5_mode { S5_MODE_THREAD, S5_MODE_PROCESS };
+
+/* [tun] exclude-uid / include-uid: at most this many ranges. */
+#define S5_UID_RANGES_MAX 16
+
+/* Inclusive uid ranges; n = 0: unset. */
+struct s5_uid_list {
+  unsigned n;
+  uint32_t r[S5_UID_RANGES_MAX][2];
+};
 
 enum s5_log_level { S5_LOG_ERROR, S5_LOG_WARN, S5_LOG_INFO, S5_LOG_DEBUG };
 
@@ -31,6 +43,7 @@ struct s5_prefix {
 struct s5_config {
   enum s5_mode mode;
   unsigned queues;                /* resolved: 1..S5_QUEUES_MAX, never 0 */
+  unsigned queues_configured;     /* as written: 0 = one per online CPU (--check-config prints it) */
 
   struct {
     char name[16];                /* IFNAMSIZ */
@@ -41,6 +54,9 @@ struct s5_config {
     bool icmp_reply;              /* icmp = reply: answer echo requests to any address */
     bool offload;                 /* IFF_VNET_HDR: checksum and TSO offloads */
     bool auto_route;              /* policy routing: all but [socks5] mark into the device */
+    bool kill_switch;             /* with auto_route: tunnel-bound traffic blocked while the device is absent */
+    struct s5_uid_list exclude_uid; /* with auto_route: these users' traffic stays out of the tunnel */
+    struct s5_uid_list include_uid; /* with auto_route: only these users' traffic enters it */
     char post_up[PATH_MAX];       /* command run once the device is up; empty = none */
     char pre_down[PATH_MAX];      /* command run before the device goes */
   } tun;
@@ -65,8 +81,10 @@ struct s5_config {
   } session;
 
   struct {
-    struct sockaddr_storage addr; /* the mapped resolver, port 53; ss_family 0 = disabled */
+    struct sockaddr_storage addr[2]; /* the mapped resolver, port 53: [0] IPv4, [1] IPv6;
+                                      ss_family 0 = none; neither = mapped DNS off */
     struct s5_prefix network;     /* IPv4 pool of mapped addresses */
+    struct s5_prefix network6;    /* IPv6 pool; family 0 = AAAA not mapped */
     unsigned cache_size;          /* names kept, 1..pool size */
   } dns;
 
@@ -80,8 +98,8 @@ struct s5_config {
     unsigned drain_timeout;       /* seconds open sessions get after SIGTERM, 0..3600 */
     unsigned limit_nofile;        /* RLIMIT_NOFILE set at start-up; 0 = leave as is */
     char user[64];                /* workers drop to this user; empty = stay */
-    uid_t uid;                    /* user, resolved by main() at start-up */
-    gid_t gid;
+    uid_t uid;                    /* user and its primary group, looked up when the */
+    gid_t gid;                    /* configuration is loaded (unknown user: exit 2) */
   } run;
 
   struct {
@@ -120,8 +138,20 @@ int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size
 int s5_config_set(struct s5_config *cfg, const char *section, const char *key,
                   const char *value, char *err, size_t errlen);
 
+/* Live reload: next is the configuration just read, cur the running one.
+ * Every key a reload cannot apply (the device, the run mode, auto-route,
+ * the DNS pools, the run user...: those not marked live in ini/keys.c) gets
+ * cur's value back in next, and warn is called for each that differed, with
+ * its section and its line as --check-config prints it, old and new.
+ * Returns how many were kept. */
+typedef void s5_config_reload_warn(void *arg, const char *section, const char *was, const char *now);
+int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, s5_config_reload_warn *warn,
+                           void *arg);
+
 /* Writes the effective configuration as an INI document that
- * s5_config_load_file() accepts (password shown as "***"). */
+ * s5_config_load_file() reads back to the same configuration, every key in
+ * table order, except the password, shown as "***"; queues as written
+ * (queues_configured, 0 = one per CPU). */
 void s5_config_print(const struct s5_config *cfg, FILE *out);
 
 #endif

@@ -151,7 +151,7 @@ static char *load_read(char *buf, int size, void *user) {
 }
 
 /* Copies a "double-quoted" value; \" and \\ are the only escapes, which is
- * all that is needed to write any value back (see config_print.c). */
+ * all that is needed to write any value back (see types.c). */
 static int quoted_value(const char *p, char *out, size_t outlen,
                         char *err, size_t errlen) {
   size_t n = 0;

@@ -1,5 +1,6 @@
-/* Private to the ini/ folder: the value parsers and the key table shared by
- * the INI loader (config_load.c) and the command-line flags (args.c). */
+/* Private to the ini/ folder: the value parsers (value.c) and the key table
+ * (keys.c) shared by the INI loader (config_load.c) and the command-line
+ * flags (args.c). */
 #ifndef S5_INI_INTERNAL_H
 #define S5_INI_INTERNAL_H
 
@@ -54,7 +55,8 @@ int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
 int s5_parse_text(const char *text, size_t max, char *out, size_t outlen,
                   char *err, size_t errlen);
 
-/* Key table (config.c). Keys are identified by their index 0..count-1. */
+/* Key table (keys.c, keys.h). Keys are identified by their index
+ * 0..s5_config_key_count()-1. */
 int s5_config_key_count(void);
 int s5_config_key_find(const char *section, const char *name);
 const char *s5_config_key_section(int key);
@@ -67,12 +69,18 @@ int s5_config_key_set(struct s5_config *cfg, int key, const char *value,
 void s5_config_key_unknown(const char *section, const char *name,
                            char *err, size_t errlen);
 
-/* Checks rules that involve more than one key. On failure returns -1, names
- * the key to blame in *key and writes what is wrong into err. */
+/* Checks rules that involve more than one key (config_check.c). On failure
+ * returns -1, names the key to blame in *key and writes what is wrong into
+ * err. */
 int s5_config_check(const struct s5_config *cfg, int *key,
                     char *err, size_t errlen);
 
-/* Port of a socket address in host byte order, 0 if the family is unset. */
+/* The long names of the command-line flags (args.c), for the docs test. */
+int s5_args_flag_count(void);
+const char *s5_args_flag_name(int i);
+
+/* Port of a socket address in host byte order, 0 if the family is unset
+ * (types.c). */
 uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss);
 
 #endif

@@ -1,6 +1,8 @@
 #include <errno.h>
+#include <net/if.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <time.h>
@@ -9,6 +11,8 @@
 #include "control.h"
 #include "log.h"
 #include "notify.h"
+#include "reload.h"
+#include "run.h"
 #include "stats_server.h"
 
 #define S5_CONTROL_PERIOD_MS   250    /* readiness and watchdog checks */
@@ -42,10 +46,13 @@ static void log_summaries(const struct s5_stats_area *stats) {
 }
 
 struct control {
-  const struct s5_config *cfg;
+  const struct s5_config *cfg;   /* live: replaced in place by a reload */
+  struct s5_config *live;
+  struct s5_stats_server *server;
   struct s5_stats_area *stats;
   const struct s5_control_mode *mode;
   int ready;
+  unsigned ifindex;         /* the device's, 0 = not known */
   unsigned char *stalled;   /* per queue: already reported */
 };
 
@@ -56,7 +63,8 @@ static void check_ready(struct control *c) {
     if (!S5_STAT_GET(&c->stats->q[i], ready)) return;
   c->ready = 1;
   s5_notify_ready(c->cfg);
-  s5_info("ready: %s, %u queues, mode %s", c->cfg->tun.name, c->cfg->queues,
+  s5_info("ready: %s, %u %s, mode %s", c->cfg->tun.name, c->cfg->queues,
+          c->cfg->queues == 1 ? "queue" : "queues",
           c->cfg->mode == S5_MODE_THREAD ? "thread" : "process");
 }
 
@@ -66,13 +74,36 @@ static void check_stalls(struct control *c) {
     const struct s5_queue_stats *st = &c->stats->q[i];
     uint64_t beat = S5_STAT_GET(st, heartbeat_ms);
     int stalled = S5_STAT_GET(st, ready) && beat != 0 && now > beat + S5_STALL_MS;
-    if (stalled && !c->stalled[i])
+    int failing = S5_STAT_GET(st, tun_failing) != 0;
+    if (stalled && !c->stalled[i] && failing)
+      s5_warn("queue %u: TUN queue not read for %llu ms (queue error, retrying)", i,
+              (unsigned long long)(now - beat));
+    else if (stalled && !c->stalled[i])
       s5_warn("queue %u: worker's event loop has not turned for %llu ms", i,
               (unsigned long long)(now - beat));
     else if (!stalled && c->stalled[i])
       s5_info("queue %u: worker's event loop turns again", i);
     c->stalled[i] = (unsigned char)stalled;
   }
+}
+
+/* The device deleted under us (ip link del) leaves every queue dead, and a
+ * device of the same name made by someone else is not ours: either way the
+ * daemon stops with a failure, for its supervisor (systemd's
+ * Restart=on-failure) to start it afresh. Returns -1 then, else 0. */
+static int check_device(const struct control *c) {
+  if (c->ifindex == 0 || if_nametoindex(c->cfg->tun.name) == c->ifindex) return 0;
+  s5_error("%s was deleted (ifindex %u is gone): stopping; start s5tund again to recreate it",
+           c->cfg->tun.name, c->ifindex);
+  return -1;
+}
+
+/* SIGHUP: the configuration read again (threads/reload.c); a new stats
+ * socket path takes effect at once. */
+static void control_reload(struct control *c) {
+  if (!s5_reload(c->live, c->stats) || strcmp(c->server->path, c->live->stats.socket) == 0) return;
+  s5_stats_server_close(c->server);
+  if (s5_stats_server_open(c->server, c->live, c->stats) < 0) s5_error("reload: no stats socket until the next reload");
 }
 
 /* Returns 1 to stop cleanly, -1 to stop with failure, 0 to go on. */
@@ -85,6 +116,7 @@ static int handle_signal(struct control *c, int sig) {
     case SIGHUP:
       s5_log_reopen();
       s5_info("SIGHUP: log reopened");
+      control_reload(c);   /* published before the workers hear of it */
       if (c->mode->on_hangup) c->mode->on_hangup(c->mode->arg);
       return 0;
     case SIGUSR1:
@@ -114,10 +146,19 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     return 1;
   }
   unsigned char stalled[S5_QUEUES_MAX] = {0};
-  struct control c = {cfg, stats, mode, 0, stalled};
+  struct s5_config *live = malloc(sizeof *live);
+  if (live == NULL) {
+    s5_error("out of memory");
+    close(sfd);
+    return 1;
+  }
+  *live = *cfg;
   struct s5_stats_server server;
+  struct control c = {live, live, &server, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
+  if (c.ifindex == 0) s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   if (s5_stats_server_open(&server, cfg, stats) < 0) {
     close(sfd);
+    free(live);
     return 1;
   }
 
@@ -135,11 +176,14 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
       result = handle_signal(&c, (int)si.ssi_signo);
     if (n > 0 && pfd[1].revents) s5_stats_server_answer(&server);
     if (mode->tick) mode->tick(mode->arg);
+    s5_device_tend();
     check_ready(&c);
     check_stalls(&c);
+    if (result == 0) result = check_device(&c);
   }
   s5_stats_server_close(&server);
   s5_notify_stopping(cfg);
   close(sfd);
+  free(live);
   return result > 0 ? 0 : 1;
 }

@@ -1,14 +1,30 @@
-/* Bringing up the device both run modes serve, with errors that say what to do. */
+/* Bringing up the device both run modes serve, with errors that say what to do.
+ *
+ * One device, one daemon: before anything is touched, s5tund claims the
+ * device's name (tun/owner.h) and reads what a device of that name already
+ * is. Another s5tund holding the claim, or queues attached to the device by
+ * anyone, stop the start-up: attaching more queues would make the kernel
+ * spread the other daemon's flows over both. A device nobody serves is
+ * taken only with persist = true (it is then the persistent device of an
+ * earlier run). With auto-route the table and rule priority are claimed as
+ * well, so rules of a live daemon are never taken for stale ones. The
+ * claims are held in the main process (thread mode) or the supervisor
+ * (process mode) until the device is closed; workers and hooks do not
+ * inherit them. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "owner.h"
 #include "privileges.h"
 #include "run.h"
 #include "route.h"
 #include "tun.h"
+
+static int device_claim = -1;   /* "dev/NAME" */
+static int route_claim = -1;    /* "auto-route", with auto-route only */
 
 static const char *tun_advice(int err) {
   switch (err) {
@@ -23,6 +39,83 @@ static const char *tun_advice(int err) {
 }
 
 static void close_queues(int *fds, unsigned n);
+
+static void release_claims(void) {
+  if (device_claim >= 0) close(device_claim);
+  if (route_claim >= 0) close(route_claim);
+  device_claim = route_claim = -1;
+}
+
+static void holder_text(pid_t pid, char *buf, size_t len) {
+  if (pid > 0) snprintf(buf, len, "pid %d", (int)pid);
+  else snprintf(buf, len, "pid not known");
+}
+
+/* What is there under our name decides whether we may serve it. */
+static int check_existing(const struct s5_config *cfg) {
+  const char *name = cfg->tun.name;
+  struct s5_tun_state st;
+  int r = s5_tun_link_state(name, &st);
+  if (r < 0) {
+    s5_error("reading the state of %s over rtnetlink: %s (%s)", name, strerror(-r), tun_advice(-r));
+    return -1;
+  }
+  if (!st.exists) return 0;
+  if (strcmp(st.kind, "tun") != 0 || (st.known && (st.tap || !st.multi_queue))) {
+    const char *what = strcmp(st.kind, "tun") != 0 ? st.kind : st.tap ? "TAP" : "single-queue TUN";
+    s5_error("TUN device %s: %s exists and is a %s device, not a multi-queue TUN: %s", name, name,
+             what[0] != '\0' ? what : "non-TUN", tun_advice(EBUSY));
+    return -1;
+  }
+  if (st.known && st.queues > 0) {
+    s5_error("%s already exists and is in use (another s5tund? pid not known: %u queue%s attached "
+             "by a process that holds no s5tund claim on it)", name, st.queues, st.queues == 1 ? "" : "s");
+    return -1;
+  }
+  if (!cfg->tun.persist) {
+    s5_error("%s already exists (a persistent TUN device no process serves): set [tun] persist = true "
+             "to serve it, or delete it (ip link del %s)", name, name);
+    return -1;
+  }
+  return 0;
+}
+
+static int claim(const char *what, int *fd, pid_t *holder) {
+  *fd = s5_owner_claim(what, holder);
+  return *fd >= 0 ? 0 : *fd;
+}
+
+/* The claims and the check, all before anything is changed. */
+static int device_admit(const struct s5_config *cfg) {
+  char what[64], who[32];
+  pid_t holder;
+  snprintf(what, sizeof what, "dev/%s", cfg->tun.name);
+  int r = claim(what, &device_claim, &holder);
+  if (r == -EADDRINUSE) {
+    holder_text(holder, who, sizeof who);
+    s5_error("%s already exists and is in use (another s5tund? %s)", cfg->tun.name, who);
+    return -1;
+  }
+  if (r < 0) {
+    s5_error("claiming %s (abstract unix socket @s5tund/%s): %s", cfg->tun.name, what, strerror(-r));
+    return -1;
+  }
+  if (check_existing(cfg) < 0) return -1;
+  if (!cfg->tun.auto_route) return 0;
+  r = claim("auto-route", &route_claim, &holder);
+  if (r == -EADDRINUSE) {
+    holder_text(holder, who, sizeof who);
+    s5_error("auto-route: table %u and rule priority %u belong to another running s5tund (%s): only "
+             "one s5tund per network namespace can use auto-route", S5_ROUTE_TABLE, S5_ROUTE_PREF, who);
+    return -1;
+  }
+  if (r < 0) {
+    s5_error("auto-route: claiming table %u (abstract unix socket @s5tund/auto-route): %s",
+             S5_ROUTE_TABLE, strerror(-r));
+    return -1;
+  }
+  return 0;
+}
 
 /* A persistent device keeps the program of an earlier run; without one
  * (EINVAL: a kernel without steering) there is nothing to remove. */
@@ -69,8 +162,26 @@ int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
   return fd;
 }
 
+static int device_route(const struct s5_config *cfg) {
+  char err[256];
+  int ks = cfg->tun.kill_switch;
+  const struct s5_uid_list *ex = &cfg->tun.exclude_uid, *in = &cfg->tun.include_uid;
+  struct s5_route_users users = {in->n > 0, in->n > 0 ? in->n : ex->n, in->n > 0 ? in->r : ex->r};
+  if (s5_route_install(cfg->tun.name, cfg->socks5.mark, ks, &users, err, sizeof err) < 0) {
+    s5_error("%s", err);
+    return -1;
+  }
+  s5_info("auto-route: %s traffic but fwmark 0x%x into %s (table %u, rule priority %u), kill switch %s",
+          users.n == 0 ? "all" : users.include ? "include-uid's users'" : "all users' but exclude-uid's",
+          cfg->socks5.mark, cfg->tun.name, S5_ROUTE_TABLE, S5_ROUTE_PREF,
+          ks ? "on: blocked, never sent around the tunnel, until a clean stop"
+             : "off: sent directly while s5tund is down");
+  return 0;
+}
+
 int s5_device_open(const struct s5_config *cfg, int *fds) {
   unsigned n = 0;
+  if (device_admit(cfg) < 0) goto fail;
   for (; n < cfg->queues; n++) {
     fds[n] = s5_device_open_queue(cfg, n);
     if (fds[n] < 0) goto fail;
@@ -89,21 +200,21 @@ int s5_device_open(const struct s5_config *cfg, int *fds) {
     s5_error("%s", err);
     goto fail;
   }
-  if (cfg->tun.auto_route) {
-    if (s5_route_install(cfg->tun.name, cfg->socks5.mark, err, sizeof err) < 0) {
-      s5_error("%s", err);
-      goto fail;
-    }
-    s5_info("auto-route: all traffic but fwmark 0x%x into %s (table %u, rule priority %u)",
-            cfg->socks5.mark, cfg->tun.name, S5_ROUTE_TABLE, S5_ROUTE_PREF);
-  }
+  if (cfg->tun.auto_route && device_route(cfg) < 0) goto fail;
   if (s5_hook_run(cfg, "post-up", cfg->tun.post_up) < 0) goto fail_routed;
   return 0;
 fail_routed:
+  /* Nothing was served yet: routing goes back to what it was. */
   if (cfg->tun.auto_route) s5_route_remove();
 fail:
   close_queues(fds, n);
+  release_claims();
   return -1;
+}
+
+void s5_device_tend(void) {
+  s5_owner_tend(device_claim);
+  s5_owner_tend(route_claim);
 }
 
 void s5_restrict_main(const struct s5_config *cfg) {
@@ -111,13 +222,20 @@ void s5_restrict_main(const struct s5_config *cfg) {
   if (r < 0) s5_warn("limiting the main process's capabilities: %s", strerror(-r));
 }
 
-void s5_device_close(const struct s5_config *cfg, int *fds) {
+void s5_device_close(const struct s5_config *cfg, int *fds, int clean) {
   s5_hook_run(cfg, "pre-down", cfg->tun.pre_down);
-  if (cfg->tun.auto_route) {
+  if (cfg->tun.auto_route && (clean || !cfg->tun.kill_switch)) {
     int r = s5_route_remove();
-    if (r < 0) s5_warn("auto-route: removing the rules: %s", strerror(-r));
+    if (r < 0) s5_warn("auto-route: removing the rules and routes: %s", strerror(-r));
+  } else if (cfg->tun.auto_route) {
+    /* Stopped by a failure, not asked to: traffic stays blocked, as after
+     * kill -9, until s5tund runs again or is stopped cleanly. */
+    s5_warn("auto-route: stopping on a failure: the kill switch stays on, traffic that would go into "
+            "%s is blocked until s5tund runs again (or: ip rule del pref %u; ip -6 rule del pref %u)",
+            cfg->tun.name, S5_ROUTE_PREF, S5_ROUTE_PREF);
   }
   close_queues(fds, cfg->queues);
+  release_claims();
 }
 
 static void close_queues(int *fds, unsigned n) {

@@ -59,6 +59,16 @@ static int pool_on_child(void *arg) {
   return -1;
 }
 
+/* SIGHUP: the control loop published the new configuration; each worker
+ * takes it on its own loop. */
+static void pool_on_hangup(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&pool.lock);
+  for (unsigned i = 0; i < pool.n; i++)
+    if (pool.slots[i].started && !pool.slots[i].done) s5_worker_reload(pool.slots[i].w);
+  pthread_mutex_unlock(&pool.lock);
+}
+
 static int pool_start(const struct s5_config *cfg, int *fds, struct s5_stats_area *stats) {
   for (unsigned i = 0; i < pool.n; i++) {
     struct pool_slot *slot = &pool.slots[i];
@@ -107,16 +117,17 @@ int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats) {
 
   sigset_t old;
   s5_control_block_signals(&old);   /* before any thread exists: they inherit the mask */
-  int code = 1;
+  int code = 1, asked = 0;
   if (s5_device_open(cfg, fds) == 0) {
     if (pool_start(cfg, fds, stats) == 0) {
-      struct s5_control_mode mode = {.on_child = pool_on_child};
+      struct s5_control_mode mode = {.on_child = pool_on_child, .on_hangup = pool_on_hangup};
       s5_restrict_main(cfg);
       code = s5_control_run(cfg, stats, &mode);
+      asked = code == 0;   /* SIGTERM or SIGINT, not a failure */
     }
     pool_stop_all();
     if (pool_join_all() != 0) code = 1;
-    s5_device_close(cfg, fds);
+    s5_device_close(cfg, fds, asked);
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   free(pool.slots);

@@ -7,7 +7,8 @@
 #include "config.h"
 #include "stats.h"
 
-/* Opens cfg->queues queues of the TUN device, configures its link, installs
+/* Claims the device (and auto-route), refuses a device in use, opens
+ * cfg->queues queues of the TUN device, configures its link, installs
  * auto-route and runs post-up. Returns 0, or -1 after logging what failed
  * and what to do about it (and undoing what it did). */
 int s5_device_open(const struct s5_config *cfg, int *fds);
@@ -16,8 +17,14 @@ int s5_device_open(const struct s5_config *cfg, int *fds);
 int s5_device_open_queue(const struct s5_config *cfg, unsigned index);
 
 /* Runs pre-down, removes auto-route, closes the queue fds; the device goes
- * with the last one unless persistent. */
-void s5_device_close(const struct s5_config *cfg, int *fds);
+ * with the last one unless persistent. clean: asked to stop (SIGTERM,
+ * SIGINT); otherwise, with the kill switch, auto-route's rules stay and
+ * traffic stays blocked. Releases the claims on the device and auto-route. */
+void s5_device_close(const struct s5_config *cfg, int *fds, int clean);
+
+/* Answers those who asked which s5tund holds the device (call now and then
+ * from the main loop). */
+void s5_device_tend(void);
 
 /* [run] user: the main thread keeps only the capabilities it still needs
  * (core/privileges.h); a failure is logged and the daemon goes on. */

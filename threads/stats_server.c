@@ -21,7 +21,7 @@ static int unix_address(const char *path, struct sockaddr_un *sun) {
 int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cfg,
                          const struct s5_stats_area *stats) {
   srv->fd = -1;
-  srv->path = cfg->stats.socket;
+  snprintf(srv->path, sizeof srv->path, "%s", cfg->stats.socket);
   srv->stats = stats;
   if (srv->path[0] == '\0') return 0;
   struct sockaddr_un sun;

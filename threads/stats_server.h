@@ -8,7 +8,7 @@
 
 struct s5_stats_server {
   int fd;                          /* -1 when no socket is configured */
-  const char *path;
+  char path[108];                  /* a copy: a reload may change the configuration's */
   const struct s5_stats_area *stats;
 };
 

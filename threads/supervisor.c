@@ -3,7 +3,8 @@
  * stays while a worker restarts; a restarted worker gets a freshly opened
  * queue (the old one, with whatever packets the dead worker left in it, is
  * closed only after the new one is attached). Workers that die quickly in a
- * row are restarted with a growing delay, so a crash loop cannot spin. */
+ * row are restarted with a growing delay, so a crash loop cannot spin.
+ * The TCP clients of a worker that died are reset (flowreset.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "flowreset.h"
 #include "log.h"
 #include "run.h"
 #include "worker.h"
@@ -27,6 +29,7 @@ struct supervisor {
   const struct s5_config *cfg;
   struct s5_stats_area *stats;
   struct child *kids;
+  struct s5_flowreset *resets;   /* the flow tables and the resets of dead workers' clients */
   sigset_t old_mask;   /* what workers run with */
 };
 
@@ -60,12 +63,15 @@ static void child_main(struct supervisor *sv, unsigned index) {
   /* Die with the supervisor, so a killed parent never leaves queues behind. */
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   int fd = sv->kids[index].fd, log_fd = s5_log_fd();
+  s5_log_child_close();
   child_close_fds(fd, log_fd > 2 ? log_fd : fd);
+  s5_log_child_open();
   sigprocmask(SIG_SETMASK, &sv->old_mask, NULL);
 
   struct s5_worker *w = malloc(sizeof *w);
   int code = 1;
   if (w != NULL && s5_worker_init(w, cfg, index, fd, &sv->stats->q[index]) == 0) {
+    w->flows = s5_flowreset_table(sv->resets, index);
     code = s5_worker_run(w, 1) == 0 ? 0 : 1;
     s5_worker_close(w);
   }
@@ -120,6 +126,7 @@ static void child_died(struct supervisor *sv, unsigned index, int status) {
     close(c->fd);
     c->fd = fresh;
   }
+  s5_flowreset_worker_died(sv->resets, index);
 }
 
 static void reap(struct supervisor *sv, int stopping) {
@@ -176,6 +183,26 @@ static void on_hangup(void *arg) {
   struct supervisor *sv = arg;
   for (unsigned i = 0; i < sv->cfg->queues; i++)
     if (sv->kids[i].pid > 0) kill(sv->kids[i].pid, SIGHUP);
+}
+
+/* The queue fd of a worker that serves, for the reset probes; else -1. */
+static int serving_fd(void *arg, unsigned i) {
+  struct supervisor *sv = arg;
+  if (sv->kids[i].pid == 0 || !S5_STAT_GET(&sv->stats->q[i], ready)) return -1;
+  return sv->kids[i].fd;
+}
+
+/* The control loop's tick: restarts, and rounds of reset probes. */
+static long supervisor_next_tick(void *arg) {
+  struct supervisor *sv = arg;
+  long a = next_restart_in(arg), b = s5_flowreset_next_in(sv->resets);
+  return a < 0 ? b : (b < 0 || a < b ? a : b);
+}
+
+static void supervisor_tick(void *arg) {
+  struct supervisor *sv = arg;
+  restart_due(arg);
+  s5_flowreset_due(sv->resets);
 }
 
 static int on_child(void *arg) {
@@ -237,23 +264,25 @@ int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats) {
   sigaddset(&chld, SIGCHLD);
 
   int code = 1;
-  if (s5_device_open(cfg, fds) < 0) goto out;
+  sv.resets = s5_flowreset_create(cfg, stats, serving_fd, &sv);   /* before any fork */
+  if (sv.resets == NULL || s5_device_open(cfg, fds) < 0) goto out;
   for (unsigned i = 0; i < cfg->queues; i++) kids[i].fd = fds[i];
 
   unsigned started = 0;
   while (started < cfg->queues && child_spawn(&sv, started) == 0) started++;
   if (started == cfg->queues) {
     struct s5_control_mode mode = {
-        .arg = &sv, .on_child = on_child, .on_hangup = on_hangup, .next_tick = next_restart_in,
-        .tick = restart_due};
+        .arg = &sv, .on_child = on_child, .on_hangup = on_hangup,
+        .next_tick = supervisor_next_tick, .tick = supervisor_tick};
     s5_restrict_main(cfg);
     code = s5_control_run(cfg, stats, &mode);
   }
   stop_all(&sv, &chld);
   for (unsigned i = 0; i < cfg->queues; i++) fds[i] = kids[i].fd;
-  s5_device_close(cfg, fds);
+  s5_device_close(cfg, fds, code == 0);
 out:
   sigprocmask(SIG_SETMASK, &sv.old_mask, NULL);
+  s5_flowreset_free(sv.resets);
   free(kids);
   free(fds);
   return code;

@@ -1,4 +1,5 @@
-/* Configuring the TUN link with rtnetlink: MTU, addresses, up, delete.
+/* Configuring the TUN link with rtnetlink: MTU, addresses, up, delete, and
+ * reading what a device of our name is before we touch it.
  *
  * rtnetlink rather than ioctl(SIOCSIF*) because it is the only interface
  * that sets IPv6 addresses with flags (IFA_F_NODAD), and rather than
@@ -12,6 +13,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/if_link.h>
+#include <linux/if_tun.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -204,5 +207,95 @@ int s5_tun_link_delete(const char *name) {
   if (err == 0)
     err = s5_nl_talk(&c, &r);
   s5_nl_close(&c);
+  return err;
+}
+
+/* ---- what the device is ------------------------------------------------- */
+
+static const struct rtattr *attr_find(const struct rtattr *rta, int len, unsigned short type) {
+  for (; RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
+    if ((rta->rta_type & NLA_TYPE_MASK) == type)   /* nests may carry NLA_F_NESTED */
+      return rta;
+  return NULL;
+}
+
+static unsigned attr_uint(const struct rtattr *rta) {
+  if (rta == NULL)
+    return 0;
+  if (RTA_PAYLOAD(rta) >= sizeof(uint32_t))
+    return *(const uint32_t *)RTA_DATA(rta);
+  if (RTA_PAYLOAD(rta) >= 1)
+    return *(const uint8_t *)RTA_DATA(rta);
+  return 0;
+}
+
+/* IFLA_LINKINFO { IFLA_INFO_KIND "tun", IFLA_INFO_DATA { IFLA_TUN_* } }:
+ * the tun driver reports its type and flags there (Linux >= 4.20; older
+ * kernels give the kind only), and, for a multi-queue device, its queues. */
+static void state_from_info(const struct rtattr *info, struct s5_tun_state *st) {
+  const struct rtattr *kind, *data;
+  int len = (int)RTA_PAYLOAD(info);
+
+  kind = attr_find(RTA_DATA(info), len, IFLA_INFO_KIND);
+  if (kind == NULL)
+    return;
+  snprintf(st->kind, sizeof(st->kind), "%.*s", (int)RTA_PAYLOAD(kind), (const char *)RTA_DATA(kind));
+  if (strcmp(st->kind, "tun") != 0)
+    return;
+  data = attr_find(RTA_DATA(info), len, IFLA_INFO_DATA);
+  if (data == NULL)
+    return;
+  len = (int)RTA_PAYLOAD(data);
+  const struct rtattr *type = attr_find(RTA_DATA(data), len, IFLA_TUN_TYPE);
+  const struct rtattr *nq = attr_find(RTA_DATA(data), len, IFLA_TUN_NUM_QUEUES);
+  if (type == NULL)
+    return;
+  st->known = 1;
+  st->tap = attr_uint(type) == IFF_TAP;
+  st->multi_queue = attr_uint(attr_find(RTA_DATA(data), len, IFLA_TUN_MULTI_QUEUE)) != 0;
+  st->persist = attr_uint(attr_find(RTA_DATA(data), len, IFLA_TUN_PERSIST)) != 0;
+  /* Reported for multi-queue devices only. A detached queue (TUNSETQUEUE)
+   * is still open in some process. */
+  st->queues = attr_uint(nq) +
+               attr_uint(attr_find(RTA_DATA(data), len, IFLA_TUN_NUM_DISABLED_QUEUES));
+}
+
+static void state_reply(const struct nlmsghdr *h, void *arg) {
+  struct s5_tun_state *st = arg;
+  const struct ifinfomsg *ifi = NLMSG_DATA(h);
+  const struct rtattr *info;
+
+  if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)))
+    return;
+  st->exists = 1;
+  st->ifindex = ifi->ifi_index;
+  info = attr_find(IFLA_RTA(ifi), (int)IFLA_PAYLOAD(h), IFLA_LINKINFO);
+  if (info != NULL)
+    state_from_info(info, st);
+}
+
+int s5_tun_link_state(const char *name, struct s5_tun_state *st) {
+  struct ifinfomsg ifi;
+  struct nl_conn c;
+  struct nl_req r;
+  int err;
+
+  memset(st, 0, sizeof(*st));
+  err = check_name(name);
+  if (err < 0)
+    return err;
+  memset(&ifi, 0, sizeof(ifi));
+  ifi.ifi_family = AF_UNSPEC;
+  s5_nl_init(&r, RTM_GETLINK, 0, &ifi, sizeof(ifi));
+  err = s5_nl_put_attr(&r, IFLA_IFNAME, name, strlen(name) + 1);
+  if (err < 0)
+    return err;
+  err = s5_nl_open(&c);
+  if (err == 0)
+    err = s5_nl_query(&c, &r, state_reply, st);
+  s5_nl_close(&c);
+  /* No such device is an answer, not a failure. */
+  if (err == -ENODEV)
+    err = 0;
   return err;
 }

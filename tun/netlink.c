@@ -174,6 +174,62 @@ static int nl_wait_ack(struct nl_conn *c) {
   }
 }
 
+/* Hands every answer to our last request to fn, until the ack or the end of
+ * a dump. Returns 1 while more may come, else 0 or -errno. */
+static int nl_take(struct nl_conn *c, const char *buf, size_t len, s5_nl_reply_fn fn,
+                   void *arg) {
+  const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+  int left = (int)len;   /* signed: see nl_find_ack */
+
+  for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+    if (h->nlmsg_seq != c->seq)
+      continue;
+    if (h->nlmsg_type == NLMSG_DONE)
+      return 0;
+    if (h->nlmsg_type == NLMSG_ERROR)
+      return nl_find_ack(c, (const char *)h, h->nlmsg_len);
+    fn(h, arg);
+  }
+  return 1;
+}
+
+int s5_nl_query(struct nl_conn *c, struct nl_req *r, s5_nl_reply_fn fn, void *arg) {
+  union {
+    struct nlmsghdr h;
+    char buf[NL_REPLY_MAX];
+  } reply;
+  struct sockaddr_nl from;
+  struct iovec iov = {reply.buf, sizeof(reply.buf)};
+  struct msghdr msg;
+  ssize_t n;
+  int err;
+
+  c->why[0] = '\0';
+  err = nl_send(c, r);
+  while (err == 0) {
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_name = &from;
+    msg.msg_namelen = sizeof(from);
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    n = recvmsg(c->fd, &msg, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    if (msg.msg_flags & MSG_TRUNC)
+      return -EMSGSIZE;
+    if (msg.msg_namelen != sizeof(from) || from.nl_pid != 0)
+      continue;
+    err = nl_take(c, reply.buf, (size_t)n, fn, arg);
+    if (err == 1)
+      err = 0;
+    else
+      return err;
+  }
+  return err;
+}
+
 /* Sends one request and waits for its ack. Returns 0 or -errno. */
 int s5_nl_talk(struct nl_conn *c, struct nl_req *r) {
   int err;

@@ -12,7 +12,7 @@
  * replies are acks, which with NETLINK_CAP_ACK carry no copy of the request
  * but may carry the kernel's error text. */
 #define NL_REQ_MAX 256
-#define NL_REPLY_MAX 8192
+#define NL_REPLY_MAX 16384
 
 struct nl_req {
   union {
@@ -37,6 +37,11 @@ void s5_nl_init(struct nl_req *r, uint16_t type, uint16_t flags, const void *fix
 int s5_nl_put_attr(struct nl_req *r, uint16_t type, const void *data, size_t len);
 /* Sends one request and waits for its ack. Returns 0 or -errno. */
 int s5_nl_talk(struct nl_conn *c, struct nl_req *r);
+/* A request with answers (a get or a dump, NLM_F_ACK included): fn sees
+ * every answer message; returns at the ack or the end of the dump, with 0
+ * or -errno. Answers bigger than NL_REPLY_MAX per read are an error. */
+typedef void (*s5_nl_reply_fn)(const struct nlmsghdr *h, void *arg);
+int s5_nl_query(struct nl_conn *c, struct nl_req *r, s5_nl_reply_fn fn, void *arg);
 /* Error text: s5_nl_what() writes "<what>" and returns its length;
  * s5_nl_fail() appends ": <strerror>[ (<kernel text>)]" and returns err. */
 size_t s5_nl_what(char *buf, size_t buflen, const char *fmt, ...)

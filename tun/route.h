@@ -5,9 +5,21 @@
  *   ip rule  add not fwmark MARK lookup S5_ROUTE_TABLE pref S5_ROUTE_PREF
  *   ip route add default dev NAME table S5_ROUTE_TABLE
  *
- * for IPv4 and IPv6. The rules are found again by their table and
- * priority, so rules a killed run left behind are removed at the next start
- * (the routes go with the device). */
+ * for IPv4 and IPv6. Per-user routing adds rules at S5_ROUTE_UID_PREF, just
+ * before: with exclude-uid "uidrange A-B lookup main" for each range (those
+ * users go around the tunnel); with include-uid "fwmark MARK lookup main",
+ * then "uidrange A-B lookup S5_ROUTE_TABLE" for each range, and no
+ * catch-all rule (only those users go into it). With the kill switch also
+ *
+ *   ip route add unreachable default table S5_ROUTE_TABLE metric S5_ROUTE_BLOCK_METRIC
+ *
+ * behind the device's route: while the device exists its route wins; when
+ * it is gone (s5tund killed) the rule still sends everything unmarked into
+ * the table, where it now meets "unreachable" instead of falling through to
+ * the main table and out around the proxy. The rules and routes are found
+ * again by table and priority, so those a killed run left behind are
+ * replaced at the next start; the caller makes sure no other live s5tund
+ * owns them (threads/device.c). */
 #ifndef S5_TUN_ROUTE_H
 #define S5_TUN_ROUTE_H
 
@@ -16,13 +28,26 @@
 
 #define S5_ROUTE_TABLE 5335u
 #define S5_ROUTE_PREF  5335u
+#define S5_ROUTE_UID_PREF 5334u              /* per-user rules, checked first */
+#define S5_ROUTE_BLOCK_METRIC 4294967295u   /* the kill switch's route: last of all */
 
-/* Removes stale rules, then installs rules and routes for both families.
- * Returns 0 or -errno with what failed in err. */
-int s5_route_install(const char *name, uint32_t mark, char *err, size_t errlen);
+/* [tun] exclude-uid or include-uid: inclusive uid ranges. */
+struct s5_route_users {
+  int include;                  /* 0: the ranges stay out of the tunnel; 1: only they go in */
+  unsigned n;
+  const uint32_t (*ranges)[2];
+};
 
-/* Removes the rules (any left, from this run or an earlier one). Returns
- * how many were removed, or -errno. */
+/* Installs routes and rules for both families (kill_switch: with the
+ * unreachable route; users: per-user rules, or NULL), then removes whatever
+ * else an earlier run left at our priorities and in our table. Returns 0 or
+ * -errno with what failed in err (and then leaves nothing of ours behind). */
+int s5_route_install(const char *name, uint32_t mark, int kill_switch, const struct s5_route_users *users,
+                     char *err, size_t errlen);
+
+/* Removes every rule of our priorities, then every default route in
+ * our table (from this run or an earlier one). Returns how many were
+ * removed, or -errno. */
 int s5_route_remove(void);
 
 #endif

@@ -78,4 +78,21 @@ int s5_tun_link_setup(const char *name, unsigned mtu, const struct s5_prefix *ip
  * (-ENODEV when there is no such device). */
 int s5_tun_link_delete(const char *name);
 
+/* What a device named `name` is, read with rtnetlink before s5tund touches
+ * it. kind is the link kind ("tun", "dummy", "" for none); the rest is
+ * filled only for a TUN/TAP device on a kernel that reports it (known). */
+struct s5_tun_state {
+  int exists;
+  int ifindex;
+  char kind[16];
+  int known;         /* the tun driver reported type and queues */
+  int tap;           /* IFF_TAP rather than IFF_TUN */
+  int multi_queue;
+  int persist;
+  unsigned queues;   /* queues open in some process, attached or detached */
+};
+
+/* Fills *st (exists = 0 when there is no such device). Returns 0 or -errno. */
+int s5_tun_link_state(const char *name, struct s5_tun_state *st);
+
 #endif

@@ -5,6 +5,7 @@
   client.py [common options] bulk [--size 64M] [--upload-mode eof|length]
   client.py [common options] concurrent N [--retry-for S]
   client.py [common options] hold [--hold S]
+  client.py [common options] idle-echo --wait-file F [--idle-max S]
   client.py [common options] expect-refused [--accept-eof]
   client.py [common options] rst --tag T
   client.py [common options] silent --tag T [--expect reset|eof]
@@ -307,6 +308,35 @@ def cmd_hold(args):
     except OSError as e:
         log("hold: connection ended: %s" % e)
     s.close()
+    return 0
+
+
+def cmd_idle_echo(args):
+    """One echo, then the connection idles until --wait-file exists (the
+    test's signal, e.g. after a reload), then one more echo on it: an open
+    session must keep working."""
+    try:
+        s = open_conn(args)
+        s.sendall(b"ECHO\nbefore\n")
+        if e2elib.recv_exact(s, 7) != b"before\n":
+            log("idle-echo FAILED: first echo came back different")
+            return 1
+        log("idle-echo: connection to %s:%d open, idling" % (args.host, args.port))
+        end = time.monotonic() + args.idle_max
+        while not os.path.exists(args.wait_file):
+            if time.monotonic() > end:
+                log("idle-echo FAILED: %s did not appear within %.0f s" % (args.wait_file, args.idle_max))
+                return 1
+            time.sleep(0.1)
+        s.sendall(b"after\n")   # the connection echoes from its first ECHO line on
+        if e2elib.recv_exact(s, 6) != b"after\n":
+            log("idle-echo FAILED: second echo came back different")
+            return 1
+    except (OSError, ConnectionError, e2elib.Socks5Error) as e:
+        log("idle-echo FAILED: %s: %s" % (type(e).__name__, e))
+        return 1
+    s.close()
+    log("idle-echo ok: the connection opened before worked after the wait")
     return 0
 
 
@@ -649,6 +679,11 @@ def main():
     p = sub.add_parser("hold", parents=[common])
     p.add_argument("--hold", type=float, default=60.0)
     p.set_defaults(fn=cmd_hold)
+
+    p = sub.add_parser("idle-echo", parents=[common])
+    p.add_argument("--wait-file", required=True)
+    p.add_argument("--idle-max", type=float, default=60.0)
+    p.set_defaults(fn=cmd_idle_echo)
 
     p = sub.add_parser("expect-refused", parents=[common])
     p.add_argument("--accept-eof", action="store_true")

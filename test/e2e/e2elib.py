@@ -22,6 +22,8 @@ terminated by "\\n", then:
                        and reads until the peer ends the connection; its log
                        line "hold <tag> ended: eof|reset ..." says how it
                        ended (the tests of resets and timeouts wait for it).
+  LATER <ms> <tag>     the target sends nothing for ms milliseconds, then
+                       "LATE <tag>\n", and closes.
 """
 
 import hashlib

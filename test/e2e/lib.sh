@@ -444,13 +444,14 @@ e2e_write_config() {
 }
 
 # e2e_start_s5tund ARGS...: starts s5tund in C (stdout+stderr to its log),
-# sets S5PID. Does not wait for readiness.
+# sets S5PID. Does not wait for readiness. E2E_S5_WRAP (an array, optional)
+# is a command s5tund runs under that execs it (its pid stays S5PID).
 e2e_start_s5tund() {
   S5LOG=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).log
   S5_RUNS=$((${S5_RUNS:-0} + 1))
   E2E_LOGS+=("$S5LOG")
   echo "+ $S5TUND $*" >"$S5LOG"
-  ip netns exec "$NS_C" "$S5TUND" "$@" >>"$S5LOG" 2>&1 &
+  ip netns exec "$NS_C" ${E2E_S5_WRAP[@]+"${E2E_S5_WRAP[@]}"} "$S5TUND" "$@" >>"$S5LOG" 2>&1 &
   S5PID=$!
   log "s5tund started (pid $S5PID): $*"
 }

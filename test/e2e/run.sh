@@ -120,6 +120,9 @@ case_echo() {
   client --host "$TGT4" echo --count 50
   client --host "$TGT6" echo --count 50
   e2e_require_alive "after echo"
+  local nq="$QUEUES queues"
+  ((QUEUES == 1)) && nq="1 queue"
+  e2e_wait_log "$S5LOG" "main ready: $TUN, $nq, mode $MODE\$" 10 "'ready: $TUN, $nq, mode $MODE' line" >/dev/null
 }
 
 case_echo_dante() {
@@ -225,12 +228,15 @@ case_pipeline() {
 case_deadproxy() {
   e2e_topology_up
   e2e_start_target
-  # Nothing listens on the proxy port yet: S answers with RST.
-  start_with_config "$S_ADDR4" "$MS_PORT"
+  # Nothing listens on the proxy port yet: S answers with RST. At level =
+  # warn the operator still sees that the proxy is down.
+  CFG_LOG_LEVEL=warn start_with_config "$S_ADDR4" "$MS_PORT"
   e2e_wait_device "$MODE" "$QUEUES"
   client --host "$TGT4" --timeout 30 expect-refused
   client --host "$TGT6" --timeout 30 expect-refused
   e2e_require_alive "after connections to a dead proxy"
+  e2e_wait_log "$S5LOG" "^[0-9T:.-]+ warn  q[0-9]+ s[0-9]+ .*proxy connection failed: connection refused" 10 \
+    "warning that the proxy refused the connection (level = warn)" >/dev/null
   e2e_tun_up || fail "$TUN is not up after connections to a dead proxy"
   # The proxy comes up: the same daemon now carries traffic.
   e2e_start_microsocks
@@ -374,6 +380,12 @@ port = $MS_PORT" address
   bad "$tun
 ipv4 = 198.18.0.1/99
 $socks" ipv4
+  # A user that does not exist: refused with the configuration, not at the
+  # privilege drop after the device is up.
+  bad "$tun
+$socks
+[run]
+user = s5tund-no-such-user" user
 
   # A bad flag: exit 2 and the flag named.
   rc=0
@@ -782,12 +794,13 @@ case_persist() {
 }
 
 # busy_device: the name is taken by a device s5tund cannot serve (a TAP, a
-# dummy or, without that driver, a veth, a single-queue TUN): exit 1, a message naming the device and what
-# to do, and the device untouched.
+# dummy or, without that driver, a veth, a single-queue TUN), by a
+# persistent multi-queue TUN nobody serves while persist is off, or by a
+# running s5tund (busy_device_s5tund): exit 1, a message naming the device
+# and what to do, and the device untouched.
 case_busy_device() {
   local kind mode out err rc before after
-  ip netns add "$NS_C"
-  ip -n "$NS_C" link set lo up
+  e2e_topology_up
   CFG_MODE="" CFG_QUEUES="" CFG_PROXY_ADDR="$S_ADDR4" CFG_PROXY_PORT="$MS_PORT" \
     e2e_write_config "$WORK/busy.ini"
   # Everything about the device but its counters.
@@ -828,6 +841,124 @@ case_busy_device() {
       log "$kind named $TUN, mode $mode: exit 1, says the name is taken and what to do, device untouched"
     done
     in_c ip link del "$TUN"
+  done
+  busy_device_idle
+  busy_device_s5tund
+}
+
+# A persistent multi-queue TUN device with no queue attached, s5tund without
+# persist = true: it must not take over a device it was not told to keep.
+busy_device_idle() {
+  local mode rc err before after
+  in_c ip tuntap add mode tun multi_queue name "$TUN"
+  before=$(device_state)
+  for mode in thread process; do
+    rc=0
+    in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$WORK/busy.ini" --mode "$mode" --queues 2 \
+      >"$WORK/busy.out" 2>"$WORK/busy.err" || rc=$?
+    err=$(cat "$WORK/busy.err")
+    printf '%s\n' "$err" | sed "s/^/    idle persistent tun $mode: /"
+    ((rc == 1)) || fail "idle persistent $TUN, $mode: exit status $rc, expected 1"
+    grep -qF "$TUN already exists" <<<"$err" || fail "idle persistent $TUN, $mode: stderr does not say $TUN exists: $(oneline "$err")"
+    grep -qF "persist = true" <<<"$err" || fail "idle persistent $TUN, $mode: stderr does not mention persist = true: $(oneline "$err")"
+    after=$(device_state)
+    [[ $after == "$before" ]] || fail "idle persistent $TUN, $mode: changed: before: $(oneline "$before") after: $(oneline "$after")"
+    log "idle persistent multi-queue $TUN, persist off, mode $mode: exit 1, device untouched"
+  done
+  in_c ip link del "$TUN"
+}
+
+# Everything of A that B could disturb: its queues, the auto-route rules and
+# table, and the device's addresses.
+busy_a_state() {
+  echo "numqueues $(e2e_tun_numqueues)"
+  in_c ip -4 rule show
+  in_c ip -6 rule show
+  in_c ip -4 route show table 5335
+  in_c ip -6 route show table 5335
+  in_c ip -o addr show dev "$TUN"
+}
+
+busy_tcp_total() {
+  "$S5TUND" --stats "$WORK/busy-a.sock" --json | grep -o '"tcp_total":[0-9]*' | head -1 | cut -d: -f2
+}
+
+# busy_run_b WHAT INI ARGS...: B in C, bounded; sets B_RC, B_ERR and B_MS.
+busy_run_b() {
+  local what=$1 ini=$2 t0
+  shift 2
+  B_RC=0
+  t0=$(date +%s%N)
+  in_c timeout -k 5 10 "$S5TUND" --config "$ini" "$@" >"$WORK/busy-b.out" 2>"$WORK/busy-b.err" || B_RC=$?
+  B_MS=$((($(date +%s%N) - t0) / 1000000))
+  B_ERR=$(cat "$WORK/busy-b.err")
+  printf '%s\n' "$B_ERR" | sed "s/^/    B ($what): /"
+  ((B_RC == 124 || B_RC == 137)) && fail "B ($what): still running after 10 s, it should have refused to start"
+  ((B_RC == 1)) || fail "B ($what): exit status $B_RC, expected 1"
+  # One line says what is wrong (after the usual "starting" line).
+  (($(grep -cE '^[0-9T:.-]+ (error|warn) ' <<<"$B_ERR") == 1)) \
+    || fail "B ($what): expected one error line on stderr, got: $(oneline "$B_ERR")"
+  return 0
+}
+
+# A second s5tund (B) with the same [tun] name as a running one (A), in
+# every combination of modes, A once with persist = true: B exits 1 at once
+# with one line naming the device and A's pid, and A's queues, rules,
+# routes and traffic are as before; B's exit leaves A's rules. A second
+# s5tund with another device but auto-route too cannot take A's table and
+# rules either.
+busy_device_s5tund() {
+  local amode bmode ini before after t0 t1 persist
+  e2e_start_target
+  e2e_start_microsocks
+  for amode in thread process; do
+    persist=false
+    [[ $amode == process ]] && persist=true
+    ini=$WORK/busy-a-$amode.ini
+    CFG_MODE=$amode CFG_QUEUES=2 CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$MS_PORT CFG_MARK=0x53 \
+      CFG_PERSIST=$persist e2e_write_config "$ini"
+    printf '%s\n' "" "[tun]" "auto-route = true" "[stats]" "socket = $WORK/busy-a.sock" >>"$ini"
+    e2e_start_s5tund --config "$ini"
+    e2e_wait_device "$amode" 2
+    in_c ip route del 10.201.0.0/24 dev "$TUN"
+    in_c ip -6 route del fd00:201::/64 dev "$TUN"
+    client --host "$TGT4" echo --count 2 --retry-for 20
+    before=$(busy_a_state)
+    for bmode in thread process; do
+      t0=$(busy_tcp_total)
+      busy_run_b "A $amode persist=$persist, B $bmode" "$ini" --mode "$bmode"
+      grep -qF "$TUN already exists and is in use (another s5tund? pid $S5PID)" <<<"$B_ERR" \
+        || fail "B: stderr does not say '$TUN already exists and is in use (another s5tund? pid $S5PID)': $(oneline "$B_ERR")"
+      after=$(busy_a_state)
+      [[ $after == "$before" ]] || fail "B changed A's device or routing: before: $(oneline "$before") after: $(oneline "$after")"
+      e2e_require_alive "after B"
+      client --host "$TGT4" echo --count 2
+      client --host "$TGT6" echo --count 2
+      t1=$(busy_tcp_total)
+      ((t1 >= t0 + 2)) || fail "A counted $((t1 - t0)) new TCP sessions, expected at least 2: the traffic went elsewhere"
+      log "A $amode (persist $persist), B $bmode: B exited 1 in $B_MS ms naming A's pid; A's queues, rules, routes unchanged, traffic through A"
+    done
+    # Another device, but auto-route as well: the table and rules are A's.
+    busy_run_b "tun1, auto-route" "$ini" --mode thread --tun tun1
+    grep -qF "pid $S5PID" <<<"$B_ERR" || fail "B (tun1): stderr does not name A's pid $S5PID: $(oneline "$B_ERR")"
+    grep -qF "auto-route" <<<"$B_ERR" || fail "B (tun1): stderr does not say auto-route is taken: $(oneline "$B_ERR")"
+    in_c ip link show dev tun1 >/dev/null 2>&1 && fail "B (tun1) left a device tun1 behind"
+    after=$(busy_a_state)
+    [[ $after == "$before" ]] || fail "B (tun1) changed A's routing: before: $(oneline "$before") after: $(oneline "$after")"
+    log "B with tun1 and auto-route: exit 1 in $B_MS ms, A's rules untouched"
+    e2e_stop_s5tund
+    ((S5RC == 0)) || fail "A exited with status $S5RC, expected 0"
+    [[ -z $(in_c ip -4 rule show pref 5335) && -z $(in_c ip -6 rule show pref 5335) ]] \
+      || fail "A's rules are still there after its clean exit"
+    if [[ $persist == true ]]; then
+      e2e_tun_numqueues | grep -qx 0 || fail "persistent $TUN still has queues after A exited"
+      # persist = true reattaches to its own idle device: a new A serves.
+      e2e_start_s5tund --config "$ini"
+      e2e_wait_ready "$amode" 2
+      e2e_stop_s5tund
+      ((S5RC == 0)) || fail "A on the idle persistent $TUN exited with status $S5RC"
+      in_c ip link del "$TUN"
+    fi
   done
 }
 

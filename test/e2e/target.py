@@ -83,6 +83,15 @@ async def do_hold(reader, writer, tag):
         return "hold %s ended: error %s after %d bytes" % (tag, e, total), False
 
 
+async def do_later(reader, writer, ms, tag):
+    """LATER <ms> <tag>: sends nothing for ms milliseconds, then "LATE <tag>\n"
+    and closes: a client waiting on an idle connection for a late reply."""
+    await asyncio.sleep(ms / 1000.0)
+    writer.write(b"LATE %s\n" % tag.encode())
+    await writer.drain()
+    return "later %d ms %s answered" % (ms, tag)
+
+
 async def handle(reader, writer):
     stats["conns"] += 1
     stats["active"] += 1
@@ -101,6 +110,8 @@ async def handle(reader, writer):
             what = await do_upload(reader, writer, int(words[1]))
         elif cmd == "DOWNLOAD" and len(words) == 3:
             what = await do_download(reader, writer, int(words[1]), int(words[2]))
+        elif cmd == "LATER" and len(words) == 3:
+            what = await do_later(reader, writer, int(words[1]), words[2])
         elif cmd == "HOLD" and len(words) == 2:
             what, alive = await do_hold(reader, writer, words[1])
         else:

@@ -10,6 +10,10 @@
 #        dns           a real DNS server (dnsmasq) through the tunnel; mapped
 #                      DNS: a pool address, TCP to it = CONNECT by name,
 #                      AAAA/other types, malformed queries
+#        dns6          mapped DNS for IPv6: AAAA from [dns] network6, an
+#                      IPv6 resolver address, TCP and UDP over IPv6 to a pool
+#                      address by name, one entry per name for A and AAAA,
+#                      recycling with a small cache
 #        udp_teardown  the proxy drops the control connection -> the
 #                      association ends; idle expiry ends it too
 #        udp_badrelay  a broken relay (udpbadproxy.py): truncated, oversized,
@@ -17,6 +21,12 @@
 #                      an unspecified BND.ADDR
 #        udp_off_icmp  udp = off -> ICMP port unreachable; icmp = off -> no
 #                      echo reply, icmp = reply -> echo replies
+#        udp_closed_port  datagrams to a target's closed port end that
+#                      association at danted; it costs only itself: 20
+#                      other sockets echo at their first try at once
+#        udp_sshd      OpenSSH's ssh -D as the proxy (CONNECT, no UDP
+#                      ASSOCIATE): TCP works; UDP is refused with one line
+#                      saying so, not one per datagram source
 #        udp_one_assoc 20 client sockets alternating 100-byte and 20,000-byte
 #                      datagrams (IP fragments on the TUN) to two target
 #                      ports, IPv4 and IPv6: the target sees exactly one
@@ -39,13 +49,15 @@ CASE=${1:-}
 [[ $# -ge 3 ]] || usage
 MODE=$2 QUEUES=$3
 shift 3
-case $CASE in udp_echo|dns|udp_teardown|udp_badrelay|udp_off_icmp|udp_one_assoc) ;; *) usage ;; esac
+case $CASE in udp_echo|dns|dns6|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd|udp_one_assoc) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
 UDP_PORTS=(7001 7002)
 DNS_ADDR=198.18.0.2
 DNS_POOL=100.64.0.0/10
+DNS_ADDR6=fc00::53
+DNS_POOL6=fdff:5335::/96
 BADUDP_PORT=1090
 
 e2e_require_root
@@ -155,6 +167,12 @@ case_udp_echo() {
   n=$(udp_count_log 'association ready')
   ((n >= 100)) || fail "expected at least 100 associations in the log, found $n"
   log "$n associations set up"
+  # Addresses in log lines as RFC 5952 writes them (lower case): the
+  # client's fc00::1 is never FC00::1.
+  grep -q '\[fc00::1\]:[0-9]*: association ready' "$S5LOG" || fail "no association from [fc00::1] in the log"
+  if grep -qE '(FC00|FD00):' "$S5LOG"; then
+    fail "upper-case IPv6 addresses in s5tund's log: $(oneline "$(grep -m 3 -E '(FC00|FD00):' "$S5LOG")")"
+  fi
   client --host "$TGT4" echo --count 5
 }
 
@@ -204,6 +222,65 @@ cache-size = 1000"
   ((dropped >= 10)) || fail "expected at least 10 malformed queries counted in the log, found $dropped"
   log "$dropped malformed queries dropped and counted"
   e2e_require_alive "after DNS"
+}
+
+# dns6: [dns] network6 and an IPv6 resolver address beside the IPv4 one.
+case_dns6() {
+  e2e_topology_up
+  udp_hosts
+  e2e_start_target
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" "[dns]
+address = $DNS_ADDR, $DNS_ADDR6
+network = $DNS_POOL
+network6 = $DNS_POOL6
+cache-size = 4"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  in_c ip -6 route replace "$DNS_POOL6" dev "$TUN"
+  # A pool address that stands for no name yet: refused, never sent on.
+  client --host fdff:5335::4 --timeout 30 expect-refused
+  udp_wait_log "mapped address fdff:5335::4 stands for no name" "$T_STEP" "refusal of a pool address without a name"
+  # AAAA from the IPv6 pool, asked at the IPv6 resolver address; A at the
+  # IPv4 one: one entry, so both stand at the same offset in their pools.
+  local a6 a4 off6 off4 name
+  a6=$(uclient dns --server "$DNS_ADDR6" --name Target.Test --type AAAA --expect-in "$DNS_POOL6" --print-address | tail -n 2 | head -n 1)
+  a4=$(uclient dns --server "$DNS_ADDR" --name target.test --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
+  [[ $(uclient dns --server "$DNS_ADDR" --name target.test --type AAAA --print-address | tail -n 2 | head -n 1) == "$a6" ]] \
+    || fail "AAAA asked at the IPv4 resolver differs from $a6"
+  read -r off6 off4 < <("$PY" -c 'import ipaddress as i, sys
+print(int(i.ip_address(sys.argv[1])) - int(i.ip_network(sys.argv[3]).network_address),
+      int(i.ip_address(sys.argv[2])) - int(i.ip_network(sys.argv[4]).network_address))' "$a6" "$a4" "$DNS_POOL6" "$DNS_POOL")
+  ((off6 == off4)) || fail "target.test is $a6 (offset $off6) and $a4 (offset $off4): two entries"
+  log "target.test is $a6 and $a4: one entry (offset $off6)"
+  # UDP to the IPv6 pool address: the ASSOCIATE's datagram names target.test.
+  uclient send --host "$a6" --port 7001 --count 1
+  udp_wait_log "dns: $a6 stands for target.test: sent by name" "$T_STEP" "UDP to $a6 sent by name"
+  # TCP over IPv6 to it: a CONNECT by name (danted never sees the address).
+  client --host "$a6" echo --count 5
+  CLIENT_T=$T_BULK client --host "$a6" concurrent 16
+  grep -qi "$a6" "$WORK/danted.log" && fail "danted saw the pool address $a6"
+  grep -q "tcp/connect .*$TGT4\.7000" "$WORK/danted.log" || fail "danted's log shows no connection to $TGT4.7000"
+  # Recycling: cache-size 4, so four other names take every entry, the
+  # oldest (target.test's) first; its IPv6 address then stands for another
+  # name, and a connection to it as target.test is no longer possible.
+  for name in one two three four; do
+    uclient dns --server "$DNS_ADDR6" --name "$name.test" --type AAAA --expect-in "$DNS_POOL6" >/dev/null
+  done
+  local four now
+  four=$(uclient dns --server "$DNS_ADDR6" --name four.test --type AAAA --expect-in "$DNS_POOL6" --print-address | tail -n 2 | head -n 1)
+  [[ $four == "$a6" ]] || fail "four.test got $four, expected target.test's recycled $a6"
+  now=$(uclient dns --server "$DNS_ADDR6" --name target.test --type AAAA --expect-in "$DNS_POOL6" --print-address | tail -n 2 | head -n 1)
+  [[ $now != "$a6" ]] || fail "target.test still has $a6 after four names came after it"
+  log "recycled: $a6 stands for four.test now, target.test got $now"
+  # Malformed queries at the IPv6 resolver: dropped and counted, and it
+  # still answers.
+  uclient dns-garbage --server "$DNS_ADDR6"
+  local dropped
+  dropped=$(udp_count_log 'dns: query from fc00::1 dropped: malformed')
+  ((dropped >= 10)) || fail "expected at least 10 malformed queries from fc00::1 counted in the log, found $dropped"
+  e2e_require_alive "after IPv6 mapped DNS"
 }
 
 case_udp_teardown() {
@@ -301,6 +378,103 @@ icmp = reply"
   uclient ping --host "$TGT4" --expect-reply
   uclient ping --host "$TGT6" --expect-reply
   e2e_require_alive "with icmp = reply"
+}
+
+# udp_closed_port: danted ends an association whose datagrams hit a closed
+# port at the target (its relay socket gets the ICMP error). That is the
+# proxy ending one association, not failing to set associations up: the
+# other sources' associations must not be held back. Each of 20 sockets
+# gets one try (a held-back association is refused with ICMP, no echo).
+case_udp_closed_port() {
+  e2e_topology_up
+  e2e_start_target
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" ""
+  e2e_wait_ready "$MODE" "$QUEUES"
+  uclient echo --host "$TGT4" --port 7001 --sizes 100 --sources 4
+  local round n0 i held ended
+  for round in 1 2 3; do
+    n0=$(udp_count_log 'association ended: ')
+    uclient send --host "$TGT4" --port 7009 --count 3
+    for i in $(seq $((T_STEP * 10))); do
+      (($(udp_count_log 'association ended: ') > n0)) && break
+      sleep 0.1
+    done
+    (($(udp_count_log 'association ended: ') > n0)) || fail "the association to the closed port did not end"
+    uclient --timeout 5 echo --host "$TGT4" --port 7001 --sizes 100 --sources 20 --tries 1
+  done
+  held=$(udp_count_log 'new associations refused for')
+  ((held == 0)) || fail "an association ended by the proxy held back new ones: $(oneline "$(grep 'new associations refused' "$S5LOG")")"
+  ended=$(udp_count_log 'association ended: the proxy ended the association \(its relay refuses datagrams')
+  ((ended >= 3)) || fail "$ended associations logged as ended by the proxy, expected at least 3"
+  log "3 rounds: the closed port's association ended alone, 60 other sockets echoed at their first try"
+}
+
+# start_sshd_socks PORT: OpenSSH's sshd in S (the binary unpacked from
+# Debian's openssh-server package under the build tree by `make deps`, run
+# as nobody: no privilege separation user, no host service touched), and
+# ssh -D S_ADDR4:PORT logged in to it: a SOCKS5 server that does CONNECT
+# and no UDP ASSOCIATE.
+start_sshd_socks() {
+  local port=$1 sshd=${S5_SSHD:-$E2E_DIR/../../build/openssh-server/usr/sbin/sshd} d=$WORK/sshd i
+  [[ -x $sshd ]] || fail "no sshd at $sshd (run 'make deps')"
+  mkdir -p "$d"
+  ssh-keygen -q -t ed25519 -N "" -f "$d/host_key"
+  ssh-keygen -q -t ed25519 -N "" -f "$d/client_key"
+  cp "$d/client_key.pub" "$d/authorized_keys"
+  chown -R nobody "$d"
+  chmod 755 "$d"
+  # sshd running as nobody takes nobody's shadow entry ("*") for a locked
+  # account: in S only (ip netns exec binds /etc/netns/S/shadow over
+  # /etc/shadow), nobody gets a readable entry without a password.
+  mkdir -p "$NETNS_ETC"
+  sed 's/^nobody:[^:]*:/nobody:NP:/' /etc/shadow >"$NETNS_ETC/shadow"
+  chmod 644 "$NETNS_ETC/shadow"
+  cat >"$d/sshd_config" <<EOC
+ListenAddress $S_ADDR4:2222
+HostKey $d/host_key
+AuthorizedKeysFile $d/authorized_keys
+PidFile $d/sshd.pid
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+AllowTcpForwarding yes
+EOC
+  E2E_LOGS+=("$d/sshd.log" "$d/ssh.log")
+  ip netns exec "$NS_S" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+    "$sshd" -D -e -f "$d/sshd_config" >"$d/sshd.log" 2>&1 &
+  e2e_wait_listen 2222 "$S_ADDR4"
+  ip netns exec "$NS_S" ssh -N -D "$S_ADDR4:$port" -i "$d/client_key" -p 2222 \
+    -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes \
+    -o ExitOnForwardFailure=yes nobody@"$S_ADDR4" >"$d/ssh.log" 2>&1 &
+  e2e_wait_listen "$port" "$S_ADDR4"
+  log "ssh -D on $S_ADDR4:$port through sshd on $S_ADDR4:2222"
+}
+
+case_udp_sshd() {
+  e2e_topology_up
+  e2e_start_target
+  start_udptarget
+  start_sshd_socks 1081
+  start_s5 "$S_ADDR4" 1081 ""
+  e2e_wait_ready "$MODE" "$QUEUES"
+  client --host "$TGT6" echo --count 3
+  local i n closed
+  for i in 1 2; do
+    uclient send --host "$TGT4" --port 7001 --count 1
+    uclient send --host "$TGT6" --port 7001 --count 1
+  done
+  udp_wait_log "the proxy does not support UDP ASSOCIATE; set \[socks5\] udp = off" "$T_STEP" "'does not support UDP ASSOCIATE' line"
+  CLIENT_T=$T_STEP uclient send --host "$TGT4" --port 7002 --count 8 --gap 0.3
+  n=$(udp_count_log 'does not support UDP ASSOCIATE')
+  ((n >= 1 && n <= QUEUES)) || fail "$n 'does not support UDP ASSOCIATE' lines, expected one per worker at most ($QUEUES)"
+  closed=$(udp_count_log 'closed the connection during the SOCKS5 handshake')
+  ((closed == 0)) || fail "$closed 'closed the connection during the SOCKS5 handshake' lines with ssh -D"
+  client --host "$TGT4" echo --count 3
+  e2e_require_alive "with ssh -D"
+  log "ssh -D: TCP through it, UDP refused with $n line(s) saying why"
 }
 
 # udp_sources LOCAL N: every client socket 0..N-1 of udpclient.py reached

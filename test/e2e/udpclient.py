@@ -6,6 +6,10 @@
       N sockets (client source ports) at once, each sending every size to
       every port R times; each reply must come back byte for byte from
       exactly (H, port). Lost datagrams are resent (UDP may drop), bounded.
+      --tries T: at most T sends of each datagram (default: until
+      --retry-for runs out), so that a refused association fails the echo.
+  udpclient.py send --host H --port P [--count N] [--gap S] [--size B]
+      Sends N datagrams from one socket, S seconds apart; expects nothing.
   udpclient.py dns --server S --name NAME [--type A|AAAA|TXT|...]
                [--expect-in CIDR | --expect ADDR | --expect-empty]
                [--expect-rcode N] [--print-address]
@@ -89,7 +93,7 @@ def echo_source(args, idx, sizes, errors, stats):
                             # a late duplicate of an earlier datagram: ignore
                         if got is not None:
                             break
-                        if time.monotonic() >= deadline:
+                        if time.monotonic() >= deadline or (args.tries and tries >= args.tries):
                             errors.append("source %d: %d-byte datagram to port %d: no echo after "
                                           "%d tries" % (idx, size, port, tries))
                             return
@@ -123,6 +127,19 @@ def cmd_echo(args):
     log("echo %s ports %s ok: %d sources, %d datagrams (%d bytes, sizes %s) matched byte for byte, "
         "%d resent" % (args.host, ",".join(map(str, args.port)), args.sources, stats["datagrams"],
                        stats["bytes"], args.sizes, stats["resent"]))
+    return 0
+
+
+def cmd_send(args):
+    s = socket.socket(family(args.host), socket.SOCK_DGRAM)
+    try:
+        for i in range(args.count):
+            if i:
+                time.sleep(args.gap)
+            s.sendto(os.urandom(args.size), (args.host, args.port))
+    finally:
+        s.close()
+    log("sent %d datagrams of %d bytes to %s port %d" % (args.count, args.size, args.host, args.port))
     return 0
 
 
@@ -350,9 +367,18 @@ def main():
     p.add_argument("--sources", type=int, default=1)
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--retry-for", type=float, default=30.0)
+    p.add_argument("--tries", type=int, default=0)
     p.add_argument("--strict", action="store_true",
                    help="fail on any datagram that is not a copy of one sent")
     p.set_defaults(fn=cmd_echo)
+    p = sub.add_parser("send")
+    p.add_argument("--host", required=True)
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--count", type=int, default=1)
+    p.add_argument("--gap", type=float, default=0.1)
+    p.add_argument("--size", type=int, default=100)
+    p.set_defaults(fn=cmd_send)
+
     p = sub.add_parser("dns")
     p.add_argument("--server", required=True)
     p.add_argument("--name", required=True)

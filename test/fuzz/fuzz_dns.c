@@ -4,9 +4,10 @@
  * TUN controls.
  *
  * It follows core/dns.c's s5_dns_query(): parse (at most the 1024 bytes
- * dns.c copies out of the pbuf), choose the rcode and the answer the same
- * way, build the response into a buffer of exactly S5_DNS_ANSWER_MAX bytes,
- * as dns.c does. Then it checks the promises dns.c relies on:
+ * dns.c copies out of the pbuf), choose the rcode and the record with the
+ * same function (s5_dns_answer_plan), with an IPv6 pool or without one
+ * (the input's first byte decides), build the response into a buffer of
+ * exactly S5_DNS_ANSWER_MAX bytes, as dns.c does. Then it checks the promises dns.c relies on:
  *   - a parsed name is lowercase text of name_len <= 253 bytes, NUL at
  *     name_len, name_ok exactly when every label is [a-z0-9_-];
  *   - question_len lies inside the message;
@@ -59,13 +60,13 @@ static void check_query(const uint8_t *msg, size_t len, const struct s5_dns_quer
 }
 
 static void check_response(const uint8_t *out, int n, const uint8_t *msg, const struct s5_dns_query *q,
-                           const uint8_t *answer) {
+                           const uint8_t *answer, size_t alen) {
   FUZZ_CHECK(n >= 12 && n <= S5_DNS_ANSWER_MAX, "response of %d bytes", n);
   FUZZ_CHECK(out[0] == msg[0] && out[1] == msg[1], "ID not echoed");
   FUZZ_CHECK(out[2] & 0x80, "QR not set");
   FUZZ_CHECK(memcmp(out + 12, msg + 12, q->question_len) == 0, "question not echoed");
   int badvers = q->has_opt && q->edns_version != 0;
-  size_t expect = 12 + q->question_len + (answer != NULL && !badvers ? 16 : 0) + (q->has_opt ? 11 : 0);
+  size_t expect = 12 + q->question_len + (answer != NULL && !badvers ? 12 + alen : 0) + (q->has_opt ? 11 : 0);
   FUZZ_CHECK((size_t)n == expect, "response of %d bytes, expected %zu", n, expect);
   struct s5_dns_query again;
   FUZZ_CHECK(s5_dns_parse_query(out, (size_t)n, &again) == S5_DNS_MALFORMED, "response parses as a query");
@@ -74,9 +75,11 @@ static void check_response(const uint8_t *out, int n, const uint8_t *msg, const 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (table == NULL) {
     static const uint8_t net[4] = {100, 64, 0, 0};
+    static const uint8_t net6[16] = {0xfd, 0xff, 0x53, 0x35};
     table = s5_dns_table_create(net, 28, 8);
-    if (table == NULL) abort();
+    if (table == NULL || s5_dns_table_pool6(table, net6, 96) != 0) abort();
   }
+  int aaaa = size > 0 && (data[0] & 1);   /* [dns] network6 set or not */
   size_t len = size < QUERY_READ ? size : QUERY_READ;
   uint8_t *msg = fuzz_dup(data, len);
   struct s5_dns_query q;
@@ -87,39 +90,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   }
 
-  /* dns.c's choice of rcode and answer */
-  uint8_t addr[4];
+  /* dns.c's choice of rcode and record, then its lookup */
+  if (r == S5_DNS_QUERY) check_query(msg, len, &q);
+  unsigned rtype;
+  unsigned rcode = s5_dns_answer_plan(r, &q, aaaa, &rtype);
+  FUZZ_CHECK(rtype == 0 || (r == S5_DNS_QUERY && q.name_ok && q.name_len > 0 && rtype == q.qtype),
+             "record type %u for a query of type %u", rtype, q.qtype);
+  FUZZ_CHECK(rtype != S5_DNS_TYPE_AAAA || aaaa, "AAAA answered without an IPv6 pool");
+  uint8_t addr[16];
   const uint8_t *answer = NULL;
-  unsigned rcode = S5_DNS_RCODE_NOERROR;
-  if (r == S5_DNS_NOT_QUERY) {
-    q.question_len = 0;
-    q.has_opt = 0;
-    rcode = S5_DNS_RCODE_NOTIMP;
-  } else {
-    check_query(msg, len, &q);
-    if (q.qclass != S5_DNS_CLASS_IN) {
-      rcode = S5_DNS_RCODE_NOTIMP;
-    } else if (!q.name_ok) {
-      rcode = S5_DNS_RCODE_REFUSED;
-    } else if (q.qtype == S5_DNS_TYPE_A && q.name_len > 0) {
-      FUZZ_CHECK(s5_dns_table_map(table, q.name, q.name_len, addr) == 0, "map refused %s", q.name);
-      answer = addr;
-      char back[256];
-      int n = s5_dns_table_name(table, addr, back, sizeof back);
-      FUZZ_CHECK(n == (int)q.name_len && strcmp(back, q.name) == 0, "%s maps back to %s", q.name, back);
-      FUZZ_CHECK(s5_dns_table_in_pool(table, addr), "address outside the pool");
-    }
+  size_t alen = 0;
+  char back[256];
+  if (rtype == S5_DNS_TYPE_A) {
+    FUZZ_CHECK(s5_dns_table_map(table, q.name, q.name_len, addr) == 0, "map refused %s", q.name);
+    int n = s5_dns_table_name(table, addr, back, sizeof back);
+    FUZZ_CHECK(n == (int)q.name_len && strcmp(back, q.name) == 0, "%s maps back to %s", q.name, back);
+    FUZZ_CHECK(s5_dns_table_in_pool(table, addr), "address outside the pool");
+    answer = addr;
+    alen = 4;
+  } else if (rtype == S5_DNS_TYPE_AAAA) {
+    FUZZ_CHECK(s5_dns_table_map6(table, q.name, q.name_len, addr) == 0, "map6 refused %s", q.name);
+    int n = s5_dns_table_name6(table, addr, back, sizeof back);
+    FUZZ_CHECK(n == (int)q.name_len && strcmp(back, q.name) == 0, "%s maps back to %s (IPv6)", q.name, back);
+    FUZZ_CHECK(s5_dns_table_in_pool6(table, addr), "address outside the IPv6 pool");
+    uint8_t a4[4];   /* one entry per name: its A address is the same entry */
+    FUZZ_CHECK(s5_dns_table_map(table, q.name, q.name_len, a4) == 0 && a4[3] - 1 == addr[15] - 1,
+               "A and AAAA of %s are different entries", q.name);
+    answer = addr;
+    alen = 16;
   }
   uint8_t *out = malloc(S5_DNS_ANSWER_MAX);
   if (out == NULL) abort();
   uint32_t ttl = size >= 4 ? (uint32_t)data[size - 4] << 24 | (uint32_t)data[size - 3] << 16 |
                                  (uint32_t)data[size - 2] << 8 | data[size - 1]
                            : 1;
-  int n = s5_dns_build_response(out, S5_DNS_ANSWER_MAX, msg, &q, rcode, answer, ttl);
+  int n = s5_dns_build_response(out, S5_DNS_ANSWER_MAX, msg, &q, rcode, answer, alen, ttl);
   FUZZ_CHECK(n > 0, "no room for the response to a parsed query (%d)", n);
-  check_response(out, n, msg, &q, answer);
+  check_response(out, n, msg, &q, answer, alen);
   /* One byte short must be refused, never overflow. */
-  n = s5_dns_build_response(out, (size_t)n - 1, msg, &q, rcode, answer, ttl);
+  n = s5_dns_build_response(out, (size_t)n - 1, msg, &q, rcode, answer, alen, ttl);
   FUZZ_CHECK(n == -1, "short buffer: %d", n);
   free(out);
   free(msg);

@@ -688,13 +688,16 @@ static void init_once(void) {
   BASE.session.connect_timeout = 3600;
   BASE.session.tcp_idle_timeout = 86400;
   BASE.session.udp_idle_timeout = 86400;
-  struct sockaddr_in *dns = (struct sockaddr_in *)&BASE.dns.addr;
+  struct sockaddr_in *dns = (struct sockaddr_in *)&BASE.dns.addr[0];
   dns->sin_family = AF_INET;
   dns->sin_port = htons(53);
   dns->sin_addr.s_addr = htonl(0x0a350001);   /* 10.53.0.1 */
   BASE.dns.network.family = AF_INET;
   memcpy(BASE.dns.network.addr, (const uint8_t[]){100, 64, 0, 0}, 4);
   BASE.dns.network.len = 28;
+  BASE.dns.network6.family = AF_INET6;   /* AAAA answers and IPv6 pool addresses too */
+  memcpy(BASE.dns.network6.addr, (const uint8_t[16]){0xfd, 0xff, 0x53, 0x35}, 16);
+  BASE.dns.network6.len = 96;
   BASE.dns.cache_size = 8;
   trace = getenv("S5_FUZZ_TRACE") != NULL && *getenv("S5_FUZZ_TRACE") != '0';
   const char *log = getenv("S5_FUZZ_LOG");
@@ -710,8 +713,9 @@ static void configure(uint8_t c, uint8_t c2) {
   CFG.socks5.udp = (c & 0x02) != 0;
   if (!(c & 0x04)) {
     memset(&CFG.dns.addr, 0, sizeof CFG.dns.addr);
-  } else if (c2 & 0x01) {
-    struct sockaddr_in6 *dns6 = (struct sockaddr_in6 *)&CFG.dns.addr;
+  } else if (c2 & 0x01) {   /* an IPv6 resolver, alone or beside the IPv4 one */
+    if (c2 & 0x02) memset(&CFG.dns.addr[0], 0, sizeof CFG.dns.addr[0]);
+    struct sockaddr_in6 *dns6 = (struct sockaddr_in6 *)&CFG.dns.addr[1];
     memset(dns6, 0, sizeof *dns6);
     dns6->sin6_family = AF_INET6;
     dns6->sin6_port = htons(53);

@@ -334,6 +334,10 @@ def ini_seeds():
     if os.path.exists(example):
         with open(example, "rb") as f:
             s["example"] = b"\0" + f.read()
+    every = os.path.join(HERE, "..", "unit", "configs", "every_key.ini")
+    if os.path.exists(every):   # every key at a non-default value: the round trip of each
+        with open(every, "rb") as f:
+            s["every_key"] = b"\0" + f.read()
     s["full"] = b"\0" + b"""mode = process
 queues = 4
 [tun]

@@ -133,9 +133,26 @@ static const char *cfg_diff(const struct s5_config *a,
   if (memcmp(&a->dns.addr, &b->dns.addr, sizeof a->dns.addr) != 0)
     return "dns.addr";
   if (!prefix_eq(&a->dns.network, &b->dns.network)) return "dns.network";
+  if (!prefix_eq(&a->dns.network6, &b->dns.network6)) return "dns.network6";
+  if (memcmp(&a->tun.exclude_uid, &b->tun.exclude_uid, sizeof a->tun.exclude_uid) != 0) return "tun.exclude_uid";
+  if (memcmp(&a->tun.include_uid, &b->tun.include_uid, sizeof a->tun.include_uid) != 0) return "tun.include_uid";
   if (a->dns.cache_size != b->dns.cache_size) return "dns.cache_size";
   if (a->log.level != b->log.level) return "log.level";
   if (strcmp(a->log.file, b->log.file) != 0) return "log.file";
+  if (a->tun.offload != b->tun.offload) return "tun.offload";
+  if (a->tun.auto_route != b->tun.auto_route) return "tun.auto_route";
+  if (a->tun.kill_switch != b->tun.kill_switch) return "tun.kill_switch";
+  if (strcmp(a->tun.post_up, b->tun.post_up) != 0) return "tun.post_up";
+  if (strcmp(a->tun.pre_down, b->tun.pre_down) != 0) return "tun.pre_down";
+  if (a->socks5.pipeline != b->socks5.pipeline) return "socks5.pipeline";
+  if (a->session.tcp_buffer != b->session.tcp_buffer)
+    return "session.tcp_buffer";
+  if (strcmp(a->run.user, b->run.user) != 0) return "run.user";
+  if (a->run.uid != b->run.uid || a->run.gid != b->run.gid) return "run.uid";
+  if (strcmp(a->run.pid_file, b->run.pid_file) != 0) return "run.pid_file";
+  if (a->run.drain_timeout != b->run.drain_timeout) return "run.drain_timeout";
+  if (a->run.limit_nofile != b->run.limit_nofile) return "run.limit_nofile";
+  if (strcmp(a->stats.socket, b->stats.socket) != 0) return "stats.socket";
   return NULL;
 }
 
@@ -253,10 +270,13 @@ static void test_defaults(void) {
   CHECK(c.socks5.udp_addr.ss_family == 0, "default udp-address unset");
   CHECK(c.session.udp_idle_timeout == 60, "default udp-idle-timeout");
   CHECK(c.session.tcp_buffer == 512 * 1024, "default tcp-buffer");
-  CHECK(c.dns.addr.ss_family == 0, "default dns address unset");
+  CHECK(c.dns.addr[0].ss_family == 0 && c.dns.addr[1].ss_family == 0, "default dns address unset");
+  CHECK(c.dns.network6.family == 0, "default dns network6 unset");
   CHECK(is_prefix(&c.dns.network, AF_INET, "100.64.0.0", 10),
         "default dns network");
   CHECK(c.dns.cache_size == 10000, "default dns cache-size");
+  CHECK(c.tun.kill_switch, "default kill-switch true");
+  CHECK(c.queues_configured == 0, "default queues as written: 0");
 }
 
 /* ---- good files --------------------------------------------------------- */
@@ -312,7 +332,9 @@ static void test_good_files(void) {
   }
   if (load_ok(conf("udp_dns.ini"), &c)) {
     const struct sockaddr_in *u = (const void *)&c.socks5.udp_addr;
-    const struct sockaddr_in *a = (const void *)&c.dns.addr;
+    const struct sockaddr_in *a = (const void *)&c.dns.addr[0];
+    const struct sockaddr_in6 *a6 = (const void *)&c.dns.addr[1];
+    uint8_t want6[16] = {0xfc, [15] = 2};
     CHECK(c.tun.icmp_reply, "udp_dns.ini: icmp");
     CHECK(!c.socks5.udp, "udp_dns.ini: udp");
     CHECK(u->sin_family == AF_INET && ntohl(u->sin_addr.s_addr) == 0xc0000207,
@@ -321,8 +343,11 @@ static void test_good_files(void) {
     CHECK(c.session.tcp_buffer == 65536, "udp_dns.ini: tcp-buffer");
     CHECK(a->sin_family == AF_INET && ntohl(a->sin_addr.s_addr) == 0xc6120002 &&
           ntohs(a->sin_port) == 53, "udp_dns.ini: dns address");
+    CHECK(a6->sin6_family == AF_INET6 && memcmp(&a6->sin6_addr, want6, 16) == 0 &&
+          ntohs(a6->sin6_port) == 53, "udp_dns.ini: dns address, IPv6");
     CHECK(is_prefix(&c.dns.network, AF_INET, "10.128.0.0", 30),
           "udp_dns.ini: dns network");
+    CHECK(is_prefix(&c.dns.network6, AF_INET6, "fdff:5335::", 96), "udp_dns.ini: dns network6");
     CHECK(c.dns.cache_size == 2, "udp_dns.ini: cache-size");
   }
   if (load_ok(conf("quoted.ini"), &c)) {
@@ -344,9 +369,22 @@ struct bad {
 
 static const struct bad bad_files[] = {
   { "bad_section.ini", 3, "[tunnel] mtu", "unknown section [tunnel]" },
+  { "bad_section.ini", 3, "[tunnel] mtu", "(expected [tun], [socks5], "
+    "[session], [dns], [log], [run] or [stats])" },
+  { "bad_run_key.ini", 3, "[run] usr", "unknown key (expected one of: user, "
+    "pid-file, drain-timeout, limit-nofile)" },
+  { "bad_stats_key.ini", 3, "[stats] sock", "unknown key (expected one of: "
+    "socket)" },
+  { "bad_uid_user.ini", 4, "[tun] exclude-uid", "\"s5tund-no-such-user\" is neither a uid nor a user" },
+  { "bad_uid_both.ini", 5, "[tun] include-uid", "set with [tun] exclude-uid" },
+  { "bad_uid_noauto.ini", 3, "[tun] include-uid", "needs [tun] auto-route = true" },
+  { "bad_uid_range.ini", 4, "[tun] exclude-uid", "range 2000-1000 runs backwards" },
+  { "bad_run_user.ini", 3, "[run] user", "\"s5tund-no-such-user\" is not a "
+    "user on this system" },
   { "bad_section_case.ini", 2, "[TUN] mtu", "lowercase: [tun]" },
   { "bad_key.ini", 3, "[tun] mtuu", "unknown key (expected one of: name, "
-    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, post-up, pre-down)" },
+    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, kill-switch, exclude-uid, include-uid, "
+    "post-up, pre-down)" },
   { "bad_key_case.ini", 2, "[tun] MTU", "lowercase: mtu" },
   { "bad_key_section.ini", 2, "[tun] port", "did you mean [socks5] port?" },
   { "bad_key_global.ini", 2, "[tun] queues", "before the first [section]" },
@@ -724,6 +762,12 @@ static void test_args_bad(void) {
                     "argument");
   run(&r, "-c", NULL);
   expect_flag_error(&r, "-c", "s5tund: -c: missing argument");
+  /* The stats client's flags belong to main(), and only first. */
+  run(&r, "-c", "x.ini", "--stats", NULL);
+  expect_flag_error(&r, "--stats not first", "s5tund: --stats: must be the "
+                    "first argument");
+  run(&r, "--json", NULL);
+  expect_flag_error(&r, "--json alone", "s5tund: --json: only with --stats");
   run(&r, "--help=yes", NULL);
   expect_flag_error(&r, "--help=yes", "s5tund: --help: takes no value");
   run(&r, "tun.ini", NULL);
@@ -843,6 +887,85 @@ static void test_round_trip(void) {
              "[fd00::2]:1");
 }
 
+/* --check-config of a file that sets every key to a non-default value:
+ * the output loads back to the same configuration (byte for byte, but for
+ * the masked password) and prints the same text again. */
+static char *print_text(const struct s5_config *c) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+
+  if (out == NULL)
+    exit(1);
+  s5_config_print(c, out);
+  fclose(out);
+  return text;
+}
+
+/* FILE sets every key (but one of two exclusive ones) to a non-default
+ * value: printed, loaded and printed again, it must come back the same. */
+static void every_round_trip(const char *file) {
+  struct s5_config c, back, want;
+  char *first, *second;
+  if (!load_ok(conf(file), &c)) return;
+  first = print_text(&c);
+  write_text(scratch("every_printed.ini"), first);
+  if (load_ok(scratch("every_printed.ini"), &back)) {
+    second = print_text(&back);
+    CHECK(strcmp(first, second) == 0, "%s: second print differs:\n%s---\n%s", file, first, second);
+    free(second);
+    want = c;
+    memset(want.socks5.password, 0, sizeof want.socks5.password);
+    strcpy(want.socks5.password, "***");
+    CHECK(memcmp(&want, &back, sizeof want) == 0, "%s: loaded configuration differs (%s)", file,
+          show_diff(cfg_diff(&want, &back, true)));
+  }
+  free(first);
+}
+
+static void test_every_key(void) {
+  struct s5_config c, back, want;
+  char *first, *second;
+  struct run r;
+
+  every_round_trip("every_key_include.ini");
+  if (!load_ok(conf("every_key.ini"), &c))
+    return;
+  first = print_text(&c);
+  write_text(scratch("every_printed.ini"), first);
+  if (load_ok(scratch("every_printed.ini"), &back)) {
+    second = print_text(&back);
+    CHECK(strcmp(first, second) == 0, "every_key.ini: second print differs:"
+          "\n%s---\n%s", first, second);
+    free(second);
+    want = c;
+    memset(want.socks5.password, 0, sizeof want.socks5.password);
+    strcpy(want.socks5.password, "***");
+    CHECK(memcmp(&want, &back, sizeof want) == 0, "every_key.ini: loaded "
+          "configuration differs (%s)", show_diff(cfg_diff(&want, &back,
+          true)));
+    CHECK(cfg_diff(&c, &back, false) == NULL, "every_key.ini: round trip "
+          "differs in %s", show_diff(cfg_diff(&c, &back, false)));
+  }
+  CHECK(strstr(first, "\ntcp-buffer = 131072\n") != NULL, "tcp-buffer not "
+        "printed:\n%s", first);
+  free(first);
+
+  /* queues = 0 (one per CPU) is printed as written, not as the count. */
+  run(&r, "--queues", "0", "--check-config", NULL);
+  CHECK(r.rc == S5_ARGS_EXIT_OK && strstr(r.out, "\nqueues = 0\n") != NULL,
+        "--queues 0 --check-config: [%s]", r.out);
+  run_free(&r);
+  run(&r, "--queues", "2", "--check-config", NULL);
+  CHECK(r.rc == S5_ARGS_EXIT_OK && strstr(r.out, "\nqueues = 2\n") != NULL,
+        "--queues 2 --check-config: [%s]", r.out);
+  run_free(&r);
+
+  /* An unknown user is a configuration error at --check-config time. */
+  run(&r, "-c", conf("bad_run_user.ini"), "--check-config", NULL);
+  expect_flag_error(&r, "--check-config unknown user", "s5tund: ");
+}
+
 /* The scratch directory holds only plain files written above. */
 static void remove_tmpdir(void) {
   DIR *d = opendir(tmpdir);
@@ -881,6 +1004,7 @@ int main(int argc, char **argv) {
   test_args_bad();
   test_args_socks5();
   test_round_trip();
+  test_every_key();
 
   remove_tmpdir();
   printf("%d passed, %d failed\n", passed, failed);

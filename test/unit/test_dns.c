@@ -118,7 +118,7 @@ static void test_build(void) {
   size_t n = make_query(m, "Target.test", 1, 0);
   s5_dns_parse_query(m, n, &q);
   static const uint8_t addr[4] = {100, 64, 0, 1};
-  int r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr, 1);
+  int r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr, 4, 1);
   CHECK(r == (int)n + 16, "A answer length %d", r);
   CHECK(out[0] == 0x12 && out[1] == 0x34, "id copied");
   CHECK(out[2] == (0x80 | 0x04 | 0x01) && out[3] == 0x80, "flags QR AA RD RA, NOERROR: %02x %02x", out[2], out[3]);
@@ -126,25 +126,54 @@ static void test_build(void) {
   CHECK(memcmp(out + 12, m + 12, n - 12) == 0, "question copied as sent (letter case too)");
   static const uint8_t rr[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 100, 64, 0, 1};
   CHECK(memcmp(out + n, rr, sizeof rr) == 0, "answer record");
-  CHECK(s5_dns_build_response(out, (size_t)r - 1, m, &q, 0, addr, 1) == -1, "no room");
+  CHECK(s5_dns_build_response(out, (size_t)r - 1, m, &q, 0, addr, 4, 1) == -1, "no room");
 
   n = make_query(m, "x.test", 28, 1);
   s5_dns_parse_query(m, n, &q);
-  r = s5_dns_build_response(out, sizeof out, m, &q, 0, NULL, 1);
+  r = s5_dns_build_response(out, sizeof out, m, &q, 0, NULL, 0, 1);
   CHECK(r == (int)n, "AAAA no data + OPT: %d (query %zu)", r, n);
   CHECK(out[7] == 0 && out[11] == 1 && out[r - 11] == 0 && out[r - 9] == 41, "no answer, OPT back");
 
   m[n - 5] = 1;   /* EDNS version 1 */
   s5_dns_parse_query(m, n, &q);
-  r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr, 1);
+  r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr, 4, 1);
   CHECK(r == (int)n && (out[3] & 0x0f) == 0 && out[r - 6] == 1 && out[7] == 0, "BADVERS: ext rcode 1, no answer");
 
   n = make_query(m, "a.test", 1, 0);
   m[2] = 0x01 | (4 << 3);   /* NOTIFY */
   CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_NOT_QUERY, "notify");
   q.question_len = 0;
-  r = s5_dns_build_response(out, sizeof out, m, &q, S5_DNS_RCODE_NOTIMP, NULL, 1);
+  r = s5_dns_build_response(out, sizeof out, m, &q, S5_DNS_RCODE_NOTIMP, NULL, 0, 1);
   CHECK(r == 12 && (out[3] & 0x0f) == 4 && ((out[2] >> 3) & 0x0f) == 4 && out[5] == 0, "NOTIMP header only");
+
+  /* AAAA with an IPv6 pool: a 28-byte record. */
+  n = make_query(m, "v6.test", 28, 1);
+  s5_dns_parse_query(m, n, &q);
+  static const uint8_t addr6[16] = {0xfd, 0xff, 0x53, 0x35, [15] = 1};
+  r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr6, 16, 1);
+  CHECK(r == (int)n + 28, "AAAA answer length %d (query %zu)", r, n);
+  size_t at = 12 + q.question_len;
+  static const uint8_t rr6[] = {0xc0, 12, 0, 28, 0, 1, 0, 0, 0, 1, 0, 16};
+  CHECK(out[7] == 1 && memcmp(out + at, rr6, sizeof rr6) == 0 && memcmp(out + at + 12, addr6, 16) == 0,
+        "AAAA record");
+  CHECK(s5_dns_build_response(out, sizeof out, m, &q, 0, addr6, 5, 1) == -1, "odd address length refused");
+}
+
+/* The resolver's choice (shared with dns.c): which record a query gets. */
+static void test_plan(void) {
+  uint8_t m[600];
+  struct s5_dns_query q;
+  unsigned rtype;
+  size_t n = make_query(m, "x.test", 28, 0);
+  enum s5_dns_parse r = s5_dns_parse_query(m, n, &q);
+  CHECK(s5_dns_answer_plan(r, &q, 0, &rtype) == 0 && rtype == 0, "AAAA without a pool: no data");
+  CHECK(s5_dns_answer_plan(r, &q, 1, &rtype) == 0 && rtype == 28, "AAAA with a pool: answered");
+  n = make_query(m, "x.test", 1, 0);
+  r = s5_dns_parse_query(m, n, &q);
+  CHECK(s5_dns_answer_plan(r, &q, 0, &rtype) == 0 && rtype == 1, "A answered");
+  n = make_query(m, "x.test", 16, 0);
+  r = s5_dns_parse_query(m, n, &q);
+  CHECK(s5_dns_answer_plan(r, &q, 1, &rtype) == 0 && rtype == 0, "TXT: no data");
 }
 
 static void test_table(void) {
@@ -206,6 +235,50 @@ static void test_table(void) {
   s5_dns_table_destroy(t);
 }
 
+/* The IPv6 pool: entry i stands for first6 + i, the same entry as the
+ * name's IPv4 address, recycled with it. */
+static void test_table6(void) {
+  static const uint8_t net[4] = {100, 64, 0, 0};
+  static const uint8_t net6[16] = {0xfd, 0xff, 0x53, 0x35};
+  CHECK(s5_dns_pool6_size(96) == 4294967294u && s5_dns_pool6_size(64) == UINT32_MAX && s5_dns_pool6_size(120) == 254 && s5_dns_pool6_size(121) == 0 &&
+        s5_dns_pool6_size(7) == 0, "pool6 sizes");
+  struct s5_dns_table *t = s5_dns_table_create(net, 24, 3);
+  if (t == NULL) return;
+  uint8_t a6[16], b6[16], a[4];
+  char name[256];
+  CHECK(s5_dns_table_map6(t, "one.test", 8, a6) == -1, "no IPv6 pool yet");
+  CHECK(s5_dns_table_pool6(t, net6, 96) == 0, "pool6 /96");
+  CHECK(s5_dns_table_map6(t, "one.test", 8, a6) == 0, "AAAA mapping");
+  static const uint8_t first6[16] = {0xfd, 0xff, 0x53, 0x35, [15] = 1};
+  CHECK(memcmp(a6, first6, 16) == 0, "first name -> fdff:5335::1");
+  CHECK(s5_dns_table_map(t, "one.test", 8, a) == 0 && a[3] == 1, "A of the same name: the same entry");
+  CHECK(s5_dns_table_map(t, "two.test", 8, a) == 0 && a[3] == 2, "second name, A first");
+  CHECK(s5_dns_table_map6(t, "two.test", 8, b6) == 0 && b6[15] == 2, "its AAAA: entry 2");
+  CHECK(s5_dns_table_name6(t, b6, name, sizeof name) == 8 && strcmp(name, "two.test") == 0, "IPv6 -> name");
+  uint8_t beyond[16];
+  memcpy(beyond, first6, 16);
+  beyond[15] = 4;   /* entry 3: the table has 3 (0..2) */
+  CHECK(s5_dns_table_name6(t, beyond, name, sizeof name) == -1 && !s5_dns_table_in_pool6(t, beyond),
+        "beyond the entries: not in pool");
+  uint8_t other[16];
+  memcpy(other, first6, 16);
+  other[3] = 0x36;
+  CHECK(s5_dns_table_name6(t, other, name, sizeof name) == -1, "outside the prefix");
+  CHECK(s5_dns_table_in_pool6(t, a6), "in_pool6");
+  /* Recycling: a third and a fourth name take the LRU entry (one.test's,
+   * touched first), and its IPv6 address with it. */
+  s5_dns_table_map(t, "three.test", 10, a);
+  s5_dns_table_name6(t, b6, name, sizeof name);   /* two.test used again */
+  uint8_t d6[16];
+  CHECK(s5_dns_table_map6(t, "four.test", 9, d6) == 0 && memcmp(d6, a6, 16) == 0, "four.test recycles one's");
+  CHECK(s5_dns_table_name6(t, a6, name, sizeof name) == 9 && strcmp(name, "four.test") == 0,
+        "one.test's IPv6 address now stands for four.test");
+  s5_dns_table_destroy(t);
+  t = s5_dns_table_create(net, 16, 300);
+  CHECK(t != NULL && s5_dns_table_pool6(t, net6, 120) == -1, "a /120 holds 254 names, not 300");
+  s5_dns_table_destroy(t);
+}
+
 static void test_icmp(void) {
   uint8_t p4[28] = {0x45, 0, 0, 28, 0, 0, 0, 0, 64, 1};
   p4[20] = 8;
@@ -244,7 +317,9 @@ static void test_icmp(void) {
 int main(void) {
   test_parse();
   test_build();
+  test_plan();
   test_table();
+  test_table6();
   test_icmp();
   printf("%d passed, %d failed\n", passed, failed);
   return failed != 0;

@@ -1,5 +1,6 @@
 /* Unit test for tun/: opens a multi-queue TUN device, configures it with
- * rtnetlink and moves packets both ways, inside a private network namespace
+ * rtnetlink and moves packets both ways, reads a device's state (queues,
+ * persist, kind) and claims a name (owner.h), inside a private network namespace
  * (unshare(CLONE_NEWNET)) that disappears with the process, so nothing on
  * the host is touched and nothing needs cleaning up.
  *
@@ -12,6 +13,7 @@
 #endif
 #include "tun.h"
 #include "config.h"
+#include "owner.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -482,6 +484,65 @@ static void test_bad_names(void) {
   CHECK(r == -EINVAL, "delete empty name: %d", r);
 }
 
+/* What s5_tun_link_state reports: nothing, then queues attached and
+ * detached, then a persistent device no one serves, then a foreign one. */
+static void test_link_state(void) {
+  struct s5_tun_state st;
+  int fds[2], r;
+
+  r = s5_tun_link_state(DEV, &st);
+  CHECK(r == 0 && !st.exists, "no device: %d exists %d", r, st.exists);
+  fds[0] = s5_tun_open_queue(DEV, 0);
+  fds[1] = s5_tun_open_queue(DEV, 0);
+  CHECK(fds[0] >= 0 && fds[1] >= 0, "open: %d %d", fds[0], fds[1]);
+  if (fds[0] < 0 || fds[1] < 0)
+    return;
+  r = s5_tun_link_state(DEV, &st);
+  CHECK(r == 0 && st.exists && strcmp(st.kind, "tun") == 0, "state: %d exists %d kind %s", r,
+        st.exists, st.kind);
+  CHECK(st.known && !st.tap && st.multi_queue && !st.persist && st.queues == 2,
+        "known %d tap %d mq %d persist %d queues %u", st.known, st.tap, st.multi_queue, st.persist,
+        st.queues);
+  CHECK(st.ifindex == (int)if_nametoindex(DEV), "ifindex %d", st.ifindex);
+  /* A detached queue is still held. */
+  CHECK(s5_tun_queue_detach(fds[1]) == 0, "detach");
+  r = s5_tun_link_state(DEV, &st);
+  CHECK(r == 0 && st.queues == 2, "with one detached: queues %u", st.queues);
+  CHECK(s5_tun_set_persist(fds[0], 1) == 0, "persist");
+  close_all(fds, 2);
+  r = s5_tun_link_state(DEV, &st);
+  CHECK(r == 0 && st.exists && st.persist && st.queues == 0, "idle persistent: exists %d persist %d queues %u",
+        st.exists, st.persist, st.queues);
+  CHECK(s5_tun_link_delete(DEV) == 0, "delete");
+  r = s5_tun_link_state("lo", &st);
+  CHECK(r == 0 && st.exists && strcmp(st.kind, "tun") != 0 && !st.known, "lo: kind \"%s\" known %d",
+        st.kind, st.known);
+}
+
+/* A claim is held once per network namespace; the second asker learns the
+ * holder's pid, and may claim once the first is closed. */
+static void test_owner(void) {
+  pid_t holder = -1;
+  int a, b;
+
+  a = s5_owner_claim("dev/" DEV, &holder);
+  CHECK(a >= 0, "first claim: %s", strerror(-a));
+  b = s5_owner_claim("dev/" DEV, &holder);
+  CHECK(b == -EADDRINUSE && holder == getpid(), "second claim: %d, holder %d (we are %d)", b,
+        (int)holder, (int)getpid());
+  s5_owner_tend(a);   /* takes the asker's connection off the queue */
+  b = s5_owner_claim("dev/other0", &holder);
+  CHECK(b >= 0, "another name: %s", strerror(-b));
+  if (b >= 0)
+    close(b);
+  if (a >= 0)
+    close(a);
+  b = s5_owner_claim("dev/" DEV, &holder);
+  CHECK(b >= 0, "claim after release: %s", strerror(-b));
+  if (b >= 0)
+    close(b);
+}
+
 int main(void) {
   if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) != 0) {
     printf("test_tun: skipped: needs root and /dev/net/tun\n");
@@ -496,6 +557,8 @@ int main(void) {
   test_bad_names();
   test_multi_queue();
   test_persist();
+  test_link_state();
+  test_owner();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

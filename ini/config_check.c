@@ -1,0 +1,98 @@
+/* The rules that involve more than one key, checked once the whole file
+ * (or command line) is in: each names the key to blame, so the loader can
+ * point at the line that set it. Everything about a single value is the
+ * key table's business (keys.c, types.c). */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "keys.h"
+
+static uint32_t ipv4_host(const uint8_t *a) {
+  return ((uint32_t)a[0] << 24) | ((uint32_t)a[1] << 16) | ((uint32_t)a[2] << 8) | a[3];
+}
+
+/* 1 if the IPv6 address a lies inside p. */
+static int prefix_holds(const struct s5_prefix *p, const uint8_t a[16]) {
+  for (unsigned bit = 0; bit < p->len; bit++) {
+    unsigned m = 0x80u >> (bit % 8);
+    if ((a[bit / 8] & m) != (p->addr[bit / 8] & m)) return 0;
+  }
+  return 1;
+}
+
+/* Mapped DNS: the pool must hold cache-size names, and the resolver's own
+ * address must not be one of the addresses it hands out. */
+static int check_dns(const struct s5_config *cfg, int *key, char *err, size_t errlen) {
+  const struct s5_prefix *net = &cfg->dns.network;
+  if (net->family != AF_INET || net->len < 1 || net->len > 30) return 0;   /* the parser refused anything else */
+  unsigned long long pool = (1ull << (32 - net->len)) - 2;
+  if (cfg->dns.cache_size > pool) {
+    *key = s5_config_key_find("dns", "cache-size");
+    snprintf(err, errlen, "%u is more than the %llu addresses of [dns] network /%u", cfg->dns.cache_size, pool,
+             net->len);
+    return -1;
+  }
+  const struct s5_prefix *net6 = &cfg->dns.network6;
+  if (net6->family == AF_INET6) {
+    unsigned long long pool6 = net6->len <= 64 ? ~0ull : (1ull << (128 - net6->len)) - 2;
+    if (cfg->dns.cache_size > pool6) {
+      *key = s5_config_key_find("dns", "cache-size");
+      snprintf(err, errlen, "%u is more than the %llu addresses of [dns] network6 /%u", cfg->dns.cache_size,
+               pool6, net6->len);
+      return -1;
+    }
+    const uint8_t *ip6 = (const uint8_t *)&((const struct sockaddr_in6 *)&cfg->dns.addr[1])->sin6_addr;
+    if (cfg->dns.addr[1].ss_family == AF_INET6 && prefix_holds(net6, ip6)) {
+      *key = s5_config_key_find("dns", "address");
+      snprintf(err, errlen, "is inside [dns] network6, the pool of mapped addresses");
+      return -1;
+    }
+  }
+  if (cfg->dns.addr[0].ss_family != AF_INET) return 0;
+  const uint8_t *ip = (const uint8_t *)&((const struct sockaddr_in *)&cfg->dns.addr[0])->sin_addr;
+  uint32_t mask = 0xffffffffu << (32 - net->len);
+  if ((ipv4_host(ip) & mask) == (ipv4_host(net->addr) & mask)) {
+    *key = s5_config_key_find("dns", "address");
+    snprintf(err, errlen, "is inside [dns] network, the pool of mapped addresses");
+    return -1;
+  }
+  return 0;
+}
+
+int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t errlen) {
+  bool user = cfg->socks5.username[0] != '\0';
+  bool pass = cfg->socks5.password[0] != '\0';
+  /* RFC 1929 sends both or nothing; one alone is surely a mistake. */
+  if (user != pass) {
+    *key = s5_config_key_find("socks5", user ? "username" : "password");
+    snprintf(err, errlen, "set without [socks5] %s (authentication needs both)", user ? "password" : "username");
+    return -1;
+  }
+  /* One family may be switched off by leaving it empty, not both. */
+  if (cfg->tun.ipv4.family == 0 && cfg->tun.ipv6.family == 0) {
+    *key = s5_config_key_find("tun", "ipv4");
+    snprintf(err, errlen, "empty, and [tun] ipv6 is not set either: the device needs at least one address");
+    return -1;
+  }
+  if (check_dns(cfg, key, err, errlen) != 0) return -1;
+  /* Per-user routing is a refinement of auto-route, and one way or the other. */
+  if (cfg->tun.exclude_uid.n > 0 && cfg->tun.include_uid.n > 0) {
+    *key = s5_config_key_find("tun", "include-uid");
+    snprintf(err, errlen, "set with [tun] exclude-uid: choose one of the two");
+    return -1;
+  }
+  if ((cfg->tun.exclude_uid.n > 0 || cfg->tun.include_uid.n > 0) && !cfg->tun.auto_route) {
+    *key = s5_config_key_find("tun", cfg->tun.exclude_uid.n > 0 ? "exclude-uid" : "include-uid");
+    snprintf(err, errlen, "needs [tun] auto-route = true (it selects which users' traffic auto-route takes)");
+    return -1;
+  }
+  /* Without a mark the proxy connections would be routed into the tunnel. */
+  if (cfg->tun.auto_route && cfg->socks5.mark == 0) {
+    *key = s5_config_key_find("tun", "auto-route");
+    snprintf(err, errlen, "needs [socks5] mark: the proxy connections must carry a mark to stay out of the tunnel");
+    return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,294 @@
+/* The configuration keys: the one table (see keys.h) and what is derived
+ * from it: lookup, the hints for a key or section that is not there, the
+ * section list, and the defaults, which go through the same parsers as the
+ * file so that a default can never be a value the loader would refuse.
+ * Adding a key is one line here (and the docs, which test/unit/
+ * test_config_docs.c checks against this table). */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "internal.h"
+#include "keys.h"
+
+/* Offset and size of a field of struct s5_config. */
+#define AT(member) offsetof(struct s5_config, member), sizeof(((struct s5_config *)0)->member)
+
+static const char *const mode_words[] = {"thread", "process", NULL};
+static const char *const level_words[] = {"error", "warn", "info", "debug", NULL};
+static const char *const icmp_words[] = {"off", "reply", NULL};
+static const char *const udp_words[] = {"off", "associate", NULL};
+
+/* An enum field is read and written as an int (types.c). */
+_Static_assert(sizeof(enum s5_mode) == sizeof(int), "enum s5_mode is not an int");
+_Static_assert(sizeof(enum s5_log_level) == sizeof(int), "enum s5_log_level is not an int");
+
+/* The order is the order of --check-config and of the "expected one of"
+ * hints; within a sockaddr, address comes before port (the defaults). */
+static const struct s5_key keys[] = {
+  {"", "mode", &s5_type_enum, AT(mode), .words = mode_words, .def = "thread",
+   .doc = "thread: one worker thread per queue; process: one worker process per queue under a supervisor"},
+  {"", "queues", &s5_type_queues, AT(queues_configured), .max = S5_QUEUES_MAX, .def = "0",
+   .doc = "TUN queues and workers, 0 = one per online CPU"},
+
+  {"tun", "name", &s5_type_ifname, AT(tun.name), .def = "tun0", .doc = "device name, 1..15 characters [A-Za-z0-9_.-]"},
+  /* 1280 is the IPv6 minimum link MTU (RFC 8200): the kernel drops IPv6 from
+   * a device below it, and one floor for both families keeps it simple.
+   * 65535 is the largest IP packet (and lwIP keeps the MTU in 16 bits). */
+  {"tun", "mtu", &s5_type_uint, AT(tun.mtu), .min = 1280, .max = 65535, .def = "8500", .doc = "device MTU"},
+  /* Either family may be empty; s5_config_check() wants at least one. */
+  {"tun", "ipv4", &s5_type_prefix, AT(tun.ipv4), .family = AF_INET, .def = "198.18.0.1/15",
+   .doc = "address/prefix of the device; may be empty if ipv6 is set"},
+  {"tun", "ipv6", &s5_type_prefix, AT(tun.ipv6), .family = AF_INET6, .def = "",
+   .doc = "address/prefix of the device, e.g. fc00::1/64"},
+  {"tun", "persist", &s5_type_bool, AT(tun.persist), .def = "false", .doc = "keep the device after exit"},
+  {"tun", "icmp", &s5_type_enum, AT(tun.icmp_reply), .words = icmp_words, .def = "off",
+   .doc = "off: drop ICMP echo requests; reply: answer them for any address"},
+  {"tun", "offload", &s5_type_bool, AT(tun.offload), .def = "true",
+   .doc = "IFF_VNET_HDR with checksum and TSO offloads (64 KiB segments both ways)"},
+  {"tun", "auto-route", &s5_type_bool, AT(tun.auto_route), .def = "false",
+   .doc = "route everything but packets with [socks5] mark into the device"},
+  {"tun", "kill-switch", &s5_type_bool, AT(tun.kill_switch), .def = "true",
+   .doc = "with auto-route: block tunnel-bound traffic while the device is absent instead of sending it around"},
+  {"tun", "exclude-uid", &s5_type_uids, AT(tun.exclude_uid), .def = "",
+   .doc = "with auto-route: these users' traffic never enters the tunnel (uids, names, ranges 1000-1999)"},
+  {"tun", "include-uid", &s5_type_uids, AT(tun.include_uid), .def = "",
+   .doc = "with auto-route: only these users' traffic enters the tunnel (not with exclude-uid)"},
+  {"tun", "post-up", &s5_type_text, AT(tun.post_up), .def = "", .doc = "command run with /bin/sh once the device is up"},
+  {"tun", "pre-down", &s5_type_text, AT(tun.pre_down), .def = "", .doc = "command run before the device goes"},
+
+  {"socks5", "address", &s5_type_proxy, AT(socks5.addr), .live = true, .def = "127.0.0.1",
+   .doc = "the proxy: an IPv4 or IPv6 literal (no host names: DNS may itself be in the tunnel)"},
+  {"socks5", "port", &s5_type_port, AT(socks5.addr), .min = 1, .max = 65535, .live = true, .def = "1080", .doc = "the proxy's port"},
+  /* RFC 1929 carries each field with a one-byte length: 1..255 bytes; empty
+   * means not set, and s5_config_check() wants both or neither. */
+  {"socks5", "username", &s5_type_text, AT(socks5.username), .live = true, .def = "",
+   .doc = "RFC 1929 authentication, both or neither, 1..255 bytes each"},
+  {"socks5", "password", &s5_type_secret, AT(socks5.password), .live = true, .def = "",
+   .doc = "RFC 1929 password (--check-config prints ***)"},
+  {"socks5", "mark", &s5_type_mark, AT(socks5.mark), .max = 4294967295ul, .def = "0",
+   .doc = "SO_MARK on sockets to the proxy, decimal or 0x hex, 0 = none"},
+  {"socks5", "pipeline", &s5_type_bool, AT(socks5.pipeline), .live = true, .def = "false",
+   .doc = "send greeting, auth and CONNECT in one write (servers that read a stream)"},
+  {"socks5", "udp", &s5_type_enum, AT(socks5.udp), .words = udp_words, .live = true, .def = "associate",
+   .doc = "associate: UDP ASSOCIATE; off: ICMP port unreachable to the client"},
+  /* Empty: the relay address the proxy returns (its own if unspecified). */
+  {"socks5", "udp-address", &s5_type_addr, AT(socks5.udp_addr), .max = 0, .live = true, .def = "",
+   .doc = "UDP relay address to use instead of the one the proxy returns"},
+
+  /* A connect that takes an hour is already a failure. */
+  {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600, .live = true, .def = "10",
+   .doc = "seconds for the proxy connect and SOCKS5 handshake"},
+  /* Up to a day: longer idle flows are better served by keepalives in the
+   * application than by pinning memory here. */
+  {"session", "tcp-idle-timeout", &s5_type_uint, AT(session.tcp_idle_timeout), .min = 1, .max = 86400, .live = true, .def = "600",
+   .doc = "seconds without a byte either way before a TCP session is reset"},
+  /* A million sessions per worker already exceeds any sane fd limit; a
+   * bigger number is more likely a typo than a plan. */
+  {"session", "max-sessions", &s5_type_uint, AT(session.max_sessions), .max = 1000000, .live = true, .def = "0",
+   .doc = "TCP sessions per worker, 0 = unlimited; beyond it new SYNs get a RST"},
+  /* UDP has no close: an association ends after this long without a
+   * datagram either way (or when the proxy closes its control connection). */
+  {"session", "udp-idle-timeout", &s5_type_uint, AT(session.udp_idle_timeout), .min = 1, .max = 86400, .live = true, .def = "60",
+   .doc = "seconds without a datagram either way before a UDP association ends"},
+  {"session", "tcp-buffer", &s5_type_uint, AT(session.tcp_buffer), .min = S5_TCP_BUFFER_MIN,
+   .max = S5_TCP_BUFFER_MAX, .live = true, .def = "524288", .doc = "bytes one TCP session holds each way"},
+
+  {"dns", "address", &s5_type_addrs, AT(dns.addr), .max = 53, .live = true, .def = "",
+   .doc = "mapped resolver (port 53) inside the device's network: an IPv4 address, an IPv6 one, or both "
+          "comma-separated; empty = off"},
+  {"dns", "network", &s5_type_pool, AT(dns.network), .def = "100.64.0.0/10",
+   .doc = "IPv4 pool of mapped addresses, /30 or wider, no host bits"},
+  /* AAAA answers, from the same entry as the name's A answer. */
+  {"dns", "network6", &s5_type_pool6, AT(dns.network6), .def = "",
+   .doc = "IPv6 pool of mapped addresses (e.g. fdff:5335::/96), /120 or wider; empty = AAAA gets no answer"},
+  /* An entry takes about 270 bytes of shared memory (the default is under
+   * 3 MB); s5_config_check() holds it to the pool's size. */
+  {"dns", "cache-size", &s5_type_uint, AT(dns.cache_size), .min = 1, .max = 1000000, .def = "10000",
+   .doc = "names kept (at most the pool size), least recently used recycled"},
+
+  {"log", "level", &s5_type_enum, AT(log.level), .words = level_words, .live = true, .def = "info",
+   .doc = "error, warn, info or debug"},
+  /* Only the name is checked: opening it is the logger's job, at start-up. */
+  {"log", "file", &s5_type_text, AT(log.file), .live = true, .def = "",
+   .doc = "empty = stderr, syslog = syslog, else a file (reopened on SIGHUP)"},
+
+  {"run", "user", &s5_type_user, AT(run.user), .def = "",
+   .doc = "workers drop to this user (keeping CAP_NET_ADMIN only if mark is set); empty = stay"},
+  {"run", "pid-file", &s5_type_text, AT(run.pid_file), .def = "", .doc = "written once every queue serves"},
+  {"run", "drain-timeout", &s5_type_uint, AT(run.drain_timeout), .max = 3600, .live = true, .def = "5",
+   .doc = "seconds open TCP sessions get after SIGTERM"},
+  /* Every session holds a socket to the proxy (a UDP association two): a
+   * daemon meant for many connections needs more than the usual 1024. The
+   * kernel's own ceiling (fs.nr_open) is checked at start-up by setrlimit. */
+  {"run", "limit-nofile", &s5_type_uint, AT(run.limit_nofile), .max = 16777216, .def = "0",
+   .doc = "RLIMIT_NOFILE to set at start, 0 = leave as is"},
+
+  /* sun_path holds 108 bytes including the terminating NUL. */
+  {"stats", "socket", &s5_type_text, AT(stats.socket), .live = true, .def = "",
+   .doc = "unix socket answering one JSON document of counters per connection"},
+};
+
+#define KEY_COUNT ((int)(sizeof keys / sizeof keys[0]))
+
+int s5_config_key_count(void) { return KEY_COUNT; }
+
+const struct s5_key *s5_config_key(int key) { return &keys[key]; }
+
+/* The i-th distinct section in table order. */
+const char *s5_config_section(int i) {
+  for (int k = 0; k < KEY_COUNT; k++) {
+    bool seen = false;
+    for (int j = 0; j < k && !seen; j++) seen = strcmp(keys[j].section, keys[k].section) == 0;
+    if (!seen && i-- == 0) return keys[k].section;
+  }
+  return NULL;
+}
+
+int s5_config_key_find(const char *section, const char *name) {
+  for (int i = 0; i < KEY_COUNT; i++)
+    if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0) return i;
+  return -1;
+}
+
+const char *s5_config_key_section(int key) { return keys[key].section; }
+
+const char *s5_config_key_name(int key) { return keys[key].name; }
+
+int s5_config_key_set(struct s5_config *cfg, int key, const char *value, char *err, size_t errlen) {
+  return keys[key].type->parse(&keys[key], cfg, value, err, errlen);
+}
+
+static bool section_known(const char *section) {
+  for (int i = 0; s5_config_section(i) != NULL; i++)
+    if (strcmp(s5_config_section(i), section) == 0) return true;
+  return false;
+}
+
+/* Joins the keys of a section ("name, mtu, ...") or, for section NULL, the
+ * named sections ("[tun], [socks5], ... or [stats]"). */
+static void list_names(const char *section, char *buf, size_t len) {
+  const char *names[KEY_COUNT];
+  int n = 0;
+  if (section != NULL) {
+    for (int i = 0; i < KEY_COUNT; i++)
+      if (strcmp(keys[i].section, section) == 0) names[n++] = keys[i].name;
+  } else {
+    for (int i = 0; s5_config_section(i) != NULL; i++)
+      if (s5_config_section(i)[0] != '\0') names[n++] = s5_config_section(i);
+  }
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && at < len; i++) {
+    const char *sep = i == 0 ? "" : section == NULL && i == n - 1 ? " or " : ", ";
+    at += (size_t)snprintf(buf + at, len - at, section == NULL ? "%s[%s]" : "%s%s", sep, names[i]);
+  }
+}
+
+static void section_unknown(const char *section, char *err, size_t errlen) {
+  char known[256];
+  for (int i = 0; s5_config_section(i) != NULL; i++) {
+    if (s5_config_section(i)[0] != '\0' && strcasecmp(s5_config_section(i), section) == 0) {
+      snprintf(err, errlen, "unknown section [%s] (section names are lowercase: [%s])", section,
+               s5_config_section(i));
+      return;
+    }
+  }
+  list_names(NULL, known, sizeof known);
+  snprintf(err, errlen, "unknown section [%s] (expected %s)", section, known);
+}
+
+void s5_config_key_unknown(const char *section, const char *name, char *err, size_t errlen) {
+  char known[256];
+  if (!section_known(section)) {
+    section_unknown(section, err, errlen);
+    return;
+  }
+  /* Right name, wrong place or wrong case: point at the right spelling. */
+  for (int i = 0; i < KEY_COUNT; i++) {
+    if (strcmp(keys[i].name, name) != 0) continue;
+    if (keys[i].section[0] == '\0')
+      snprintf(err, errlen, "unknown key here (%s goes before the first [section])", name);
+    else
+      snprintf(err, errlen, "unknown key here (did you mean [%s] %s?)", keys[i].section, name);
+    return;
+  }
+  for (int i = 0; i < KEY_COUNT; i++) {
+    if (strcmp(keys[i].section, section) == 0 && strcasecmp(keys[i].name, name) == 0) {
+      snprintf(err, errlen, "unknown key (key names are lowercase: %s)", keys[i].name);
+      return;
+    }
+  }
+  list_names(section, known, sizeof known);
+  snprintf(err, errlen, "unknown key (expected one of: %s)", known);
+}
+
+int s5_config_set(struct s5_config *cfg, const char *section, const char *key, const char *value, char *err,
+                  size_t errlen) {
+  int i = s5_config_key_find(section, key);
+  if (i < 0) {
+    s5_config_key_unknown(section, key, err, errlen);
+    return -1;
+  }
+  return s5_config_key_set(cfg, i, value, err, errlen);
+}
+
+void s5_config_defaults(struct s5_config *cfg) {
+  char err[256];
+  memset(cfg, 0, sizeof *cfg);
+  for (int i = 0; i < KEY_COUNT; i++) {
+    if (s5_config_key_set(cfg, i, keys[i].def, err, sizeof err) != 0) {
+      /* A broken default is a bug in this table, not a user error. */
+      fprintf(stderr, "s5tund: bad built-in default for [%s] %s: %s\n", keys[i].section, keys[i].name, err);
+      abort();
+    }
+  }
+}
+
+void s5_config_print(const struct s5_config *cfg, FILE *out) {
+  const char *section = "";
+  fputs("; s5tund effective configuration\n", out);
+  for (int i = 0; i < KEY_COUNT; i++) {
+    if (strcmp(keys[i].section, section) != 0) {
+      section = keys[i].section;
+      fprintf(out, "\n[%s]\n", section);
+    }
+    keys[i].type->print(&keys[i], cfg, out);
+  }
+}
+
+/* One key's line as --check-config prints it, without the newline. */
+static void key_line(const struct s5_key *k, const struct s5_config *cfg, char *buf, size_t len) {
+  FILE *f = fmemopen(buf, len, "w");
+  if (f == NULL) {
+    snprintf(buf, len, "%s", k->name);
+    return;
+  }
+  k->type->print(k, cfg, f);
+  fclose(f);
+  buf[len - 1] = '\0';
+  size_t n = strlen(buf);
+  if (n > 0 && buf[n - 1] == '\n') buf[n - 1] = '\0';
+}
+
+int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, s5_config_reload_warn *warn,
+                           void *arg) {
+  int kept = 0;
+  for (int i = 0; i < KEY_COUNT; i++) {
+    const struct s5_key *k = &keys[i];
+    if (k->live || memcmp((const char *)next + k->offset, (const char *)cur + k->offset, k->size) == 0) continue;
+    char was[320], now[320];
+    key_line(k, cur, was, sizeof was);
+    key_line(k, next, now, sizeof now);
+    memcpy((char *)next + k->offset, (const char *)cur + k->offset, k->size);
+    if (warn != NULL) warn(arg, k->section, was, now);
+    kept++;
+  }
+  /* Derived from keys that never change live. */
+  next->queues = cur->queues;
+  next->run.uid = cur->run.uid;
+  next->run.gid = cur->run.gid;
+  return kept;
+}
