@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Queue steering: which queue of the device, and so which worker, gets a
  * packet the kernel sends into the tunnel.
  *

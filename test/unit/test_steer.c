@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit test for tun/steer.c: loads the steering program and runs it on
  * packets built here with BPF_PROG_TEST_RUN (the kernel's own interpreter
  * or JIT, the verifier included), no device involved. Checks the promises
