@@ -12,6 +12,7 @@
  * (process mode) until the device is closed; workers and hooks do not
  * inherit them. */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -116,6 +117,42 @@ static int device_admit(const struct s5_config *cfg) {
   return 0;
 }
 
+/* A persistent device keeps the program of an earlier run; without one
+ * (EINVAL: a kernel without steering) there is nothing to remove. */
+static void unsteer(const struct s5_config *cfg, int fd) {
+  int r = s5_tun_steer_detach(fd);
+  if (r < 0 && r != -EINVAL)
+    s5_debug("removing the steering program from %s: %s", cfg->tun.name, strerror(-r));
+}
+
+/* Our own queue steering, so that every packet of one UDP source, IP
+ * fragments included, reaches one worker (tun/steer.c). Attached before
+ * the link comes up, so the first packets are steered already. Where the
+ * kernel refuses, it steers by itself: s5tund still works, but one client
+ * socket may then get two associations (fragments hashed apart). One queue
+ * needs no steering. S5TUND_NO_STEERING=1 skips it (to test the fallback,
+ * or to compare). */
+static void steer(const struct s5_config *cfg, int fd) {
+  const char *off = getenv("S5TUND_NO_STEERING");
+  char err[256];
+  int r = 0;
+  if (cfg->queues < 2) {   /* nothing to steer */
+    unsteer(cfg, fd);
+    return;
+  }
+  if (off != NULL && off[0] != '\0' && strcmp(off, "0") != 0) {
+    snprintf(err, sizeof err, "disabled by S5TUND_NO_STEERING");
+    unsteer(cfg, fd);
+  } else if ((r = s5_tun_steer_attach(fd, err, sizeof err)) == 0) {
+    s5_info("queue steering: UDP by source address and port (IP fragments with their first), "
+            "TCP by 4-tuple, over %u queues", cfg->queues);
+    return;
+  }
+  s5_warn("queue steering: %s%s; the kernel steers by itself, so UDP fragments may reach another "
+          "worker than their socket's other datagrams (one client socket, two associations)", err,
+          r == -EPERM || r == -EACCES ? " (start s5tund with CAP_BPF)" : "");
+}
+
 int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
   int fd = s5_tun_open_queue(cfg->tun.name, cfg->tun.offload ? S5_TUN_OFFLOAD : 0);
   if (fd < 0)
@@ -156,6 +193,7 @@ int s5_device_open(const struct s5_config *cfg, int *fds) {
       goto fail;
     }
   }
+  steer(cfg, fds[0]);
   char err[256];
   if (s5_tun_link_setup(cfg->tun.name, cfg->tun.mtu, &cfg->tun.ipv4, &cfg->tun.ipv6, err,
                         sizeof err) < 0) {

@@ -1,8 +1,9 @@
 /* Opening, detaching and re-attaching the queues of a multi-queue TUN device.
  *
- * Each worker owns one queue fd: the kernel spreads flows over the queues by
- * hash, so one flow always reaches the same worker and workers share no
- * state. */
+ * Each worker owns one queue fd: packets are spread over the queues by
+ * s5tund's steering program (steer.c; the kernel's own flow hash where that
+ * is refused), so one flow always reaches the same worker and workers share
+ * no state. */
 #include "tun.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
-/* Linux multi-queue TUN device: opening queues (queue.c) and configuring the
- * link with rtnetlink (link.c).
+/* Linux multi-queue TUN device: opening queues (queue.c), steering packets
+ * to queues (steer.c) and configuring the link with rtnetlink (link.c).
  *
  * Every function returns 0 (or an fd) on success and -errno on failure, so
  * that main() can turn the errno into advice ("run as root", "delete the
@@ -8,6 +8,7 @@
 #define S5_TUN_TUN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct s5_prefix;  /* ini/config.h */
 
@@ -43,6 +44,25 @@ int s5_tun_set_persist(int fd, int persist);
  * Returns 0 or -errno. */
 int s5_tun_queue_detach(int fd);
 int s5_tun_queue_attach(int fd);
+
+/* Attaches s5tund's steering program to the device of queue fd (any queue;
+ * it serves every queue, also ones opened later): UDP by (source address,
+ * source port), IP fragments with their first fragment, TCP by 4-tuple,
+ * anything else by source address (steer.c says why). Needs CAP_BPF or
+ * CAP_SYS_ADMIN. Returns 0, or -errno and writes the failed step into err
+ * ("creating the steering map: Operation not permitted", "TUNSETSTEERINGEBPF:
+ * Invalid argument" on a kernel without it, ...). */
+int s5_tun_steer_attach(int fd, char *err, size_t errlen);
+
+/* Removes any steering program from the device (the kernel's own steering
+ * again): for a persistent device that kept one from an earlier run.
+ * Returns 0 or -errno. */
+int s5_tun_steer_detach(int fd);
+
+/* For tests: loads the program with this hash seed without attaching it.
+ * Returns the program fd (and, if map_fd is not NULL, the fragment map's
+ * fd in *map_fd) or -errno with err written as above. */
+int s5_tun_steer_load(uint32_t seed, int *map_fd, char *err, size_t errlen);
 
 /* With rtnetlink: sets the MTU, adds the IPv4 and/or IPv6 address (a prefix
  * whose family is 0 is skipped; NULL is the same), and brings the link up,

@@ -30,6 +30,13 @@
 #        udp_sshd      OpenSSH's ssh -D as the proxy (CONNECT, no UDP
 #                      ASSOCIATE): TCP works; UDP is refused with one line
 #                      saying so, not one per datagram source
+#        udp_one_assoc 20 client sockets alternating 100-byte and 20,000-byte
+#                      datagrams (IP fragments on the TUN) to two target
+#                      ports, IPv4 and IPv6: the target sees exactly one
+#                      source port per client socket (one association, full
+#                      cone); iperf3 -u -l 30000 through danted completes;
+#                      with S5TUND_NO_STEERING=1 and without CAP_BPF the
+#                      fallback is logged once
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
 # Traffic stays inside the two namespaces; everything is removed on exit.
@@ -45,7 +52,7 @@ CASE=${1:-}
 [[ $# -ge 3 ]] || usage
 MODE=$2 QUEUES=$3
 shift 3
-case $CASE in udp_echo|dns|dns6|sessionlog|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd) ;; *) usage ;; esac
+case $CASE in udp_echo|dns|dns6|sessionlog|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd|udp_one_assoc) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
@@ -86,7 +93,8 @@ start_udptarget() {
   for p in "${UDP_PORTS[@]}"; do args+=(--port "$p"); done
   E2E_LOGS+=("$WORK/udptarget.log")
   ip netns exec "$NS_S" "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" \
-    "${args[@]}" --ready-file "$ready" >"$WORK/udptarget.log" 2>&1 &
+    "${args[@]}" ${UDPTARGET_RECORD:+--record "$UDPTARGET_RECORD"} --ready-file "$ready" \
+    >"$WORK/udptarget.log" 2>&1 &
   for _ in $(seq $((T_START * 10))); do
     [[ -s $ready ]] && { log "udptarget on $TGT4 and [$TGT6] ports ${UDP_PORTS[*]}"; return 0; }
     sleep 0.1
@@ -534,6 +542,101 @@ case_udp_sshd() {
   client --host "$TGT4" echo --count 3
   e2e_require_alive "with ssh -D"
   log "ssh -D: TCP through it, UDP refused with $n line(s) saying why"
+}
+
+# udp_sources LOCAL N: every client socket 0..N-1 of udpclient.py reached
+# the target's address LOCAL from exactly one source (address, port), i.e.
+# through one association of the proxy, whatever target port it sent to.
+udp_sources() {
+  awk -v l="$1" -v n="$2" '
+    $1 == l { c[$2]++; p[$2] = p[$2] " " $3 "/" $4 }
+    END {
+      bad = 0
+      for (i = 0; i < n; i++)
+        if (c[i] != 1) { printf "client socket %d reached %s from %d sources:%s\n", i, l, c[i], p[i]; bad++ }
+      exit bad > 0
+    }' "$UDPTARGET_RECORD"
+}
+
+# iperf3_udp HOST: iperf3 -u with 30,000-byte datagrams (every one of them
+# IP-fragmented on the TUN, the first "hello" datagram not) through the
+# tunnel; iperf3's server takes the source of that first datagram as the
+# client's and receives only from there. It must complete and the server
+# must have received most datagrams (not none, as when the fragments of one
+# socket went out through another association).
+iperf3_udp() {
+  local host=$1 out=$WORK/iperf3.$1.json srv=$WORK/iperf3.server.$1.log
+  E2E_LOGS+=("$srv")
+  ip netns exec "$NS_S" timeout -k 5 "$T_STEP" iperf3 -s -1 -B "$host" -p 5201 >"$srv" 2>&1 &
+  local spid=$! i
+  for i in $(seq $((T_START * 10))); do
+    in_s ss -Hltn "sport = :5201" | grep -qF "$host" && break
+    sleep 0.1
+  done
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" iperf3 -c "$host" -p 5201 -u -l 30000 \
+    -b 8M -t 3 -J >"$out" 2>"$out.err" || { cat "$out" "$out.err" >&2; fail "iperf3 -u -l 30000 to $host failed"; }
+  wait "$spid" || true
+  "$PY" - "$out" <<'PYEOF' || fail "iperf3 -u -l 30000 to $host: failed or too few datagrams arrived"
+import json, sys
+run = json.load(open(sys.argv[1]))
+if "error" in run or "sum" not in run["end"]:
+    print("[e2e] iperf3 -u -l 30000: %s" % run.get("error", "no summary"))
+    sys.exit(1)
+end = run["end"]["sum"]
+total, lost = end["packets"], end["lost_packets"]
+print("[e2e] iperf3 -u -l 30000: %d datagrams sent, %d lost (%.1f%%)" % (total, lost, end["lost_percent"]))
+sys.exit(0 if total > 0 and lost * 2 < total else 1)
+PYEOF
+}
+
+case_udp_one_assoc() {
+  command -v iperf3 >/dev/null 2>&1 || fail "missing tool: iperf3 (run 'make deps')"
+  e2e_topology_up
+  e2e_start_target
+  UDPTARGET_RECORD=$WORK/sources
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" ""
+  e2e_wait_ready "$MODE" "$QUEUES"
+  # Each socket: 100 B to port 7001, 20,000 B to 7001, 100 B to 7002, ...
+  local rounds=5
+  uclient echo --host "$TGT4" --port 7001 --port 7002 --sizes 100,20000 --sources 20 --rounds $rounds
+  udp_sources "$TGT4" 20 || fail "IPv4: a client socket went out through more than one association"
+  uclient echo --host "$TGT6" --port 7001 --port 7002 --sizes 100,20000 --sources 20 --rounds $rounds
+  udp_sources "$TGT6" 20 || fail "IPv6: a client socket went out through more than one association"
+  log "IPv4 and IPv6: 20 client sockets, one source port each at the target"
+  iperf3_udp "$TGT4"
+  iperf3_udp "$TGT6"
+  grep -q 'queue steering: UDP by source address and port' "$S5LOG" \
+    || fail "s5tund did not log that it attached its queue steering"
+  e2e_require_alive "after fragmented UDP"
+  # The fallback, forced (S5TUND_NO_STEERING), then for real: without
+  # CAP_BPF and CAP_SYS_ADMIN (setpriv drops them from the bounding set, so
+  # s5tund starts without them) the kernel refuses the program. Each time
+  # one warning, and traffic still flows.
+  e2e_stop_s5tund
+  S5TUND_NO_STEERING=1 start_s5 "$S_ADDR4" "$DANTE_PORT" ""
+  udp_fallback 'disabled by S5TUND_NO_STEERING'
+  e2e_stop_s5tund
+  local real=$S5TUND
+  printf '#!/bin/sh\nexec setpriv --bounding-set -bpf,-sys_admin -- %q "$@"\n' "$real" >"$WORK/s5tund-nobpf"
+  chmod 755 "$WORK/s5tund-nobpf"
+  S5TUND=$WORK/s5tund-nobpf
+  start_s5 "$S_ADDR4" "$DANTE_PORT" ""
+  S5TUND=$real
+  udp_fallback 'creating the steering map: Operation not permitted'
+}
+
+# udp_fallback WHY: s5tund comes up, logs exactly one fallback warning
+# naming WHY, and carries UDP.
+udp_fallback() {
+  e2e_wait_ready "$MODE" "$QUEUES"
+  udp_wait_log "warn.*queue steering: $1.*UDP fragments may" "$T_START" "fallback warning ($1)"
+  local n
+  n=$(udp_count_log 'UDP fragments may')
+  ((n == 1)) || fail "expected one fallback warning, found $n"
+  uclient echo --host "$TGT4" --port 7001 --sizes 100,1000 --sources 2
+  e2e_require_alive "without steering ($1)"
 }
 
 "case_$CASE"

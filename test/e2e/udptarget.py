@@ -2,10 +2,15 @@
 """UDP echo target for the s5tund end-to-end tests (stdlib only).
 
   udptarget.py --listen 10.201.0.1 --listen fd00:201::1 --port 7001 \\
-               [--port 7002 ...] [--ready-file FILE]
+               [--port 7002 ...] [--ready-file FILE] [--record FILE]
 
 Every datagram received on any (address, port) is sent back unchanged from
 the same socket, so the reply's source is exactly where the client sent it.
+With --record, each new (local address, client tag, source address, source
+port) is appended to FILE as one line before the echo goes out: the tag is
+the first 2 bytes of a udpclient.py echo datagram (its source index), so the
+file shows through how many source ports (associations of the proxy) each
+client socket reached us.
 Logs one line per 1000 datagrams and a summary on SIGTERM. Creates
 --ready-file once every socket is bound.
 """
@@ -25,6 +30,7 @@ def main():
     ap.add_argument("--listen", action="append", required=True)
     ap.add_argument("--port", type=int, action="append", required=True)
     ap.add_argument("--ready-file")
+    ap.add_argument("--record")
     args = ap.parse_args()
 
     sel = selectors.DefaultSelector()
@@ -45,6 +51,8 @@ def main():
     if args.ready_file:
         with open(args.ready_file, "w") as f:
             f.write("%d\n" % os.getpid())
+    record = open(args.record, "a") if args.record else None
+    seen = set()
     n = 0
     while not stop:
         try:
@@ -61,6 +69,12 @@ def main():
                 except OSError as e:
                     print("udptarget: recv: %s" % e, flush=True)
                     break
+                if record is not None and len(data) >= 2:
+                    key = (s.getsockname()[0], int.from_bytes(data[:2], "big"), peer[0], peer[1])
+                    if key not in seen:
+                        seen.add(key)
+                        record.write("%s %d %s %d\n" % key)
+                        record.flush()
                 try:
                     s.sendto(data, peer)
                 except OSError as e:
