@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "config.h"
+#include "conntab.h"
 #include "dns.h"
 #include "log.h"
 #include "privileges.h"
@@ -43,23 +44,25 @@ static int raise_nofile(unsigned n) {
   return 0;
 }
 
-/* s5tund --stats [SOCKET] [--json]: a client of a running daemon. */
+/* s5tund --stats|--connections [SOCKET] [--json]: a client of a running daemon. */
 static int stats_command(int argc, char **argv) {
   const char *path = S5_STATS_DEFAULT_SOCKET;
-  int json = 0;
+  int json = 0, connections = strcmp(argv[1], "--connections") == 0;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (argv[i][0] != '-') path = argv[i];
     else {
-      fprintf(stderr, "s5tund: --stats: unknown option %s (usage: s5tund --stats [SOCKET] [--json])\n", argv[i]);
+      fprintf(stderr, "s5tund: %s: unknown option %s (usage: s5tund %s [SOCKET] [--json])\n", argv[1], argv[i],
+              argv[1]);
       return 2;
     }
   }
-  return s5_stats_client(path, json);
+  return connections ? s5_connections_client(path, json) : s5_stats_client(path, json);
 }
 
 int main(int argc, char **argv) {
-  if (argc >= 2 && strcmp(argv[1], "--stats") == 0) return stats_command(argc, argv);
+  if (argc >= 2 && (strcmp(argv[1], "--stats") == 0 || strcmp(argv[1], "--connections") == 0))
+    return stats_command(argc, argv);
   mallopt(M_TRIM_THRESHOLD, S5_MALLOC_TRIM_THRESHOLD);   /* before any thread or worker */
 
   static struct s5_config cfg;   /* read-only once loaded; every worker reads it */
@@ -86,6 +89,11 @@ int main(int argc, char **argv) {
   /* Mapped DNS names, shared by every worker: mapped before any exists;
    * so is the slot a reload publishes the configuration in. */
   if (s5_dns_setup(&cfg) < 0 || s5_reload_setup(argc, argv) < 0) return 1;
+  int r2 = s5_conntab_setup(cfg.queues);
+  if (r2 < 0) {
+    s5_error("mapping the connection lists: %s", strerror(-r2));
+    return 1;
+  }
   s5_info("s5tund %s starting: %s, %u %s, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
           cfg.queues == 1 ? "queue" : "queues",
           cfg.mode == S5_MODE_THREAD ? "thread" : "process");

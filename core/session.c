@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "addr.h"
+#include "conntab.h"
 #include "flowtab.h"
 #include "log.h"
 #include "session.h"
@@ -118,6 +119,19 @@ int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const cha
   if (pcb != NULL) tcp_abort(pcb);
   session_close_handles(s, 1);
   return pcb != NULL ? ERR_ABRT : ERR_OK;
+}
+
+void s5_session_list(struct s5_worker *w, struct s5_connq *q) {
+  for (const struct s5_session *s = w->sessions; s != NULL; s = s->next) {
+    struct s5_conn c;
+    s5_session_record_entry(&s->rec, &c);
+    c.last_ms = s->last_active;
+    c.state = w->draining ? S5_CONN_DRAINING
+              : s->state != S5_SESSION_RELAY ? S5_CONN_CONNECTING
+              : (s->client_eof || s->proxy_eof) ? S5_CONN_HALF_CLOSED
+                                                : S5_CONN_OPEN;
+    s5_conntab_put(q, &c);
+  }
 }
 
 void s5_session_abort_all(struct s5_worker *w) {

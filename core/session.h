@@ -86,6 +86,9 @@ int s5_session_abort(struct s5_session *s, const char *why);
 /* The same, why logged at level (s5_worker_failure). */
 int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why);
 void s5_session_abort_all(struct s5_worker *w);
+/* --connections: puts every live session of w into q (core/conntab.h). */
+struct s5_connq;
+void s5_session_list(struct s5_worker *w, struct s5_connq *q);
 void s5_session_touch(struct s5_session *s);
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);
 

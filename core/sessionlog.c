@@ -2,10 +2,30 @@
 
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "addr.h"
+#include "conntab.h"
 #include "log.h"
 #include "worker.h"
+
+void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *c) {
+  memset(c, 0, sizeof *c);
+  c->udp = r->kind == 'u';
+  c->v6 = IP_IS_V6(&r->client);
+  c->id = r->id;
+  if (c->v6) memcpy(c->client, ip_2_ip6(&r->client)->addr, 16);
+  else memcpy(c->client, &ip_2_ip4(&r->client)->addr, 4);
+  c->has_dest = r->dest_port != 0;
+  if (c->has_dest && IP_IS_V6(&r->dest)) memcpy(c->dest, ip_2_ip6(&r->dest)->addr, 16);
+  else if (c->has_dest) memcpy(c->dest, &ip_2_ip4(&r->dest)->addr, 4);
+  c->client_port = r->client_port;
+  c->dest_port = r->dest_port;
+  c->bytes_up = r->bytes_up;
+  c->bytes_down = r->bytes_down;
+  c->started_ms = r->started_ms;
+  if (r->name != NULL) snprintf(c->name, sizeof c->name, "%s", r->name);
+}
 
 int s5_session_log_on(const struct s5_config *cfg) {
   return cfg->log.sessions && s5_log_enabled(S5_LOG_INFO);

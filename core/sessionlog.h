@@ -26,6 +26,10 @@ struct s5_session_record {
   const char *end;                 /* how it ended */
 };
 
+struct s5_conn;
+/* The --connections entry of a record (addresses, ports, bytes, times, name). */
+void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *c);
+
 /* 1 if cfg asks for session lines (checked before collecting anything costly). */
 int s5_session_log_on(const struct s5_config *cfg);
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "conntab.h"
 #include "dns.h"
 #include "log.h"
 #include "session.h"
@@ -804,6 +805,17 @@ int s5_udp_start(struct s5_worker *w) {
   udp_self = u;
   udp_set_any_dest_handler(udp_from_tun, u);
   return 0;
+}
+
+void s5_udp_list(struct s5_worker *w, struct s5_connq *q) {
+  const struct s5_udp *u = udp_self;
+  for (const struct s5_assoc *a = u != NULL ? u->all : NULL; a != NULL; a = a->next) {
+    struct s5_conn c;
+    s5_session_record_entry(&a->rec, &c);
+    c.last_ms = a->last_active;
+    c.state = w->draining ? S5_CONN_DRAINING : a->state == A_READY ? S5_CONN_OPEN : S5_CONN_CONNECTING;
+    s5_conntab_put(q, &c);
+  }
 }
 
 void s5_udp_stop(struct s5_worker *w) {

@@ -33,6 +33,10 @@ int s5_udp_start(struct s5_worker *w);
  * the worker's loop. */
 void s5_udp_stop(struct s5_worker *w);
 
+/* --connections: puts every association of w into q (core/conntab.h). */
+struct s5_connq;
+void s5_udp_list(struct s5_worker *w, struct s5_connq *q);
+
 /* Sends len bytes to dst:dport as a UDP datagram from src:sport (both of
  * one family) into the TUN, fragmented by lwIP if above the MTU. Returns 0,
  * or -1 when it could not (counted as drop_udp). */

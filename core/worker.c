@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config_slot.h"
+#include "conntab.h"
 #include "log.h"
 #include "privileges.h"
 #include "session.h"
@@ -99,6 +100,22 @@ static void worker_take_config(struct s5_worker *w) {
 
 static void worker_reload_requested(uv_async_t *async) { worker_take_config(async->data); }
 
+/* --connections: one pass over this worker's sessions and associations
+ * into its queue's list (core/conntab.h), when one was asked for. */
+static void worker_list_connections(struct s5_worker *w) {
+  struct s5_connq *q = s5_conntab_queue(w->index);
+  uint64_t req = q != NULL ? s5_conntab_pending(q) : 0;
+  if (req == 0) return;
+  s5_conntab_begin(q);
+  s5_session_list(w, q);
+  s5_udp_list(w, q);
+  s5_conntab_done(q, req);
+}
+
+static void worker_list_requested(uv_async_t *async) { worker_list_connections(async->data); }
+
+void s5_worker_list(struct s5_worker *w) { uv_async_send(&w->list_async); }
+
 void s5_worker_reload(struct s5_worker *w) { uv_async_send(&w->reload_async); }
 
 static void worker_tick(uv_timer_t *timer) {
@@ -180,6 +197,10 @@ static void worker_signal(uv_signal_t *sig, int signum) {
     worker_take_config(sig->data);
     return;
   }
+  if (signum == SIGUSR2) {   /* the supervisor asks for --connections */
+    worker_list_connections(sig->data);
+    return;
+  }
   s5_info("%s: stopping", strsignal(signum));
   worker_drain(sig->data);
 }
@@ -195,6 +216,7 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
   if (r == 0) {
     r = uv_async_init(&w->loop, &w->stop_async, worker_stop_requested);
     if (r == 0) r = uv_async_init(&w->loop, &w->reload_async, worker_reload_requested);
+    if (r == 0) r = uv_async_init(&w->loop, &w->list_async, worker_list_requested);
     if (r < 0) uv_loop_close(&w->loop);
   }
   if (r < 0) {
@@ -203,13 +225,14 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
   }
   w->stop_async.data = w;
   w->reload_async.data = w;
+  w->list_async.data = w;
   return 0;
 }
 
 static int worker_watch_signals(struct s5_worker *w) {
-  uv_signal_t *sigs[] = {&w->sigterm, &w->sigint, &w->sighup};
-  int nums[] = {SIGTERM, SIGINT, SIGHUP};
-  for (int i = 0; i < 3; i++) {
+  uv_signal_t *sigs[] = {&w->sigterm, &w->sigint, &w->sighup, &w->sigusr2};
+  int nums[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR2};
+  for (int i = 0; i < 4; i++) {
     int r = uv_signal_init(&w->loop, sigs[i]);
     if (r == 0) r = uv_signal_start(sigs[i], worker_signal, nums[i]);
     if (r < 0) {

@@ -33,6 +33,7 @@ struct s5_worker {
   struct s5_cfg_snap *snap;        /* cfg's snapshot after a reload, NULL before */
   uint64_t cfg_gen;                /* generation of the config slot taken (core/config_slot.h) */
   uv_async_t reload_async;         /* thread mode: s5_worker_reload() from the main thread */
+  uv_async_t list_async;           /* thread mode: s5_worker_list() */
   int own_process;                 /* process mode: the log state is this process's own */
   unsigned index;              /* queue number, for logs */
   int fd;                      /* the TUN queue; owned by whoever opened it */
@@ -43,7 +44,7 @@ struct s5_worker {
   unsigned tun_retry_ms;       /* the next retry's delay, doubling; 0 = healthy */
   uv_timer_t lwip_timer;       /* drives tcp_tmr() and reassembly timers */
   uv_async_t stop_async;       /* s5_worker_stop() from another thread */
-  uv_signal_t sigterm, sigint, sighup; /* process mode: the worker's own signals */
+  uv_signal_t sigterm, sigint, sighup, sigusr2; /* process mode: the worker's own signals */
   uv_timer_t drain_timer;      /* stop: ends the drain at drain-timeout */
   uv_check_t flush_check;      /* end of each loop iteration: deferred writes */
   struct s5_session *flush_head;
@@ -106,6 +107,10 @@ void s5_worker_cfg_release(struct s5_worker *w, const struct s5_config *cfg);
 /* Asks the worker to take the newest configuration from the config slot
  * (thread mode: from the main thread, after publishing it). */
 void s5_worker_reload(struct s5_worker *w);
+
+/* Asks the worker to answer a --connections request (core/conntab.h; thread
+ * mode: from the main thread; process mode: SIGUSR2). */
+void s5_worker_list(struct s5_worker *w);
 
 /* A session left the worker's list (core/session.c). */
 void s5_worker_session_gone(struct s5_worker *w);

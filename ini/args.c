@@ -26,6 +26,7 @@ enum flag_id {
   FLAG_LOG_LEVEL,
   FLAG_CHECK,
   FLAG_STATS,
+  FLAG_CONNECTIONS,
   FLAG_JSON,
   FLAG_HELP,
   FLAG_VERSION,
@@ -65,8 +66,11 @@ static const struct flag flags[] = {
     "print the counters of a running s5tund and exit\n"
     "                           (first argument; default SOCKET "
     S5_STATS_DEFAULT_SOCKET ")" },
+  { FLAG_CONNECTIONS, "connections", 0, NULL, NULL, NULL, "[SOCKET]",
+    "print the open sessions of a running s5tund and exit\n"
+    "                           (first argument; default SOCKET as --stats)" },
   { FLAG_JSON, "json", 0, NULL, NULL, NULL, NULL,
-    "with --stats: print the JSON document as it came" },
+    "with --stats or --connections: print JSON" },
   { FLAG_HELP, "help", 'h', NULL, NULL, NULL, NULL,
     "print this help and exit" },
   { FLAG_VERSION, "version", 'V', NULL, NULL, NULL, NULL,
@@ -106,6 +110,7 @@ static void usage(FILE *out) {
 
   fputs("Usage: s5tund [OPTION]...\n"
         "       s5tund --stats [SOCKET] [--json]\n"
+        "       s5tund --connections [SOCKET] [--json]\n"
         "Carry TCP and UDP from a multi-queue TUN device to a SOCKS5 proxy.\n"
         "\n", out);
   for (i = 0; i < FLAG_COUNT; i++) {
@@ -265,11 +270,12 @@ static int scan(struct args *as, int argc, char **argv, char *err,
       as->version = true;
       return 0;
     case FLAG_STATS:
-      snprintf(err, errlen, "%s: must be the first argument (s5tund --stats "
-               "[SOCKET] [--json])", a.spelled);
+    case FLAG_CONNECTIONS:
+      snprintf(err, errlen, "%s: must be the first argument (s5tund %s "
+               "[SOCKET] [--json])", a.spelled, a.spelled);
       return -1;
     case FLAG_JSON:
-      snprintf(err, errlen, "%s: only with --stats (s5tund --stats [SOCKET] "
+      snprintf(err, errlen, "%s: only with --stats or --connections (s5tund --stats [SOCKET] "
                "[--json])", a.spelled);
       return -1;
     default:

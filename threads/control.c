@@ -110,6 +110,8 @@ static void control_reload(struct control *c) {
   if (!s5_reload(c->live, c->stats) || strcmp(c->server->path, c->live->stats.socket) == 0) return;
   s5_stats_server_close(c->server);
   if (s5_stats_server_open(c->server, c->live, c->stats) < 0) s5_error("reload: no stats socket until the next reload");
+  c->server->poke = c->mode->on_list;
+  c->server->poke_arg = c->mode->arg;
 }
 
 /* Returns 1 to stop cleanly, -1 to stop with failure, 0 to go on. */
@@ -168,6 +170,8 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     free(live);
     return 1;
   }
+  server.poke = mode->on_list;
+  server.poke_arg = mode->arg;
   if (s5_metrics_open(&metrics, live, stats) < 0) {
     s5_stats_server_close(&server);
     close(sfd);

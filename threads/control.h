@@ -14,6 +14,8 @@ struct s5_control_mode {
   int (*on_child)(void *arg);
   /* SIGHUP arrived, after the main log was reopened (may be NULL). */
   void (*on_hangup)(void *arg);
+  /* --connections: ask every worker for its list (core/conntab.h). */
+  void (*on_list)(void *arg);
   /* Milliseconds until tick is wanted, or -1 for never. */
   long (*next_tick)(void *arg);
   void (*tick)(void *arg);

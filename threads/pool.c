@@ -69,6 +69,15 @@ static void pool_on_hangup(void *arg) {
   pthread_mutex_unlock(&pool.lock);
 }
 
+/* --connections: each worker lists its sessions on its own loop. */
+static void pool_on_list(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&pool.lock);
+  for (unsigned i = 0; i < pool.n; i++)
+    if (pool.slots[i].started && !pool.slots[i].done) s5_worker_list(pool.slots[i].w);
+  pthread_mutex_unlock(&pool.lock);
+}
+
 static int pool_start(const struct s5_config *cfg, int *fds, struct s5_stats_area *stats) {
   for (unsigned i = 0; i < pool.n; i++) {
     struct pool_slot *slot = &pool.slots[i];
@@ -120,7 +129,8 @@ int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats) {
   int code = 1, asked = 0;
   if (s5_device_open(cfg, fds) == 0) {
     if (pool_start(cfg, fds, stats) == 0) {
-      struct s5_control_mode mode = {.on_child = pool_on_child, .on_hangup = pool_on_hangup};
+      struct s5_control_mode mode = {.on_child = pool_on_child, .on_hangup = pool_on_hangup,
+                                     .on_list = pool_on_list};
       s5_restrict_main(cfg);
       code = s5_control_run(cfg, stats, &mode);
       asked = code == 0;   /* SIGTERM or SIGINT, not a failure */

@@ -1,12 +1,15 @@
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "conntab.h"
 #include "log.h"
 #include "stats_server.h"
 
@@ -44,31 +47,82 @@ int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cf
   return 0;
 }
 
-/* The document is written with a short send timeout: a client that does not
+/* The stats document, rendered until it fits: counters move between the
+ * sizing pass and the writing pass, so it may grow. */
+static char *stats_document(const struct s5_stats_area *stats, size_t *len) {
+  size_t cap = s5_stats_json(stats, NULL, 0) + 1024;
+  char *doc = NULL;
+  *len = 0;
+  for (int tries = 0; tries < 4; tries++, cap *= 2) {
+    char *bigger = realloc(doc, cap);
+    if (bigger == NULL) break;
+    doc = bigger;
+    *len = s5_stats_json(stats, doc, cap);
+    if (*len < cap) return doc;
+    *len = 0;
+  }
+  free(doc);
+  return NULL;
+}
+
+/* --connections: every worker writes its list on its own loop; at most
+ * this long for all of them (a stalled worker is named in the answer). */
+#define S5_CONNECTIONS_WAIT_MS 1000
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static char *connections_document(struct s5_stats_server *srv, int json, size_t *len) {
+  uint64_t req = s5_conntab_request();
+  if (srv->poke != NULL) srv->poke(srv->poke_arg);
+  for (uint64_t end = mono_ms() + S5_CONNECTIONS_WAIT_MS; mono_ms() < end;) {
+    unsigned done = 0;
+    for (unsigned i = 0; i < srv->stats->queues; i++) done += (unsigned)s5_conntab_answered(i, req);
+    if (done == srv->stats->queues) break;
+    poll(NULL, 0, 2);
+  }
+  char *doc = NULL;
+  FILE *out = open_memstream(&doc, len);
+  if (out == NULL) return NULL;
+  s5_conntab_render(out, req, json, mono_ms());
+  fclose(out);
+  return doc;
+}
+
+/* What the client asks for: "stats" (or nothing within a moment, as older
+ * clients send), "connections table" or "connections json". */
+static int read_request(int c, char *buf, size_t cap) {
+  struct pollfd p = {.fd = c, .events = POLLIN};
+  size_t n = 0;
+  while (n + 1 < cap && poll(&p, 1, 200) > 0) {
+    ssize_t r = recv(c, buf + n, cap - 1 - n, 0);
+    if (r <= 0) break;
+    n += (size_t)r;
+    if (memchr(buf, '\n', n) != NULL) break;
+  }
+  buf[n] = '\0';
+  return (int)n;
+}
+
+/* The answer is written with a short send timeout: a client that does not
  * read must not hold up the control loop. */
 void s5_stats_server_answer(struct s5_stats_server *srv) {
   int c;
   while ((c = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
     struct timeval tv = {.tv_sec = 1};
     setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    /* Counters move between the sizing pass and the writing pass, so the
-     * document may grow: render until it fits, never send past the buffer. */
-    size_t cap = s5_stats_json(srv->stats, NULL, 0) + 1024, len = 0;
-    char *doc = NULL;
-    for (int tries = 0; tries < 4; tries++, cap *= 2) {
-      char *bigger = realloc(doc, cap);
-      if (bigger == NULL) break;
-      doc = bigger;
-      len = s5_stats_json(srv->stats, doc, cap);
-      if (len < cap) break;
-      len = 0;
-    }
-    if (doc != NULL && len > 0) {
-      for (size_t off = 0; off < len;) {
-        ssize_t n = send(c, doc + off, len - off, MSG_NOSIGNAL);
-        if (n <= 0) break;
-        off += (size_t)n;
-      }
+    char req[64];
+    read_request(c, req, sizeof req);
+    size_t len = 0;
+    char *doc = strncmp(req, "connections", 11) == 0 ? connections_document(srv, strstr(req, "json") != NULL, &len)
+                                                     : stats_document(srv->stats, &len);
+    for (size_t off = 0; doc != NULL && off < len;) {
+      ssize_t n = send(c, doc + off, len - off, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      off += (size_t)n;
     }
     free(doc);
     close(c);
@@ -97,23 +151,48 @@ static char *read_all(int fd) {
   return buf;
 }
 
-int s5_stats_client(const char *path, int json) {
+/* Connects to the stats socket, sends the request line, reads the answer
+ * to its end. NULL after printing why (*code set). */
+static char *ask(const char *flag, const char *path, const char *request, int *code) {
   struct sockaddr_un sun;
+  *code = 1;
   if (unix_address(path, &sun) < 0) {
-    fprintf(stderr, "s5tund: --stats %s: path too long\n", path);
-    return 2;
+    fprintf(stderr, "s5tund: %s %s: path too long\n", flag, path);
+    *code = 2;
+    return NULL;
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
-    fprintf(stderr, "s5tund: --stats %s: %s (is s5tund running with [stats] socket = %s?)\n", path,
+    fprintf(stderr, "s5tund: %s %s: %s (is s5tund running with [stats] socket = %s?)\n", flag, path,
             strerror(errno), path);
     if (fd >= 0) close(fd);
-    return 1;
+    return NULL;
   }
+  if (send(fd, request, strlen(request), MSG_NOSIGNAL) < 0) {
+    fprintf(stderr, "s5tund: %s %s: %s\n", flag, path, strerror(errno));
+    close(fd);
+    return NULL;
+  }
+  shutdown(fd, SHUT_WR);
   char *doc = read_all(fd);
   close(fd);
-  if (doc == NULL) return 1;
-  int code = 0;
+  if (doc != NULL) *code = 0;
+  return doc;
+}
+
+int s5_connections_client(const char *path, int json) {
+  int code;
+  char *doc = ask("--connections", path, json ? "connections json\n" : "connections table\n", &code);
+  if (doc == NULL) return code;
+  fputs(doc, stdout);
+  free(doc);
+  return 0;
+}
+
+int s5_stats_client(const char *path, int json) {
+  int code;
+  char *doc = ask("--stats", path, "stats\n", &code);
+  if (doc == NULL) return code;
   if (json) {
     fputs(doc, stdout);
   } else {

@@ -10,6 +10,8 @@ struct s5_stats_server {
   int fd;                          /* -1 when no socket is configured */
   char path[108];                  /* a copy: a reload may change the configuration's */
   const struct s5_stats_area *stats;
+  void (*poke)(void *arg);         /* --connections: ask every worker for its list */
+  void *poke_arg;
 };
 
 /* Returns 0 (also when [stats] socket is empty), or -1 after logging. */
@@ -21,5 +23,8 @@ void s5_stats_server_close(struct s5_stats_server *srv);
 /* The client side, for `s5tund --stats [SOCKET] [--json]`: prints the
  * document (json) or a table to stdout. Returns the exit code. */
 int s5_stats_client(const char *path, int json);
+
+/* `s5tund --connections [SOCKET] [--json]`: the open sessions. */
+int s5_connections_client(const char *path, int json);
 
 #endif

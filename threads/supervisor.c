@@ -185,6 +185,13 @@ static void on_hangup(void *arg) {
     if (sv->kids[i].pid > 0) kill(sv->kids[i].pid, SIGHUP);
 }
 
+/* --connections: each worker process lists its sessions (SIGUSR2). */
+static void on_list(void *arg) {
+  struct supervisor *sv = arg;
+  for (unsigned i = 0; i < sv->cfg->queues; i++)
+    if (sv->kids[i].pid > 0) kill(sv->kids[i].pid, SIGUSR2);
+}
+
 /* The queue fd of a worker that serves, for the reset probes; else -1. */
 static int serving_fd(void *arg, unsigned i) {
   struct supervisor *sv = arg;
@@ -272,7 +279,7 @@ int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats) {
   while (started < cfg->queues && child_spawn(&sv, started) == 0) started++;
   if (started == cfg->queues) {
     struct s5_control_mode mode = {
-        .arg = &sv, .on_child = on_child, .on_hangup = on_hangup,
+        .arg = &sv, .on_child = on_child, .on_hangup = on_hangup, .on_list = on_list,
         .next_tick = supervisor_next_tick, .tick = supervisor_tick};
     s5_restrict_main(cfg);
     code = s5_control_run(cfg, stats, &mode);

@@ -217,11 +217,14 @@ def wait_for(pred, what, bound=30.0, interval=0.05):
 
 def stats_doc(path, timeout=10):
     """The JSON document of s5tund's stats socket at path ("totals", and
-    "queues": one object per queue)."""
+    "queues": one object per queue). Asked for with "stats" (a client that
+    sends nothing gets it too, after a moment)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
         s.connect(path)
+        s.sendall(b"stats\n")
+        s.shutdown(socket.SHUT_WR)
         text = read_all(s).decode()
     finally:
         s.close()

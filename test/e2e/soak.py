@@ -30,11 +30,13 @@ Exit status 0 when every check passed.
 import argparse
 import asyncio
 import hashlib
+import json
 import os
 import random
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -108,6 +110,15 @@ async def load_main(args, d):
     fds, rss = d.fds(), d.rss_kib()
     log("PEAK: %d connections open through the tunnel; stats: tcp_active %d; s5tund "
         "process tree: %d fds, RSS %d KiB" % (len(conns), st["tcp_active"], fds, rss))
+    # --connections lists every one of them (workers answer on their loops).
+    t1 = time.monotonic()
+    listed = json.loads(subprocess.run([args.s5tund, "--connections", d.stats_path, "--json"],
+                                       capture_output=True, timeout=30, check=True).stdout)
+    took = time.monotonic() - t1
+    tcp = sum(1 for c in listed if c["proto"] == "tcp")
+    log("--connections: %d TCP sessions listed in %.2f s" % (tcp, took))
+    if tcp < len(conns):
+        errors.append("--connections listed %d TCP sessions with %d open" % (tcp, len(conns)))
     ok = not errors
     msg = None
     if errors:
@@ -419,6 +430,7 @@ def main():
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--pid", type=int, required=True)
     common.add_argument("--stats", required=True)
+    common.add_argument("--s5tund", default="s5tund", help="the binary, for --connections")
     common.add_argument("--host", default="10.201.0.1")
     common.add_argument("--host6", default="fd00:201::1")
     common.add_argument("--port", type=int, default=7000)

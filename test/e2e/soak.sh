@@ -124,7 +124,7 @@ log "s5tund: $(oneline "$limits")"
 
 soakpy() {
   bg_wait ip netns exec "$NS_C" timeout -k 5 "$((E2E_DEADLINE - 60))" "$PY" "$HERE/soak.py" "$@" \
-    --pid "$S5PID" --stats "$STATS_SOCK" --host "$TGT4" --host6 "$TGT6" --port "$TGT_PORT"
+    --pid "$S5PID" --stats "$STATS_SOCK" --s5tund "$S5TUND" --host "$TGT4" --host6 "$TGT6" --port "$TGT_PORT"
 }
 
 if [[ $CASE == load ]]; then

@@ -24,6 +24,9 @@
 #        sessionlog    [log] sessions = true: a line per finished session
 #                      with exact bytes (TCP transfer), a refused CONNECT,
 #                      an idle timeout, a UDP association
+#        connections   s5tund --connections: open sessions and associations
+#                      with queue, destination (a mapped name too), state,
+#                      bytes; gone once closed
 #        udp_closed_port  datagrams to a target's closed port end that
 #                      association at danted; it costs only itself: 20
 #                      other sockets echo at their first try at once
@@ -52,7 +55,7 @@ CASE=${1:-}
 [[ $# -ge 3 ]] || usage
 MODE=$2 QUEUES=$3
 shift 3
-case $CASE in udp_echo|dns|dns6|sessionlog|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd|udp_one_assoc) ;; *) usage ;; esac
+case $CASE in udp_echo|dns|dns6|sessionlog|connections|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd|udp_one_assoc) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
@@ -445,6 +448,80 @@ s.close()' "$TGT6" "$TGT_PORT"
   ((n1 - n0 < 40)) || fail "$((n1 - n0)) session lines for 40 sessions with sessions-max-per-second = 1"
   log "with sessions-max-per-second = 1: $((n1 - n0)) lines for 40 sessions, the rest summed up"
   e2e_require_alive "with the session log"
+}
+
+# connections: 5 held TCP connections over IPv4, 1 over IPv6, 1 to a
+# mapped name, and a UDP association, listed by --connections --json with
+# their queues agreeing with the stats; after they end, they are gone.
+cn_json() { "$S5TUND" --connections "$WORK/stats.sock" --json; }
+
+case_connections() {
+  e2e_topology_up
+  udp_hosts
+  e2e_start_target
+  start_udptarget
+  e2e_start_dante
+  start_s5 "$S_ADDR4" "$DANTE_PORT" "[stats]
+socket = $WORK/stats.sock
+[dns]
+address = $DNS_ADDR
+network = $DNS_POOL"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  local addr pids=() i doc
+  addr=$(uclient dns --server "$DNS_ADDR" --name target.test --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
+  for i in 1 2 3 4 5; do
+    ip netns exec "$NS_C" timeout -k 5 60 "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
+      --timeout 30 hold --hold 50 >"$WORK/hold$i.log" 2>&1 &
+    pids+=($!)
+  done
+  ip netns exec "$NS_C" timeout -k 5 60 "$PY" "$E2E_DIR/client.py" --host "$TGT6" --port "$TGT_PORT" \
+    --timeout 30 hold --hold 50 >"$WORK/hold6.log" 2>&1 &
+  pids+=($!)
+  ip netns exec "$NS_C" timeout -k 5 60 "$PY" "$E2E_DIR/client.py" --host "$addr" --port "$TGT_PORT" \
+    --timeout 30 hold --hold 50 >"$WORK/holdname.log" 2>&1 &
+  pids+=($!)
+  uclient send --host "$TGT4" --port 7001 --count 2
+  for i in $(seq $((T_START * 10))); do
+    [[ $(grep -l "connection to" "$WORK"/hold*.log 2>/dev/null | wc -l) == 7 ]] && break
+    sleep 0.1
+  done
+  doc=$(cn_json)
+  "$S5TUND" --connections "$WORK/stats.sock" | head -3
+  "$PY" - "$doc" "$("$S5TUND" --stats "$WORK/stats.sock" --json)" "$TGT4" "$TGT_PORT" "$QUEUES" <<'EOP' || fail "--connections does not match"
+import json, sys
+conns, stats = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+tgt, port, nq = sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+tcp = [c for c in conns if c["proto"] == "tcp"]
+udp = [c for c in conns if c["proto"] == "udp"]
+def count(dest): return sum(1 for c in tcp if c["destination"] == dest and c["state"] == "open")
+ok = True
+def want(cond, what):
+    global ok
+    print(("ok   " if cond else "FAIL ") + what)
+    ok = ok and cond
+want(count("%s:%d" % (tgt, port)) == 5, "5 open TCP sessions to %s:%d (%d)" % (tgt, port, count("%s:%d" % (tgt, port))))
+want(count("[fd00:201::1]:%d" % port) == 1, "1 open TCP session to [fd00:201::1]:%d" % port)
+want(count("target.test:%d" % port) == 1, "1 open TCP session to target.test:%d (the mapped name)" % port)
+want(any(c["destination"] == "%s:7001" % tgt for c in udp), "the UDP association to %s:7001" % tgt)
+want(all(0 <= c["queue"] < nq for c in conns), "queues within 0..%d" % (nq - 1))
+per_q = [sum(1 for c in tcp if c["queue"] == q) for q in range(nq)]
+active = [q["tcp_active"] for q in stats["queues"]]
+want(per_q == active, "TCP sessions per queue %s, tcp_active per queue %s" % (per_q, active))
+want(all(c["bytes_up"] >= 10 and c["bytes_down"] >= 5 for c in tcp), "bytes each way counted")
+ages = [c["age"] for c in conns]
+want(ages == sorted(ages), "newest first")
+sys.exit(0 if ok else 1)
+EOP
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  for i in $(seq $((T_STEP * 10))); do
+    [[ $(cn_json | "$PY" -c 'import json,sys; print(sum(1 for c in json.load(sys.stdin) if c["proto"] == "tcp"))') == 0 ]] && break
+    sleep 0.1
+  done
+  [[ $(cn_json | "$PY" -c 'import json,sys; print(sum(1 for c in json.load(sys.stdin) if c["proto"] == "tcp"))') == 0 ]] \
+    || fail "TCP sessions still listed after their clients closed: $(cn_json)"
+  log "--connections: 7 TCP sessions (one by name) and a UDP association listed with their queues; gone after closing"
 }
 
 # udp_closed_port: danted ends an association whose datagrams hit a closed
