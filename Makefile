@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # s5tund: a thin layer over CMake.
 #
 #   make deps    install what is missing (Debian 12, apt-get; root or sudo)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sanitizer and fuzzing builds. Included from the top CMakeLists.txt before
 # any target exists, so the flags reach every target: our code, lwIP, the
 # tests and the fuzz targets alike (a sanitizer that sees only half of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "addr.h"
 
 #include <arpa/inet.h>

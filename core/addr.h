@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Text forms of lwIP addresses for logs: RFC 5952 for IPv6 (lower case,
  * the longest run of zero groups shortened), as every other tool prints
  * them; lwIP's own ipaddr_ntoa() writes upper-case hex. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "config_slot.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The configuration a reload publishes (SIGHUP): one slot in memory shared
  * by the control loop, its only writer, and every worker, thread or forked
  * process (mapped before they start, like the stats area). A sequence

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "conntab.h"
 
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* s5tund --connections: every open TCP session and UDP association, on
  * request. Workers own their sessions, so nothing is kept up to date for
  * this: a request bumps a counter in memory shared with every worker

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Mapped DNS: the resolver (queries in, answers out through the worker's
  * lwIP instance) and the name lookups for CONNECT and UDP by name.
  *

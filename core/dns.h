@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Mapped DNS ([dns] section): a resolver address inside the TUN's network
  * answers A (and with network6, AAAA) queries with an address from a pool
  * that stands for the name;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* DNS query parsing and answer building for the mapped resolver.
  *
  * Only what a stub resolver sends is accepted: a query (QR = 0) with one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* DNS messages for the mapped resolver (RFC 1035, RFC 6891 for EDNS):
  * parsing a query and building its answer. Pure functions over byte
  * buffers, no I/O, no allocation, so they can be fuzzed on their own. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared name <-> address table of the mapped resolver (see dns_table.h).
  *
  * Layout of the one mapping: the header, the hash buckets (entry indices,

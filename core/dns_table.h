@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The name <-> address table of the mapped resolver, shared by every worker
  * of one s5tund: a fixed-size area mapped MAP_SHARED | MAP_ANONYMOUS before
  * the workers start, so threads and forked worker processes see the same

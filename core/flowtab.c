@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shared per-queue tables of live TCP flows (see flowtab.h), and the
  * bare ACK the supervisor sends to the clients of a dead worker.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Process mode: the live TCP flows of every queue, in memory shared with the
  * supervisor, so that when a worker dies the supervisor knows whom to reset
  * (threads/flowreset.c). Created before the first fork (MAP_SHARED), like

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The proxy side of a new session: a TCP connection to the SOCKS5 server,
  * then the greeting, RFC 1929 authentication if configured, and CONNECT to
  * the client's original destination. Messages are tiny and each is sent

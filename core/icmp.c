@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Recognises ICMP echo requests on raw IPv4 and IPv6 packets (see icmp.h).
  * Reads nothing beyond len; a packet too short to tell is left to lwIP,
  * which drops malformed packets anyway. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* [tun] icmp = off: echo requests from the TUN are dropped before lwIP sees
  * them (lwIP, whose netif takes every destination, would otherwise answer a
  * ping to any address). Done on the raw packet rather than inside lwIP so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* One line per event: time, level, who (supervisor or queue N), message.
  * The level test is a macro so that a disabled debug line costs one compare
  * and formats nothing. */

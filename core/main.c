@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* s5tund: a TUN device in, SOCKS5 out, one worker per queue.
  *
  * Following one packet: tun/ opens the queues; threads/ starts a worker per

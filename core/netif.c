@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The TUN queue as an lwIP netif: packets read from the queue fd go straight
  * into pbufs and into ip_input(); packets lwIP sends go out with one writev()
  * over the pbuf chain, without being copied into a flat buffer first. */

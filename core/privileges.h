@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Dropping a worker's privileges to [run] user once its queue and listener
  * are set up. The raw syscalls change the calling thread's credentials
  * only, so in thread mode the workers run as the user while the main

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bytes both ways between the client's lwIP pcb and the proxy socket.
  *
  * Client to proxy: lwIP's pbufs are written to the socket as they are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Session lifecycle: created for a client's SYN, ended exactly once, freed
  * when its libuv handles have closed. */
 #include <netinet/in.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A session is one TCP connection from the TUN carried to the SOCKS5 proxy.
  * Its life, in three files:
  *   session.c    birth from a SYN, timers, the end (graceful or reset);

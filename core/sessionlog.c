@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "sessionlog.h"
 
 #include <arpa/inet.h>

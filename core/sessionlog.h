@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* [log] sessions = true: one line per finished TCP session and UDP
  * association, at info: client, destination (and the name it stood for),
  * proxy, bytes each way, duration, how it ended. At most [log]

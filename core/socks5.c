@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SOCKS5 client messages (RFC 1928, RFC 1929).
  *
  * Encoders write exactly the bytes the RFCs ask for; parsers look at what has

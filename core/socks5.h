@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SOCKS5 client messages (RFC 1928, RFC 1929): pure encoding and parsing,
  * no I/O, so that the session code and the fuzzers share one implementation. */
 #ifndef S5_CORE_SOCKS5_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SOCKS5 UDP ASSOCIATE messages and the per-datagram header (RFC 1928).
  *
  *   request  VER=5 CMD=3 RSV=0 ATYP DST.ADDR DST.PORT

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* SOCKS5 UDP ASSOCIATE (RFC 1928 sections 4, 6 and 7): the request, the
  * reply with its bound address, and the header in front of every relayed
  * datagram. Pure encoding and parsing, no I/O, like socks5.h, so that the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shared counter area: creation, reading, and its JSON and table forms. */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-queue counters in one memory area shared by every worker and the
  * supervisor: MAP_SHARED, created before the workers start, so it serves
  * threads and forked processes alike. Each counter has exactly one writer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* UDP associations (see udp.h for the design).
  *
  * Life of an association:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* UDP through SOCKS5 UDP ASSOCIATE (RFC 1928 section 7), one set of
  * associations per worker.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A worker's life: init (loop and stop handle), run (lwIP instance, TUN
  * netif, listener, timer; then the loop), and an orderly end. lwIP has no
  * deinit, so the end undoes by hand what run set up: every pcb aborted, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A worker owns one TUN queue and everything that serves it: one libuv loop,
  * one lwIP instance (lwIP's state is thread-local, see third_party/), the
  * sessions accepted from that queue. Nothing in here is shared with another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Command-line flags. Precedence is defaults, then the file, then flags, so
  * the flags are read twice: first to check their spelling and find --config,
  * --help and friends, then (after the file is loaded) to apply their values.

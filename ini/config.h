@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* s5tund configuration: one read-only struct, filled once at start-up from
  * built-in defaults, then the INI file, then command-line flags, and shared
  * by every worker afterwards (never written again). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The rules that involve more than one key, checked once the whole file
  * (or command line) is in: each names the key to blame, so the loader can
  * point at the line that set it. Everything about a single value is the

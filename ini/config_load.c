@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reads the configuration file with inih, which decides what is a comment, a
  * [section] or a key. Three things are done around it:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Private to the ini/ folder: the value parsers (value.c) and the key table
  * (keys.c) shared by the INI loader (config_load.c) and the command-line
  * flags (args.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The configuration keys: the one table (see keys.h) and what is derived
  * from it: lookup, the hints for a key or section that is not there, the
  * section list, and the defaults, which go through the same parsers as the

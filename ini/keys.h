@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The key table: every configuration key once, as data. A key names its
  * section, its type, where it lives in struct s5_config (offsetof), its
  * bounds, its default (as it would be written in the file) and a one-line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The value types of the key table: how a key's text becomes the field at
  * its offset in struct s5_config, and how the field is written back by
  * --check-config. One pair of functions per type, not per key, so that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Text-to-value parsers shared by the INI file and the command-line flags, so
  * that "mtu = 70000" and "--mtu 70000" are judged by the same rule and
  * explained with the same words. */

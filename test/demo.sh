@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # s5tund demonstration (make demo): a private pair of network namespaces, a
 # real SOCKS5 server (microsocks) and a target server in one, s5tund and a
 # client in the other. s5tund runs in thread mode, then in process mode, with

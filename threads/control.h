@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The main thread's loop, the same in both run modes: signals (through a
  * signalfd), the stats socket, readiness, and a watchdog over the workers'
  * heartbeats. The run mode plugs in what differs: what a SIGCHLD means and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bringing up the device both run modes serve, with errors that say what to do.
  *
  * One device, one daemon: before anything is touched, s5tund claims the

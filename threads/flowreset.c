@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Process mode: resetting the TCP clients of a worker that died.
  *
  * A worker killed with SIGKILL says nothing to its clients: the kernel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Process mode: the TCP clients of a worker that died are reset by the
  * supervisor (design in flowreset.c). */
 #ifndef S5_THREADS_FLOWRESET_H

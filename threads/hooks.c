@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* [tun] post-up and pre-down: operator commands run with /bin/sh around the
  * device's life, with the device name, queue count and mode in the
  * environment. They run to completion (bounded: a hung script is killed)

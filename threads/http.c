@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A request head parser for the metrics endpoint (see http.h). It reads the
  * head line by line as RFC 9112 writes it, strictly where laxness would
  * only hide a broken client: a line ends with LF (a CR right before it is

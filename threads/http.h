@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The request side of the metrics endpoint's HTTP/1.1 (RFC 9112): a parser
  * of a request head (request line and header fields), with no I/O, so that
  * it can be fuzzed alone (test/fuzz/fuzz_http.c). The endpoint serves two

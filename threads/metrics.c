@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Prometheus endpoint (see metrics.h): the document, then the listener
  * and its connections.
  *

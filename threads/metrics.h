@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Prometheus endpoint ([stats] http): an HTTP/1.1 listener in the
  * control loop (the main thread, or the supervisor in process mode) that
  * answers GET /metrics and GET / with the counters of the shared stats area

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Telling the outside world the daemon's state: systemd's NOTIFY_SOCKET
  * (READY=1, STOPPING=1; the protocol is one datagram, no libsystemd needed)
  * and the pid file. */

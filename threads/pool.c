@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mode = thread: one pthread per queue, each running a worker with its own
  * loop and lwIP instance. The main thread runs the control loop; a worker
  * thread that ends by itself (they only end when told) reports it with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "reload.h"
 
 #include <stdio.h>

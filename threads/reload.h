@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Live reload (SIGHUP, systemctl reload): the control loop reads the
  * configuration again exactly as at start (the --config file, then the
  * flags), keeps what cannot change while running (one warning per key: the

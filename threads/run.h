@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The two run modes: the same worker (core/worker.h) on N threads of this
  * process, or in N forked processes under a supervisor. Both start from a
  * device opened once, here in the main process, with one fd per queue. */

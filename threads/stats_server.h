@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The stats socket: a unix stream socket that answers every connection
  * with one JSON document (core/stats.h) and closes it. */
 #ifndef S5_THREADS_STATS_SERVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mode = process: the parent opens the device, forks one worker process per
  * queue and supervises them. The parent holds every queue fd, so the device
  * stays while a worker restarts; a restarted worker gets a freshly opened

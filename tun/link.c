@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Configuring the TUN link with rtnetlink: MTU, addresses, up, delete, and
  * reading what a device of our name is before we touch it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtnetlink plumbing: see netlink.h. */
 #include "netlink.h"
 

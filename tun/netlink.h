@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtnetlink plumbing shared by link.c (the device) and route.c (auto-route):
  * one request at a time, each acknowledged, with the kernel's extended-ack
  * text kept for the error message. Internal to tun/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Claims on a device or the auto-route table: see owner.h. */
 #include "owner.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which s5tund owns a device or the auto-route table: a claim that lives
  * exactly as long as the daemon.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Opening, detaching and re-attaching the queues of a multi-queue TUN device.
  *
  * Each worker owns one queue fd: packets are spread over the queues by

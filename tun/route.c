@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* auto-route over rtnetlink: see route.h.
  *
  * Installing never leaves a moment in which the rule points at a table that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* auto-route: policy routing that sends all traffic into the device except
  * packets carrying the proxy sockets' mark, so the proxy connections
  * themselves never loop back into the tunnel:

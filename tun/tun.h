@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Linux multi-queue TUN device: opening queues (queue.c), steering packets
  * to queues (steer.c) and configuring the link with rtnetlink (link.c).
  *

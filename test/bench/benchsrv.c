@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * benchsrv: the small target server of the s5tund benchmark.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * connrate: the short-connection and latency load client of the s5tund
  * benchmark, talking to benchsrv (see benchsrv.c for the protocol).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Report of the s5tund benchmark (test/bench/run.sh); Python standard library only.
 
     report.py iperf-line JSON RC     one line summing up an iperf3 --json result

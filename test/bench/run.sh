@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # s5tund benchmark: the direct path and s5tund (thread and process mode, a
 # list of queue counts) side by side, in one run, in private network
 # namespaces. See test/bench/README.md.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """A deliberately misbehaving SOCKS5 server for the s5tund end-to-end tests.
 
   badproxy.py --listen 10.200.0.2 --listen fd00:200::2 --port 1082 \\

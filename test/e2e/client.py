@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Client for the s5tund end-to-end tests (target protocol: see e2elib.py).
 
   client.py [common options] echo [--count N] [--halfclose] [--retry-for S]

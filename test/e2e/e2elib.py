@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared helpers for the s5tund end-to-end test programs (target.py,
 client.py, socks5srv.py, and the checks of hostile.py, ops.py and soak.py):
 

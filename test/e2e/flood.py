@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Packets the hostile tests craft and blast into tun0 (hostilecases.py's
 synflood and tunflood), standard library only, raw sockets (root in the
 client namespace).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Hostile and broken peers for the s5tund end-to-end tests (hostile.sh).
 
 Three roles, standard library only (Debian's /usr/bin/python3). This file

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # s5tund end-to-end tests with hostile and broken peers: one case per run.
 #
 #   hostile.sh CASE MODE QUEUES [S5TUND]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The cases of `hostile.py check CASE` (see hostile.py and README.md): the
 hostile traffic of each case through the tunnel while a keeper echoes
 through the same daemon, then the checks shared by all of them (Case: every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The misbehaving servers of the hostile tests: `hostile.py proxy` and
 `hostile.py sink` (see hostile.py for their command lines and behaviour).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # Shared shell library of the s5tund end-to-end tests: the topology, the
 # SOCKS5 servers, the target, s5tund itself, and the clean-up trap.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Operations checks of the s5tund end-to-end tests (driven by ops.sh).
 
   ops.py stats     --stats SOCK --s5tund BIN --pid PID --log FILE --tun DEV

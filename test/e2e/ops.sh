@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # s5tund end-to-end tests of operations: stats, readiness, supervision,
 # drain, log reopening. One case per invocation, same harness as run.sh.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # privlog.sh SOCKET CMD...: execs CMD in a private mount namespace whose
 # /dev/log is SOCKET, a syslog listener of the test's own, so that a test of
 # `[log] file = syslog` never writes to (or needs) the machine's syslog.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # s5tund end-to-end tests: one case per invocation.
 #
 #   run.sh CASE [MODE QUEUES] [S5TUND]

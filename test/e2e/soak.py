@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Load and soak traffic for the s5tund end-to-end tests (soak.sh).
 
 Runs in the client namespace; standard library only.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # s5tund load and soak tests: one case per run.
 #
 #   soak.sh load MODE QUEUES [S5TUND]     10,000 TCP connections held at once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The server side of SOCKS5 shared by the misbehaving proxies of the s5tund
 end-to-end tests (badproxy.py, hostile.py proxy).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Target server for the s5tund end-to-end tests (protocol: see e2elib.py).
 
   target.py --listen 10.201.0.1 --listen fd00:201::1 --port 7000 \\

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # s5tund end-to-end tests for UDP (SOCKS5 UDP ASSOCIATE), mapped DNS and
 # ICMP: one case per invocation, same topology and rules as run.sh.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """A SOCKS5 server whose UDP relay misbehaves, for the s5tund e2e tests.
 
   udpbadproxy.py --listen 10.200.0.2 --port 1090 --bnd 192.0.2.1 [--ready-file F]

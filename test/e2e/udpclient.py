@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """UDP and DNS client for the s5tund end-to-end tests (stdlib only).
 
   udpclient.py echo --host H --port P [--port P2 ...] [--sizes 1,100,...]

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """UDP echo target for the s5tund end-to-end tests (stdlib only).
 
   udptarget.py --listen 10.201.0.1 --listen fd00:201::1 --port 7001 \\

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # ctest fuzz.seeds.fuzz_packet: the packet seeds still reach what they were
 # written for (a replay that passes proves nothing if the seeds stopped
 # getting past the first packet: a changed input format, a changed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared by the fuzz targets: a check that aborts (a crash, so libFuzzer
  * saves the input and ctest's replay fails) when a parser breaks one of its
  * documented promises, and a helper that hands a parser an exactly sized

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: the mapped resolver's message handling (core/dns_msg.c) and
  * the name table behind it (core/dns_table.c). The input is one UDP
  * payload sent to the resolver address, i.e. exactly what a client on the

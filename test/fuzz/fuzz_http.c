@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: the metrics endpoint's request parser (threads/http.c), the
  * only code that reads what a client of [stats] http sends. Byte 0 picks
  * the cap (below 0x80: 16 + 4 * byte, so that 414 and 431 are reached with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: the configuration loader (ini/): an INI file through
  * s5_config_load_file(), and a command line through s5_args_load_io()
  * (s5_args_load() with its output streams given; both share one

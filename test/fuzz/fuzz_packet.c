@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: packets entering a worker from its TUN queue.
  *
  * What runs is the daemon's own worker: s5_worker_init() and

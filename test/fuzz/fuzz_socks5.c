@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: the SOCKS5 replies a proxy sends to s5tund (core/socks5.c):
  * method selection, RFC 1929 status, CONNECT reply; and the client-side
  * encoders with names, users and passwords taken from the input.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Fuzz target: SOCKS5 UDP ASSOCIATE (core/socks5_udp.c): the header in
  * front of every datagram the relay sends back (the input is one such
  * datagram), the UDP ASSOCIATE reply with its bound address (the input as

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the seed corpora of the fuzz targets (test/fuzz/corpus/TARGET/).
 
     test/fuzz/gen_corpus.py [CORPUS_DIR]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A main() for the fuzz targets when they are not built with libFuzzer:
  * runs LLVMFuzzerTestOneInput() once on every file named on the command
  * line or found in a directory named there (not recursive, in name order),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the libFuzzer targets of a build made with -DS5_FUZZ=ON (make fuzz).
 #
 #   test/fuzz/run.sh BUILD_DIR [SECONDS [TARGET...]]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The unit tests' one assertion: CHECK(cond, fmt, ...) counts a pass, or
  * prints "FAIL line N: message" and counts a failure; a test's main()
  * prints "N passed, M failed" from the two counters and exits non-zero on

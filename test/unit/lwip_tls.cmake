@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lwIP per-thread instances (patch 0001) and any-destination listener with
 # deferred SYN-ACK (patch 0002). Included from test/unit/CMakeLists.txt.
 #

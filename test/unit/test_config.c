@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit test of the configuration: defaults, the INI file, the command-line
  * flags and --check-config. Run as "test_config DIR", DIR holding the INI
  * files of test/unit/configs. Prints one line per failed check, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The key table is the one source of truth: this test walks it (and the
  * flag table) and fails when a key or its default is missing from, or
  * different in, the places people read:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit test for the mapped resolver's pure parts: core/dns_msg.c (query
  * parsing, answers), core/dns_table.c (mapping, LRU recycling, sharing
  * across fork) and core/icmp.c (echo request filter). Prints one line per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* threads/flowreset.c with a datagram socket pair standing in for a TUN
  * queue: a dead worker's flows are taken and its table emptied, each flow
  * gets a RST then an ACK per round (three rounds, the second's sequence

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core/flowtab.c: the shared per-queue flow tables (slots reused, a full
  * table refused, take empties, shared across fork) and the probe segments
  * (every field and both checksums, IPv4 and IPv6). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Two lwIP instances in two threads, fed hand-built packets.
  *
  * Proves patch 0001 (per-thread instances): each thread runs lwip_init(),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit test for core/socks5_udp.c: UDP ASSOCIATE request bytes, replies
  * with their bound address, and the datagram header both ways, including
  * truncated, fragmented and malformed headers at every length. Prints one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit test for tun/: opens a multi-queue TUN device, configures it with
  * rtnetlink and moves packets both ways, reads a device's state (queues,
  * persist, kind) and claims a name (owner.h), inside a private network namespace

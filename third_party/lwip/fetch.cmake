@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Provides a patched lwIP 2.1.3 tree at configure time; sets S5_LWIP_DIR to it.
 #
 # lwIP is never committed. Where the pristine sources come from, in order:

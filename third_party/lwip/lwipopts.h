@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lwIP configuration for s5tund.
  *
  * One lwIP instance per worker: a worker owns one TUN queue, one libuv loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lwIP compiler/platform port for Linux (glibc, GCC/Clang, 32/64-bit).
  *
  * lwip/arch.h includes this file before it falls back to its own defaults,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The Internet checksum for lwIP (LWIP_CHKSUM), eight bytes at a time.
  *
  * lwIP wants the one's-complement sum of the data as native-order 16-bit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* LWIP_PLATFORM_DIAG / LWIP_PLATFORM_ASSERT: lwIP's messages go to stderr.
  *
  * Each message is formatted into one buffer and written with one stdio call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* LWIP_RAND() (and the TCP ISN hook): a per-thread xorshift64* generator.
  *
  * Each worker thread owns an lwIP instance, so the generator state is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sys_now(): the millisecond clock lwIP asks for.
  *
  * CLOCK_MONOTONIC is immune to wall-clock steps, and clock_gettime() is
