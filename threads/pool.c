@@ -43,12 +43,15 @@ static void *pool_thread(void *arg) {
   return NULL;
 }
 
-static void pool_stop_all(void) {
+/* Calls fn for every worker that runs (under the lock: none ends meanwhile). */
+static void pool_each_running(void (*fn)(struct s5_worker *w)) {
   pthread_mutex_lock(&pool.lock);
   for (unsigned i = 0; i < pool.n; i++)
-    if (pool.slots[i].started && !pool.slots[i].done) s5_worker_stop(pool.slots[i].w);
+    if (pool.slots[i].started && !pool.slots[i].done) fn(pool.slots[i].w);
   pthread_mutex_unlock(&pool.lock);
 }
+
+static void pool_stop_all(void) { pool_each_running(s5_worker_stop); }
 
 static int pool_on_child(void *arg) {
   int any = 0;
@@ -64,19 +67,13 @@ static int pool_on_child(void *arg) {
  * takes it on its own loop. */
 static void pool_on_hangup(void *arg) {
   (void)arg;
-  pthread_mutex_lock(&pool.lock);
-  for (unsigned i = 0; i < pool.n; i++)
-    if (pool.slots[i].started && !pool.slots[i].done) s5_worker_reload(pool.slots[i].w);
-  pthread_mutex_unlock(&pool.lock);
+  pool_each_running(s5_worker_reload);
 }
 
 /* --connections: each worker lists its sessions on its own loop. */
 static void pool_on_list(void *arg) {
   (void)arg;
-  pthread_mutex_lock(&pool.lock);
-  for (unsigned i = 0; i < pool.n; i++)
-    if (pool.slots[i].started && !pool.slots[i].done) s5_worker_list(pool.slots[i].w);
-  pthread_mutex_unlock(&pool.lock);
+  pool_each_running(s5_worker_list);
 }
 
 static int pool_start(const struct s5_config *cfg, int *fds, struct s5_stats_area *stats) {

@@ -180,18 +180,15 @@ static void restart_due(void *arg) {
 }
 
 /* SIGHUP: the supervisor reopened its log; each worker has its own fd. */
-static void on_hangup(void *arg) {
-  struct supervisor *sv = arg;
+static void signal_workers(struct supervisor *sv, int sig) {
   for (unsigned i = 0; i < sv->cfg->queues; i++)
-    if (sv->kids[i].pid > 0) kill(sv->kids[i].pid, SIGHUP);
+    if (sv->kids[i].pid > 0) kill(sv->kids[i].pid, sig);
 }
 
+static void on_hangup(void *arg) { signal_workers(arg, SIGHUP); }
+
 /* --connections: each worker process lists its sessions (SIGUSR2). */
-static void on_list(void *arg) {
-  struct supervisor *sv = arg;
-  for (unsigned i = 0; i < sv->cfg->queues; i++)
-    if (sv->kids[i].pid > 0) kill(sv->kids[i].pid, SIGUSR2);
-}
+static void on_list(void *arg) { signal_workers(arg, SIGUSR2); }
 
 /* The queue fd of a worker that serves, for the reset probes; else -1. */
 static int serving_fd(void *arg, unsigned i) {

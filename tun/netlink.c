@@ -141,17 +141,13 @@ static int nl_find_ack(struct nl_conn *c, const char *buf, size_t len) {
   return 1;
 }
 
-static int nl_wait_ack(struct nl_conn *c) {
-  /* Aligned for struct nlmsghdr. */
-  union {
-    struct nlmsghdr h;
-    char buf[NL_REPLY_MAX];
-  } reply;
+/* Reads one datagram from the kernel into buf; datagrams from any other
+ * sender are skipped. Returns its length, or -errno. */
+static ssize_t nl_recv(struct nl_conn *c, char *buf, size_t len) {
   struct sockaddr_nl from;
-  struct iovec iov = {reply.buf, sizeof(reply.buf)};
+  struct iovec iov = {buf, len};
   struct msghdr msg;
   ssize_t n;
-  int r;
 
   for (;;) {
     memset(&msg, 0, sizeof(msg));
@@ -169,6 +165,23 @@ static int nl_wait_ack(struct nl_conn *c) {
     /* Only the kernel (port 0) speaks for the kernel. */
     if (msg.msg_namelen != sizeof(from) || from.nl_pid != 0)
       continue;
+    return n;
+  }
+}
+
+static int nl_wait_ack(struct nl_conn *c) {
+  /* Aligned for struct nlmsghdr. */
+  union {
+    struct nlmsghdr h;
+    char buf[NL_REPLY_MAX];
+  } reply;
+  ssize_t n;
+  int r;
+
+  for (;;) {
+    n = nl_recv(c, reply.buf, sizeof(reply.buf));
+    if (n < 0)
+      return (int)n;
     r = nl_find_ack(c, reply.buf, (size_t)n);
     if (r <= 0)
       return r;
@@ -199,29 +212,15 @@ int s5_nl_query(struct nl_conn *c, struct nl_req *r, s5_nl_reply_fn fn, void *ar
     struct nlmsghdr h;
     char buf[NL_REPLY_MAX];
   } reply;
-  struct sockaddr_nl from;
-  struct iovec iov = {reply.buf, sizeof(reply.buf)};
-  struct msghdr msg;
   ssize_t n;
   int err;
 
   c->why[0] = '\0';
   err = nl_send(c, r);
   while (err == 0) {
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_name = &from;
-    msg.msg_namelen = sizeof(from);
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    n = recvmsg(c->fd, &msg, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
+    n = nl_recv(c, reply.buf, sizeof(reply.buf));
     if (n < 0)
-      return -errno;
-    if (msg.msg_flags & MSG_TRUNC)
-      return -EMSGSIZE;
-    if (msg.msg_namelen != sizeof(from) || from.nl_pid != 0)
-      continue;
+      return (int)n;
     err = nl_take(c, reply.buf, (size_t)n, fn, arg);
     if (err == 1)
       err = 0;
