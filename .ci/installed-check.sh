@@ -81,7 +81,9 @@ fi
 readme=$(find "$root" -path '*/doc/s5tund/README.md*' | head -n 1)
 [ -n "$readme" ] || fail "no doc/s5tund/README.md under $root"
 if [ -n "$man" ] && [ -n "$config" ]; then
-  if text "$man" | sed -n '/^\.Sh FILES/,/^\.Sh /p' | grep -qxF ".It Pa $config"; then
+  # grep reads to the end (no -q): with pipefail, an early exit would make
+  # the writer's SIGPIPE fail the test once the text is long enough.
+  if text "$man" | sed -n '/^\.Sh FILES/,/^\.Sh /p' | grep -xF ".It Pa $config" >/dev/null; then
     ok "man page FILES names $config"
   else
     fail "the man page's FILES section does not name the unit's --config $config"
@@ -90,7 +92,7 @@ fi
 if [ -n "$readme" ] && [ -n "$config" ]; then
   # Every configuration path the README shows under /etc is the unit's.
   others=$(text "$readme" | grep -o '/etc/[^ `)]*\.ini' | sort -u | grep -vxF "$config")
-  if text "$readme" | grep -qF "$config" && [ -z "$others" ]; then
+  if text "$readme" | grep -F "$config" >/dev/null && [ -z "$others" ]; then
     ok "README names $config and no other /etc configuration"
   else
     fail "README does not agree with the unit's --config $config (other paths: ${others:-none})"
@@ -100,7 +102,7 @@ fi
 out=$("$root$bin" --stats 2>&1)
 if [[ $out =~ ^s5tund:\ --stats\ ([^:]+):\  ]]; then
   sock=${BASH_REMATCH[1]}
-  if [ -n "$man" ] && text "$man" | sed -n '/^\.It Fl \\-stats/,/^\.It /p' | grep -qxF ".Pa $sock )"; then
+  if [ -n "$man" ] && text "$man" | sed -n '/^\.It Fl \\-stats/,/^\.It /p' | grep -xF ".Pa $sock )" >/dev/null; then
     ok "man page --stats default is the binary's $sock"
   else
     fail "the man page's --stats default is not the binary's $sock"
