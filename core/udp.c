@@ -59,7 +59,8 @@ enum assoc_state { A_CONNECTING, A_HANDSHAKE, A_READY, A_CLOSED };
 struct s5_assoc {
   struct s5_assoc *hnext;            /* hash chain */
   struct s5_assoc *prev, *next;      /* every association, for shutdown */
-  struct s5_udp *u;
+  struct s5_udp *u;                  /* freed at stop before the handles' close callbacks run */
+  struct s5_worker *w;               /* lives until after them */
   const struct s5_config *cfg;       /* held: a reload changes it for new associations only */
   struct s5_session_record rec;      /* [log] sessions */
   char end_why[120];
@@ -179,7 +180,7 @@ int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
 static void assoc_handle_closed(uv_handle_t *handle) {
   struct s5_assoc *a = handle->data;
   if (--a->handles_open > 0) return;
-  s5_worker_cfg_release(a->u->w, a->cfg);
+  s5_worker_cfg_release(a->w, a->cfg);
   free(a);
 }
 
@@ -662,6 +663,7 @@ static struct s5_assoc *assoc_new(struct s5_udp *u, const ip_addr_t *client, uin
     return NULL;
   }
   a->u = u;
+  a->w = w;
   a->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
   a->id = ++u->next_id;
   a->rec = (struct s5_session_record){.kind = 'u', .id = a->id, .client_port = port,
