@@ -36,7 +36,7 @@ REPO=$(cd "$BENCH_DIR/../.." && pwd)
 # shellcheck source=../e2e/lib.sh
 source "$BENCH_DIR/../e2e/lib.sh"
 
-usage() { sed -n '2,/^set -e/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '3,/^set -e/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 bench_log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 bench_die() { printf '[bench %s] FAIL: %s\n' "$(date +%H:%M:%S)" "$*" >&2; exit 1; }
 
