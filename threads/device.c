@@ -144,7 +144,7 @@ static void steer(const struct s5_config *cfg, int fd) {
   if (off != NULL && off[0] != '\0' && strcmp(off, "0") != 0) {
     snprintf(err, sizeof err, "disabled by S5TUND_NO_STEERING");
     unsteer(cfg, fd);
-  } else if ((r = s5_tun_steer_attach(fd, err, sizeof err)) == 0) {
+  } else if ((r = s5_tun_steer_attach(fd, cfg->queues, err, sizeof err)) == 0) {
     s5_info("queue steering: UDP by source address and port (IP fragments with their first), "
             "TCP by 4-tuple, over %u queues", cfg->queues);
     return;

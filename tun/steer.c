@@ -283,7 +283,7 @@ static void gen_ipv6(struct prog *a) {
 /* The end: a first fragment stores its choice; return the hash. A later
  * fragment takes the stored one, and the last (R9, "more fragments",
  * zero) removes it. */
-static void gen_tail(struct prog *a, int map_fd) {
+static void gen_tail(struct prog *a, int map_fd, unsigned queues) {
   place(a, L_DONE);
   ldx_word(a, R0, R10, FIRST_OFF);
   jump(a, BPF_JEQ, R0, 0, L_RET);
@@ -297,6 +297,11 @@ static void gen_tail(struct prog *a, int map_fd) {
   call(a, BPF_FUNC_map_update_elem);
   place(a, L_RET);
   mov_reg(a, R0, R7);
+  /* The queue itself, not a hash the kernel takes modulo its current
+   * number of queues: while a restarted worker's fresh queue is attached
+   * beside the old one (process mode), that number is one more for a
+   * moment, and every other flow would land on another worker (reset). */
+  if (queues > 1) emit(a, BPF_ALU | BPF_MOD | BPF_K, R0, 0, 0, (int32_t)queues);
   emit(a, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 
   place(a, L_LATER);
@@ -314,7 +319,7 @@ static void gen_tail(struct prog *a, int map_fd) {
   jump(a, BPF_JA, 0, 0, L_RET);
 }
 
-static void gen(struct prog *a, int map_fd, uint32_t seed) {
+static void gen(struct prog *a, int map_fd, uint32_t seed, unsigned queues) {
   memset(a->label, 0xff, sizeof a->label);
   mov_reg(a, R6, R1);
   mov_imm(a, R7, (int32_t)seed);
@@ -329,7 +334,7 @@ static void gen(struct prog *a, int map_fd, uint32_t seed) {
   jump(a, BPF_JA, 0, 0, L_RET);                  /* neither: the seed, queue seed % n */
   gen_ipv4(a);
   gen_ipv6(a);
-  gen_tail(a, map_fd);
+  gen_tail(a, map_fd, queues);
 }
 
 static long sys_bpf(int cmd, union bpf_attr *attr) {
@@ -382,7 +387,7 @@ static int prog_load(const struct prog *a, char *err, size_t errlen) {
   return -e;
 }
 
-int s5_tun_steer_load(uint32_t seed, int *map_fd, char *err, size_t errlen) {
+int s5_tun_steer_load(uint32_t seed, unsigned queues, int *map_fd, char *err, size_t errlen) {
   static struct prog a;
   int mfd = map_create();
   if (mfd < 0) {
@@ -390,7 +395,7 @@ int s5_tun_steer_load(uint32_t seed, int *map_fd, char *err, size_t errlen) {
     return mfd;
   }
   memset(&a, 0, sizeof a);
-  gen(&a, mfd, seed);
+  gen(&a, mfd, seed, queues);
   int r = prog_link(&a);
   if (r < 0) {
     snprintf(err, errlen, "assembling the steering program: %s", strerror(-r));
@@ -408,10 +413,10 @@ static int set_steering(int fd, int prog_fd) {
   return 0;
 }
 
-int s5_tun_steer_attach(int fd, char *err, size_t errlen) {
+int s5_tun_steer_attach(int fd, unsigned queues, char *err, size_t errlen) {
   uint32_t seed;
   if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) seed = (uint32_t)getpid() * 2654435761u;
-  int pfd = s5_tun_steer_load(seed, NULL, err, errlen);
+  int pfd = s5_tun_steer_load(seed, queues, NULL, err, errlen);
   if (pfd < 0) return pfd;
   int r = set_steering(fd, pfd);
   if (r < 0) snprintf(err, errlen, "TUNSETSTEERINGEBPF: %s", strerror(-r));

@@ -53,7 +53,7 @@ int s5_tun_queue_attach(int fd);
  * CAP_SYS_ADMIN. Returns 0, or -errno and writes the failed step into err
  * ("creating the steering map: Operation not permitted", "TUNSETSTEERINGEBPF:
  * Invalid argument" on a kernel without it, ...). */
-int s5_tun_steer_attach(int fd, char *err, size_t errlen);
+int s5_tun_steer_attach(int fd, unsigned queues, char *err, size_t errlen);
 
 /* Removes any steering program from the device (the kernel's own steering
  * again): for a persistent device that kept one from an earlier run.
@@ -63,7 +63,7 @@ int s5_tun_steer_detach(int fd);
 /* For tests: loads the program with this hash seed without attaching it.
  * Returns the program fd (and, if map_fd is not NULL, the fragment map's
  * fd in *map_fd) or -errno with err written as above. */
-int s5_tun_steer_load(uint32_t seed, int *map_fd, char *err, size_t errlen);
+int s5_tun_steer_load(uint32_t seed, unsigned queues, int *map_fd, char *err, size_t errlen);
 
 /* With rtnetlink: sets the MTU, adds the IPv4 and/or IPv6 address (a prefix
  * whose family is 0 is skipped; NULL is the same), and brings the link up,
