@@ -12,8 +12,10 @@
  * cone broken, iperf3 -u with large datagrams fails outright).
  *
  * So s5tund owns the steering: TUNSETSTEERINGEBPF attaches to the device a
- * socket-filter program whose return value is the queue (the kernel takes
- * it modulo the number of queues). It is written here as eBPF instructions
+ * socket-filter program whose return value is the queue: the hash modulo
+ * the configured number of queues (the kernel would take it modulo its
+ * current number, one more while a restarted worker's queue is being
+ * swapped in, and every flow would move). It is written here as eBPF instructions
  * (no compiler, no libbpf; loaded with the bpf(2) system call):
  *
  *   UDP        hash of (source address, source port): one source, one
