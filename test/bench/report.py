@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+import report_udp
+
 GB = 1e9
 KV = re.compile(r'(\w+)=("[^"]*"|\S+)')
 
@@ -101,7 +103,7 @@ def label(case):
     return "%s q%s" % (mode, q)
 
 
-def collect(out, case, streams, clk):
+def collect(out, case, streams, clk, tcp=True):
     d = os.path.join(out, "raw", case)
     meta = read_kv_file(os.path.join(d, "meta"))
     r = {"case": case, "kind": meta.get("kind", "tunnel" if case != "direct" else "direct"),
@@ -225,7 +227,7 @@ def collect(out, case, streams, clk):
     ticks = num(meta.get("rr_cpu_ticks"))
     r["conn_cpu_us"] = (ticks / clk * 1e6 / r["conns"]) if (tunnel and ticks is not None and r["conns"]) else None
     if meta.get("setup") == "ok" and "died" not in meta:
-        if meta.get("rr_rc") != "0" or r["conns"] <= 0:
+        if tcp and (meta.get("rr_rc") != "0" or r["conns"] <= 0):
             r["fail"].append("connections: exit %s, %d completed: %s" % (meta.get("rr_rc"), r["conns"], rr_text[:200]))
     rr1, rr1_text = read_kv_line(os.path.join(d, "rr1.out"))
     r["ttfb1_p50_ms"] = num(rr1.get("ttfb_p50_us"))
@@ -234,7 +236,7 @@ def collect(out, case, streams, clk):
         if r[k] is not None:
             r[k] /= 1000
     if meta.get("setup") == "ok" and "died" not in meta:
-        if meta.get("rr1_rc") != "0" or int(num(rr1.get("conns"), 0)) <= 0:
+        if tcp and (meta.get("rr1_rc") != "0" or int(num(rr1.get("conns"), 0)) <= 0):
             r["fail"].append("sequential connections: exit %s: %s" % (meta.get("rr1_rc"), rr1_text[:200]))
     ka, ka_text = read_kv_line(os.path.join(d, "ka.out"))
     r["ka_req_per_s"] = num(ka.get("rate"))
@@ -248,7 +250,7 @@ def collect(out, case, streams, clk):
     pticks = num(meta.get("ka_proxy_cpu_ticks"))
     r["ka_proxy_cpu_us"] = (pticks / clk * 1e6 / r["ka_requests"]) if (tunnel and pticks is not None and r["ka_requests"]) else None
     if meta.get("setup") == "ok" and "died" not in meta:
-        if meta.get("ka_rc") != "0" or r["ka_requests"] <= 0:
+        if tcp and (meta.get("ka_rc") != "0" or r["ka_requests"] <= 0):
             r["fail"].append("keep-alive requests: exit %s, %d completed: %s"
                              % (meta.get("ka_rc"), r["ka_requests"], ka_text[:200]))
     pp, pp_text = read_kv_line(os.path.join(d, "pp.out"))
@@ -256,7 +258,7 @@ def collect(out, case, streams, clk):
     r["rtt_p99_us"] = num(pp.get("rtt_p99_us"))
     r["rtt_rounds"] = int(num(pp.get("rounds"), 0))
     if meta.get("setup") == "ok" and "died" not in meta:
-        if meta.get("pp_rc") != "0" or r["rtt_rounds"] <= 0:
+        if tcp and (meta.get("pp_rc") != "0" or r["rtt_rounds"] <= 0):
             r["fail"].append("ping-pong: exit %s: %s" % (meta.get("pp_rc"), pp_text[:200]))
     if meta.get("case_rc") and not r["fail"]:
         r["fail"].append("the case ended with status %s" % meta["case_rc"])
@@ -264,10 +266,14 @@ def collect(out, case, streams, clk):
 
 
 def report(args):
-    streams = args.streams.split()
+    tcp = "tcp" in args.tests.split()
+    streams = args.streams.split() if tcp else []
     cases = args.cases.split()
     runs = ["up%s" % p for p in streams] + ["down%s" % p for p in streams]
-    rows = [collect(args.out, c, streams, args.clk_tck) for c in cases]
+    rows = [collect(args.out, c, streams, args.clk_tck, tcp) for c in cases]
+    udp_runs = args.udp_runs.split() if "udp" in args.tests.split() else []
+    for r in rows:
+        report_udp.collect(args.out, r, udp_runs, args.clk_tck)
     env = read_kv_file(os.path.join(args.out, "env.txt"))
     direct = next((r for r in rows if r["case"] == "direct" and not r["fail"]), None)
 
@@ -386,6 +392,7 @@ def report(args):
                  env.get("proxy", "?"), env.get("mtu", "?"), env.get("veth_mtu", "?"),
                  env.get("duration", "?"), env.get("conc", "?"), env.get("conn_secs", "?"),
                  env.get("ka_conc", "?"), env.get("conn_secs", "?"), env.get("rounds", "?"), env.get("s5tund_version", "s5tund")))
+    md += report_udp.table(rows, udp_runs, env, label)
     failed = [r for r in rows if r["fail"]]
     if failed:
         md.append("")
@@ -474,6 +481,8 @@ def main():
     rp.add_argument("--streams", required=True)
     rp.add_argument("--cases", required=True)
     rp.add_argument("--clk-tck", type=float, default=100.0)
+    rp.add_argument("--tests", default="tcp")
+    rp.add_argument("--udp-runs", default="")
     args = ap.parse_args()
     return report(args)
 

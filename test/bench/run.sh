@@ -23,6 +23,12 @@
 #                         keep-alive request test (BENCH_CONN_SECS; 5, short 1)
 #   --ka-conc N           keep-alive connections of the request test (BENCH_KA_CONC; 32)
 #   --rounds N            ping-pong rounds of 64 bytes (BENCH_ROUNDS; 2000, short 300)
+#   --tests "tcp udp"     what to measure (BENCH_TESTS): tcp = the iperf3 TCP
+#                         runs and the connection tests; udp = iperf3 -u rows
+#   --udp-rate RATE       offered UDP rate per direction, iperf3 -b form
+#                         (BENCH_UDP_RATE; 400M, short 50M); the 8-flow row
+#                         offers RATE/8 per flow
+#   --udp-len N           UDP datagram payload (BENCH_UDP_LEN; 1400)
 #   --no-install          do not install missing Debian packages (BENCH_NO_INSTALL=1)
 #
 # Exit status: 0 every case moved traffic and completed; 1 a case failed or
@@ -57,6 +63,9 @@ CONN_SECS=${BENCH_CONN_SECS:-}
 KA_CONC=${BENCH_KA_CONC:-32}
 ROUNDS=${BENCH_ROUNDS:-}
 NO_INSTALL=${BENCH_NO_INSTALL:-0}
+TESTS=${BENCH_TESTS:-tcp udp}
+UDP_RATE=${BENCH_UDP_RATE:-}
+UDP_LEN=${BENCH_UDP_LEN:-1400}
 
 while (($#)); do
   opt=$1
@@ -64,7 +73,7 @@ while (($#)); do
     --short) SHORT=1; shift; continue ;;
     --no-install) NO_INSTALL=1; shift; continue ;;
     -h|--help) usage ;;
-    --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds)
+    --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds|--tests|--udp-rate|--udp-len)
       (($# >= 2)) || { echo "bench: $opt needs a value" >&2; exit 2; } ;;
     *) echo "bench: unknown option: $opt" >&2; usage ;;
   esac
@@ -84,13 +93,18 @@ while (($#)); do
     --conn-secs) CONN_SECS=$val ;;
     --ka-conc) KA_CONC=$val ;;
     --rounds) ROUNDS=$val ;;
+    --tests) TESTS=$val ;;
+    --udp-rate) UDP_RATE=$val ;;
+    --udp-len) UDP_LEN=$val ;;
   esac
 done
 
 if [[ $SHORT == 1 ]]; then
   : "${QUEUES_LIST:=1 2}" "${STREAMS:=1 4}" "${DURATION:=2}" "${CONC:=8}" "${CONN_SECS:=1}" "${ROUNDS:=300}"
+  : "${UDP_RATE:=50M}"
 else
   : "${QUEUES_LIST:=1 2 4}" "${STREAMS:=1 8}" "${DURATION:=8}" "${CONC:=32}" "${CONN_SECS:=5}" "${ROUNDS:=2000}"
+  : "${UDP_RATE:=400M}"
 fi
 : "${MODES:=thread process}"
 BUILD_DIR=${BUILD_DIR:-build}
@@ -112,6 +126,14 @@ is_uint "$KA_CONC" && ((KA_CONC >= 1 && KA_CONC <= 1024)) || bad "bad --ka-conc:
 is_uint "$ROUNDS" && ((ROUNDS >= 10)) || bad "bad --rounds: $ROUNDS"
 [[ $PROXY == dante || $PROXY == microsocks ]] || bad "--proxy must be dante or microsocks"
 [[ -n $MODES && -n $QUEUES_LIST && -n $STREAMS ]] || bad "empty mode, queue or stream list"
+for t in $TESTS; do [[ $t == tcp || $t == udp ]] || bad "--tests takes tcp and udp: $t"; done
+[[ -n $TESTS ]] || bad "empty --tests"
+[[ $UDP_RATE =~ ^([0-9]+)([KMG]?)$ ]] || bad "bad --udp-rate (iperf3 -b form, e.g. 400M): $UDP_RATE"
+# The 8-flow row offers the same total: RATE/8 per flow, in bits/s.
+case ${BASH_REMATCH[2]} in K) UDP_BPS=$((BASH_REMATCH[1] * 1000)) ;; M) UDP_BPS=$((BASH_REMATCH[1] * 1000000)) ;;
+  G) UDP_BPS=$((BASH_REMATCH[1] * 1000000000)) ;; *) UDP_BPS=${BASH_REMATCH[1]} ;; esac
+is_uint "$UDP_LEN" && ((UDP_LEN >= 16 && UDP_LEN <= 65000)) || bad "bad --udp-len: $UDP_LEN"
+has_test() { [[ " $TESTS " == *" $1 "* ]]; }
 
 RR_PORT=7100
 ECHO_PORT=7101
@@ -189,7 +211,7 @@ CASES=(direct)
 for m in $MODES; do for q in $QUEUES_LIST; do CASES+=("$m-q$q"); done; done
 
 # Watchdog bound of the whole run (it still cleans up): generous.
-runs_per_case=$(($(wc -w <<<"$STREAMS") * 2))
+runs_per_case=$(($(wc -w <<<"$STREAMS") * 2 + 4))
 per_case=$((runs_per_case * (DURATION + 25) + 3 * ${CONN_SECS%.*} + 2 * T_START + 100))
 : "${E2E_DEADLINE:=$((${#CASES[@]} * per_case + 300))}"
 export E2E_DEADLINE
@@ -249,6 +271,9 @@ CLK_TCK=$(getconf CLK_TCK)
   echo "conn_secs=$CONN_SECS"
   echo "ka_conc=$KA_CONC"
   echo "rounds=$ROUNDS"
+  echo "tests=$TESTS"
+  echo "udp_rate=$UDP_RATE"
+  echo "udp_len=$UDP_LEN"
   echo "clk_tck=$CLK_TCK"
 } >"$OUT/env.txt"
 bench_log "s5tund $S5TUND; results in $OUT; cases: ${CASES[*]}"
@@ -375,10 +400,12 @@ measure_end() {
   meta "${name}_proxy_cpu_ticks" $(($(tree_cpu "$PROXY_PID") - M_PCPU0))
 }
 
-# iperf_run NAME STREAMS up|down: one iperf3 test, JSON in NAME.json.
+# iperf_run NAME STREAMS up|down [udp]: one iperf3 test, JSON in NAME.json.
+# UDP: datagrams of UDP_LEN bytes at UDP_RATE in total (split over the flows).
 iperf_run() {
-  local name=$1 p=$2 dir=$3 srv rc=0 i rev=()
+  local name=$1 p=$2 dir=$3 proto=${4:-tcp} srv rc=0 i rev=()
   [[ $dir == down ]] && rev=(-R)
+  [[ $proto == udp ]] && rev+=(-u -l "$UDP_LEN" -b "$((UDP_BPS / p))")
   ip netns exec "$NS_S" iperf3 -s -1 -B "$TGT4" -p "$IPERF_PORT" >"$CASE_DIR/$name.server.log" 2>&1 3>&- &
   srv=$!
   if ! e2e_wait_listen "$IPERF_PORT" "$TGT4"; then
@@ -482,13 +509,25 @@ run_case() {
     say "s5tund ready: $c process(es), $d thread(s), RSS $((a / 1024)) MiB idle"
   fi
   meta setup ok
-  for dir in up down; do
-    for p in $STREAMS; do
-      iperf_run "$dir$p" "$p" "$dir"
-      if [[ -n $S5PID ]] && ! e2e_s5_alive; then meta died "during $dir$p"; exit 1; fi
+  if has_test tcp; then
+    for dir in up down; do
+      for p in $STREAMS; do
+        iperf_run "$dir$p" "$p" "$dir"
+        if [[ -n $S5PID ]] && ! e2e_s5_alive; then meta died "during $dir$p"; exit 1; fi
+      done
     done
-  done
-  connrate_runs
+  fi
+  if has_test udp; then
+    # One flow both ways, then 8 (the short run: one flow, upload only).
+    local runs=("udpup1 1 up" "udpdown1 1 down" "udpup8 8 up" "udpdown8 8 down") r
+    [[ $SHORT == 1 ]] && runs=("udpup1 1 up")
+    for r in "${runs[@]}"; do
+      read -r name p dir <<<"$r"
+      iperf_run "$name" "$p" "$dir" udp
+      if [[ -n $S5PID ]] && ! e2e_s5_alive; then meta died "during $name"; exit 1; fi
+    done
+  fi
+  has_test tcp && connrate_runs
   if [[ -n $S5PID ]]; then
     e2e_s5_alive || { meta died "during the connection tests"; exit 1; }
     case_exit
@@ -552,8 +591,9 @@ done
 
 report_rc=0
 "$PY" "$BENCH_DIR/report.py" report --out "$OUT" --streams "$STREAMS" --cases "${CASES[*]}" \
-  --clk-tck "$CLK_TCK" || report_rc=$?
-if [[ $HAVE_GNUPLOT == 1 && -f $OUT/chart.gp ]]; then
+  --clk-tck "$CLK_TCK" --tests "$TESTS" --udp-runs "$([[ $SHORT == 1 ]] && echo udpup1 || echo udpup1 udpdown1 udpup8 udpdown8)" \
+  || report_rc=$?
+if [[ $HAVE_GNUPLOT == 1 && -f $OUT/chart.gp ]] && has_test tcp; then
   if (cd "$OUT" && timeout 60 gnuplot chart.gp >"$OUT/raw/gnuplot.log" 2>&1); then
     bench_log "chart: $OUT/chart.png"
   else
