@@ -10,6 +10,7 @@
 
 #include "icmp.h"
 #include "log.h"
+#include "udp_tun.h"
 #include "worker.h"
 
 #include "lwip/init.h"
@@ -165,9 +166,11 @@ static err_t netif_setup(struct netif *nif) {
 /* Reads one packet into a pbuf sized for the MTU. Returns the packet, NULL
  * on EAGAIN (the pbuf is kept as w->spare for the next wake-up). */
 /* With offloads: the virtio header goes to the stack, the packet into the
- * big buffer. The header needs no looking at: GSO segments are just large
- * segments to lwIP, and partial checksums are not verified (lwipopts.h). */
-static ssize_t tun_read_offload(struct s5_worker *w, struct pbuf *p) {
+ * big buffer. TCP GSO segments are just large segments to lwIP, and partial
+ * checksums are not verified (lwipopts.h); a UDP GSO packet (USO, from a
+ * client sending with UDP_SEGMENT) stands for many datagrams: its segment
+ * size goes to *udp_gso, to be cut up (core/udp_tun.c). */
+static ssize_t tun_read_offload(struct s5_worker *w, struct pbuf *p, unsigned *udp_gso) {
   struct virtio_net_hdr vh;
   struct iovec iov[2] = {{&vh, sizeof vh}, {p->payload, p->len}};
   ssize_t n = readv(w->fd, iov, 2);
@@ -175,6 +178,7 @@ static ssize_t tun_read_offload(struct s5_worker *w, struct pbuf *p) {
     errno = EIO;
     return -1;
   }
+  *udp_gso = vh.gso_type == 5 /* VIRTIO_NET_HDR_GSO_UDP_L4 */ ? vh.gso_size : 0;
   return n < 0 ? n : n - (ssize_t)sizeof vh;
 }
 
@@ -191,7 +195,7 @@ static struct pbuf *tun_take_big(struct s5_worker *w, struct pbuf *big, size_t n
   return p;
 }
 
-static struct pbuf *tun_read_packet(struct s5_worker *w, int *err) {
+static struct pbuf *tun_read_packet(struct s5_worker *w, int *err, unsigned *udp_gso) {
   int offload = w->cfg->tun.offload;
   struct pbuf *p = w->spare;
   w->spare = NULL;
@@ -202,7 +206,8 @@ static struct pbuf *tun_read_packet(struct s5_worker *w, int *err) {
       return NULL;
     }
   }
-  ssize_t n = offload ? tun_read_offload(w, p) : read(w->fd, p->payload, p->len);
+  *udp_gso = 0;
+  ssize_t n = offload ? tun_read_offload(w, p, udp_gso) : read(w->fd, p->payload, p->len);
   if (n <= 0) {
     w->spare = p;
     *err = n < 0 ? errno : EIO;
@@ -272,7 +277,8 @@ static void tun_readable(uv_poll_t *handle, int status, int events) {
   }
   for (int i = 0; i < S5_TUN_READ_BATCH; i++) {
     int err = 0;
-    struct pbuf *p = tun_read_packet(w, &err);
+    unsigned udp_gso = 0;
+    struct pbuf *p = tun_read_packet(w, &err, &udp_gso);
     if (p == NULL && err != EAGAIN && err != EINTR) {
       tun_failed(w, "reading", strerror(err));
       return;
@@ -285,6 +291,7 @@ static void tun_readable(uv_poll_t *handle, int status, int events) {
       pbuf_free(p);
       continue;
     }
+    if (udp_gso != 0 && s5_udp_tun_split(w, p, udp_gso) == 0) continue;
     /* ip_input() owns p from here, whatever it returns. */
     w->netif.input(p, &w->netif);
   }

@@ -13,10 +13,12 @@
  * Datagrams that arrive before READY wait (up to S5_UDP_QUEUE_MAX, then
  * they are dropped, as a congested network would).
  *
- * Hot path: client to proxy, the SOCKS5 header is built on the stack and
- * sent together with the pbuf chain lwIP handed us (one sendmsg, no copy);
- * proxy to client, the datagram is read into the worker's UDP buffer and
- * copied once into the pbuf lwIP sends. No allocation beyond that pbuf. */
+ * Hot path (core/udp_io.c, core/udp_tun.c): client to proxy, the SOCKS5
+ * header is built on the stack and queued with the payload in the worker's
+ * send arena, sent once per loop turn with sendmmsg (UDP_SEGMENT for runs
+ * of equal size); proxy to client, datagrams are read with recvmmsg into
+ * the worker's ring and written to the TUN as one GSO packet per run of a
+ * flow (USO), or through lwIP where the kernel cannot. No allocation. */
 #include "udp.h"
 
 #include <errno.h>
@@ -33,6 +35,8 @@
 #include "session.h"
 #include "socks5.h"
 #include "socks5_udp.h"
+#include "udp_io.h"
+#include "udp_tun.h"
 #include "worker.h"
 
 #include "lwip/inet_chksum.h"
@@ -43,8 +47,6 @@
 
 #define S5_UDP_BUCKETS 1024          /* hash buckets per worker (chained) */
 #define S5_UDP_QUEUE_MAX 32          /* datagrams held while an association starts */
-#define S5_UDP_IOV 64                /* header + pbufs per sendmsg; longer chains are copied */
-#define S5_UDP_BUF (65536 + S5_SOCKS5_UDP_HDR_MAX)
 /* After an association failed at the proxy, new ones are refused for a
  * hold-down that doubles with each failed probe, so a proxy whose UDP side
  * is broken costs one attempt per hold-down, not one per datagram. */
@@ -71,7 +73,7 @@ struct s5_assoc {
   enum s5_handshake_step step;
 
   uv_tcp_t ctl;                      /* control connection to the proxy */
-  uv_udp_t relay;                    /* to the proxy's relay address */
+  struct s5_udp_sock relay;          /* to the proxy's relay address (core/udp_io.h) */
   uv_timer_t timer;                  /* connect timeout, then idle timeout */
   uv_connect_t connect_req;
   int handles_open;
@@ -98,7 +100,6 @@ struct s5_udp {
   unsigned relay_worked : 1;         /* a datagram came back through some relay */
   unsigned relay_dead_run;           /* relays unreachable since the last datagram back */
   struct s5_assoc *buckets[S5_UDP_BUCKETS];
-  uint8_t buf[S5_UDP_BUF];           /* datagrams from relays; flattening long chains */
 };
 
 static void assoc_timer_fired(uv_timer_t *timer);
@@ -209,7 +210,7 @@ static void assoc_end(struct s5_assoc *a, const char *why) {
   uv_timer_stop(&a->timer);
   uv_close((uv_handle_t *)&a->timer, assoc_handle_closed);
   if (a->ctl_open) uv_close((uv_handle_t *)&a->ctl, assoc_handle_closed);
-  if (a->relay_open) uv_close((uv_handle_t *)&a->relay, assoc_handle_closed);
+  if (a->relay_open) s5_udp_sock_close(&a->relay, assoc_handle_closed);
 }
 
 /* An association failed at the proxy. Failures while a hold-down runs (the
@@ -258,32 +259,10 @@ static void assoc_timer_fired(uv_timer_t *timer) {
 
 /* ---------------------------------------------------------------- client to proxy */
 
-/* Sends one datagram (hdr, then the chain p) to the relay. */
+/* Sends one datagram (hdr, then the chain p) to the relay: queued for the
+ * end of this loop turn (core/udp_io.c), where it is counted. */
 static void assoc_send(struct s5_assoc *a, const uint8_t *hdr, size_t hlen, struct pbuf *p) {
-  struct s5_worker *w = a->u->w;
-  uv_buf_t bufs[S5_UDP_IOV];
-  unsigned n = 0;
-  if (hlen > 0) bufs[n++] = uv_buf_init((char *)hdr, (unsigned)hlen);
-  struct pbuf *q = p;
-  for (; q != NULL && n < S5_UDP_IOV; q = q->next)
-    if (q->len > 0) bufs[n++] = uv_buf_init(q->payload, q->len);
-  if (q != NULL) {
-    /* A chain longer than the iovec (a reassembled datagram from many
-     * small fragments): flatten it into the worker's buffer. */
-    memcpy(a->u->buf, hdr, hlen);
-    pbuf_copy_partial(p, a->u->buf + hlen, p->tot_len, 0);
-    bufs[0] = uv_buf_init((char *)a->u->buf, (unsigned)(hlen + p->tot_len));
-    n = 1;
-  }
-  int r = uv_udp_try_send(&a->relay, bufs, n, NULL);
-  if (r < 0) {
-    /* EAGAIN (socket buffer full) or an ICMP error from an earlier send:
-     * the datagram is lost, as UDP allows. */
-    udp_drop(w);
-    s5_debug("u%llu send to relay: %s", (unsigned long long)a->id, uv_strerror(r));
-    return;
-  }
-  S5_STAT_ADD(w->stats, bytes_to_proxy, r);
+  s5_udp_sock_send(&a->relay, hdr, hlen, p);
 }
 
 static void assoc_flush_queue(struct s5_assoc *a) {
@@ -298,11 +277,6 @@ static void assoc_flush_queue(struct s5_assoc *a) {
 }
 
 /* ---------------------------------------------------------------- proxy to client */
-
-static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
-  struct s5_assoc *a = handle->data;
-  *buf = uv_buf_init((char *)a->u->buf, sizeof a->u->buf);
-}
 
 /* The source the client sees: the remote the proxy names, in the client's
  * family (IPv4-mapped IPv6 from a dual-stack relay becomes IPv4; a name
@@ -350,29 +324,28 @@ static void relay_unreachable(struct s5_assoc *a, int err) {
   assoc_fail(a, why);
 }
 
-static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
-                       const struct sockaddr *addr, unsigned flags) {
-  struct s5_assoc *a = handle->data;
+/* A read on the relay socket failed: on a connected UDP socket, an ICMP
+ * error for an earlier send, e.g. the relay port closed. Not fatal by
+ * itself (the control connection says whether the association lives), but
+ * nothing arrives either. */
+static void relay_error(struct s5_udp_sock *s, int err) {
+  struct s5_assoc *a = s->poll.data;
+  if (a->state != A_READY) return;
+  s5_debug("u%llu relay socket: %s", (unsigned long long)a->id, uv_strerror(err));
+  if (err == UV_ECONNREFUSED || err == UV_EHOSTUNREACH || err == UV_ENETUNREACH) relay_unreachable(a, err);
+}
+
+static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) {
+  struct s5_assoc *a = s->poll.data;
   struct s5_worker *w = a->u->w;
   if (a->state != A_READY) return;
-  if (nread < 0) {
-    /* On a connected UDP socket: an ICMP error for an earlier send, e.g.
-     * the relay port closed. Not fatal by itself (the control connection
-     * says whether the association lives), but nothing arrives either. */
-    s5_debug("u%llu relay socket: %s", (unsigned long long)a->id, uv_strerror((int)nread));
-    if (nread == UV_ECONNREFUSED || nread == UV_EHOSTUNREACH || nread == UV_ENETUNREACH)
-      relay_unreachable(a, (int)nread);
-    return;
-  }
-  if (addr == NULL) return;   /* nothing more to read for now */
   const char *bad = NULL;
   struct s5_socks5_addr src;
   int hlen = 0;
-  if (flags & UV_UDP_PARTIAL) {
+  if (buf == NULL) {
     bad = "datagram larger than the buffer";
   } else {
-    hlen = s5_socks5_udp_header_parse(buf->base ? (const uint8_t *)buf->base : a->u->buf,
-                                      (size_t)nread, &src);
+    hlen = s5_socks5_udp_header_parse(buf, nread, &src);
     if (hlen == S5_SOCKS5_FRAGMENTED) bad = "fragmented SOCKS5 datagram (FRAG != 0)";
     else if (hlen < 0) bad = "malformed SOCKS5 UDP header";
   }
@@ -381,19 +354,18 @@ static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
     bad = "source address of the other family (or an unmappable name)";
   if (bad != NULL) {
     udp_drop(w);
-    s5_debug("u%llu datagram from the relay dropped: %s (%zd bytes; %llu UDP drops on this queue)",
+    s5_debug("u%llu datagram from the relay dropped: %s (%zu bytes; %llu UDP drops on this queue)",
              (unsigned long long)a->id, bad, nread, (unsigned long long)S5_STAT_GET(w->stats, drop_udp));
     return;
   }
   S5_STAT_ADD(w->stats, bytes_from_proxy, nread);
-  a->rec.bytes_down += (uint64_t)(nread - hlen);
+  a->rec.bytes_down += (uint64_t)(nread - (size_t)hlen);
   a->u->hold_ms = 0;   /* the proxy's UDP side works */
   a->u->relay_worked = 1;
   a->u->relay_dead_run = 0;
   a->answered = 1;
   assoc_touch(a);
-  s5_udp_output(w, &from, src.port, &a->client, a->client_port, a->u->buf + hlen,
-                (size_t)nread - (size_t)hlen);
+  s5_udp_tun_put(w, &from, src.port, &a->client, a->client_port, buf + hlen, nread - (size_t)hlen);
 }
 
 /* ---------------------------------------------------------------- the control connection */
@@ -426,21 +398,12 @@ static int relay_open(struct s5_assoc *a) {
     close(fd);
     return r;
   }
-  r = uv_udp_init(&a->u->w->loop, &a->relay);
-  if (r < 0) {
-    close(fd);
-    return r;
-  }
-  a->relay.data = a;
+  r = s5_udp_sock_init(&a->relay, &a->u->w->loop, fd, a, a->id);   /* takes fd */
+  if (r < 0) return r;
   a->relay_open = 1;
   a->handles_open++;
-  r = uv_udp_open(&a->relay, fd);
-  if (r < 0) {
-    close(fd);
-    return r;
-  }
-  len = sizeof a->udp_local;
-  return uv_udp_getsockname(&a->relay, (struct sockaddr *)&a->udp_local, &len);
+  socklen_t slen = sizeof a->udp_local;
+  return getsockname(fd, (struct sockaddr *)&a->udp_local, &slen) < 0 ? -errno : 0;
 }
 
 /* Where datagrams go: [socks5] udp-address if set, else BND.ADDR unless it
@@ -494,8 +457,9 @@ static int assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
     assoc_fail(a, "the proxy's UDP relay address is unusable (check [socks5] udp-address)");
     return -1;
   }
-  int r = uv_udp_connect(&a->relay, (const struct sockaddr *)&target);
-  if (r == 0) r = uv_udp_recv_start(&a->relay, relay_alloc, relay_recv);
+  socklen_t tlen = target.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int r = connect(a->relay.fd, (const struct sockaddr *)&target, tlen) < 0 ? -errno : 0;
+  if (r == 0) r = s5_udp_sock_start(&a->relay, relay_recv, relay_error);
   if (r < 0) {
     char why[128];
     snprintf(why, sizeof why, "UDP relay socket: %s", uv_strerror(r));
@@ -805,6 +769,11 @@ int s5_udp_start(struct s5_worker *w) {
     return -1;
   }
   u->w = w;
+  if (s5_udp_io_start(w) < 0 || s5_udp_tun_start(w, s5_udp_io_batching()) < 0) {
+    s5_udp_io_stop();
+    free(u);
+    return -1;
+  }
   udp_self = u;
   udp_set_any_dest_handler(udp_from_tun, u);
   return 0;
@@ -826,6 +795,8 @@ void s5_udp_stop(struct s5_worker *w) {
   if (u == NULL) return;
   udp_set_any_dest_handler(NULL, NULL);
   while (u->all != NULL) assoc_end(u->all, "worker stopping");
+  s5_udp_tun_stop();
+  s5_udp_io_stop();
   udp_self = NULL;
   free(u);
 }

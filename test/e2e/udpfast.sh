@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# s5tund end-to-end tests for the batched UDP path (core/udp_io.c,
+# core/udp_tun.c): one case per invocation, the topology and rules of
+# udp.sh (danted as the proxy, udptarget.py echoing).
+#
+#   udpfast.sh CASE MODE QUEUES [S5TUND]
+#
+# CASE   udp_burst   IPv4 and IPv6: 10,000 datagrams through one
+#                    association (paced by a window of unanswered ones)
+#                    echo back complete and in order; datagrams of mixed
+#                    sizes sent in one GSO batch (UDP_SEGMENT with a short
+#                    last segment, a sendmmsg of mixed sizes) each arrive
+#                    as sent, both ways; s5tund's log shows that it took
+#                    and wrote UDP GSO packets on the TUN. Then the same,
+#                    shorter, with S5TUND_NO_UDP_OFFLOAD=1 (the plain
+#                    per-datagram path, forced)
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
+# Traffic stays inside the two namespaces; everything is removed on exit.
+set -eEuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+usage() { echo "usage: $0 udp_burst thread|process QUEUES [S5TUND]" >&2; exit 2; }
+
+CASE=${1:-}
+[[ $# -ge 3 ]] || usage
+MODE=$2 QUEUES=$3
+shift 3
+case $CASE in udp_burst) ;; *) usage ;; esac
+[[ $MODE == thread || $MODE == process ]] || usage
+[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
+
+UDP_PORT=7001
+
+e2e_require_root
+e2e_require_tools
+e2e_find_s5tund "${1:-}"
+e2e_init "$CASE"
+log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
+trap e2e_cleanup EXIT
+
+start_udptarget() {
+  local ready=$WORK/udptarget.ready
+  E2E_LOGS+=("$WORK/udptarget.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" \
+    --port "$UDP_PORT" --ready-file "$ready" >"$WORK/udptarget.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && { log "udptarget on $TGT4 and [$TGT6] port $UDP_PORT"; return 0; }
+    sleep 0.1
+  done
+  fail "udptarget.py did not start"
+}
+
+# The usual configuration, log level debug (the checks read it).
+start_s5() {
+  local f=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT CFG_LOG_LEVEL=debug \
+    e2e_write_config "$f"
+  e2e_start_s5tund --config "$f"
+  e2e_wait_ready "$MODE" "$QUEUES"
+}
+
+burst() {   # udpburst.py in C, bounded
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_BULK" "$PY" "$E2E_DIR/udpburst.py" "$@"
+}
+
+log_has() {   # ERE WHAT
+  grep -qE -- "$1" "$S5LOG" || fail "s5tund's log lacks $2 (/$1/)"
+  log "s5tund log: $(grep -m 1 -E -- "$1" "$S5LOG")"
+}
+
+case_udp_burst() {
+  e2e_topology_up
+  e2e_start_target   # e2e_wait_ready exchanges TCP with it
+  start_udptarget
+  e2e_start_dante
+  start_s5
+  log_has 'UDP segmentation offload on' "USO on the TUN queue"
+  local h
+  for h in "$TGT4" "$TGT6"; do
+    burst burst --host "$h" --port "$UDP_PORT" --count 10000 --size 1200
+    burst gso --host "$h" --port "$UDP_PORT"
+  done
+  # The client's UDP_SEGMENT sends reached s5tund as GSO packets and the
+  # echoes of a run went out as one: the offload paths ran, not a fallback.
+  log_has 'GSO packet from the TUN split' "a GSO UDP packet taken from the TUN"
+  log_has 'written to the TUN as one GSO packet' "a GSO UDP packet written to the TUN"
+  e2e_require_alive "after the UDP bursts"
+
+  e2e_stop_s5tund
+  S5TUND_NO_UDP_OFFLOAD=1 start_s5
+  log_has 'batching and offloads disabled by S5TUND_NO_UDP_OFFLOAD' "the forced fallback"
+  for h in "$TGT4" "$TGT6"; do
+    burst burst --host "$h" --port "$UDP_PORT" --count 2000 --size 1200
+    burst gso --host "$h" --port "$UDP_PORT"
+  done
+  if grep -qE 'GSO packet|segmentation offload on' "$S5LOG"; then
+    fail "S5TUND_NO_UDP_OFFLOAD=1 still used UDP offloads: $(grep -m 1 -E 'GSO packet|segmentation offload on' "$S5LOG")"
+  fi
+  e2e_require_alive "on the plain UDP path"
+}
+
+"case_$CASE"
+log "PASS: $CASE mode=$MODE queues=$QUEUES"
