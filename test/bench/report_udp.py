@@ -71,9 +71,9 @@ def table(rows, runs, env, label):
     """Markdown lines: one row per case, per run Gbit/s, loss %, CPU s/GB."""
     if not runs:
         return []
-    md = ["", "UDP (iperf3 -u, %s-byte datagrams, %s offered in total per run; 8-flow rows: "
-          "each flow a eighth): received Gbit/s, loss %%, s5tund CPU s/GB (proxy's in parentheses)."
-          % (env.get("udp_len", "?"), env.get("udp_rate", "?")), ""]
+    md = ["", "UDP (iperf3 -u over IPv%s, %s-byte datagrams, %s offered in total per run; 8-flow rows: "
+          "each flow an eighth): received Gbit/s, loss %%, s5tund CPU s/GB (the proxy's in parentheses)."
+          % (env.get("udp_family", "4"), env.get("udp_len", "?"), env.get("udp_rate", "?")), ""]
     md.append("| case | " + " | ".join(runs) + " |")
     md.append("|---|" + "---:|" * len(runs))
     for r in rows:

@@ -18,6 +18,9 @@
 #   --duration SECS       per iperf3 run (BENCH_DURATION; 8, short 2)
 #   --mtu N               TUN MTU (BENCH_MTU; 8500)
 #   --veth-mtu N          veth MTU (BENCH_VETH_MTU; default: the kernel's, 1500)
+#   --veth-gro on|off     GRO on both veth ends (BENCH_VETH_GRO; off): veth
+#                         then coalesces like a real NIC's NAPI does, which
+#                         sockets with UDP_GRO see as one read (needs ethtool)
 #   --conc N              parallel connections of the connection-rate test (BENCH_CONC; 32, short 8)
 #   --conn-secs SECS      length of the connection-rate test, and of the
 #                         keep-alive request test (BENCH_CONN_SECS; 5, short 1)
@@ -26,9 +29,10 @@
 #   --tests "tcp udp"     what to measure (BENCH_TESTS): tcp = the iperf3 TCP
 #                         runs and the connection tests; udp = iperf3 -u rows
 #   --udp-rate RATE       offered UDP rate per direction, iperf3 -b form
-#                         (BENCH_UDP_RATE; 400M, short 50M); the 8-flow row
+#                         (BENCH_UDP_RATE; 200M, short 50M); the 8-flow row
 #                         offers RATE/8 per flow
 #   --udp-len N           UDP datagram payload (BENCH_UDP_LEN; 1400)
+#   --udp-family 4|6      the UDP rows over IPv4 or IPv6 (BENCH_UDP_FAMILY; 4)
 #   --no-install          do not install missing Debian packages (BENCH_NO_INSTALL=1)
 #
 # Exit status: 0 every case moved traffic and completed; 1 a case failed or
@@ -58,6 +62,7 @@ STREAMS=${BENCH_STREAMS:-}
 DURATION=${BENCH_DURATION:-}
 MTU=${BENCH_MTU:-8500}
 VETH_MTU=${BENCH_VETH_MTU:-}
+VETH_GRO=${BENCH_VETH_GRO:-off}
 CONC=${BENCH_CONC:-}
 CONN_SECS=${BENCH_CONN_SECS:-}
 KA_CONC=${BENCH_KA_CONC:-32}
@@ -66,6 +71,7 @@ NO_INSTALL=${BENCH_NO_INSTALL:-0}
 TESTS=${BENCH_TESTS:-tcp udp}
 UDP_RATE=${BENCH_UDP_RATE:-}
 UDP_LEN=${BENCH_UDP_LEN:-1400}
+UDP_FAMILY=${BENCH_UDP_FAMILY:-4}
 
 while (($#)); do
   opt=$1
@@ -73,7 +79,7 @@ while (($#)); do
     --short) SHORT=1; shift; continue ;;
     --no-install) NO_INSTALL=1; shift; continue ;;
     -h|--help) usage ;;
-    --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds|--tests|--udp-rate|--udp-len)
+    --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds|--tests|--udp-rate|--udp-len|--veth-gro|--udp-family)
       (($# >= 2)) || { echo "bench: $opt needs a value" >&2; exit 2; } ;;
     *) echo "bench: unknown option: $opt" >&2; usage ;;
   esac
@@ -89,6 +95,7 @@ while (($#)); do
     --duration) DURATION=$val ;;
     --mtu) MTU=$val ;;
     --veth-mtu) VETH_MTU=$val ;;
+    --veth-gro) VETH_GRO=$val ;;
     --conc) CONC=$val ;;
     --conn-secs) CONN_SECS=$val ;;
     --ka-conc) KA_CONC=$val ;;
@@ -96,6 +103,7 @@ while (($#)); do
     --tests) TESTS=$val ;;
     --udp-rate) UDP_RATE=$val ;;
     --udp-len) UDP_LEN=$val ;;
+    --udp-family) UDP_FAMILY=$val ;;
   esac
 done
 
@@ -104,7 +112,7 @@ if [[ $SHORT == 1 ]]; then
   : "${UDP_RATE:=50M}"
 else
   : "${QUEUES_LIST:=1 2 4}" "${STREAMS:=1 8}" "${DURATION:=8}" "${CONC:=32}" "${CONN_SECS:=5}" "${ROUNDS:=2000}"
-  : "${UDP_RATE:=400M}"
+  : "${UDP_RATE:=200M}"
 fi
 : "${MODES:=thread process}"
 BUILD_DIR=${BUILD_DIR:-build}
@@ -125,6 +133,7 @@ is_uint "$KA_CONC" && ((KA_CONC >= 1 && KA_CONC <= 1024)) || bad "bad --ka-conc:
 [[ $CONN_SECS =~ ^[0-9]+(\.[0-9]+)?$ ]] || bad "bad --conn-secs: $CONN_SECS"
 is_uint "$ROUNDS" && ((ROUNDS >= 10)) || bad "bad --rounds: $ROUNDS"
 [[ $PROXY == dante || $PROXY == microsocks ]] || bad "--proxy must be dante or microsocks"
+[[ $VETH_GRO == on || $VETH_GRO == off ]] || bad "--veth-gro takes on or off: $VETH_GRO"
 [[ -n $MODES && -n $QUEUES_LIST && -n $STREAMS ]] || bad "empty mode, queue or stream list"
 for t in $TESTS; do [[ $t == tcp || $t == udp ]] || bad "--tests takes tcp and udp: $t"; done
 [[ -n $TESTS ]] || bad "empty --tests"
@@ -133,6 +142,7 @@ for t in $TESTS; do [[ $t == tcp || $t == udp ]] || bad "--tests takes tcp and u
 case ${BASH_REMATCH[2]} in K) UDP_BPS=$((BASH_REMATCH[1] * 1000)) ;; M) UDP_BPS=$((BASH_REMATCH[1] * 1000000)) ;;
   G) UDP_BPS=$((BASH_REMATCH[1] * 1000000000)) ;; *) UDP_BPS=${BASH_REMATCH[1]} ;; esac
 is_uint "$UDP_LEN" && ((UDP_LEN >= 16 && UDP_LEN <= 65000)) || bad "bad --udp-len: $UDP_LEN"
+[[ $UDP_FAMILY == 4 || $UDP_FAMILY == 6 ]] || bad "--udp-family takes 4 or 6: $UDP_FAMILY"
 has_test() { [[ " $TESTS " == *" $1 "* ]]; }
 
 RR_PORT=7100
@@ -267,6 +277,7 @@ CLK_TCK=$(getconf CLK_TCK)
   echo "duration=$DURATION"
   echo "mtu=$MTU"
   echo "veth_mtu=${VETH_MTU:-default}"
+  echo "veth_gro=$VETH_GRO"
   echo "conc=$CONC"
   echo "conn_secs=$CONN_SECS"
   echo "ka_conc=$KA_CONC"
@@ -274,6 +285,7 @@ CLK_TCK=$(getconf CLK_TCK)
   echo "tests=$TESTS"
   echo "udp_rate=$UDP_RATE"
   echo "udp_len=$UDP_LEN"
+  echo "udp_family=$UDP_FAMILY"
   echo "clk_tck=$CLK_TCK"
 } >"$OUT/env.txt"
 bench_log "s5tund $S5TUND; results in $OUT; cases: ${CASES[*]}"
@@ -282,6 +294,11 @@ e2e_topology_up
 if [[ -n $VETH_MTU ]]; then
   in_c ip link set dev veth0 mtu "$VETH_MTU"
   in_s ip link set dev veth0 mtu "$VETH_MTU"
+fi
+if [[ $VETH_GRO == on ]]; then
+  apt_install ethtool || bench_die "--veth-gro on needs ethtool"
+  in_c ethtool -K veth0 gro on
+  in_s ethtool -K veth0 gro on
 fi
 # Room for many short connections.
 in_c sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
@@ -403,18 +420,19 @@ measure_end() {
 # iperf_run NAME STREAMS up|down [udp]: one iperf3 test, JSON in NAME.json.
 # UDP: datagrams of UDP_LEN bytes at UDP_RATE in total (split over the flows).
 iperf_run() {
-  local name=$1 p=$2 dir=$3 proto=${4:-tcp} srv rc=0 i rev=()
+  local name=$1 p=$2 dir=$3 proto=${4:-tcp} srv rc=0 i rev=() host=$TGT4
   [[ $dir == down ]] && rev=(-R)
   [[ $proto == udp ]] && rev+=(-u -l "$UDP_LEN" -b "$((UDP_BPS / p))")
-  ip netns exec "$NS_S" iperf3 -s -1 -B "$TGT4" -p "$IPERF_PORT" >"$CASE_DIR/$name.server.log" 2>&1 3>&- &
+  [[ $proto == udp && $UDP_FAMILY == 6 ]] && host=$TGT6
+  ip netns exec "$NS_S" iperf3 -s -1 -B "$host" -p "$IPERF_PORT" >"$CASE_DIR/$name.server.log" 2>&1 3>&- &
   srv=$!
-  if ! e2e_wait_listen "$IPERF_PORT" "$TGT4"; then
+  if ! e2e_wait_listen "$IPERF_PORT" "$host"; then
     meta "${name}_rc" "no-server"
     kill -KILL "$srv" 2>/dev/null || true
     return 0
   fi
   measure_start
-  timeout -k 5 $((DURATION + 30)) ip netns exec "$NS_C" iperf3 -c "$TGT4" -p "$IPERF_PORT" \
+  timeout -k 5 $((DURATION + 30)) ip netns exec "$NS_C" iperf3 -c "$host" -p "$IPERF_PORT" \
     -t "$DURATION" -P "$p" "${rev[@]}" --json --connect-timeout 5000 \
     >"$CASE_DIR/$name.json" 2>"$CASE_DIR/$name.stderr" || rc=$?
   measure_end "$name"
@@ -467,6 +485,7 @@ run_case() {
   if [[ $case == direct ]]; then
     meta kind direct
     in_c ip route replace 10.201.0.0/24 via "$S_ADDR4" dev veth0
+    in_c ip -6 route replace fd00:201::/64 via "$S_ADDR6" dev veth0
   else
     mode=${case%-q*} queues=${case##*-q}
     meta kind tunnel
@@ -534,6 +553,7 @@ run_case() {
     trap - EXIT
   else
     in_c ip route del 10.201.0.0/24 via "$S_ADDR4" dev veth0 2>/dev/null || true
+    in_c ip -6 route del fd00:201::/64 via "$S_ADDR6" dev veth0 2>/dev/null || true
   fi
 }
 
