@@ -716,7 +716,8 @@ static void reject(struct s5_worker *w, struct pbuf *p) {
  * Only for plain addresses: a mapped one may stand for another name later,
  * so its header is built for each datagram. Returns its length (*hdr
  * pointed at it), or -1 to build it. */
-static int cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t **hdr) {
+static int cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port,
+                         const uint8_t **hdr) {
   char name[256];   /* as struct s5_socks5_addr holds one */
   if (a->hdr_len == 0 || a->hdr_port != port || !ip_addr_cmp(&a->hdr_dst, dst)) return -1;
   if (s5_dns_name_of_ip(dst, name, sizeof name) != 0) return -1;   /* a range check for a plain one */
@@ -724,7 +725,8 @@ static int cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_
   return a->hdr_len;
 }
 
-static void cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t *hdr, int hlen) {
+static void cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t *hdr,
+                         int hlen) {
   if ((size_t)hlen > sizeof a->hdr || hdr[3] == 0x03) return;   /* ATYP 3: by name, mapped */
   ip_addr_copy(a->hdr_dst, *dst);
   a->hdr_port = port;

@@ -78,11 +78,13 @@ int s5_udp_tun_start(struct s5_worker *w, int batch) {
   unsigned long want = S5_UDPTUN_BASE_OFFLOADS | (batch ? TUN_F_USO4 | TUN_F_USO6 : 0);
   if (ioctl(w->fd, TUNSETOFFLOAD, want) < 0) {
     s5_debug("TUN queue (fd %d): %s: %s; UDP datagrams written one by one", w->fd,
-             batch ? "the kernel refuses UDP segmentation offload (USO)" : "setting offloads", strerror(errno));
+             batch ? "the kernel refuses UDP segmentation offload (USO)" : "setting offloads",
+             strerror(errno));
     return 0;
   }
   t->uso = batch;
-  s5_debug("TUN queue (fd %d): UDP segmentation offload %s", w->fd, batch ? "on" : "off (S5TUND_NO_UDP_OFFLOAD)");
+  s5_debug("TUN queue (fd %d): UDP segmentation offload %s", w->fd,
+           batch ? "on" : "off (S5TUND_NO_UDP_OFFLOAD)");
   return 0;
 }
 
@@ -182,7 +184,8 @@ void s5_udp_tun_flush(struct s5_worker *w) {
   }
   if (n > 1 && !t->said_write) {
     t->said_write = 1;
-    s5_debug("UDP: %u datagrams of %zu bytes written to the TUN as one GSO packet (first of its kind)", n, t->seg);
+    s5_debug("UDP: %u datagrams of %zu bytes written to the TUN as one GSO packet (first of its kind)", n,
+             t->seg);
   }
   S5_STAT_ADD(w->stats, tun_tx_packets, n);
   S5_STAT_ADD(w->stats, tun_tx_bytes, (size_t)r - sizeof t->vh + (n - 1) * hl);
