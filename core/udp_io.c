@@ -110,7 +110,7 @@ static void send_now(struct s5_udp_io *io, struct s5_udp_sock *s, const uint8_t 
   for (; q != NULL && n < S5_UDPIO_IOV; q = q->next)
     if (q->len > 0) iov[n++] = (struct iovec){q->payload, q->len};
   if (q != NULL) {
-    memcpy(io->arena, hdr, hlen);
+    if (hlen > 0) memcpy(io->arena, hdr, hlen);
     pbuf_copy_partial(p, io->arena + hlen, p->tot_len, 0);
     iov[0] = (struct iovec){io->arena, hlen + p->tot_len};
     n = 1;
@@ -130,7 +130,7 @@ void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, co
   }
   if (io->used + len > sizeof io->arena || io->nents == S5_UDPIO_ENTS) s5_udp_io_flush();
   uint8_t *d = io->arena + io->used;
-  memcpy(d, hdr, hlen);
+  if (hlen > 0) memcpy(d, hdr, hlen);   /* none for datagrams queued with theirs */
   pbuf_copy_partial(p, d + hlen, p->tot_len, 0);
   int i = (int)io->nents++;
   io->ents[i] = (struct ent){(uint32_t)io->used, (uint32_t)len, -1};
