@@ -149,7 +149,7 @@ static err_t relay_flush(struct s5_session *s) {
     uv_buf_t bufs[S5_RELAY_IOV];
     size_t total;
     int n = relay_bufs(s, bufs, S5_RELAY_IOV, &total);
-    int r = uv_try_write((uv_stream_t *)&s->sock, bufs, (unsigned)n);
+    int r = uv_try_write((uv_stream_t *)&s->proxy.sock, bufs, (unsigned)n);
     if (r > 0) {
       relay_consume(s, (size_t)r);
       if ((size_t)r == total) continue;
@@ -162,12 +162,12 @@ static err_t relay_flush(struct s5_session *s) {
       return s5_session_abort(s, "writing to proxy failed");
     }
     s->write_len = total;
-    r = uv_write(&s->write_req, (uv_stream_t *)&s->sock, bufs, (unsigned)n, relay_written);
+    r = uv_write(&s->write_req, (uv_stream_t *)&s->proxy.sock, bufs, (unsigned)n, relay_written);
     if (r < 0) return s5_session_abort(s, "writing to proxy failed");
     s->writing = 1;
   }
   if (s->out == NULL && s->client_eof && !s->writing && !s->shutting && !s->proxy_shut) {
-    if (uv_shutdown(&s->shutdown_req, (uv_stream_t *)&s->sock, relay_shutdown_done) < 0)
+    if (uv_shutdown(&s->shutdown_req, (uv_stream_t *)&s->proxy.sock, relay_shutdown_done) < 0)
       return s5_session_abort(s, "half-closing the proxy connection failed");
     s->shutting = 1;
   }
@@ -209,7 +209,7 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
   }
   if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY &&
       relay_room(s) >= S5_RELAY_MIN_ROOM) {
-    if (uv_read_start((uv_stream_t *)&s->sock, relay_alloc, relay_read) == 0) s->reading = 1;
+    if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_alloc, relay_read) == 0) s->reading = 1;
   }
   return ERR_OK;
 }
@@ -286,7 +286,7 @@ static err_t relay_queue(struct s5_session *s, const uv_buf_t *buf, u16_t n) {
 }
 
 static void relay_stop_reading(struct s5_session *s) {
-  uv_read_stop((uv_stream_t *)&s->sock);
+  uv_read_stop((uv_stream_t *)&s->proxy.sock);
   s->reading = 0;
 }
 
@@ -360,13 +360,13 @@ void s5_relay_attach(struct s5_session *s) {
  * with its CONNECT reply, then read from the proxy. Returns ERR_ABRT when
  * it had to abort the session. */
 err_t s5_relay_start(struct s5_session *s) {
-  if (s->hs_in_len > 0) {
-    if (tcp_write(s->pcb, s->hs_in, s->hs_in_len, TCP_WRITE_FLAG_COPY) != ERR_OK)
+  if (s->proxy.in_len > 0) {
+    if (tcp_write(s->pcb, s->proxy.in, s->proxy.in_len, TCP_WRITE_FLAG_COPY) != ERR_OK)
       return s5_session_abort(s, "lwIP send queue refused data");
-    s->hs_in_len = 0;
+    s->proxy.in_len = 0;
     tcp_output(s->pcb);
   }
-  if (uv_read_start((uv_stream_t *)&s->sock, relay_alloc, relay_read) < 0)
+  if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_alloc, relay_read) < 0)
     return s5_session_abort(s, "reading from proxy failed");
   s->reading = 1;
   return ERR_OK;

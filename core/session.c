@@ -46,13 +46,16 @@ const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
 
 void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loop); }
 
-static void session_handle_closed(uv_handle_t *handle) {
-  struct s5_session *s = handle->data;
+/* The last of the timer and the proxy client frees the session. */
+void s5_session_proxy_closed(void *session) {
+  struct s5_session *s = session;
   if (--s->handles_open > 0) return;
   s5_worker_cfg_release(s->w, s->cfg);
   free((char *)s->rec.name);
   free(s);
 }
+
+static void session_handle_closed(uv_handle_t *handle) { s5_session_proxy_closed(handle->data); }
 
 /* How the session ended, for its line in the session log. */
 static void session_ended(struct s5_session *s, const char *why) {
@@ -84,9 +87,7 @@ static void session_close_handles(struct s5_session *s, int reset) {
   s5_relay_release(s);
   uv_timer_stop(&s->timer);
   uv_close((uv_handle_t *)&s->timer, session_handle_closed);
-  if (!s->sock_open) return;
-  if (reset && uv_tcp_close_reset(&s->sock, session_handle_closed) == 0) return;
-  uv_close((uv_handle_t *)&s->sock, session_handle_closed);
+  s5_proxy_close(&s->proxy, reset);
 }
 
 /* Both directions are done: let lwIP finish the TCP close on its own. */
@@ -188,9 +189,14 @@ static void session_track(struct s5_session *s) {
   if (s->flow_ref == 0) S5_STAT_ADD(s->w->stats, tcp_untracked, 1);
 }
 
-/* CONNECT succeeded: answer the client's SYN now. */
+/* CONNECT succeeded: answer the client's SYN now. The client has what is
+ * left of connect-timeout (counted from its SYN, as the proxy client's
+ * was) to complete its handshake. */
 void s5_session_established(struct s5_session *s) {
   s->state = S5_SESSION_SYNACK;
+  uint64_t budget = s->cfg->session.connect_timeout * 1000ull;
+  uint64_t spent = uv_now(&s->w->loop) - s->rec.started_ms;
+  uv_timer_start(&s->timer, session_timer_fired, spent < budget ? budget - spent : 0, 0);
   if (s->w->flows != NULL) session_track(s);
   tcp_output(s->pcb);
 }
@@ -205,16 +211,8 @@ static void session_timer_fired(uv_timer_t *timer) {
     s5_session_abort(s, "client did not complete the TCP handshake within connect-timeout");
     return;
   }
-  if (s->state == S5_SESSION_CONNECTING) {   /* the proxy itself does not answer */
-    S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
-    s5_session_abort_at(s, S5_LOG_WARN, "proxy connection not established within connect-timeout");
-    return;
-  }
-  if (s->state != S5_SESSION_RELAY) {
-    S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
-    s5_session_abort(s, "connection not established within connect-timeout");
-    return;
-  }
+  /* Before the SYN-ACK the timer is not running: the proxy client's
+   * connect-timeout covers that part (proxy.c). */
   uint64_t idle_ms = s->cfg->session.tcp_idle_timeout * 1000ull;
   uint64_t quiet = uv_now(&s->w->loop) - s->last_active;
   if (quiet >= idle_ms) {
@@ -326,7 +324,6 @@ err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
   }
   session_link(s);
   s5_session_touch(s);
-  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.connect_timeout * 1000ull, 0);
 
   tcp_arg(pcb, s);
   tcp_err(pcb, session_pcb_error);

@@ -2,7 +2,7 @@
 /* A session is one TCP connection from the TUN carried to the SOCKS5 proxy.
  * Its life, in three files:
  *   session.c    birth from a SYN, timers, the end (graceful or reset);
- *   handshake.c  the proxy connection and the SOCKS5 exchange;
+ *   handshake.c  the CONNECT it asks of the SOCKS5 client (proxy.c);
  *   relay.c      bytes both ways with backpressure, and half-close.
  * The client's SYN is answered only once the proxy's CONNECT succeeded, so a
  * refused CONNECT looks to the client like a refused connection. */
@@ -13,7 +13,7 @@
 #include <uv.h>
 
 #include "lwip/err.h"
-#include "socks5.h"
+#include "proxy.h"
 #include "sessionlog.h"
 #include "worker.h"
 
@@ -21,15 +21,11 @@ struct tcp_pcb;
 struct pbuf;
 
 enum s5_session_state {
-  S5_SESSION_CONNECTING,  /* TCP connect to the proxy */
-  S5_SESSION_HANDSHAKE,   /* SOCKS5 greeting, auth, CONNECT */
+  S5_SESSION_CONNECTING,  /* the SOCKS5 client connects, greets, authenticates, CONNECTs */
   S5_SESSION_SYNACK,      /* CONNECT succeeded, SYN-ACK sent, waiting for the client's ACK */
   S5_SESSION_RELAY,       /* bytes flow */
   S5_SESSION_CLOSED,      /* handles closing, freed when they are */
 };
-
-/* Pending SOCKS5 replies, in the order the server sends them. */
-enum s5_handshake_step { S5_HS_METHOD, S5_HS_AUTH, S5_HS_REPLY, S5_HS_DONE };
 
 struct s5_session {
   struct s5_session *prev, *next;   /* the worker's list */
@@ -39,20 +35,16 @@ struct s5_session {
   enum s5_session_state state;
 
   struct tcp_pcb *pcb;              /* NULL once lwIP no longer lets us use it */
-  uv_tcp_t sock;                    /* to the proxy */
-  uv_timer_t timer;                 /* connect timeout, then idle timeout */
-  int handles_open;                 /* sock and timer: freed when both closed */
+  /* The connection to the proxy (proxy.sock, data = the session) and,
+   * after the CONNECT reply, whatever the proxy sent beyond it (the
+   * target's first bytes, proxy.in) waiting for the client. */
+  struct s5_proxy proxy;
+  uv_timer_t timer;                 /* the client's handshake (rest of connect-timeout), then idle */
+  int handles_open;                 /* the timer and the proxy client: freed when both closed */
   uint64_t last_active;             /* uv_now() of the last byte either way */
 
-  uv_connect_t connect_req;
   uv_shutdown_t shutdown_req;
   uv_write_t write_req;             /* at most one write in flight */
-
-  /* SOCKS5 replies read so far; after the CONNECT reply, whatever the
-   * proxy sent beyond it (the target's first bytes) waits here for the client. */
-  enum s5_handshake_step step;
-  uint16_t hs_in_len;
-  uint8_t hs_in[S5_SOCKS5_MAX_MSG];
 
   /* Client to proxy: pbufs lwIP handed us, not yet taken by the proxy socket.
    * Their bytes are acknowledged to lwIP (tcp_recved) only once written, so
@@ -63,7 +55,6 @@ struct s5_session {
 
   struct s5_session *flush_next;    /* the worker's flush list */
   unsigned flush_queued : 1;        /* on it */
-  unsigned sock_open : 1;           /* sock initialised: must be closed */
   unsigned writing : 1;             /* write_req in flight */
   unsigned reading : 1;             /* uv_read_start active */
   unsigned client_eof : 1;          /* FIN from the client */
@@ -82,6 +73,8 @@ struct s5_session {
 err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb);
 err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err);
 void s5_session_established(struct s5_session *s);
+/* The proxy client's handles have closed (its ops->closed). */
+void s5_session_proxy_closed(void *session);
 void s5_session_finish(struct s5_session *s);
 int s5_session_abort(struct s5_session *s, const char *why);
 /* The same, why logged at level (s5_worker_failure). */
@@ -93,7 +86,9 @@ void s5_session_list(struct s5_worker *w, struct s5_connq *q);
 void s5_session_touch(struct s5_session *s);
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);
 
-/* handshake.c */
+/* handshake.c: starts the session's proxy client (s->proxy) on a CONNECT
+ * to the client's destination; it ends in s5_session_established() or an
+ * abort. Returns 0, or -1 (logged): then the client is to be refused. */
 int s5_handshake_start(struct s5_session *s);
 
 /* relay.c */

@@ -9,10 +9,11 @@
  * Replies go out through lwIP for the same reason: it fragments what is
  * larger than the MTU.
  *
- * An association belongs to one client source address and port and serves
- * every destination of it (full cone): its own control connection to the
- * proxy (greeting, authentication, UDP ASSOCIATE) and its own UDP socket to
- * the relay address the proxy returned. Replies from any remote come back
+ * An association (assoc.c) belongs to one client source address and port
+ * and serves every destination of it (full cone): its own control
+ * connection to the proxy (the SOCKS5 client, proxy.c: greeting,
+ * authentication, UDP ASSOCIATE) and its own UDP socket to the relay
+ * address the proxy returned (here). Replies from any remote come back
  * with that remote as their source. It ends when the proxy closes the
  * control connection, after [session] udp-idle-timeout without a datagram
  * either way, or when the worker stops. */
@@ -39,8 +40,9 @@ struct s5_connq;
 void s5_udp_list(struct s5_worker *w, struct s5_connq *q);
 
 /* Sends len bytes to dst:dport as a UDP datagram from src:sport (both of
- * one family) into the TUN, fragmented by lwIP if above the MTU. Returns 0,
- * or -1 when it could not (counted as drop_udp). */
+ * one family) into the TUN, fragmented by lwIP if above the MTU: relayed
+ * datagrams and the mapped resolver's answers. Returns 0, or -1 when it
+ * could not (counted as drop_udp). */
 int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
                   const ip_addr_t *dst, uint16_t dport, const uint8_t *data, size_t len);
 

@@ -58,6 +58,7 @@ struct s5_worker {
   struct pbuf *spare;          /* allocated, not yet filled by a TUN read */
 
   struct s5_session *sessions; /* all live sessions, for shutdown */
+  struct s5_udp *udp;          /* udp.c's association table (s5_udp_start) */
   uint64_t next_session_id;
   uint64_t loop_logged_ms;     /* last "connection to the proxy itself" warning */
   uint64_t fail_logged_ms;     /* last line about a failed session */
