@@ -76,7 +76,7 @@ static void server_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 
 static void server_accept(uv_stream_t *srv, int status) {
   struct run *r = srv->data;
-  CHECK(status == 0, "accept: %s", uv_strerror(status));
+  CHECK(status == 0, "accept: %s", status == 0 ? "" : uv_strerror(status));   /* (uv_strerror(0) allocates) */
   uv_tcp_init(L, &r->conn);
   r->conn.data = r;
   r->conn_open = 1;
