@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Bytes both ways between a session's client pcb and its proxy socket
- * (relay.c says how). The relay's per-worker state lives here, not in the
- * worker: the sessions whose writes wait for the end of the loop turn, and
- * the read buffers proxy-to-client reads land in. */
+ * (relay.c says how): the relay's per-worker state, which lives here, not
+ * in the worker (the sessions whose writes wait for the end of the loop
+ * turn, and the read buffers proxy-to-client reads land in), and what the
+ * worker drives it with. What a session calls is in session.h, with the
+ * rest of a session's three files: this header is the worker's view. */
 #ifndef S5_CORE_RELAY_H
 #define S5_CORE_RELAY_H
 
 #include <stdint.h>
 
-#include "lwip/err.h"
 #include "wctx.h"
 
 struct s5_session;
@@ -42,12 +43,5 @@ void s5_relay_stop(struct s5_relay *r);
 /* From the worker's check handle, after every poll phase: the deferred
  * writes of every session that queued some. */
 void s5_relay_flush_pending(struct s5_relay *r);
-
-/* A session's relay: attach at its SYN (lwIP's recv and sent callbacks),
- * start once the client completed its handshake (returns ERR_ABRT when it
- * had to abort the session), release when the session ends. */
-void s5_relay_attach(struct s5_session *s);
-err_t s5_relay_start(struct s5_session *s);
-void s5_relay_release(struct s5_session *s);
 
 #endif

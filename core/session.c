@@ -13,7 +13,6 @@
 #include "flowtab.h"
 #include "log.h"
 #include "netif.h"
-#include "relay.h"
 #include "session.h"
 
 #include "lwip/tcp.h"

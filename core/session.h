@@ -121,4 +121,12 @@ const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);
 /* handshake.c */
 int s5_handshake_start(struct s5_session *s);
 
+/* relay.c (its per-worker state: core/relay.h): attach at the SYN (lwIP's
+ * recv and sent callbacks), start once the client completed its handshake
+ * (returns ERR_ABRT when it had to abort the session), release when the
+ * session ends. */
+void s5_relay_attach(struct s5_session *s);
+err_t s5_relay_start(struct s5_session *s);
+void s5_relay_release(struct s5_session *s);
+
 #endif
