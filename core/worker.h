@@ -9,7 +9,8 @@
  * they share (core/wctx.h), the netif (core/netif.h), the session table
  * (core/session.h), the relay (core/relay.h) and the UDP associations
  * (core/udp.h), runs their timers and ends them in order. None of them
- * reaches back into it. */
+ * reaches back into it: the one thing it learns from below, that a drain
+ * is over, comes through a callback it hands the session table. */
 #ifndef S5_CORE_WORKER_H
 #define S5_CORE_WORKER_H
 
