@@ -33,7 +33,7 @@
 #include "dns_table.h"
 #include "log.h"
 #include "udp.h"
-#include "worker.h"
+#include "wctx.h"
 
 #include "lwip/pbuf.h"
 
@@ -97,7 +97,7 @@ int s5_dns_is_resolver(const struct s5_config *cfg, const ip_addr_t *dst, uint16
          memcmp(ip_2_ip6(dst)->addr, &((const struct sockaddr_in6 *)v6)->sin6_addr, 16) == 0;
 }
 
-static void dns_drop(struct s5_worker *w, const ip_addr_t *src, const char *why) {
+static void dns_drop(struct s5_wctx *w, const ip_addr_t *src, const char *why) {
   S5_STAT_ADD(w->stats, drop_dns, 1);
   if (s5_log_enabled(S5_LOG_DEBUG)) {
     char a[S5_ADDR_STRLEN];
@@ -106,7 +106,7 @@ static void dns_drop(struct s5_worker *w, const ip_addr_t *src, const char *why)
   }
 }
 
-void s5_dns_query(struct s5_worker *w, struct pbuf *p, const ip_addr_t *src, uint16_t sport,
+void s5_dns_query(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, uint16_t sport,
                   const ip_addr_t *dst, uint16_t dport) {
   uint8_t in[S5_DNS_QUERY_READ];
   uint8_t out[S5_DNS_ANSWER_MAX];

@@ -19,7 +19,7 @@
 #include "lwip/ip_addr.h"
 
 struct pbuf;
-struct s5_worker;
+struct s5_wctx;
 
 /* Creates the shared table when [dns] address is set. Call once, before
  * the workers start. Returns 0, or -1 (logged). */
@@ -30,7 +30,7 @@ int s5_dns_is_resolver(const struct s5_config *cfg, const ip_addr_t *dst, uint16
 
 /* Answers the query p (UDP payload; freed here) that src:sport sent to the
  * resolver at dst:dport. Malformed queries are dropped and counted. */
-void s5_dns_query(struct s5_worker *w, struct pbuf *p, const ip_addr_t *src, uint16_t sport,
+void s5_dns_query(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, uint16_t sport,
                   const ip_addr_t *dst, uint16_t dport);
 
 /* The name a destination address stands for. Returns 1 with the name in

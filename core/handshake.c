@@ -203,7 +203,7 @@ static int hs_open_socket(struct s5_session *s) {
     char line[160];
     snprintf(line, sizeof line, "s%llu socket to proxy: %s", (unsigned long long)s->id, strerror(errno));
     s5_debug("%s", line);
-    s5_worker_failure(s->w, S5_LOG_WARN, line);
+    s5_wctx_failure(s->w, S5_LOG_WARN, line);
     return -1;
   }
   if (cfg->socks5.mark != 0 &&

@@ -33,7 +33,7 @@
 #include "session.h"
 #include "socks5.h"
 #include "socks5_udp.h"
-#include "worker.h"
+#include "wctx.h"
 
 #include "lwip/inet_chksum.h"
 #include "lwip/ip.h"
@@ -60,7 +60,7 @@ struct s5_assoc {
   struct s5_assoc *hnext;            /* hash chain */
   struct s5_assoc *prev, *next;      /* every association, for shutdown */
   struct s5_udp *u;                  /* freed at stop before the handles' close callbacks run */
-  struct s5_worker *w;               /* lives until after them */
+  struct s5_wctx *w;               /* lives until after them */
   const struct s5_config *cfg;       /* held: a reload changes it for new associations only */
   struct s5_session_record rec;      /* [log] sessions */
   char end_why[120];
@@ -88,7 +88,7 @@ struct s5_assoc {
 };
 
 struct s5_udp {
-  struct s5_worker *w;
+  struct s5_wctx *w;
   struct s5_assoc *all;
   unsigned active;
   uint64_t next_id;
@@ -120,7 +120,7 @@ static const char *assoc_client(const struct s5_assoc *a, char *buf, size_t len)
   return s5_addr_port_str(&a->client, a->client_port, buf, len);
 }
 
-static void udp_drop(struct s5_worker *w) { S5_STAT_ADD(w->stats, drop_udp, 1); }
+static void udp_drop(struct s5_wctx *w) { S5_STAT_ADD(w->stats, drop_udp, 1); }
 
 /* The SOCKS5 form of a destination: by name for a mapped DNS address. */
 static int dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t cap) {
@@ -144,7 +144,7 @@ static int dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t
 
 /* ---------------------------------------------------------------- to the client */
 
-int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
+int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport,
                   const ip_addr_t *dst, uint16_t dport, const uint8_t *data, size_t len) {
   /* IPv4: the whole packet fits 16 bits; IPv6: the payload (UDP header too). */
   size_t max = IP_IS_V6(dst) ? 0xffff - UDP_HLEN : 0xffff - UDP_HLEN - 20;
@@ -180,7 +180,7 @@ int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
 static void assoc_handle_closed(uv_handle_t *handle) {
   struct s5_assoc *a = handle->data;
   if (--a->handles_open > 0) return;
-  s5_worker_cfg_release(a->w, a->cfg);
+  s5_wctx_cfg_release(a->w, a->cfg);
   free(a);
 }
 
@@ -227,7 +227,7 @@ static void assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const cha
   udp_hold(a->u);
   char c[80], line[200];
   snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
-  s5_worker_failure(a->u->w, level, line);
+  s5_wctx_failure(a->u->w, level, line);
   assoc_end(a, why);
 }
 
@@ -260,7 +260,7 @@ static void assoc_timer_fired(uv_timer_t *timer) {
 
 /* Sends one datagram (hdr, then the chain p) to the relay. */
 static void assoc_send(struct s5_assoc *a, const uint8_t *hdr, size_t hlen, struct pbuf *p) {
-  struct s5_worker *w = a->u->w;
+  struct s5_wctx *w = a->u->w;
   uv_buf_t bufs[S5_UDP_IOV];
   unsigned n = 0;
   if (hlen > 0) bufs[n++] = uv_buf_init((char *)hdr, (unsigned)hlen);
@@ -341,7 +341,7 @@ static void relay_unreachable(struct s5_assoc *a, int err) {
              "others go on", uv_strerror(err));
     char c[80], line[300];
     snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, assoc_client(a, c, sizeof c), why);
-    s5_worker_failure(u->w, S5_LOG_INFO, line);
+    s5_wctx_failure(u->w, S5_LOG_INFO, line);
     assoc_end(a, why);
     return;
   }
@@ -353,7 +353,7 @@ static void relay_unreachable(struct s5_assoc *a, int err) {
 static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
                        const struct sockaddr *addr, unsigned flags) {
   struct s5_assoc *a = handle->data;
-  struct s5_worker *w = a->u->w;
+  struct s5_wctx *w = a->u->w;
   if (a->state != A_READY) return;
   if (nread < 0) {
     /* On a connected UDP socket: an ICMP error for an earlier send, e.g.
@@ -651,7 +651,7 @@ static int ctl_open(struct s5_assoc *a) {
 }
 
 static struct s5_assoc *assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port) {
-  struct s5_worker *w = u->w;
+  struct s5_wctx *w = u->w;
   unsigned max = w->cfg->session.max_sessions;
   if (max != 0 && u->active >= max) {
     S5_STAT_ADD(w->stats, drop_max_sessions, 1);
@@ -664,7 +664,7 @@ static struct s5_assoc *assoc_new(struct s5_udp *u, const ip_addr_t *client, uin
   }
   a->u = u;
   a->w = w;
-  a->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
+  a->cfg = s5_wctx_cfg_hold(w);   /* what it started with, whatever a reload brings */
   a->id = ++u->next_id;
   a->rec = (struct s5_session_record){.kind = 'u', .id = a->id, .client_port = port,
                                       .started_ms = uv_now(&w->loop), .end = "?"};
@@ -710,7 +710,7 @@ static struct s5_assoc *assoc_find(struct s5_udp *u, const ip_addr_t *client, ui
  * icmp_port_unreach() would take the source from the netif, which has no
  * address (it takes every destination). Only valid inside lwIP's input
  * processing (ip_current_*), as here. */
-static void reject(struct s5_worker *w, struct pbuf *p) {
+static void reject(struct s5_wctx *w, struct pbuf *p) {
   S5_STAT_ADD(w->stats, drop_udp, 1);
   int v6 = ip_current_is_v6();
   /* Quote as much as RFC 1812 (IPv4: 576-byte message) and RFC 4443
@@ -745,7 +745,7 @@ static void reject(struct s5_worker *w, struct pbuf *p) {
 static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport,
                          const ip_addr_t *dst, u16_t dport) {
   struct s5_udp *u = arg;
-  struct s5_worker *w = u->w;
+  struct s5_wctx *w = u->w;
   if (s5_dns_is_resolver(w->cfg, dst, dport)) {
     s5_dns_query(w, p, src, sport, dst, dport);
     return;
@@ -798,7 +798,7 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
 /* One per worker thread, like the lwIP instance it serves. */
 static __thread struct s5_udp *udp_self;
 
-int s5_udp_start(struct s5_worker *w) {
+int s5_udp_start(struct s5_wctx *w) {
   struct s5_udp *u = calloc(1, sizeof *u);
   if (u == NULL) {
     s5_error("UDP: out of memory");
@@ -810,7 +810,7 @@ int s5_udp_start(struct s5_worker *w) {
   return 0;
 }
 
-void s5_udp_list(struct s5_worker *w, struct s5_connq *q) {
+void s5_udp_list(struct s5_wctx *w, struct s5_connq *q) {
   const struct s5_udp *u = udp_self;
   for (const struct s5_assoc *a = u != NULL ? u->all : NULL; a != NULL; a = a->next) {
     struct s5_conn c;
@@ -821,7 +821,7 @@ void s5_udp_list(struct s5_worker *w, struct s5_connq *q) {
   }
 }
 
-void s5_udp_stop(struct s5_worker *w) {
+void s5_udp_stop(struct s5_wctx *w) {
   struct s5_udp *u = udp_self;
   if (u == NULL) return;
   udp_set_any_dest_handler(NULL, NULL);

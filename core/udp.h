@@ -24,24 +24,24 @@
 
 #include "lwip/ip_addr.h"
 
-struct s5_worker;
+struct s5_wctx;
 
 /* Takes UDP datagrams from the worker's lwIP instance (call after
  * lwip_init() and the netif). Returns 0 or -1 (logged). */
-int s5_udp_start(struct s5_worker *w);
+int s5_udp_start(struct s5_wctx *w);
 
 /* Ends every association and stops taking datagrams. Handles close with
  * the worker's loop. */
-void s5_udp_stop(struct s5_worker *w);
+void s5_udp_stop(struct s5_wctx *w);
 
 /* --connections: puts every association of w into q (core/conntab.h). */
 struct s5_connq;
-void s5_udp_list(struct s5_worker *w, struct s5_connq *q);
+void s5_udp_list(struct s5_wctx *w, struct s5_connq *q);
 
 /* Sends len bytes to dst:dport as a UDP datagram from src:sport (both of
  * one family) into the TUN, fragmented by lwIP if above the MTU. Returns 0,
  * or -1 when it could not (counted as drop_udp). */
-int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
+int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport,
                   const ip_addr_t *dst, uint16_t dport, const uint8_t *data, size_t len);
 
 #endif
