@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "addr.h"
-#include "worker.h"
+#include "wctx.h"
 
 #include "lwip/pbuf.h"
 
@@ -42,7 +42,7 @@ const char *s5_assoc_client(const struct s5_assoc *a, char *buf, size_t len) {
 void s5_assoc_release(void *assoc) {
   struct s5_assoc *a = assoc;
   if (--a->handles_open > 0) return;
-  s5_worker_cfg_release(a->w, a->cfg);
+  s5_wctx_cfg_release(a->w, a->cfg);
   free(a);
 }
 
@@ -91,7 +91,7 @@ void s5_assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *w
   s5_assoc_hold(a->u);
   char c[80], line[200];
   snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c), why);
-  s5_worker_failure(a->u->w, level, line);
+  s5_wctx_failure(a->u->w, level, line);
   s5_assoc_end(a, why);
 }
 
@@ -186,7 +186,7 @@ static void assoc_link(struct s5_udp *u, struct s5_assoc *a) {
 }
 
 struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port) {
-  struct s5_worker *w = u->w;
+  struct s5_wctx *w = u->w;
   unsigned max = w->cfg->session.max_sessions;
   if (max != 0 && u->active >= max) {
     S5_STAT_ADD(w->stats, drop_max_sessions, 1);
@@ -199,7 +199,7 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   }
   a->u = u;
   a->w = w;
-  a->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
+  a->cfg = s5_wctx_cfg_hold(w);   /* what it started with, whatever a reload brings */
   a->id = ++u->next_id;
   a->rec = (struct s5_session_record){.kind = 'u', .id = a->id, .client_port = port,
                                       .started_ms = uv_now(&w->loop), .end = "?"};

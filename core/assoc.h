@@ -26,7 +26,7 @@
 #include "lwip/ip_addr.h"
 
 struct pbuf;
-struct s5_worker;
+struct s5_wctx;
 
 #define S5_UDP_BUCKETS 1024          /* hash buckets per worker (chained) */
 #define S5_UDP_QUEUE_MAX 32          /* datagrams held while an association starts */
@@ -49,7 +49,7 @@ struct s5_assoc {
   struct s5_assoc *hnext;            /* hash chain */
   struct s5_assoc *prev, *next;      /* every association, for shutdown */
   struct s5_udp *u;                  /* freed at stop before the handles' close callbacks run */
-  struct s5_worker *w;               /* lives until after them */
+  struct s5_wctx *w;               /* lives until after them */
   const struct s5_config *cfg;       /* held: a reload changes it for new associations only */
   struct s5_session_record rec;      /* [log] sessions */
   char end_why[120];
@@ -73,7 +73,7 @@ struct s5_assoc {
 };
 
 struct s5_udp {
-  struct s5_worker *w;
+  struct s5_wctx *w;
   const struct s5_proxy_ops *proxy_ops;  /* the datagram side's (udp.c): every association's client */
   struct s5_assoc *all;
   unsigned active;

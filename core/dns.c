@@ -31,7 +31,7 @@
 #include "addr.h"
 #include "dnsmap.h"
 #include "log.h"
-#include "worker.h"
+#include "wctx.h"
 
 #include "lwip/pbuf.h"
 
@@ -80,7 +80,7 @@ int s5_dns_is_resolver(const struct s5_config *cfg, const ip_addr_t *dst, uint16
          memcmp(ip_2_ip6(dst)->addr, &((const struct sockaddr_in6 *)v6)->sin6_addr, 16) == 0;
 }
 
-static int dns_drop(struct s5_worker *w, const ip_addr_t *src, const char *why) {
+static int dns_drop(struct s5_wctx *w, const ip_addr_t *src, const char *why) {
   S5_STAT_ADD(w->stats, drop_dns, 1);
   if (s5_log_enabled(S5_LOG_DEBUG)) {
     char a[S5_ADDR_STRLEN];
@@ -100,7 +100,7 @@ static void dns_log_answer(const struct s5_dns_query *q, unsigned rcode, const u
   }
 }
 
-int s5_dns_answer(struct s5_worker *w, struct pbuf *p, const ip_addr_t *src, uint8_t *out, size_t cap) {
+int s5_dns_answer(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, uint8_t *out, size_t cap) {
   uint8_t in[S5_DNS_QUERY_READ];
   size_t len = pbuf_copy_partial(p, in, p->tot_len < sizeof in ? p->tot_len : sizeof in, 0);
   pbuf_free(p);

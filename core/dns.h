@@ -19,7 +19,7 @@
 #include "lwip/ip_addr.h"
 
 struct pbuf;
-struct s5_worker;
+struct s5_wctx;
 
 /* Creates the shared name table when [dns] address is set (dnsmap.c) and
  * says so. Call once, before the workers start. Returns 0, or -1 (logged). */
@@ -31,6 +31,6 @@ int s5_dns_is_resolver(const struct s5_config *cfg, const ip_addr_t *dst, uint16
 /* The answer to the query p (UDP payload; freed here) that src sent, into
  * out (cap >= S5_DNS_ANSWER_MAX). Returns its length, or -1 when there is
  * none to send (malformed: dropped and counted as drop_dns). */
-int s5_dns_answer(struct s5_worker *w, struct pbuf *p, const ip_addr_t *src, uint8_t *out, size_t cap);
+int s5_dns_answer(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, uint8_t *out, size_t cap);
 
 #endif

@@ -68,6 +68,6 @@ int s5_handshake_start(struct s5_session *s) {
   char line[200];
   snprintf(line, sizeof line, "s%llu %s", (unsigned long long)s->id, why);
   s5_debug("%s", line);
-  s5_worker_failure(s->w, S5_LOG_WARN, line);
+  s5_wctx_failure(s->w, S5_LOG_WARN, line);
   return -1;
 }

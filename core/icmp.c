@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "worker.h"
+#include "wctx.h"
 
 #include "lwip/icmp.h"
 #include "lwip/inet_chksum.h"
@@ -73,7 +73,7 @@ int s5_icmp_is_echo_request(const uint8_t *pkt, size_t len) {
 #define S5_ICMP4_ERROR_MAX 576    /* RFC 1812: an IPv4 error message at most this long */
 #define S5_ICMP_TTL 64            /* what the hosts behind the TUN would send with */
 
-void s5_icmp_port_unreachable(struct s5_worker *w, struct pbuf *p) {
+void s5_icmp_port_unreachable(struct s5_wctx *w, struct pbuf *p) {
   S5_STAT_ADD(w->stats, drop_udp, 1);
   int v6 = ip_current_is_v6();
   /* Quote as much as RFC 1812 (IPv4: 576-byte message) and RFC 4443

@@ -28,7 +28,7 @@ int s5_icmp_is_echo_request(const uint8_t *pkt, size_t len);
  * from the netif, which has no address (it takes every destination). Only
  * valid inside lwIP's input processing (ip_current_*). Counted as drop_udp. */
 struct pbuf;
-struct s5_worker;
-void s5_icmp_port_unreachable(struct s5_worker *w, struct pbuf *p);
+struct s5_wctx;
+void s5_icmp_port_unreachable(struct s5_wctx *w, struct pbuf *p);
 
 #endif

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "worker.h"
+#include "wctx.h"
 
 /* The client a handle or request belongs to: they are its members, so no
  * data pointer is needed (sock.data is the owner's, for the relay). */
@@ -301,7 +301,7 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   return r;
 }
 
-void s5_proxy_init(struct s5_proxy *p, struct s5_worker *w, const struct s5_config *cfg,
+void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
                    const struct s5_proxy_ops *ops, void *owner) {
   p->w = w;
   p->cfg = cfg;

@@ -33,7 +33,7 @@
 #include "socks5.h"
 #include "socks5_udp.h"
 
-struct s5_worker;
+struct s5_wctx;
 struct s5_config;
 
 enum s5_proxy_cmd { S5_PROXY_CONNECT, S5_PROXY_ASSOCIATE };
@@ -59,7 +59,7 @@ enum s5_proxy_outcome {
 
 struct s5_proxy_result {
   enum s5_proxy_outcome outcome;
-  enum s5_log_level level;       /* how loud a failure is (s5_worker_failure) */
+  enum s5_log_level level;       /* how loud a failure is (s5_wctx_failure) */
   const char *why;               /* for the log; valid during the callback */
   int status;                    /* an s5_socks5_status, 0 when the connection itself failed */
   uint8_t rep;                   /* the server's REP when status is S5_SOCKS5_REFUSED */
@@ -82,7 +82,7 @@ struct s5_proxy {
   uv_tcp_t sock;                 /* to the proxy; data is the owner */
   uv_timer_t timer;              /* connect-timeout, until the reply */
   uv_connect_t connect_req;
-  struct s5_worker *w;
+  struct s5_wctx *w;
   const struct s5_config *cfg;   /* the owner's (held by it) */
   const struct s5_proxy_ops *ops;
   void *owner;
@@ -96,7 +96,7 @@ struct s5_proxy {
 };
 
 /* Ready to be started or closed. owner is what every callback gets. */
-void s5_proxy_init(struct s5_proxy *p, struct s5_worker *w, const struct s5_config *cfg,
+void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
                    const struct s5_proxy_ops *ops, void *owner);
 
 /* Connects to [socks5] address, with SO_MARK. Returns 0, or a negative

@@ -27,7 +27,7 @@
 #include "log.h"
 #include "proxy.h"
 #include "socks5_udp.h"
-#include "worker.h"
+#include "wctx.h"
 
 #include "lwip/inet_chksum.h"
 #include "lwip/ip.h"
@@ -43,7 +43,7 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static void udp_drop(struct s5_worker *w) { S5_STAT_ADD(w->stats, drop_udp, 1); }
+static void udp_drop(struct s5_wctx *w) { S5_STAT_ADD(w->stats, drop_udp, 1); }
 
 /* The SOCKS5 form of a destination: by name for a mapped DNS address. */
 static int dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t cap) {
@@ -67,7 +67,7 @@ static int dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t
 
 /* ---------------------------------------------------------------- to the client */
 
-int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
+int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport,
                   const ip_addr_t *dst, uint16_t dport, const uint8_t *data, size_t len) {
   /* IPv4: the whole packet fits 16 bits; IPv6: the payload (UDP header too). */
   size_t max = IP_IS_V6(dst) ? 0xffff - UDP_HLEN : 0xffff - UDP_HLEN - IP_HLEN;
@@ -102,7 +102,7 @@ int s5_udp_output(struct s5_worker *w, const ip_addr_t *src, uint16_t sport,
 
 /* Sends one datagram (hdr, then the chain p) to the relay. */
 static void assoc_send(struct s5_assoc *a, const uint8_t *hdr, size_t hlen, struct pbuf *p) {
-  struct s5_worker *w = a->u->w;
+  struct s5_wctx *w = a->u->w;
   uv_buf_t bufs[S5_UDP_IOV];
   unsigned n = 0;
   if (hlen > 0) bufs[n++] = uv_buf_init((char *)hdr, (unsigned)hlen);
@@ -183,7 +183,7 @@ static void relay_unreachable(struct s5_assoc *a, int err) {
              "others go on", uv_strerror(err));
     char c[80], line[300];
     snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c), why);
-    s5_worker_failure(u->w, S5_LOG_INFO, line);
+    s5_wctx_failure(u->w, S5_LOG_INFO, line);
     s5_assoc_end(a, why);
     return;
   }
@@ -195,7 +195,7 @@ static void relay_unreachable(struct s5_assoc *a, int err) {
 static void relay_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
                        const struct sockaddr *addr, unsigned flags) {
   struct s5_assoc *a = handle->data;
-  struct s5_worker *w = a->u->w;
+  struct s5_wctx *w = a->u->w;
   if (a->state != S5_ASSOC_READY) return;
   if (nread < 0) {
     /* On a connected UDP socket: an ICMP error for an earlier send, e.g.
@@ -340,7 +340,7 @@ static const struct s5_proxy_ops assoc_proxy_ops = {
 
 /* A query for the mapped resolver: the resolver makes the answer, which
  * goes back like any datagram to the client. */
-static void udp_dns_query(struct s5_worker *w, struct pbuf *p, const ip_addr_t *src, u16_t sport,
+static void udp_dns_query(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, u16_t sport,
                           const ip_addr_t *dst, u16_t dport) {
   uint8_t answer[S5_DNS_ANSWER_MAX];
   int n = s5_dns_answer(w, p, src, answer, sizeof answer);
@@ -350,7 +350,7 @@ static void udp_dns_query(struct s5_worker *w, struct pbuf *p, const ip_addr_t *
 static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport,
                          const ip_addr_t *dst, u16_t dport) {
   struct s5_udp *u = arg;
-  struct s5_worker *w = u->w;
+  struct s5_wctx *w = u->w;
   if (s5_dns_is_resolver(w->cfg, dst, dport)) {
     udp_dns_query(w, p, src, sport, dst, dport);
     return;
@@ -400,37 +400,34 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
 
 /* ---------------------------------------------------------------- worker glue */
 
-/* The table is the worker's (w->udp), one per worker like the lwIP
- * instance it serves, and lwIP hands it back with every datagram. */
-int s5_udp_start(struct s5_worker *w) {
+/* The table is the worker's (it keeps what this returns), one per worker
+ * like the lwIP instance it serves, and lwIP hands it back with every
+ * datagram: nothing here is per thread. */
+struct s5_udp *s5_udp_start(struct s5_wctx *w) {
   struct s5_udp *u = calloc(1, sizeof *u);
   if (u == NULL) {
     s5_error("UDP: out of memory");
-    return -1;
+    return NULL;
   }
   u->w = w;
   u->proxy_ops = &assoc_proxy_ops;
-  w->udp = u;
   udp_set_any_dest_handler(udp_from_tun, u);
-  return 0;
+  return u;
 }
 
-void s5_udp_list(struct s5_worker *w, struct s5_connq *q) {
-  const struct s5_udp *u = w->udp;
+void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
   for (const struct s5_assoc *a = u != NULL ? u->all : NULL; a != NULL; a = a->next) {
     struct s5_conn c;
     s5_session_record_entry(&a->rec, &c);
     c.last_ms = a->last_active;
-    c.state = w->draining ? S5_CONN_DRAINING : a->state == S5_ASSOC_READY ? S5_CONN_OPEN : S5_CONN_CONNECTING;
+    c.state = u->w->draining ? S5_CONN_DRAINING : a->state == S5_ASSOC_READY ? S5_CONN_OPEN : S5_CONN_CONNECTING;
     s5_conntab_put(q, &c);
   }
 }
 
-void s5_udp_stop(struct s5_worker *w) {
-  struct s5_udp *u = w->udp;
+void s5_udp_stop(struct s5_udp *u) {
   if (u == NULL) return;
   udp_set_any_dest_handler(NULL, NULL);
   while (u->all != NULL) s5_assoc_end(u->all, "worker stopping");
-  w->udp = NULL;
   free(u);
 }

@@ -174,7 +174,7 @@ static void peers_prune(void) {
   unsigned kept = 0;
   for (unsigned i = 0; i < H.npeers; i++) {
     int live = 0;
-    for (struct s5_session *s = W.sessions; s != NULL && !live; s = s->next) live = s->id == H.peers[i].id;
+    for (struct s5_session *s = W.tcp.list; s != NULL && !live; s = s->next) live = s->id == H.peers[i].id;
     if (live) {
       H.peers[kept++] = H.peers[i];
     } else if (H.peers[i].fd >= 0) {
@@ -413,9 +413,9 @@ static void send_reply(unsigned tflags, unsigned window, const uint8_t *data, si
 
 static struct s5_session *pick_session(unsigned k, struct peer **peer) {
   unsigned n = 0;
-  for (struct s5_session *s = W.sessions; s != NULL; s = s->next) n++;
+  for (struct s5_session *s = W.tcp.list; s != NULL; s = s->next) n++;
   if (n == 0) return NULL;
-  struct s5_session *s = W.sessions;
+  struct s5_session *s = W.tcp.list;
   for (k %= n; k > 0; k--) s = s->next;
   *peer = NULL;
   for (unsigned i = 0; i < H.npeers; i++)
@@ -753,13 +753,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   setsockopt(H.tun[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   setsockopt(H.tun[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   if (s5_worker_init(&W, &CFG, 0, H.tun[0], &STATS) < 0) abort();
-  if (CFG.socks5.udp) server_start(&W.loop, &CFG.socks5.addr);
-  uv_idle_init(&W.loop, &H.feeder);
+  if (CFG.socks5.udp) server_start(&W.ctx.loop, &CFG.socks5.addr);
+  uv_idle_init(&W.ctx.loop, &H.feeder);
   uv_idle_start(&H.feeder, feed);
 
   s5_worker_run(&W, 0);   /* returns once the worker stopped and closed every handle */
   FUZZ_CHECK(H.stage == STOPPING, "the worker stopped by itself (stage %d)", (int)H.stage);
-  FUZZ_CHECK(W.sessions == NULL, "sessions left after the stop");
+  FUZZ_CHECK(W.tcp.list == NULL, "sessions left after the stop");
   FUZZ_CHECK(STATS.tcp_active == 0 && STATS.udp_active == 0, "active counters %llu/%llu after the stop",
              (unsigned long long)STATS.tcp_active, (unsigned long long)STATS.udp_active);
   s5_worker_close(&W);

@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "proxy.h"
-#include "worker.h"
+#include "wctx.h"
 
 /* One case: what the server answers to each message it reads (len 0: it
  * closes the connection instead), and what the client reported. */
@@ -38,7 +38,7 @@ struct run {
   int close_after_result;             /* the owner closes at once, as sessions do on failure */
 };
 
-static struct s5_worker w;   /* the client's loop and counters (w.loop, w.stats) */
+static struct s5_wctx w;     /* the client's loop and counters (w.loop, w.stats) */
 #define L (&w.loop)           /* the server runs on it too */
 static struct s5_queue_stats st;
 static struct s5_config cfg;
