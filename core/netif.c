@@ -3,19 +3,24 @@
  * into pbufs and into ip_input(); packets lwIP sends go out with one writev()
  * over the pbuf chain, without being copied into a flat buffer first. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <linux/virtio_net.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "netif.h"
+
 #include "icmp.h"
 #include "log.h"
 #include "udp_tun.h"
-#include "worker.h"
 
 #include "lwip/init.h"
 #include "lwip/ip.h"
 #include "lwip/pbuf.h"
+#include "lwip/prot/ip4.h"
+#include "lwip/prot/ip6.h"
+#include "lwip/prot/tcp.h"
 
 /* A wake-up reads until EAGAIN, but at most this many packets, so that a
  * flood on the TUN cannot starve the proxy sockets and timers on the same
@@ -38,45 +43,55 @@
 #define S5_TUN_BIG_READ 65535
 #define S5_TUN_COPY_MAX 32768
 
+/* Where the offload path looks in the headers it fills in. */
+#define S5_IP4_PROTO 9          /* protocol */
+#define S5_IP4_TOTLEN 2         /* total length */
+#define S5_IP4_ADDRS 12         /* source, then destination: 8 bytes */
+#define S5_IP6_PLEN 4           /* payload length */
+#define S5_IP6_NEXTH 6          /* next header */
+#define S5_IP6_ADDRS 8          /* source, then destination: 32 bytes */
+#define S5_TCP_OFFSET 12        /* data offset (high nibble, in 32-bit words) */
+#define S5_TCP_CHKSUM 16        /* checksum */
+
 /* TCP with offloads: lwIP leaves the checksum to the kernel (disabled per
  * netif), and a segment longer than the device's MSS is sent as one GSO
  * packet that the kernel cuts into MSS-sized segments, or delivers whole to
  * the local TCP stack. The checksum field must then hold the folded
  * pseudo-header sum, the start of a partial checksum. Fills *vh; returns 0,
  * or -1 for a packet that is not TCP (sent with complete checksums). */
-static int netif_tcp_offload(const struct s5_worker *w, struct pbuf *p, struct virtio_net_hdr *vh) {
+static int netif_tcp_offload(const struct s5_wctx *w, struct pbuf *p, struct virtio_net_hdr *vh) {
   uint8_t *ip = p->payload;
-  if (p->len < 20) return -1;
+  if (p->len < IP_HLEN) return -1;
   unsigned version = ip[0] >> 4, iphl, total;
   uint32_t sum;
   if (version == 4) {
     iphl = (ip[0] & 0x0f) * 4u;
-    if (ip[9] != 6) return -1;
-    total = ((unsigned)ip[2] << 8 | ip[3]);
-    sum = s5_lwip_chksum(ip + 12, 8);   /* source and destination */
-  } else if (version == 6 && p->len >= 40) {
-    iphl = 40;   /* lwIP sends TCP without extension headers */
-    if (ip[6] != 6) return -1;
-    total = 40 + ((unsigned)ip[4] << 8 | ip[5]);
-    sum = s5_lwip_chksum(ip + 8, 32);
+    if (ip[S5_IP4_PROTO] != IP_PROTO_TCP) return -1;
+    total = ((unsigned)ip[S5_IP4_TOTLEN] << 8 | ip[S5_IP4_TOTLEN + 1]);
+    sum = s5_lwip_chksum(ip + S5_IP4_ADDRS, 8);
+  } else if (version == 6 && p->len >= IP6_HLEN) {
+    iphl = IP6_HLEN;   /* lwIP sends TCP without extension headers */
+    if (ip[S5_IP6_NEXTH] != IP6_NEXTH_TCP) return -1;
+    total = IP6_HLEN + ((unsigned)ip[S5_IP6_PLEN] << 8 | ip[S5_IP6_PLEN + 1]);
+    sum = s5_lwip_chksum(ip + S5_IP6_ADDRS, 32);
   } else {
     return -1;
   }
-  if (p->len < iphl + 20 || total > p->tot_len || total < iphl + 20) return -1;
+  if (p->len < iphl + TCP_HLEN || total > p->tot_len || total < iphl + TCP_HLEN) return -1;
   uint8_t *tcp = ip + iphl;
-  unsigned tcphl = (tcp[12] >> 4) * 4u, tcplen = total - iphl;
-  if (tcphl < 20 || p->len < iphl + tcphl) return -1;
-  sum += lwip_htons(6) + lwip_htons((u16_t)tcplen);
+  unsigned tcphl = (tcp[S5_TCP_OFFSET] >> 4) * 4u, tcplen = total - iphl;
+  if (tcphl < TCP_HLEN || p->len < iphl + tcphl) return -1;
+  sum += lwip_htons(IP_PROTO_TCP) + lwip_htons((u16_t)tcplen);
   sum = (sum & 0xffff) + (sum >> 16);
   sum = (sum & 0xffff) + (sum >> 16);
   u16_t partial = (u16_t)sum;
-  memcpy(tcp + 16, &partial, 2);
+  memcpy(tcp + S5_TCP_CHKSUM, &partial, 2);
 
   unsigned mss = s5_netif_gso_size(w, version == 6);
   memset(vh, 0, sizeof *vh);
   vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
   vh->csum_start = (u16_t)iphl;
-  vh->csum_offset = 16;
+  vh->csum_offset = S5_TCP_CHKSUM;
   if (tcplen - tcphl > mss) {
     vh->gso_type = version == 6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
     vh->gso_size = (u16_t)mss;
@@ -86,8 +101,8 @@ static int netif_tcp_offload(const struct s5_worker *w, struct pbuf *p, struct v
 }
 
 /* The MSS the device's MTU allows, which lwIP would have used. */
-unsigned s5_netif_gso_size(const struct s5_worker *w, int v6) {
-  return w->cfg->tun.mtu - (v6 ? 60u : 40u);
+unsigned s5_netif_gso_size(const struct s5_wctx *w, int v6) {
+  return w->cfg->tun.mtu - (v6 ? IP6_HLEN + TCP_HLEN : IP_HLEN + TCP_HLEN);
 }
 
 /* What precedes every non-TCP packet with offloads: all zero (no GSO,
@@ -95,7 +110,8 @@ unsigned s5_netif_gso_size(const struct s5_worker *w, int v6) {
 static const struct virtio_net_hdr vnet_none;
 
 static err_t netif_write(struct netif *nif, struct pbuf *p) {
-  struct s5_worker *w = nif->state;
+  struct s5_netif *tun = nif->state;
+  struct s5_wctx *w = tun->w;
   struct iovec iov[S5_TUN_IOV_MAX];
   struct virtio_net_hdr vh;
   int n = 0;
@@ -117,12 +133,11 @@ static err_t netif_write(struct netif *nif, struct pbuf *p) {
     /* A segment lwIP grew from many small writes (a proxy sending in small
      * pieces) has more pbufs than iovecs: the rest goes out of one copy,
      * never cut off (a short packet would be dropped and resent forever). */
-    static __thread uint8_t tail[65536];
-    iov[n].iov_base = tail;
-    iov[n].iov_len = pbuf_copy_partial(p, tail, (u16_t)(p->tot_len - off), off);
+    iov[n].iov_base = tun->tail;
+    iov[n].iov_len = pbuf_copy_partial(p, tun->tail, (u16_t)(p->tot_len - off), off);
     n++;
   }
-  ssize_t r = writev(w->fd, iov, n);
+  ssize_t r = writev(tun->fd, iov, n);
   if (r < 0) {
     /* The kernel takes TUN writes without blocking; a failure here means the
      * packet is lost, which TCP recovers from: count it, never stall. */
@@ -145,7 +160,7 @@ static err_t netif_output6(struct netif *nif, struct pbuf *p, const ip6_addr_t *
 }
 
 static err_t netif_setup(struct netif *nif) {
-  struct s5_worker *w = nif->state;
+  const struct s5_wctx *w = ((struct s5_netif *)nif->state)->w;
   nif->name[0] = 't';
   nif->name[1] = 'n';
   /* With offloads lwIP must not fragment a TCP segment longer than the MTU:
@@ -163,42 +178,45 @@ static err_t netif_setup(struct netif *nif) {
   return ERR_OK;
 }
 
-/* Reads one packet into a pbuf sized for the MTU. Returns the packet, NULL
- * on EAGAIN (the pbuf is kept as w->spare for the next wake-up). */
 /* With offloads: the virtio header goes to the stack, the packet into the
- * big buffer. TCP GSO segments are just large segments to lwIP, and partial
- * checksums are not verified (lwipopts.h); a UDP GSO packet (USO, from a
- * client sending with UDP_SEGMENT) stands for many datagrams: its segment
- * size goes to *udp_gso, to be cut up (core/udp_tun.c). */
-static ssize_t tun_read_offload(struct s5_worker *w, struct pbuf *p, unsigned *udp_gso) {
+ * big buffer. TCP GSO segments are just large segments to lwIP, and
+ * partial checksums are not verified (lwipopts.h); UDP GSO is cut up. */
+static ssize_t tun_read_offload(struct s5_netif *n, struct pbuf *p, unsigned *udp_gso) {
   struct virtio_net_hdr vh;
   struct iovec iov[2] = {{&vh, sizeof vh}, {p->payload, p->len}};
-  ssize_t n = readv(w->fd, iov, 2);
-  if (n >= 0 && (size_t)n < sizeof vh) {
+  ssize_t r = readv(n->fd, iov, 2);
+  if (r >= 0 && (size_t)r < sizeof vh) {
     errno = EIO;
     return -1;
   }
-  *udp_gso = vh.gso_type == 5 /* VIRTIO_NET_HDR_GSO_UDP_L4 */ ? vh.gso_size : 0;
-  return n < 0 ? n : n - (ssize_t)sizeof vh;
+  /* A UDP GSO packet (USO, from a client sending with UDP_SEGMENT) stands
+   * for many datagrams: its segment size goes to the caller, to be cut up
+   * (core/udp_tun.c). */
+  *udp_gso = r >= 0 && vh.gso_type == 5 /* VIRTIO_NET_HDR_GSO_UDP_L4 */ ? vh.gso_size : 0;
+  return r < 0 ? r : r - (ssize_t)sizeof vh;
 }
 
 /* Hands over the big buffer for a large packet; copies a small one into a
  * pbuf of its own size and keeps the big buffer for the next read. */
-static struct pbuf *tun_take_big(struct s5_worker *w, struct pbuf *big, size_t n) {
+static struct pbuf *tun_take_big(struct s5_netif *tun, struct pbuf *big, size_t n) {
   if (n > S5_TUN_COPY_MAX) {
     pbuf_realloc(big, (u16_t)n);
     return big;
   }
   struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)n, PBUF_RAM);
   if (p != NULL) memcpy(p->payload, big->payload, n);
-  w->spare = big;
+  tun->spare = big;
   return p;
 }
 
-static struct pbuf *tun_read_packet(struct s5_worker *w, int *err, unsigned *udp_gso) {
+/* Reads one packet into a pbuf sized for the MTU (with offloads, the big
+ * buffer). Returns the packet, or NULL with *err set: EAGAIN when the
+ * queue is empty (the pbuf is kept as spare for the next wake-up). */
+static struct pbuf *tun_read_packet(struct s5_netif *tun, int *err, unsigned *udp_gso) {
+  const struct s5_wctx *w = tun->w;
   int offload = w->cfg->tun.offload;
-  struct pbuf *p = w->spare;
-  w->spare = NULL;
+  struct pbuf *p = tun->spare;
+  tun->spare = NULL;
   if (p == NULL) {
     p = pbuf_alloc(PBUF_RAW, (u16_t)(offload ? S5_TUN_BIG_READ : w->cfg->tun.mtu), PBUF_RAM);
     if (p == NULL) {
@@ -207,14 +225,14 @@ static struct pbuf *tun_read_packet(struct s5_worker *w, int *err, unsigned *udp
     }
   }
   *udp_gso = 0;
-  ssize_t n = offload ? tun_read_offload(w, p, udp_gso) : read(w->fd, p->payload, p->len);
+  ssize_t n = offload ? tun_read_offload(tun, p, udp_gso) : read(tun->fd, p->payload, p->len);
   if (n <= 0) {
-    w->spare = p;
+    tun->spare = p;
     *err = n < 0 ? errno : EIO;
     return NULL;
   }
   if (offload) {
-    p = tun_take_big(w, p, (size_t)n);
+    p = tun_take_big(tun, p, (size_t)n);
     if (p == NULL) {
       *err = ENOMEM;
       return NULL;
@@ -236,56 +254,57 @@ static void tun_retry_cb(uv_timer_t *timer);
  * fails meanwhile (tun_errors counts each). While it fails, the worker's
  * heartbeat stands still, so the watchdog reports the queue; a device that
  * was deleted ends the daemon from the control loop (threads/control.c). */
-static void tun_failed(struct s5_worker *w, const char *what, const char *why) {
-  uv_poll_stop(&w->tun_poll);
-  S5_STAT_ADD(w->stats, tun_errors, 1);
-  if (w->tun_retry_ms == 0) {
-    w->tun_retry_ms = S5_TUN_RETRY_MIN_MS;
-    S5_STAT_SET(w->stats, tun_failing, 1);
+static void tun_failed(struct s5_netif *tun, const char *what, const char *why) {
+  uv_poll_stop(&tun->poll);
+  S5_STAT_ADD(tun->w->stats, tun_errors, 1);
+  if (tun->retry_ms == 0) {
+    tun->retry_ms = S5_TUN_RETRY_MIN_MS;
+    S5_STAT_SET(tun->w->stats, tun_failing, 1);
     s5_error("%s TUN queue (fd %d): %s; not read until it recovers (retrying every %u-%u ms)",
-             what, w->fd, why, S5_TUN_RETRY_MIN_MS, S5_TUN_RETRY_MAX_MS);
-  } else if (w->tun_retry_ms < S5_TUN_RETRY_MAX_MS) {
-    w->tun_retry_ms = w->tun_retry_ms * 2 > S5_TUN_RETRY_MAX_MS ? S5_TUN_RETRY_MAX_MS : w->tun_retry_ms * 2;
+             what, tun->fd, why, S5_TUN_RETRY_MIN_MS, S5_TUN_RETRY_MAX_MS);
+  } else if (tun->retry_ms < S5_TUN_RETRY_MAX_MS) {
+    tun->retry_ms = tun->retry_ms * 2 > S5_TUN_RETRY_MAX_MS ? S5_TUN_RETRY_MAX_MS : tun->retry_ms * 2;
   }
-  uv_timer_start(&w->tun_retry, tun_retry_cb, w->tun_retry_ms, 0);
+  uv_timer_start(&tun->retry, tun_retry_cb, tun->retry_ms, 0);
 }
 
-static void tun_recovered(struct s5_worker *w) {
-  w->tun_retry_ms = 0;
-  S5_STAT_SET(w->stats, tun_failing, 0);
-  s5_info("TUN queue (fd %d) is read again", w->fd);
+static void tun_recovered(struct s5_netif *tun) {
+  tun->retry_ms = 0;
+  S5_STAT_SET(tun->w->stats, tun_failing, 0);
+  s5_info("TUN queue (fd %d) is read again", tun->fd);
 }
 
 /* Watches the queue again and reads it at once: a packet or EAGAIN says it
  * works, an error that it still fails. */
 static void tun_retry_cb(uv_timer_t *timer) {
-  struct s5_worker *w = timer->data;
-  int r = uv_poll_start(&w->tun_poll, UV_READABLE, tun_readable);
+  struct s5_netif *tun = timer->data;
+  int r = uv_poll_start(&tun->poll, UV_READABLE, tun_readable);
   if (r < 0) {
-    tun_failed(w, "watching", uv_strerror(r));
+    tun_failed(tun, "watching", uv_strerror(r));
     return;
   }
-  tun_readable(&w->tun_poll, 0, UV_READABLE);
+  tun_readable(&tun->poll, 0, UV_READABLE);
 }
 
 static void tun_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
-  struct s5_worker *w = handle->data;
+  struct s5_netif *tun = handle->data;
   if (status < 0) {   /* libuv has stopped the handle */
-    tun_failed(w, "polling", status == UV_EBADF ? "error or hang-up (POLLERR/POLLHUP)" : uv_strerror(status));
+    tun_failed(tun, "polling", status == UV_EBADF ? "error or hang-up (POLLERR/POLLHUP)" : uv_strerror(status));
     return;
   }
   for (int i = 0; i < S5_TUN_READ_BATCH; i++) {
     int err = 0;
     unsigned udp_gso = 0;
-    struct pbuf *p = tun_read_packet(w, &err, &udp_gso);
+    struct pbuf *p = tun_read_packet(tun, &err, &udp_gso);
     if (p == NULL && err != EAGAIN && err != EINTR) {
-      tun_failed(w, "reading", strerror(err));
+      tun_failed(tun, "reading", strerror(err));
       return;
     }
-    if (w->tun_retry_ms != 0) tun_recovered(w);
+    if (tun->retry_ms != 0) tun_recovered(tun);
     if (p == NULL) return;
     /* [tun] icmp = off: lwIP would answer a ping to any address. */
+    struct s5_wctx *w = tun->w;
     if (!w->cfg->tun.icmp_reply && s5_icmp_is_echo_request(p->payload, p->len)) {
       S5_STAT_ADD(w->stats, drop_icmp, 1);
       pbuf_free(p);
@@ -297,40 +316,53 @@ static void tun_readable(uv_poll_t *handle, int status, int events) {
   }
 }
 
-int s5_netif_start(struct s5_worker *w) {
-  if (netif_add_noaddr(&w->netif, w, netif_setup, ip_input) == NULL) {
+static int netif_watch(struct s5_netif *tun) {
+  int r = uv_poll_init(&tun->w->loop, &tun->poll, tun->fd);
+  if (r < 0) {
+    s5_error("watching TUN queue fd %d: %s", tun->fd, uv_strerror(r));
+    return -1;
+  }
+  tun->poll.data = tun;
+  r = uv_timer_init(&tun->w->loop, &tun->retry);
+  if (r < 0) {
+    s5_error("TUN queue retry timer: %s", uv_strerror(r));
+    return -1;
+  }
+  tun->retry.data = tun;
+  r = uv_poll_start(&tun->poll, UV_READABLE, tun_readable);
+  if (r < 0) {
+    s5_error("watching TUN queue fd %d: %s", tun->fd, uv_strerror(r));
+    return -1;
+  }
+  return 0;
+}
+
+void s5_netif_init(struct s5_netif *tun, struct s5_wctx *w, int fd) {
+  memset(tun, 0, offsetof(struct s5_netif, tail));
+  tun->w = w;
+  tun->fd = fd;
+}
+
+int s5_netif_start(struct s5_netif *tun) {
+  struct s5_wctx *w = tun->w;
+  if (netif_add_noaddr(&w->netif, tun, netif_setup, ip_input) == NULL) {
     s5_error("lwIP refused the TUN netif");
     return -1;
   }
   netif_set_default(&w->netif);
   netif_set_up(&w->netif);
   netif_set_link_up(&w->netif);
-
-  int r = uv_poll_init(&w->loop, &w->tun_poll, w->fd);
-  if (r < 0) {
-    s5_error("watching TUN queue fd %d: %s", w->fd, uv_strerror(r));
-    return -1;
-  }
-  w->tun_poll.data = w;
-  r = uv_timer_init(&w->loop, &w->tun_retry);
-  if (r < 0) {
-    s5_error("TUN queue retry timer: %s", uv_strerror(r));
-    return -1;
-  }
-  w->tun_retry.data = w;
-  r = uv_poll_start(&w->tun_poll, UV_READABLE, tun_readable);
-  if (r < 0) {
-    s5_error("watching TUN queue fd %d: %s", w->fd, uv_strerror(r));
-    return -1;
-  }
-  return 0;
+  return netif_watch(tun);
 }
 
+int s5_netif_failing(const struct s5_netif *tun) { return tun->retry_ms != 0; }
+
 /* The poll handle and retry timer are closed with the other handles by the worker. */
-void s5_netif_stop(struct s5_worker *w) {
+void s5_netif_stop(struct s5_netif *tun) {
+  struct s5_wctx *w = tun->w;
   if (w->netif.state != NULL) netif_remove(&w->netif);   /* state is set by netif_add */
-  if (w->spare != NULL) {
-    pbuf_free(w->spare);
-    w->spare = NULL;
+  if (tun->spare != NULL) {
+    pbuf_free(tun->spare);
+    tun->spare = NULL;
   }
 }

@@ -7,13 +7,13 @@
  * window instead of filling our memory.
  *
  * Proxy to client: reads are sized to the room in lwIP's send queue and land
- * in the worker's current read buffer (struct s5_rbuf); with no room the read
+ * in the relay's current read buffer (struct s5_rbuf); with no room the read
  * stops and lwIP's sent callback restarts it once the client acknowledged
  * data. A read of at least S5_RELAY_REF_MIN bytes is handed to lwIP without
  * copying (tcp_write_ref(), lwIP patch 0006): the buffer is a custom pbuf,
  * every piece of it in a segment holds a reference, and the last piece lwIP
  * frees (acknowledged, or its pcb aborted or purged, whether or not a
- * session still owns the pcb) gives the buffer back to the worker. A smaller
+ * session still owns the pcb) gives the buffer back to the relay. A smaller
  * read is copied into segments (tcp_write() with TCP_WRITE_FLAG_COPY) and
  * the buffer takes the next read, so that a small read never pins a whole
  * buffer: what a session pins stays within twice what it has queued. */
@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include "relay.h"
 
 #include "log.h"
 #include "session.h"
@@ -33,19 +35,19 @@
 /* Resume reading from the proxy only when a read of this size fits. */
 #define S5_RELAY_MIN_ROOM 4096
 /* Reads of at least this size go to lwIP in their buffer, without a copy. */
-#define S5_RELAY_REF_MIN (S5_WORKER_READ_BUF / 2)
+#define S5_RELAY_REF_MIN (S5_RELAY_READ_BUF / 2)
 /* Unused read buffers a worker keeps (64 KiB each): freeing them to malloc
  * would have it return the pages to the kernel and fault them in again. */
 #define S5_RELAY_RBUF_CACHE 16
 
 struct s5_rbuf {
   struct pbuf_custom pc;   /* first: lwIP's free callback gets &pc.pbuf */
-  struct s5_worker *w;
-  struct s5_rbuf *next;    /* in w->rbuf_cache */
-  uint8_t data[S5_WORKER_READ_BUF];
+  struct s5_relay *r;
+  struct s5_rbuf *next;    /* in r->rbuf_cache */
+  uint8_t data[S5_RELAY_READ_BUF];
 };
 
-static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
+static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static err_t relay_flush(struct s5_session *s);
 static int relay_client_owed(const struct s5_session *s);
@@ -60,19 +62,19 @@ static size_t relay_room(const struct s5_session *s) {
   int segs = ((int)TCP_SND_QUEUELEN - (int)tcp_sndqueuelen(pcb) - 2) / 2;
   size_t by_segs = segs > 0 ? (size_t)segs * tcp_mss(pcb) : 0;
   if (room > by_segs) room = by_segs;
-  if (room > S5_WORKER_READ_BUF) room = S5_WORKER_READ_BUF;
+  if (room > S5_RELAY_READ_BUF) room = S5_RELAY_READ_BUF;
   return room;
 }
 
 /* Writes are deferred to the end of the loop iteration (the worker's check
- * handle): the segments of one batch of TUN reads leave in one writev, and
+ * handle runs s5_relay_flush_pending()): the segments of one batch of TUN reads leave in one writev, and
  * a proxy that sends in small pieces still gets full segments to the client
  * without Nagle's delay. */
 static void relay_defer(struct s5_session *s) {
   if (s->flush_queued) return;
   s->flush_queued = 1;
-  s->flush_next = s->w->flush_head;
-  s->w->flush_head = s;
+  s->flush_next = s->relay->flush_head;
+  s->relay->flush_head = s;
 }
 
 static void relay_check_done(struct s5_session *s) {
@@ -149,7 +151,7 @@ static err_t relay_flush(struct s5_session *s) {
     uv_buf_t bufs[S5_RELAY_IOV];
     size_t total;
     int n = relay_bufs(s, bufs, S5_RELAY_IOV, &total);
-    int r = uv_try_write((uv_stream_t *)&s->sock, bufs, (unsigned)n);
+    int r = uv_try_write((uv_stream_t *)&s->proxy.sock, bufs, (unsigned)n);
     if (r > 0) {
       relay_consume(s, (size_t)r);
       if ((size_t)r == total) continue;
@@ -162,12 +164,12 @@ static err_t relay_flush(struct s5_session *s) {
       return s5_session_abort(s, "writing to proxy failed");
     }
     s->write_len = total;
-    r = uv_write(&s->write_req, (uv_stream_t *)&s->sock, bufs, (unsigned)n, relay_written);
+    r = uv_write(&s->write_req, (uv_stream_t *)&s->proxy.sock, bufs, (unsigned)n, relay_written);
     if (r < 0) return s5_session_abort(s, "writing to proxy failed");
     s->writing = 1;
   }
   if (s->out == NULL && s->client_eof && !s->writing && !s->shutting && !s->proxy_shut) {
-    if (uv_shutdown(&s->shutdown_req, (uv_stream_t *)&s->sock, relay_shutdown_done) < 0)
+    if (uv_shutdown(&s->shutdown_req, (uv_stream_t *)&s->proxy.sock, relay_shutdown_done) < 0)
       return s5_session_abort(s, "half-closing the proxy connection failed");
     s->shutting = 1;
   }
@@ -209,75 +211,82 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
   }
   if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY &&
       relay_room(s) >= S5_RELAY_MIN_ROOM) {
-    if (uv_read_start((uv_stream_t *)&s->sock, relay_alloc, relay_read) == 0) s->reading = 1;
+    if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_read_alloc, relay_read) == 0) s->reading = 1;
   }
   return ERR_OK;
 }
 
 /* lwIP freed the last piece of a read buffer (or the relay dropped its own
- * reference to one lwIP did not take): back to the worker's cache. */
+ * reference to one lwIP did not take): back to the relay's cache. */
 static void relay_rbuf_free(struct pbuf *p) {
   struct s5_rbuf *b = (struct s5_rbuf *)(void *)((char *)p - offsetof(struct s5_rbuf, pc.pbuf));
-  struct s5_worker *w = b->w;
-  w->rbuf_out--;
-  if (w->rbuf_cached < S5_RELAY_RBUF_CACHE && !w->stopping) {
-    b->next = w->rbuf_cache;
-    w->rbuf_cache = b;
-    w->rbuf_cached++;
+  struct s5_relay *r = b->r;
+  r->rbuf_out--;
+  if (r->rbuf_cached < S5_RELAY_RBUF_CACHE && !r->w->stopping) {
+    b->next = r->rbuf_cache;
+    r->rbuf_cache = b;
+    r->rbuf_cached++;
   } else {
     free(b);
   }
 }
 
 /* The buffer for the next read: NULL when none can be allocated. */
-static struct s5_rbuf *relay_rbuf_current(struct s5_worker *w) {
-  struct s5_rbuf *b = w->rbuf_cur;
+static struct s5_rbuf *relay_rbuf_current(struct s5_relay *r) {
+  struct s5_rbuf *b = r->rbuf_cur;
   if (b != NULL) return b;
-  if (w->rbuf_cache != NULL) {
-    b = w->rbuf_cache;
-    w->rbuf_cache = b->next;
-    w->rbuf_cached--;
+  if (r->rbuf_cache != NULL) {
+    b = r->rbuf_cache;
+    r->rbuf_cache = b->next;
+    r->rbuf_cached--;
   } else if ((b = malloc(sizeof *b)) == NULL) {
     return NULL;
   }
-  b->w = w;
+  b->r = r;
   b->next = NULL;
-  w->rbuf_out++;
-  w->rbuf_cur = b;
+  r->rbuf_out++;
+  r->rbuf_cur = b;
   return b;
 }
 
-void s5_relay_worker_stop(struct s5_worker *w) {
-  if (w->rbuf_cur != NULL) {
-    free(w->rbuf_cur);
-    w->rbuf_cur = NULL;
-    w->rbuf_out--;
+void s5_relay_init(struct s5_relay *r, struct s5_wctx *w) {
+  memset(r, 0, offsetof(struct s5_relay, read_buf));
+  r->w = w;
+}
+
+void s5_relay_stop(struct s5_relay *r) {
+  if (r->rbuf_cur != NULL) {
+    free(r->rbuf_cur);
+    r->rbuf_cur = NULL;
+    r->rbuf_out--;
   }
-  while (w->rbuf_cache != NULL) {
-    struct s5_rbuf *b = w->rbuf_cache;
-    w->rbuf_cache = b->next;
+  while (r->rbuf_cache != NULL) {
+    struct s5_rbuf *b = r->rbuf_cache;
+    r->rbuf_cache = b->next;
     free(b);
   }
-  w->rbuf_cached = 0;
+  r->rbuf_cached = 0;
   /* Buffers lwIP still references are freed when it frees them. */
-  if (w->rbuf_out != 0) s5_warn("%u read buffers still held by lwIP at stop", w->rbuf_out);
+  if (r->rbuf_out != 0) s5_warn("%u read buffers still held by lwIP at stop", r->rbuf_out);
 }
 
-static void relay_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+/* libuv's alloc callback for proxy reads: the current read buffer, sized
+ * to the room in lwIP's send queue. */
+static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
   struct s5_session *s = handle->data;
-  struct s5_rbuf *b = relay_rbuf_current(s->w);
-  *buf = uv_buf_init(b != NULL ? (char *)b->data : (char *)s->w->read_buf, (unsigned)relay_room(s));
+  struct s5_rbuf *b = relay_rbuf_current(s->relay);
+  *buf = uv_buf_init(b != NULL ? (char *)b->data : (char *)s->relay->read_buf, (unsigned)relay_room(s));
 }
 
-/* Queues n bytes the proxy sent, read into buf (relay_alloc's buffer). */
+/* Queues n bytes the proxy sent, read into buf (relay_read_alloc's buffer). */
 static err_t relay_queue(struct s5_session *s, const uv_buf_t *buf, u16_t n) {
-  struct s5_worker *w = s->w;
-  struct s5_rbuf *b = w->rbuf_cur;
+  struct s5_relay *r = s->relay;
+  struct s5_rbuf *b = r->rbuf_cur;
   if (b == NULL || buf->base != (char *)b->data || n < S5_RELAY_REF_MIN)
     return tcp_write(s->pcb, buf->base, n, TCP_WRITE_FLAG_COPY);
   /* The buffer becomes a pbuf of the n bytes; our reference is dropped
    * right away, so that lwIP's pieces (if any) keep it alive alone. */
-  w->rbuf_cur = NULL;
+  r->rbuf_cur = NULL;
   b->pc.custom_free_function = relay_rbuf_free;
   struct pbuf *p = pbuf_alloced_custom(PBUF_RAW, n, PBUF_REF, &b->pc, b->data, sizeof b->data);
   err_t err = tcp_write_ref(s->pcb, b->data, n, 0, p);
@@ -286,7 +295,7 @@ static err_t relay_queue(struct s5_session *s, const uv_buf_t *buf, u16_t n) {
 }
 
 static void relay_stop_reading(struct s5_session *s) {
-  uv_read_stop((uv_stream_t *)&s->sock);
+  uv_read_stop((uv_stream_t *)&s->proxy.sock);
   s->reading = 0;
 }
 
@@ -314,7 +323,7 @@ static void relay_proxy_reset(struct s5_session *s, const char *why) {
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   struct s5_session *s = stream->data;
   if (s->state == S5_SESSION_CLOSED || nread == 0) return;
-  if (nread == UV_ENOBUFS) {   /* relay_alloc found no room: wait for acks */
+  if (nread == UV_ENOBUFS) {   /* relay_read_alloc found no room: wait for acks */
     relay_stop_reading(s);
     return;
   }
@@ -360,13 +369,13 @@ void s5_relay_attach(struct s5_session *s) {
  * with its CONNECT reply, then read from the proxy. Returns ERR_ABRT when
  * it had to abort the session. */
 err_t s5_relay_start(struct s5_session *s) {
-  if (s->hs_in_len > 0) {
-    if (tcp_write(s->pcb, s->hs_in, s->hs_in_len, TCP_WRITE_FLAG_COPY) != ERR_OK)
+  if (s->proxy.in_len > 0) {
+    if (tcp_write(s->pcb, s->proxy.in, s->proxy.in_len, TCP_WRITE_FLAG_COPY) != ERR_OK)
       return s5_session_abort(s, "lwIP send queue refused data");
-    s->hs_in_len = 0;
+    s->proxy.in_len = 0;
     tcp_output(s->pcb);
   }
-  if (uv_read_start((uv_stream_t *)&s->sock, relay_alloc, relay_read) < 0)
+  if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_read_alloc, relay_read) < 0)
     return s5_session_abort(s, "reading from proxy failed");
   s->reading = 1;
   return ERR_OK;
@@ -374,10 +383,10 @@ err_t s5_relay_start(struct s5_session *s) {
 
 /* Runs after every poll phase. Sessions closed meanwhile are still in
  * memory: their close callbacks run after this. */
-void s5_relay_flush_pending(struct s5_worker *w) {
-  while (w->flush_head != NULL) {
-    struct s5_session *s = w->flush_head;
-    w->flush_head = s->flush_next;
+void s5_relay_flush_pending(struct s5_relay *r) {
+  while (r->flush_head != NULL) {
+    struct s5_session *s = r->flush_head;
+    r->flush_head = s->flush_next;
     s->flush_queued = 0;
     if (s->state == S5_SESSION_CLOSED) continue;
     if (s->proxy_reset && !relay_client_owed(s)) {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Session lifecycle: created for a client's SYN, ended exactly once, freed
- * when its libuv handles have closed. */
+ * when its libuv handles have closed. And the table of a worker's sessions:
+ * its listener, its list, and a drain that ends by calling back the one
+ * who asked for it, so that nothing here knows the worker. */
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include "conntab.h"
 #include "flowtab.h"
 #include "log.h"
+#include "netif.h"
 #include "session.h"
 
 #include "lwip/tcp.h"
@@ -17,23 +20,24 @@
 static void session_timer_fired(uv_timer_t *timer);
 
 static void session_link(struct s5_session *s) {
-  struct s5_worker *w = s->w;
-  s->next = w->sessions;
-  if (w->sessions != NULL) w->sessions->prev = s;
-  w->sessions = s;
-  S5_STAT_ADD(w->stats, tcp_active, 1);
-  S5_STAT_ADD(w->stats, tcp_total, 1);
+  struct s5_sessions *t = s->tab;
+  s->next = t->list;
+  if (t->list != NULL) t->list->prev = s;
+  t->list = s;
+  S5_STAT_ADD(s->w->stats, tcp_active, 1);
+  S5_STAT_ADD(s->w->stats, tcp_total, 1);
 }
 
+/* The last session of a draining table ended: the drain is over. */
 static void session_unlink(struct s5_session *s) {
-  struct s5_worker *w = s->w;
+  struct s5_sessions *t = s->tab;
   if (s->prev != NULL) s->prev->next = s->next;
-  else w->sessions = s->next;
+  else t->list = s->next;
   if (s->next != NULL) s->next->prev = s->prev;
-  S5_STAT_SUB(w->stats, tcp_active, 1);
-  if (s->flow_ref != 0) s5_flowtab_remove(w->flows, s->flow_ref);
+  S5_STAT_SUB(s->w->stats, tcp_active, 1);
+  if (s->flow_ref != 0) s5_flowtab_remove(s->w->flows, s->flow_ref);
   s->flow_ref = 0;
-  s5_worker_session_gone(w);
+  if (t->list == NULL && t->drained != NULL) t->drained(t->drained_arg);
 }
 
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
@@ -46,13 +50,16 @@ const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
 
 void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loop); }
 
-static void session_handle_closed(uv_handle_t *handle) {
-  struct s5_session *s = handle->data;
+/* The last of the timer and the proxy client frees the session. */
+void s5_session_proxy_closed(void *session) {
+  struct s5_session *s = session;
   if (--s->handles_open > 0) return;
-  s5_worker_cfg_release(s->w, s->cfg);
+  s5_wctx_cfg_release(s->w, s->cfg);
   free((char *)s->rec.name);
   free(s);
 }
+
+static void session_handle_closed(uv_handle_t *handle) { s5_session_proxy_closed(handle->data); }
 
 /* How the session ended, for its line in the session log. */
 static void session_ended(struct s5_session *s, const char *why) {
@@ -84,9 +91,7 @@ static void session_close_handles(struct s5_session *s, int reset) {
   s5_relay_release(s);
   uv_timer_stop(&s->timer);
   uv_close((uv_handle_t *)&s->timer, session_handle_closed);
-  if (!s->sock_open) return;
-  if (reset && uv_tcp_close_reset(&s->sock, session_handle_closed) == 0) return;
-  uv_close((uv_handle_t *)&s->sock, session_handle_closed);
+  s5_proxy_close(&s->proxy, reset);
 }
 
 /* Both directions are done: let lwIP finish the TCP close on its own. */
@@ -113,7 +118,7 @@ int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const cha
     snprintf(line, sizeof line, "s%llu %s: %s", (unsigned long long)s->id,
              s5_session_peer(s, peer, sizeof peer), why);
     s5_debug("%s", line);
-    s5_worker_failure(s->w, level, line);
+    s5_wctx_failure(s->w, level, line);
   }
   session_ended(s, why != NULL ? why : "reset: s5tund stopped");
   struct tcp_pcb *pcb = session_detach_pcb(s);
@@ -122,8 +127,9 @@ int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const cha
   return pcb != NULL ? ERR_ABRT : ERR_OK;
 }
 
-void s5_session_list(struct s5_worker *w, struct s5_connq *q) {
-  for (const struct s5_session *s = w->sessions; s != NULL; s = s->next) {
+void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q) {
+  const struct s5_wctx *w = t->w;
+  for (const struct s5_session *s = t->list; s != NULL; s = s->next) {
     struct s5_conn c;
     s5_session_record_entry(&s->rec, &c);
     c.last_ms = s->last_active;
@@ -133,10 +139,6 @@ void s5_session_list(struct s5_worker *w, struct s5_connq *q) {
                                                 : S5_CONN_OPEN;
     s5_conntab_put(q, &c);
   }
-}
-
-void s5_session_abort_all(struct s5_worker *w) {
-  while (w->sessions != NULL) s5_session_abort(w->sessions, NULL);
 }
 
 /* lwIP freed the pcb (RST from the client, or retransmissions gave up). */
@@ -158,7 +160,7 @@ static void session_pcb_error(void *arg, err_t err) {
 
 /* The listener's accept callback: the client's ACK completed the handshake
  * we let through. lwIP passes the new pcb's arg, our session. */
-err_t s5_session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
+static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   struct s5_session *s = arg;
   if (s == NULL || err != ERR_OK) return ERR_VAL;
   s->state = S5_SESSION_RELAY;
@@ -188,9 +190,14 @@ static void session_track(struct s5_session *s) {
   if (s->flow_ref == 0) S5_STAT_ADD(s->w->stats, tcp_untracked, 1);
 }
 
-/* CONNECT succeeded: answer the client's SYN now. */
+/* CONNECT succeeded: answer the client's SYN now. The client has what is
+ * left of connect-timeout (counted from its SYN, as the proxy client's
+ * was) to complete its handshake. */
 void s5_session_established(struct s5_session *s) {
   s->state = S5_SESSION_SYNACK;
+  uint64_t budget = s->cfg->session.connect_timeout * 1000ull;
+  uint64_t spent = uv_now(&s->w->loop) - s->rec.started_ms;
+  uv_timer_start(&s->timer, session_timer_fired, spent < budget ? budget - spent : 0, 0);
   if (s->w->flows != NULL) session_track(s);
   tcp_output(s->pcb);
 }
@@ -205,16 +212,8 @@ static void session_timer_fired(uv_timer_t *timer) {
     s5_session_abort(s, "client did not complete the TCP handshake within connect-timeout");
     return;
   }
-  if (s->state == S5_SESSION_CONNECTING) {   /* the proxy itself does not answer */
-    S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
-    s5_session_abort_at(s, S5_LOG_WARN, "proxy connection not established within connect-timeout");
-    return;
-  }
-  if (s->state != S5_SESSION_RELAY) {
-    S5_STAT_ADD(s->w->stats, socks5_timeout, 1);
-    s5_session_abort(s, "connection not established within connect-timeout");
-    return;
-  }
+  /* Before the SYN-ACK the timer is not running: the proxy client's
+   * connect-timeout covers that part (proxy.c). */
   uint64_t idle_ms = s->cfg->session.tcp_idle_timeout * 1000ull;
   uint64_t quiet = uv_now(&s->w->loop) - s->last_active;
   if (quiet >= idle_ms) {
@@ -224,13 +223,16 @@ static void session_timer_fired(uv_timer_t *timer) {
   uv_timer_start(timer, session_timer_fired, idle_ms - quiet, 0);
 }
 
-static struct s5_session *session_new(struct s5_worker *w, struct tcp_pcb *pcb) {
+static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb) {
+  struct s5_wctx *w = t->w;
   struct s5_session *s = calloc(1, sizeof *s);
   if (s == NULL) return NULL;
+  s->tab = t;
   s->w = w;
-  s->cfg = s5_worker_cfg_hold(w);   /* what it started with, whatever a reload brings */
+  s->relay = t->relay;
+  s->cfg = s5_wctx_cfg_hold(w);   /* what it started with, whatever a reload brings */
   s->pcb = pcb;
-  s->id = ++w->next_session_id;
+  s->id = ++t->next_id;
   s->rec = (struct s5_session_record){.kind = 's', .id = s->id, .client_port = pcb->remote_port,
                                       .dest_port = pcb->local_port, .started_ms = uv_now(&w->loop), .end = "?"};
   ip_addr_copy(s->rec.client, pcb->remote_ip);
@@ -244,7 +246,7 @@ static struct s5_session *session_new(struct s5_worker *w, struct tcp_pcb *pcb) 
 
 /* A SYN to the proxy itself means the proxy connections are routed into
  * the tunnel (no mark, or a rule missing): carrying it would loop forever. */
-static int session_targets_proxy(const struct s5_worker *w, const struct tcp_pcb *pcb) {
+static int session_targets_proxy(const struct s5_wctx *w, const struct tcp_pcb *pcb) {
   const struct sockaddr_storage *ss = &w->cfg->socks5.addr;
   if (ss->ss_family == AF_INET && !IP_IS_V6(&pcb->local_ip)) {
     const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
@@ -259,11 +261,12 @@ static int session_targets_proxy(const struct s5_worker *w, const struct tcp_pcb
   return 0;
 }
 
-static void session_refuse_loop(struct s5_worker *w) {
+static void session_refuse_loop(struct s5_sessions *t) {
+  struct s5_wctx *w = t->w;
   S5_STAT_ADD(w->stats, drop_proxy_loop, 1);
   uint64_t now = uv_now(&w->loop);
-  if (w->loop_logged_ms != 0 && now - w->loop_logged_ms < 10000) return;   /* once per 10 s */
-  w->loop_logged_ms = now;
+  if (t->loop_logged_ms != 0 && now - t->loop_logged_ms < 10000) return;   /* once per 10 s */
+  t->loop_logged_ms = now;
   const struct s5_config *cfg = w->cfg;
   if (cfg->tun.auto_route && cfg->socks5.mark != 0)   /* s5tund's own are marked: not routed here */
     s5_warn("refused a connection to the SOCKS5 proxy's address (%llu so far): an application "
@@ -283,7 +286,7 @@ static void session_refuse_loop(struct s5_worker *w) {
 #define S5_GSO_MSS4 65495u   /* 65535 - IPv4 - TCP headers */
 #define S5_GSO_MSS6 65475u   /* 65535 - IPv6 - TCP headers */
 
-static void session_use_gso(const struct s5_worker *w, struct tcp_pcb *pcb) {
+static void session_use_gso(const struct s5_wctx *w, struct tcp_pcb *pcb) {
   int v6 = IP_IS_V6(&pcb->local_ip);
   if (w->cfg->tun.offload && pcb->mss == s5_netif_gso_size(w, v6))
     pcb->mss = (u16_t)(v6 ? S5_GSO_MSS6 : S5_GSO_MSS4);
@@ -308,25 +311,29 @@ static void session_limit_buffers(const struct s5_session *s, struct tcp_pcb *pc
 /* The listener's SYN callback: a client wants a connection. The SYN-ACK
  * waits (ERR_INPROGRESS) until the proxy has connected. Returning anything
  * else makes lwIP refuse the SYN with a RST. */
-err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
-  struct s5_worker *w = arg;
+static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
+  struct s5_sessions *t = arg;
+  struct s5_wctx *w = t->w;
+  if (w->draining || w->stopping) {
+    S5_STAT_ADD(w->stats, drop_draining, 1);
+    return ERR_MEM;
+  }
   unsigned max = w->cfg->session.max_sessions;
-  if (w->draining || w->stopping || (max != 0 && w->stats->tcp_active >= max)) {
+  if (max != 0 && w->stats->tcp_active >= max) {
     S5_STAT_ADD(w->stats, drop_max_sessions, 1);
     return ERR_MEM;
   }
   if (session_targets_proxy(w, pcb)) {
-    session_refuse_loop(w);
+    session_refuse_loop(t);
     return ERR_MEM;
   }
-  struct s5_session *s = session_new(w, pcb);
+  struct s5_session *s = session_new(t, pcb);
   if (s == NULL) {
     S5_STAT_ADD(w->stats, drop_no_memory, 1);
     return ERR_MEM;
   }
   session_link(s);
   s5_session_touch(s);
-  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.connect_timeout * 1000ull, 0);
 
   tcp_arg(pcb, s);
   tcp_err(pcb, session_pcb_error);
@@ -345,4 +352,47 @@ err_t s5_session_on_syn(void *arg, struct tcp_pcb *pcb) {
   char peer[128];
   s5_debug("s%llu new %s", (unsigned long long)s->id, s5_session_peer(s, peer, sizeof peer));
   return ERR_INPROGRESS;
+}
+
+/* ---- the table ---- */
+
+void s5_sessions_init(struct s5_sessions *t, struct s5_wctx *w, struct s5_relay *relay) {
+  memset(t, 0, sizeof *t);
+  t->w = w;
+  t->relay = relay;
+}
+
+/* The one listening pcb: SYNs to every address and port end up here. */
+int s5_sessions_listen(struct s5_sessions *t) {
+  t->listener = tcp_new_any_dest_listener();
+  if (t->listener == NULL) {
+    s5_error("lwIP could not create the listener");
+    return -1;
+  }
+  tcp_arg(t->listener, t);
+  tcp_syn(t->listener, session_on_syn);
+  tcp_accept(t->listener, session_on_accept);
+  return 0;
+}
+
+static void sessions_close_listener(struct s5_sessions *t) {
+  if (t->listener != NULL) {
+    tcp_close(t->listener);   /* from now on lwIP answers SYNs with a RST */
+    t->listener = NULL;
+  }
+}
+
+int s5_sessions_empty(const struct s5_sessions *t) { return t->list == NULL; }
+
+void s5_sessions_drain(struct s5_sessions *t, void (*drained)(void *arg), void *arg) {
+  sessions_close_listener(t);
+  t->drained = drained;
+  t->drained_arg = arg;
+  if (t->list == NULL) drained(arg);
+}
+
+void s5_sessions_stop(struct s5_sessions *t) {
+  sessions_close_listener(t);
+  t->drained = NULL;   /* a reset is no drain coming to its end */
+  while (t->list != NULL) s5_session_abort(t->list, NULL);
 }

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* [log] sessions (sessionlog.h): the line, its budget per second, and a
+ * record's --connections entry. */
 #include "sessionlog.h"
 
 #include <arpa/inet.h>
@@ -8,7 +10,7 @@
 #include "addr.h"
 #include "conntab.h"
 #include "log.h"
-#include "worker.h"
+#include "wctx.h"
 
 void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *c) {
   memset(c, 0, sizeof *c);
@@ -45,23 +47,23 @@ static void proxy_text(const struct s5_config *cfg, char *buf, size_t len) {
 }
 
 /* A token bucket refilled each second of the worker's loop clock. */
-static int session_log_allowed(struct s5_worker *w, const struct s5_config *cfg) {
+static int session_log_allowed(struct s5_wctx *w, const struct s5_config *cfg) {
   uint64_t now = uv_now(&w->loop);
-  if (now - w->slog_second_ms >= 1000) {
+  if (now - w->slog.second_ms >= 1000) {
     s5_session_log_tick(w);
-    w->slog_second_ms = now;
-    w->slog_lines = 0;
+    w->slog.second_ms = now;
+    w->slog.lines = 0;
   }
-  if (w->slog_lines < cfg->log.sessions_max_per_second) {
-    w->slog_lines++;
+  if (w->slog.lines < cfg->log.sessions_max_per_second) {
+    w->slog.lines++;
     return 1;
   }
-  w->slog_dropped++;
+  w->slog.dropped++;
   S5_STAT_ADD(w->stats, session_log_dropped, 1);
   return 0;
 }
 
-void s5_session_log(struct s5_worker *w, const struct s5_config *cfg, const struct s5_session_record *r) {
+void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct s5_session_record *r) {
   if (!s5_session_log_on(cfg) || !session_log_allowed(w, cfg)) return;
   char client[S5_ADDR_STRLEN], dest[S5_ADDR_STRLEN], proxy[S5_ADDR_STRLEN];
   s5_addr_port_str(&r->client, r->client_port, client, sizeof client);
@@ -75,9 +77,9 @@ void s5_session_log(struct s5_worker *w, const struct s5_config *cfg, const stru
           r->end);
 }
 
-void s5_session_log_tick(struct s5_worker *w) {
-  if (w->slog_dropped == 0) return;
+void s5_session_log_tick(struct s5_wctx *w) {
+  if (w->slog.dropped == 0) return;
   s5_info("session log: %llu lines over [log] sessions-max-per-second left out (counted in session_log_dropped)",
-          (unsigned long long)w->slog_dropped);
-  w->slog_dropped = 0;
+          (unsigned long long)w->slog.dropped);
+  w->slog.dropped = 0;
 }

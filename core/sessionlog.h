@@ -12,7 +12,7 @@
 
 #include "lwip/ip_addr.h"
 
-struct s5_worker;
+struct s5_wctx;
 struct s5_config;
 
 /* What a session or association leaves behind for its line. */
@@ -36,9 +36,9 @@ int s5_session_log_on(const struct s5_config *cfg);
 
 /* Writes r's line, or counts it when this second's lines are used up.
  * cfg: the configuration the session started with (its proxy). */
-void s5_session_log(struct s5_worker *w, const struct s5_config *cfg, const struct s5_session_record *r);
+void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct s5_session_record *r);
 
 /* Once per second or so (the worker's timer): the summary of lines left out. */
-void s5_session_log_tick(struct s5_worker *w);
+void s5_session_log_tick(struct s5_wctx *w);
 
 #endif

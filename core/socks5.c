@@ -90,29 +90,26 @@ int s5_socks5_write_auth(uint8_t *buf, size_t cap, const char *user, const char 
 
 /* Port is taken as it is stored in the sockaddr: already network order. */
 int s5_socks5_write_connect(uint8_t *buf, size_t cap, const struct sockaddr *dst) {
-  const struct sockaddr_in *sin;
-  const struct sockaddr_in6 *sin6;
-  uint8_t *p = buf;
+  const void *addr, *port;
+  size_t alen;
+  uint8_t atyp;
 
   if (dst == NULL)
     return S5_SOCKS5_BAD_MESSAGE;
   if (dst->sa_family == AF_INET) {
-    sin = (const struct sockaddr_in *)dst;
-    if (cap < HEAD_LEN + 4 + PORT_LEN)
-      return S5_SOCKS5_TOO_LONG;
-    p = put_connect_head(p, ATYP_IPV4);
-    p = put_bytes(p, &sin->sin_addr, 4);
-    p = put_bytes(p, &sin->sin_port, PORT_LEN);
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)dst;
+    atyp = ATYP_IPV4, addr = &sin->sin_addr, alen = 4, port = &sin->sin_port;
   } else if (dst->sa_family == AF_INET6) {
-    sin6 = (const struct sockaddr_in6 *)dst;
-    if (cap < HEAD_LEN + 16 + PORT_LEN)
-      return S5_SOCKS5_TOO_LONG;
-    p = put_connect_head(p, ATYP_IPV6);
-    p = put_bytes(p, &sin6->sin6_addr, 16);
-    p = put_bytes(p, &sin6->sin6_port, PORT_LEN);
+    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)dst;
+    atyp = ATYP_IPV6, addr = &sin6->sin6_addr, alen = 16, port = &sin6->sin6_port;
   } else {
     return S5_SOCKS5_BAD_MESSAGE;
   }
+  if (cap < HEAD_LEN + alen + PORT_LEN)
+    return S5_SOCKS5_TOO_LONG;
+  uint8_t *p = put_connect_head(buf, atyp);
+  p = put_bytes(p, addr, alen);
+  p = put_bytes(p, port, PORT_LEN);
   return (int)(p - buf);
 }
 
@@ -131,15 +128,20 @@ int s5_socks5_write_connect_name(uint8_t *buf, size_t cap, const char *name, uin
   return (int)(p - buf);
 }
 
+int s5_socks5_head(const uint8_t *buf, size_t len, uint8_t ver, size_t need) {
+  if (len < 1)
+    return S5_SOCKS5_NEED_MORE;
+  if (buf[0] != ver)
+    return S5_SOCKS5_BAD_VERSION;
+  return len < need ? S5_SOCKS5_NEED_MORE : 0;
+}
+
 int s5_socks5_parse_method(const uint8_t *buf, size_t len, int offered_auth) {
   uint8_t want = offered_auth ? S5_SOCKS5_METHOD_USERPASS : S5_SOCKS5_METHOD_NONE;
 
-  if (len < 1)
-    return S5_SOCKS5_NEED_MORE;
-  if (buf[0] != SOCKS5_VER)
-    return S5_SOCKS5_BAD_VERSION;
-  if (len < 2)
-    return S5_SOCKS5_NEED_MORE;
+  int head = s5_socks5_head(buf, len, SOCKS5_VER, 2);
+  if (head < 0)
+    return head;
   /* We offered exactly one method, so anything else, 0xFF included, means
    * the server and we have nothing in common. */
   if (buf[1] != want)
@@ -148,12 +150,9 @@ int s5_socks5_parse_method(const uint8_t *buf, size_t len, int offered_auth) {
 }
 
 int s5_socks5_parse_auth(const uint8_t *buf, size_t len) {
-  if (len < 1)
-    return S5_SOCKS5_NEED_MORE;
-  if (buf[0] != AUTH_VER)
-    return S5_SOCKS5_BAD_VERSION;
-  if (len < 2)
-    return S5_SOCKS5_NEED_MORE;
+  int head = s5_socks5_head(buf, len, AUTH_VER, 2);
+  if (head < 0)
+    return head;
   if (buf[1] != 0x00)
     return S5_SOCKS5_AUTH_FAILED;
   return 2;
@@ -188,12 +187,9 @@ static int reply_len(const uint8_t *buf, size_t len) {
 int s5_socks5_parse_reply(const uint8_t *buf, size_t len, uint8_t *rep) {
   int total;
 
-  if (len < 1)
-    return S5_SOCKS5_NEED_MORE;
-  if (buf[0] != SOCKS5_VER)
-    return S5_SOCKS5_BAD_VERSION;
-  if (len < 2)
-    return S5_SOCKS5_NEED_MORE;
+  int head = s5_socks5_head(buf, len, SOCKS5_VER, 2);
+  if (head < 0)
+    return head;
   if (rep != NULL)
     *rep = buf[1];
   if (buf[1] != 0x00)

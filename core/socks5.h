@@ -24,6 +24,11 @@ enum s5_socks5_status {
 
 enum s5_socks5_method { S5_SOCKS5_METHOD_NONE = 0x00, S5_SOCKS5_METHOD_USERPASS = 0x02 };
 
+/* Every reply starts with a version byte: S5_SOCKS5_NEED_MORE until it is
+ * in, S5_SOCKS5_BAD_VERSION when it is not ver, S5_SOCKS5_NEED_MORE again
+ * while fewer than need bytes are in, 0 once they are. */
+int s5_socks5_head(const uint8_t *buf, size_t len, uint8_t ver, size_t need);
+
 /* Client requests: each writes into buf (capacity cap) and returns the byte
  * count, or a negative s5_socks5_status when it does not fit. */
 

@@ -125,12 +125,9 @@ int s5_socks5_parse_reply_addr(const uint8_t *buf, size_t len, uint8_t *rep,
                                struct s5_socks5_addr *bnd) {
   int n;
 
-  if (len < 1)
-    return S5_SOCKS5_NEED_MORE;
-  if (buf[0] != VER)
-    return S5_SOCKS5_BAD_VERSION;
-  if (len < 3)
-    return S5_SOCKS5_NEED_MORE;
+  n = s5_socks5_head(buf, len, VER, 3);
+  if (n < 0)
+    return n;
   n = get_addr(buf + 3, len - 3, bnd);
   if (n < 0)
     return n;

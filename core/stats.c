@@ -129,7 +129,7 @@ static void table_row(FILE *out, const char *label, const struct s5_queue_stats 
           st->tcp_active, st->tcp_total, st->udp_active, st->udp_total,
           st->socks5_connect_failed + st->socks5_auth_failed + st->socks5_refused +
               st->socks5_bad_reply + st->socks5_timeout,
-          st->drop_tun_write + st->drop_max_sessions + st->drop_no_memory + st->drop_udp +
+          st->drop_tun_write + st->drop_max_sessions + st->drop_draining + st->drop_no_memory + st->drop_udp +
               st->drop_dns + st->drop_icmp + st->drop_proxy_loop);
 }
 

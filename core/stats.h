@@ -16,14 +16,14 @@
 /* Every counter, once: the struct, the JSON and the table come from here. */
 #define S5_STATS_COUNTERS(X)                                                   \
   X(tun_rx_packets) X(tun_rx_bytes) X(tun_tx_packets) X(tun_tx_bytes)          \
-  X(tcp_active) X(tcp_total) X(tcp_handshake_timeout)                           \
+  X(tcp_active) X(tcp_total) X(tcp_handshake_timeout)                          \
   X(udp_active) X(udp_total)                                                   \
   X(bytes_to_proxy) X(bytes_from_proxy)                                        \
   X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \
   X(socks5_bad_reply) X(socks5_timeout)                                        \
-  X(drop_tun_write) X(drop_max_sessions) X(drop_no_memory) X(drop_udp)         \
-  X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts) X(tun_errors)        \
-  X(tcp_reset_dead_worker) X(tcp_untracked) X(session_log_dropped)
+  X(drop_tun_write) X(drop_max_sessions) X(drop_draining) X(drop_no_memory)    \
+  X(drop_udp) X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts)          \
+  X(tun_errors) X(tcp_reset_dead_worker) X(tcp_untracked) X(session_log_dropped)
 
 struct s5_queue_stats {
 #define S5_STATS_FIELD(name) uint64_t name;

@@ -29,7 +29,7 @@
 
 #include "log.h"
 #include "udp_tun.h"
-#include "worker.h"
+#include "wctx.h"
 
 #include "lwip/pbuf.h"
 
@@ -65,7 +65,7 @@ union cmsg_int {
 };
 
 struct s5_udp_io {
-  struct s5_worker *w;
+  struct s5_wctx *w;
   uv_check_t check;
   int batch;                          /* 0: S5TUND_NO_UDP_OFFLOAD, the plain path */
   struct s5_udp_sock *pend;
@@ -364,7 +364,7 @@ void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb) {
 
 /* ---------------------------------------------------------------- worker glue */
 
-int s5_udp_io_start(struct s5_worker *w) {
+int s5_udp_io_start(struct s5_wctx *w) {
   struct s5_udp_io *io = calloc(1, sizeof *io);
   uint8_t *slots = malloc((size_t)S5_UDPIO_RECV_BATCH * S5_UDPIO_SLOT);
   if (io == NULL || slots == NULL) {

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-struct s5_worker;
+struct s5_wctx;
 struct pbuf;
 struct s5_udp_sock;
 
@@ -48,7 +48,7 @@ struct s5_udp_sock {
 };
 
 /* Per worker: call from s5_udp_start / s5_udp_stop. Returns 0 or -1 (logged). */
-int s5_udp_io_start(struct s5_worker *w);
+int s5_udp_io_start(struct s5_wctx *w);
 void s5_udp_io_stop(void);
 
 /* 1 when batching and offloads are on (S5TUND_NO_UDP_OFFLOAD not set). */

@@ -25,8 +25,9 @@
 #include <sys/uio.h>
 
 #include "log.h"
+#include "netif.h"
 #include "udp.h"
-#include "worker.h"
+#include "wctx.h"
 
 #include "lwip/inet_chksum.h"
 #include "lwip/opt.h"
@@ -64,7 +65,10 @@ struct udp_tun {
 
 static __thread struct udp_tun *tun_self;
 
-int s5_udp_tun_start(struct s5_worker *w, int batch) {
+/* The TUN queue's fd: the netif's (core/netif.h), which lwIP keeps as its state. */
+static int tun_fd(const struct s5_wctx *w) { return ((const struct s5_netif *)w->netif.state)->fd; }
+
+int s5_udp_tun_start(struct s5_wctx *w, int batch) {
   struct udp_tun *t = calloc(1, sizeof *t);
   if (t == NULL) {
     s5_error("UDP: out of memory");
@@ -76,14 +80,14 @@ int s5_udp_tun_start(struct s5_worker *w, int batch) {
    * worker asks the same. A kernel without USO refuses the whole request
    * (EINVAL) and keeps what tun/queue.c set. */
   unsigned long want = S5_UDPTUN_BASE_OFFLOADS | (batch ? TUN_F_USO4 | TUN_F_USO6 : 0);
-  if (ioctl(w->fd, TUNSETOFFLOAD, want) < 0) {
-    s5_debug("TUN queue (fd %d): %s: %s; UDP datagrams written one by one", w->fd,
+  if (ioctl(tun_fd(w), TUNSETOFFLOAD, want) < 0) {
+    s5_debug("TUN queue (fd %d): %s: %s; UDP datagrams written one by one", tun_fd(w),
              batch ? "the kernel refuses UDP segmentation offload (USO)" : "setting offloads",
              strerror(errno));
     return 0;
   }
   t->uso = batch;
-  s5_debug("TUN queue (fd %d): UDP segmentation offload %s", w->fd,
+  s5_debug("TUN queue (fd %d): UDP segmentation offload %s", tun_fd(w),
            batch ? "on" : "off (S5TUND_NO_UDP_OFFLOAD)");
   return 0;
 }
@@ -156,7 +160,7 @@ static size_t build_headers(struct udp_tun *t) {
   return iphl + 8;
 }
 
-void s5_udp_tun_flush(struct s5_worker *w) {
+void s5_udp_tun_flush(struct s5_wctx *w) {
   struct udp_tun *t = tun_self;
   if (t == NULL || t->n == 0) return;
   size_t hl = build_headers(t);
@@ -174,7 +178,7 @@ void s5_udp_tun_flush(struct s5_worker *w) {
   unsigned n = t->n;
   t->n = 0;
   t->closed = 0;
-  ssize_t r = writev(w->fd, t->iov, (int)(2 + n));
+  ssize_t r = writev(tun_fd(w), t->iov, (int)(2 + n));
   if (r < 0) {
     if (w->stats->drop_tun_write == 0)
       s5_warn("write of %u UDP datagram(s) to the TUN queue failed: %s (further drops counted only)", n,
@@ -191,7 +195,7 @@ void s5_udp_tun_flush(struct s5_worker *w) {
   S5_STAT_ADD(w->stats, tun_tx_bytes, (size_t)r - sizeof t->vh + (n - 1) * hl);
 }
 
-void s5_udp_tun_put(struct s5_worker *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+void s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
                     uint16_t dport, const uint8_t *data, size_t len) {
   struct udp_tun *t = tun_self;
   size_t iphl = IP_IS_V6(dst) ? 40 : 20;
@@ -248,7 +252,7 @@ static struct pbuf *segment(const uint8_t *pkt, size_t iphl, int v6, size_t off,
   return q;
 }
 
-int s5_udp_tun_split(struct s5_worker *w, struct pbuf *p, unsigned gso_size) {
+int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size) {
   const uint8_t *pkt = p->payload;
   if (p->len != p->tot_len || p->len < 28 || gso_size == 0) return -1;
   int v6 = pkt[0] >> 4 == 6;

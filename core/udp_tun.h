@@ -25,25 +25,25 @@
 
 #include "lwip/ip_addr.h"
 
-struct s5_worker;
+struct s5_wctx;
 struct pbuf;
 
 /* Probes USO on the worker's TUN queue (before privileges are dropped);
  * batch = 0 turns it off (and off on the device). Returns 0 or -1 (logged). */
-int s5_udp_tun_start(struct s5_worker *w, int batch);
+int s5_udp_tun_start(struct s5_wctx *w, int batch);
 void s5_udp_tun_stop(void);
 
 /* A datagram from src:sport to the client dst:dport (one family). data
  * must stay valid until s5_udp_tun_flush(). */
-void s5_udp_tun_put(struct s5_worker *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+void s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
                     uint16_t dport, const uint8_t *data, size_t len);
 
 /* Writes what s5_udp_tun_put() collected. */
-void s5_udp_tun_flush(struct s5_worker *w);
+void s5_udp_tun_flush(struct s5_wctx *w);
 
 /* A packet read with gso_type VIRTIO_NET_HDR_GSO_UDP_L4 and gso_size:
  * each datagram goes into lwIP as its own packet; p is consumed. Returns
  * 0, or -1 when p is no UDP packet it can split (p then untouched). */
-int s5_udp_tun_split(struct s5_worker *w, struct pbuf *p, unsigned gso_size);
+int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size);
 
 #endif

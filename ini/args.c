@@ -174,6 +174,22 @@ static int take_next(struct arg *a, int argc, char **argv, int *i,
   return 0;
 }
 
+/* The flag's value: the one written into the argument itself ("--mtu=9000",
+ * "-cFILE"), else the next argument. A flag without a value takes none. */
+static int take_value(struct arg *a, const char *inline_value, int argc, char **argv, int *i, char *err,
+                      size_t errlen) {
+  if (a->flag->arg == NULL) {
+    if (inline_value == NULL) return 0;
+    snprintf(err, errlen, "%s: takes no value", a->spelled);
+    return -1;
+  }
+  if (inline_value != NULL) {
+    a->value = inline_value;
+    return 0;
+  }
+  return take_next(a, argc, argv, i, err, errlen);
+}
+
 static int read_long(struct arg *a, int argc, char **argv, int *i,
                      char *err, size_t errlen) {
   const char *name = argv[*i] + 2;
@@ -188,18 +204,7 @@ static int read_long(struct arg *a, int argc, char **argv, int *i,
     return -1;
   }
   snprintf(a->spelled, sizeof a->spelled, "--%s", a->flag->name);
-  if (a->flag->arg == NULL) {
-    if (eq != NULL) {
-      snprintf(err, errlen, "%s: takes no value", a->spelled);
-      return -1;
-    }
-    return 0;
-  }
-  if (eq != NULL) {
-    a->value = eq + 1;
-    return 0;
-  }
-  return take_next(a, argc, argv, i, err, errlen);
+  return take_value(a, eq != NULL ? eq + 1 : NULL, argc, argv, i, err, errlen);
 }
 
 static int read_short(struct arg *a, int argc, char **argv, int *i,
@@ -215,13 +220,7 @@ static int read_short(struct arg *a, int argc, char **argv, int *i,
     return -1;
   }
   snprintf(a->spelled, sizeof a->spelled, "-%c", s[1]);
-  if (a->flag->arg == NULL)
-    return 0;
-  if (s[2] != '\0') {
-    a->value = s + 2;
-    return 0;
-  }
-  return take_next(a, argc, argv, i, err, errlen);
+  return take_value(a, s[2] != '\0' ? s + 2 : NULL, argc, argv, i, err, errlen);
 }
 
 /* Reads the flag at argv[*i] (and its value), leaving *i on the last

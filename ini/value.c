@@ -285,6 +285,24 @@ static bool all_zero(const unsigned char *p, size_t n) {
   return n == 0;
 }
 
+/* The parsed address and port as a socket address; returns its length. */
+static socklen_t fill_sockaddr(struct sockaddr_storage *ss, int family, const unsigned char *addr,
+                               uint16_t port) {
+  memset(ss, 0, sizeof *ss);
+  if (family == AF_INET) {
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+    memcpy(&sin->sin_addr, addr, 4);
+    return sizeof *sin;
+  }
+  struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+  sin6->sin6_family = AF_INET6;
+  sin6->sin6_port = htons(port);
+  memcpy(&sin6->sin6_addr, addr, 16);
+  return sizeof *sin6;
+}
+
 int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
                 socklen_t *sslen, char *err, size_t errlen) {
   char shown[S5_SHOW_MAX];
@@ -316,20 +334,7 @@ int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
     snprintf(err, errlen, "%s is the unspecified address", shown);
     return -1;
   }
-  memset(ss, 0, sizeof *ss);
-  if (family == AF_INET) {
-    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port);
-    memcpy(&sin->sin_addr, addr, 4);
-    *sslen = sizeof *sin;
-  } else {
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port);
-    memcpy(&sin6->sin6_addr, addr, 16);
-    *sslen = sizeof *sin6;
-  }
+  *sslen = fill_sockaddr(ss, family, addr, port);
   return 0;
 }
 
@@ -380,18 +385,7 @@ int s5_parse_listen(const char *text, struct sockaddr_storage *ss,
     snprintf(err, errlen, "port: %s", portmsg);
     return -1;
   }
-  memset(ss, 0, sizeof *ss);
-  if (family == AF_INET) {
-    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons((uint16_t)port);
-    memcpy(&sin->sin_addr, addr, 4);
-  } else {
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons((uint16_t)port);
-    memcpy(&sin6->sin6_addr, addr, 16);
-  }
+  fill_sockaddr(ss, family, addr, (uint16_t)port);
   return 0;
 }
 

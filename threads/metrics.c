@@ -63,6 +63,7 @@ static const struct {
   {"socks5_timeout", false, "Sessions that reached [session] connect-timeout at the proxy."},
   {"drop_tun_write", false, "Packets that could not be written to the TUN device."},
   {"drop_max_sessions", false, "SYNs refused at [session] max-sessions."},
+  {"drop_draining", false, "SYNs refused while the worker drains before a stop."},
   {"drop_no_memory", false, "SYNs refused for want of memory."},
   {"drop_udp", false, "UDP datagrams dropped."},
   {"drop_dns", false, "DNS queries dropped."},

@@ -72,7 +72,7 @@ static void child_main(struct supervisor *sv, unsigned index) {
   struct s5_worker *w = malloc(sizeof *w);
   int code = 1;
   if (w != NULL && s5_worker_init(w, cfg, index, fd, &sv->stats->q[index]) == 0) {
-    w->flows = s5_flowreset_table(sv->resets, index);
+    s5_worker_track_flows(w, s5_flowreset_table(sv->resets, index));
     code = s5_worker_run(w, 1) == 0 ? 0 : 1;
     s5_worker_close(w);
   }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Configuring the TUN link with rtnetlink: MTU, addresses, up, delete, and
+/* Configuring the TUN link with rtnetlink: MTU, addresses, up, and
  * reading what a device of our name is before we touch it.
  *
  * rtnetlink rather than ioctl(SIOCSIF*) because it is the only interface
@@ -99,19 +99,6 @@ static int link_add_addr(struct nl_conn *c, int ifindex, const struct s5_prefix 
 
 /* ---- public -------------------------------------------------------------- */
 
-static int check_name(const char *name) {
-  size_t n;
-
-  if (name == NULL)
-    return -EINVAL;
-  n = strnlen(name, IFNAMSIZ);
-  if (n == 0)
-    return -EINVAL;
-  if (n >= IFNAMSIZ)
-    return -ENAMETOOLONG;
-  return 0;
-}
-
 static int setup_addr(struct nl_conn *c, const char *name, int ifindex,
                       const struct s5_prefix *p, char *err, size_t errlen) {
   char text[INET6_ADDRSTRLEN];
@@ -163,7 +150,7 @@ int s5_tun_link_setup(const char *name, unsigned mtu, const struct s5_prefix *ip
   size_t used;
   int r;
 
-  r = check_name(name);
+  r = s5_tun_name_check(name);
   if (r < 0) {
     used = s5_nl_what(err, errlen, "bad interface name \"%s\"", name != NULL ? name : "(null)");
     return s5_nl_fail(NULL, r, err, errlen, used);
@@ -185,30 +172,6 @@ int s5_tun_link_setup(const char *name, unsigned mtu, const struct s5_prefix *ip
   if (r == 0 && err != NULL && errlen > 0)
     err[0] = '\0';
   return r;
-}
-
-int s5_tun_link_delete(const char *name) {
-  struct ifinfomsg ifi;
-  struct nl_conn c;
-  struct nl_req r;
-  int err;
-
-  err = check_name(name);
-  if (err < 0)
-    return err;
-  /* By name, so there is no window between looking up an index and using
-   * it in which the device could be replaced. */
-  memset(&ifi, 0, sizeof(ifi));
-  ifi.ifi_family = AF_UNSPEC;
-  s5_nl_init(&r, RTM_DELLINK, 0, &ifi, sizeof(ifi));
-  err = s5_nl_put_attr(&r, IFLA_IFNAME, name, strlen(name) + 1);
-  if (err < 0)
-    return err;
-  err = s5_nl_open(&c);
-  if (err == 0)
-    err = s5_nl_talk(&c, &r);
-  s5_nl_close(&c);
-  return err;
 }
 
 /* ---- what the device is ------------------------------------------------- */
@@ -282,7 +245,7 @@ int s5_tun_link_state(const char *name, struct s5_tun_state *st) {
   int err;
 
   memset(st, 0, sizeof(*st));
-  err = check_name(name);
+  err = s5_tun_name_check(name);
   if (err < 0)
     return err;
   memset(&ifi, 0, sizeof(ifi));

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Opening, detaching and re-attaching the queues of a multi-queue TUN device.
+/* Opening and detaching the queues of a multi-queue TUN device.
  *
  * Each worker owns one queue fd: packets are spread over the queues by
  * s5tund's steering program (steer.c; the kernel's own flow hash where that
@@ -19,7 +19,7 @@
 
 /* The kernel would treat a name with '%' as a template ("tun%d") and pick
  * a fresh name; every worker must reach the same device, so refuse. */
-static int check_name(const char *name) {
+int s5_tun_name_check(const char *name) {
   size_t n;
 
   if (name == NULL)
@@ -57,7 +57,7 @@ int s5_tun_open_queue(const char *name, unsigned flags) {
   int err;
   int fd;
 
-  err = check_name(name);
+  err = s5_tun_name_check(name);
   if (err < 0)
     return err;
 
@@ -102,8 +102,4 @@ static int set_queue(int fd, short flag) {
 
 int s5_tun_queue_detach(int fd) {
   return set_queue(fd, IFF_DETACH_QUEUE);
-}
-
-int s5_tun_queue_attach(int fd) {
-  return set_queue(fd, IFF_ATTACH_QUEUE);
 }

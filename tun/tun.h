@@ -3,8 +3,8 @@
  * to queues (steer.c) and configuring the link with rtnetlink (link.c).
  *
  * Every function returns 0 (or an fd) on success and -errno on failure, so
- * that main() can turn the errno into advice ("run as root", "delete the
- * existing device", ...). Nothing here logs. */
+ * that the caller (threads/device.c) can turn the errno into advice ("run as
+ * root", "delete the existing device", ...). Nothing here logs. */
 #ifndef S5_TUN_TUN_H
 #define S5_TUN_TUN_H
 
@@ -31,6 +31,11 @@ struct s5_prefix;  /* ini/config.h */
  *   -E2BIG         the device already has the most queues the kernel allows */
 int s5_tun_open_queue(const char *name, unsigned flags);
 
+/* 0 when name can name the device: -EINVAL for NULL, "" or a "%d"
+ * template, -ENAMETOOLONG when it does not fit IFNAMSIZ. Every function
+ * here that takes a name checks it so. */
+int s5_tun_name_check(const char *name);
+
 /* flags for s5_tun_open_queue: IFF_VNET_HDR with checksum and TSO offloads.
  * Every packet read or written then starts with a struct virtio_net_hdr,
  * and reads may return TCP segments of up to 64 KiB. All queues of a
@@ -40,11 +45,9 @@ int s5_tun_open_queue(const char *name, unsigned flags);
 /* TUNSETPERSIST on any queue fd of the device. Returns 0 or -errno. */
 int s5_tun_set_persist(int fd, int persist);
 
-/* Detach / re-attach a queue (TUNSETQUEUE with IFF_DETACH_QUEUE /
- * IFF_ATTACH_QUEUE). A detached queue keeps its fd but receives no packets.
- * Returns 0 or -errno. */
+/* Detaches a queue (TUNSETQUEUE with IFF_DETACH_QUEUE): it keeps its fd but
+ * receives no packets. Returns 0 or -errno. */
 int s5_tun_queue_detach(int fd);
-int s5_tun_queue_attach(int fd);
 
 /* Attaches s5tund's steering program to the device of queue fd (any queue;
  * it serves every queue, also ones opened later): UDP by (source address,
@@ -73,11 +76,6 @@ int s5_tun_steer_load(uint32_t seed, unsigned queues, int *map_fd, char *err, si
  * what failed into err, e.g. "setting MTU 8500 on tun0: Invalid argument". */
 int s5_tun_link_setup(const char *name, unsigned mtu, const struct s5_prefix *ipv4,
                       const struct s5_prefix *ipv6, char *err, size_t errlen);
-
-/* Deletes the device with RTM_DELLINK: used to remove a persistent device on
- * request (otherwise closing every queue is enough). Returns 0 or -errno
- * (-ENODEV when there is no such device). */
-int s5_tun_link_delete(const char *name);
 
 /* What a device named `name` is, read with rtnetlink before s5tund touches
  * it. kind is the link kind ("tun", "dummy", "" for none); the rest is

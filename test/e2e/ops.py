@@ -52,13 +52,13 @@ COUNTERS = [
     "bytes_to_proxy", "bytes_from_proxy",
     "socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
     "socks5_bad_reply", "socks5_timeout",
-    "drop_tun_write", "drop_max_sessions", "drop_no_memory", "drop_udp",
+    "drop_tun_write", "drop_max_sessions", "drop_draining", "drop_no_memory", "drop_udp",
     "drop_dns", "drop_icmp", "drop_proxy_loop", "restarts", "tun_errors", "tcp_reset_dead_worker", "tcp_untracked",
     "session_log_dropped",
 ]
 S5_FAIL = ["socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
            "socks5_bad_reply", "socks5_timeout"]
-DROPS = ["drop_tun_write", "drop_max_sessions", "drop_no_memory", "drop_udp",
+DROPS = ["drop_tun_write", "drop_max_sessions", "drop_draining", "drop_no_memory", "drop_udp",
          "drop_dns", "drop_icmp"]
 
 T_WAIT = 30.0   # bound of every wait for a state (seconds): wait_for's default

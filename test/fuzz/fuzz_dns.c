@@ -4,7 +4,7 @@
  * payload sent to the resolver address, i.e. exactly what a client on the
  * TUN controls.
  *
- * It follows core/dns.c's s5_dns_query(): parse (at most the 1024 bytes
+ * It follows core/dns.c's s5_dns_answer(): parse (at most the 1024 bytes
  * dns.c copies out of the pbuf), choose the rcode and the record with the
  * same function (s5_dns_answer_plan), with an IPv6 pool or without one
  * (the input's first byte decides), build the response into a buffer of

@@ -13,13 +13,14 @@
  * dropped (the last TCP segment is remembered, see OP_REPLY).
  *
  * Two things are not the real ones, to keep runs deterministic:
- *   - s5_handshake_start() (core/handshake.c, which connects to the proxy)
- *     is replaced by the one below: the session gets one end of an AF_UNIX
- *     stream socketpair as its proxy socket, and the input decides when
- *     the "proxy" completes the handshake, refuses, sends, reads, half-
- *     closes or closes. The SOCKS5 parsing of handshake.c has its own
- *     fuzzer (fuzz_socks5). Static linking takes our definition instead of
- *     the library's (handshake.o is then never pulled in).
+ *   - s5_handshake_start() (core/handshake.c, which starts the session's
+ *     SOCKS5 client, core/proxy.c) is replaced by the one below: the
+ *     session gets one end of an AF_UNIX stream socketpair as its proxy
+ *     socket, and the input decides when the "proxy" completes the
+ *     handshake, refuses, sends, reads, half-closes or closes. The SOCKS5
+ *     parsing has its own fuzzer (fuzz_socks5). Static linking takes our
+ *     definition instead of the library's (handshake.o is then never
+ *     pulled in; proxy.o is, for the UDP associations).
  *   - s5_lwip_rand() (third_party/lwip/arch) returns a constant, so every
  *     SYN-ACK carries the initial sequence number S5_FUZZ_ISN and inputs
  *     can acknowledge it.
@@ -173,7 +174,7 @@ static void peers_prune(void) {
   unsigned kept = 0;
   for (unsigned i = 0; i < H.npeers; i++) {
     int live = 0;
-    for (struct s5_session *s = W.sessions; s != NULL && !live; s = s->next) live = s->id == H.peers[i].id;
+    for (struct s5_session *s = W.tcp.list; s != NULL && !live; s = s->next) live = s->id == H.peers[i].id;
     if (live) {
       H.peers[kept++] = H.peers[i];
     } else if (H.peers[i].fd >= 0) {
@@ -183,13 +184,22 @@ static void peers_prune(void) {
   H.npeers = kept;
 }
 
-/* The session's proxy socket, as handshake.c would leave it right after
- * uv_tcp_connect(): open, not reading. */
+/* The session's proxy client, as handshake.c would leave it right after
+ * its uv_tcp_connect(): the connection open, not reading, no timer
+ * running (nothing here reports a result through it; the operations below
+ * play the proxy's answers). */
+static const struct s5_proxy_ops fuzz_proxy_ops = {
+  .cmd = S5_PROXY_CONNECT,
+  .closed = s5_session_proxy_closed,
+};
+
 int s5_handshake_start(struct s5_session *s) {
-  if (uv_tcp_init(&s->w->loop, &s->sock) < 0) return -1;
-  s->sock.data = s;
-  s->sock_open = 1;
+  s5_proxy_init(&s->proxy, s->w, s->cfg, &fuzz_proxy_ops, s);
   s->handles_open++;
+  if (uv_tcp_init(&s->w->loop, &s->proxy.sock) < 0) return -1;
+  s->proxy.sock.data = s;
+  s->proxy.sock_open = 1;
+  s->proxy.handles_open++;
   if (H.refuse_next) {
     H.refuse_next = 0;
     return -1;
@@ -198,7 +208,7 @@ int s5_handshake_start(struct s5_session *s) {
   if (H.npeers == MAX_PEERS) return -1;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0) return -1;
-  if (uv_tcp_open(&s->sock, sv[0]) < 0) {
+  if (uv_tcp_open(&s->proxy.sock, sv[0]) < 0) {
     close(sv[0]);
     close(sv[1]);
     return -1;
@@ -403,9 +413,9 @@ static void send_reply(unsigned tflags, unsigned window, const uint8_t *data, si
 
 static struct s5_session *pick_session(unsigned k, struct peer **peer) {
   unsigned n = 0;
-  for (struct s5_session *s = W.sessions; s != NULL; s = s->next) n++;
+  for (struct s5_session *s = W.tcp.list; s != NULL; s = s->next) n++;
   if (n == 0) return NULL;
-  struct s5_session *s = W.sessions;
+  struct s5_session *s = W.tcp.list;
   for (k %= n; k > 0; k--) s = s->next;
   *peer = NULL;
   for (unsigned i = 0; i < H.npeers; i++)
@@ -413,16 +423,15 @@ static struct s5_session *pick_session(unsigned k, struct peer **peer) {
   return s;
 }
 
-static int handshaking(const struct s5_session *s) {
-  return s->state == S5_SESSION_CONNECTING || s->state == S5_SESSION_HANDSHAKE;
-}
+static int handshaking(const struct s5_session *s) { return s->state == S5_SESSION_CONNECTING; }
 
-/* handshake.c's hs_read() when the CONNECT reply is complete. */
+/* The proxy client granting the CONNECT (proxy.c's proxy_granted() and
+ * handshake.c's result callback). */
 static void proxy_ok(struct s5_session *s, const uint8_t *early, size_t n) {
-  memcpy(s->hs_in, early, n);
-  s->hs_in_len = (uint16_t)n;
-  s->step = S5_HS_DONE;
-  uv_read_stop((uv_stream_t *)&s->sock);
+  memcpy(s->proxy.in, early, n);
+  s->proxy.in_len = (uint16_t)n;
+  s->proxy.step = S5_PROXY_DONE;
+  uv_read_stop((uv_stream_t *)&s->proxy.sock);
   s5_session_established(s);
 }
 
@@ -744,13 +753,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   setsockopt(H.tun[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   setsockopt(H.tun[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   if (s5_worker_init(&W, &CFG, 0, H.tun[0], &STATS) < 0) abort();
-  if (CFG.socks5.udp) server_start(&W.loop, &CFG.socks5.addr);
-  uv_idle_init(&W.loop, &H.feeder);
+  if (CFG.socks5.udp) server_start(&W.ctx.loop, &CFG.socks5.addr);
+  uv_idle_init(&W.ctx.loop, &H.feeder);
   uv_idle_start(&H.feeder, feed);
 
   s5_worker_run(&W, 0);   /* returns once the worker stopped and closed every handle */
   FUZZ_CHECK(H.stage == STOPPING, "the worker stopped by itself (stage %d)", (int)H.stage);
-  FUZZ_CHECK(W.sessions == NULL, "sessions left after the stop");
+  FUZZ_CHECK(W.tcp.list == NULL, "sessions left after the stop");
   FUZZ_CHECK(STATS.tcp_active == 0 && STATS.udp_active == 0, "active counters %llu/%llu after the stop",
              (unsigned long long)STATS.tcp_active, (unsigned long long)STATS.udp_active);
   s5_worker_close(&W);

@@ -7,7 +7,7 @@
  * username/password; bits 1-2: which parser goes first), the rest are the
  * bytes "received" from the proxy.
  *
- * Besides memory errors, it checks what handshake.c relies on when it parses
+ * Besides memory errors, it checks what proxy.c relies on when it parses
  * its growing receive buffer again after every read: a parser looks only at
  * the bytes it is given, a reply's length never exceeds them, and as bytes
  * arrive the answer goes from NEED_MORE to one final answer that further
@@ -30,7 +30,7 @@ static int parse(int which, const uint8_t *buf, size_t len, int offered_auth, ui
 }
 
 /* The streaming promise, checked on every prefix of msg (each one an exact
- * heap copy). Replies longer than the largest message are cut: handshake.c
+ * heap copy). Replies longer than the largest message are cut: proxy.c
  * never holds more than S5_SOCKS5_MAX_MSG bytes. */
 static void check_parser(int which, const uint8_t *msg, size_t len, int offered_auth) {
   if (len > S5_SOCKS5_MAX_MSG) len = S5_SOCKS5_MAX_MSG;

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* s5tund: a TUN device in, SOCKS5 out, one worker per queue.
  *
+ * In threads/, the top layer, because it starts a run mode (pool.c or
+ * supervisor.c) and the stats client: everything it calls lies below it,
+ * and nothing in core/ reaches up to threads/.
+ *
  * Following one packet: tun/ opens the queues; threads/ starts a worker per
  * queue (core/worker.c); core/netif.c reads the packet into lwIP; a SYN
  * becomes a session (core/session.c), which connects through the proxy

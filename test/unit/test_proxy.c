@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/* The SOCKS5 client (core/proxy.c) against a scripted SOCKS5 server on
+ * 127.0.0.1 in the same libuv loop: what the client sends, what it makes
+ * of each reply (granted with the bound address, refused with REP as its
+ * own field, authentication failed, no UDP ASSOCIATE, the connection lost
+ * after a granted ASSOCIATE, nobody listening, nobody answering), which
+ * counter moves, and that every handle is closed (ops->closed once, the
+ * loop closes cleanly). Nothing leaves loopback. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "check.h"
+#include "proxy.h"
+#include "wctx.h"
+
+/* One case: what the server answers to each message it reads (len 0: it
+ * closes the connection instead), and what the client reported. */
+struct reply {
+  const char *bytes;
+  size_t len;
+};
+
+struct run {
+  const struct reply *script;
+  unsigned nscript, next;
+  uv_tcp_t server, conn;
+  int conn_open;
+  uint8_t got[2048];                  /* all the client sent */
+  size_t got_len;
+
+  struct s5_proxy proxy;
+  int results, closed, connected;
+  struct s5_proxy_result last;
+  char why[200];
+  int close_after_result;             /* the owner closes at once, as sessions do on failure */
+};
+
+static struct s5_wctx w;     /* the client's loop and counters (w.loop, w.stats) */
+#define L (&w.loop)           /* the server runs on it too */
+static struct s5_queue_stats st;
+static struct s5_config cfg;
+
+/* ---------------------------------------------------------------- the server */
+
+static void conn_closed(uv_handle_t *h) { (void)h; }
+
+static void server_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  struct run *r = h->data;
+  (void)suggested;
+  *buf = uv_buf_init((char *)r->got + r->got_len, (unsigned)(sizeof r->got - r->got_len));
+}
+
+static void server_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  struct run *r = s->data;
+  (void)buf;
+  if (n < 0) {
+    if (r->conn_open) uv_close((uv_handle_t *)&r->conn, conn_closed);
+    r->conn_open = 0;
+    return;
+  }
+  if (n == 0) return;
+  r->got_len += (size_t)n;
+  if (r->next >= r->nscript) return;
+  const struct reply *rp = &r->script[r->next++];
+  if (rp->len == 0) {
+    uv_close((uv_handle_t *)&r->conn, conn_closed);
+    r->conn_open = 0;
+    return;
+  }
+  uv_buf_t b = uv_buf_init((char *)rp->bytes, (unsigned)rp->len);
+  CHECK(uv_try_write(s, &b, 1) == (int)rp->len, "server write");
+}
+
+static void server_accept(uv_stream_t *srv, int status) {
+  struct run *r = srv->data;
+  CHECK(status == 0, "accept: %s", status == 0 ? "" : uv_strerror(status));   /* (uv_strerror(0) allocates) */
+  uv_tcp_init(L, &r->conn);
+  r->conn.data = r;
+  r->conn_open = 1;
+  CHECK(uv_accept(srv, (uv_stream_t *)&r->conn) == 0, "uv_accept");
+  uv_read_start((uv_stream_t *)&r->conn, server_alloc, server_read);
+}
+
+/* Listens on 127.0.0.1, any port; the proxy address becomes that. */
+static void server_start(struct run *r) {
+  struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  uv_tcp_init(L, &r->server);
+  r->server.data = r;
+  CHECK(uv_tcp_bind(&r->server, (struct sockaddr *)&sin, 0) == 0, "bind");
+  CHECK(uv_listen((uv_stream_t *)&r->server, 4, server_accept) == 0, "listen");
+  int len = sizeof cfg.socks5.addr;
+  uv_tcp_getsockname(&r->server, (struct sockaddr *)&cfg.socks5.addr, &len);
+}
+
+/* ---------------------------------------------------------------- the owner */
+
+static int owner_request(void *owner, uint8_t *buf, size_t cap) {
+  struct run *r = owner;
+  if (r->proxy.ops->cmd == S5_PROXY_CONNECT) return s5_socks5_write_connect_name(buf, cap, "target.test", 7000);
+  struct sockaddr_in from = {.sin_family = AF_INET};
+  return s5_socks5_write_udp_associate(buf, cap, (struct sockaddr *)&from);
+}
+
+static int owner_connected(void *owner) {
+  ((struct run *)owner)->connected++;
+  return 0;
+}
+
+static void owner_result(void *owner, const struct s5_proxy_result *res) {
+  struct run *r = owner;
+  r->results++;
+  r->last = *res;
+  snprintf(r->why, sizeof r->why, "%s", res->why != NULL ? res->why : "");
+  if (res->outcome == S5_PROXY_GRANTED && r->proxy.ops->cmd == S5_PROXY_ASSOCIATE) {
+    /* The server ends the association now: the client must say so. */
+    uv_close((uv_handle_t *)&r->conn, conn_closed);
+    r->conn_open = 0;
+    return;
+  }
+  if (r->close_after_result || res->outcome != S5_PROXY_GRANTED) s5_proxy_close(&r->proxy, 1);
+}
+
+static void owner_closed(void *owner) { ((struct run *)owner)->closed++; }
+
+static const struct s5_proxy_ops connect_ops = {
+  .cmd = S5_PROXY_CONNECT, .request = owner_request, .result = owner_result, .closed = owner_closed};
+static const struct s5_proxy_ops associate_ops = {.cmd = S5_PROXY_ASSOCIATE,
+                                                  .request = owner_request,
+                                                  .connected = owner_connected,
+                                                  .result = owner_result,
+                                                  .closed = owner_closed};
+
+/* Runs one exchange to its end: the client reported, then everything closed. */
+static void run(struct run *r, const struct s5_proxy_ops *ops, int listen) {
+  memset(&st, 0, sizeof st);
+  if (listen) server_start(r);
+  s5_proxy_init(&r->proxy, &w, &cfg, ops, r);
+  char why[160];
+  CHECK(s5_proxy_start(&r->proxy, why, sizeof why) == 0, "start: %s", why);
+  while (r->results == 0 || (r->last.outcome == S5_PROXY_GRANTED && ops->cmd == S5_PROXY_ASSOCIATE &&
+                             r->results == 1))
+    uv_run(L, UV_RUN_ONCE);
+  s5_proxy_close(&r->proxy, 0);
+  if (r->conn_open) uv_close((uv_handle_t *)&r->conn, conn_closed);
+  r->conn_open = 0;
+  if (listen) uv_close((uv_handle_t *)&r->server, NULL);
+  uv_run(L, UV_RUN_DEFAULT);
+  CHECK(r->closed == 1, "ops->closed called %d times", r->closed);
+}
+
+/* ---------------------------------------------------------------- cases */
+
+#define R(s) {s, sizeof s - 1}
+#define CLOSE {NULL, 0}
+
+static void test_connect_granted(void) {
+  static const struct reply script[] = {R("\x05\x00"), R("\x05\x00\x00\x01\x7f\x00\x00\x01\x1f\x90" "early")};
+  struct run r = {.script = script, .nscript = 2, .close_after_result = 1};
+  run(&r, &connect_ops, 1);
+  CHECK(r.last.outcome == S5_PROXY_GRANTED, "CONNECT: outcome %d (%s)", r.last.outcome, r.why);
+  CHECK(r.proxy.in_len == 5 && memcmp(r.proxy.in, "early", 5) == 0, "the target's first bytes kept (%u)",
+        r.proxy.in_len);
+  static const uint8_t want[] = "\x05\x01\x00" "\x05\x01\x00\x03\x0btarget.test\x1b\x58";
+  CHECK(r.got_len == sizeof want - 1 && memcmp(r.got, want, sizeof want - 1) == 0,
+        "greeting and CONNECT as sent (%zu bytes)", r.got_len);
+  CHECK(st.socks5_refused + st.socks5_bad_reply + st.socks5_auth_failed + st.socks5_timeout +
+            st.socks5_connect_failed == 0, "no failure counted");
+}
+
+static void test_connect_refused(void) {
+  static const struct reply script[] = {R("\x05\x00"), R("\x05\x05\x00\x01\x00\x00\x00\x00\x00\x00")};
+  struct run r = {.script = script, .nscript = 2};
+  run(&r, &connect_ops, 1);
+  CHECK(r.last.outcome == S5_PROXY_FAILED && r.last.status == S5_SOCKS5_REFUSED && r.last.rep == 5,
+        "refused: outcome %d status %d rep %u", r.last.outcome, r.last.status, r.last.rep);
+  CHECK(strncmp(r.why, "proxy refused CONNECT: ", 23) == 0, "why: %s", r.why);
+  CHECK(st.socks5_refused == 1, "socks5_refused %llu", (unsigned long long)st.socks5_refused);
+}
+
+static void test_auth(void) {
+  snprintf(cfg.socks5.username, sizeof cfg.socks5.username, "user");
+  snprintf(cfg.socks5.password, sizeof cfg.socks5.password, "secret");
+  static const struct reply ok[] = {R("\x05\x02"), R("\x01\x00"), R("\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00")};
+  struct run r = {.script = ok, .nscript = 3, .close_after_result = 1};
+  run(&r, &connect_ops, 1);
+  CHECK(r.last.outcome == S5_PROXY_GRANTED, "with auth: outcome %d (%s)", r.last.outcome, r.why);
+  CHECK(r.got_len > 4 && memcmp(r.got, "\x05\x01\x02" "\x01\x04user\x06secret", 3 + 13) == 0,
+        "greeting offers username/password, then the credentials");
+  static const struct reply bad[] = {R("\x05\x02"), R("\x01\x01")};
+  struct run r2 = {.script = bad, .nscript = 2};
+  run(&r2, &connect_ops, 1);
+  CHECK(r2.last.outcome == S5_PROXY_FAILED && r2.last.status == S5_SOCKS5_AUTH_FAILED, "bad credentials: %d %d",
+        r2.last.outcome, r2.last.status);
+  CHECK(strcmp(r2.why, "proxy rejected the username/password") == 0, "why: %s", r2.why);
+  CHECK(st.socks5_auth_failed == 1, "socks5_auth_failed %llu", (unsigned long long)st.socks5_auth_failed);
+  cfg.socks5.username[0] = cfg.socks5.password[0] = '\0';
+}
+
+static void test_associate(void) {
+  static const struct reply script[] = {R("\x05\x00"), R("\x05\x00\x00\x01\x7f\x00\x00\x01\x13\x88")};
+  struct run r = {.script = script, .nscript = 2};
+  run(&r, &associate_ops, 1);
+  CHECK(r.connected == 1, "ops->connected called %d times", r.connected);
+  CHECK(r.results == 2 && r.last.outcome == S5_PROXY_LOST, "granted, then lost: %d results, outcome %d",
+        r.results, r.last.outcome);
+  CHECK(strcmp(r.why, "proxy closed the control connection") == 0, "why: %s", r.why);
+  CHECK(r.got_len == 3 + 10 && r.got[3] == 5 && r.got[4] == 3, "greeting, then UDP ASSOCIATE");
+
+  static const struct reply none[] = {R("\x05\x00"), CLOSE};
+  struct run r2 = {.script = none, .nscript = 2};
+  run(&r2, &associate_ops, 1);
+  CHECK(r2.last.outcome == S5_PROXY_NO_ASSOCIATE, "closed on ASSOCIATE: outcome %d (%s)", r2.last.outcome,
+        r2.why);
+  CHECK(st.socks5_refused == 1, "counted as socks5_refused (%llu)", (unsigned long long)st.socks5_refused);
+}
+
+static void test_garbage_and_eof(void) {
+  static const struct reply garbage[] = {R("\x04\x00")};
+  struct run r = {.script = garbage, .nscript = 1};
+  run(&r, &connect_ops, 1);
+  CHECK(r.last.outcome == S5_PROXY_FAILED && r.last.status == S5_SOCKS5_BAD_VERSION, "bad version: %d %d",
+        r.last.outcome, r.last.status);
+  CHECK(strncmp(r.why, "SOCKS5 handshake failed: ", 25) == 0, "why: %s", r.why);
+  CHECK(st.socks5_bad_reply == 1, "socks5_bad_reply %llu", (unsigned long long)st.socks5_bad_reply);
+
+  static const struct reply eof[] = {CLOSE};
+  struct run r2 = {.script = eof, .nscript = 1};
+  run(&r2, &connect_ops, 1);
+  CHECK(strcmp(r2.why, "proxy closed the connection during the SOCKS5 handshake") == 0, "why: %s", r2.why);
+}
+
+static void test_nobody(void) {
+  /* A port nobody listens on: the one a server just had. */
+  struct run tmp = {0};
+  server_start(&tmp);
+  uv_close((uv_handle_t *)&tmp.server, NULL);
+  uv_run(L, UV_RUN_DEFAULT);
+  struct run r = {0};
+  run(&r, &associate_ops, 0);
+  CHECK(r.last.outcome == S5_PROXY_FAILED && r.last.level == S5_LOG_WARN, "refused connection: %d level %d",
+        r.last.outcome, r.last.level);
+  CHECK(strncmp(r.why, "proxy connection for UDP failed: ", 33) == 0, "why: %s", r.why);
+  CHECK(st.socks5_connect_failed == 1, "socks5_connect_failed %llu", (unsigned long long)st.socks5_connect_failed);
+  CHECK(r.connected == 0, "ops->connected without a connection");
+}
+
+static void test_silent(void) {
+  struct run r = {.nscript = 0};   /* accepts, reads, never answers */
+  run(&r, &connect_ops, 1);
+  CHECK(r.last.outcome == S5_PROXY_FAILED, "silent proxy: outcome %d", r.last.outcome);
+  CHECK(strcmp(r.why, "connection not established within connect-timeout") == 0, "why: %s", r.why);
+  CHECK(st.socks5_timeout == 1, "socks5_timeout %llu", (unsigned long long)st.socks5_timeout);
+}
+
+int main(void) {
+  uv_loop_init(L);
+  w.stats = &st;
+  cfg.session.connect_timeout = 1;
+  test_connect_granted();
+  test_connect_refused();
+  test_auth();
+  test_associate();
+  test_garbage_and_eof();
+  test_nobody();
+  test_silent();
+  CHECK(uv_loop_close(L) == 0, "handles left open on the loop");
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}
