@@ -70,6 +70,10 @@ struct s5_assoc {
 
   unsigned queued;
   struct pbuf *queue[S5_UDP_QUEUE_MAX];  /* SOCKS5 header pbuf + payload each */
+  ip_addr_t hdr_dst;                 /* the last plain (not mapped) destination ... */
+  uint16_t hdr_port;
+  uint8_t hdr_len;                   /* ... and its SOCKS5 header (udp.c); 0: none */
+  uint8_t hdr[4 + 16 + 2];
 };
 
 struct s5_udp {

@@ -313,6 +313,29 @@ static void udp_dns_query(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *sr
   if (n > 0) s5_udp_output(w, dst, dport, src, sport, answer, (size_t)n);
 }
 
+/* The SOCKS5 header of an association's last destination, built once and
+ * reused while the client keeps sending there, which is the common case.
+ * Only for plain addresses: a mapped one may stand for another name later,
+ * so its header is built for each datagram. Returns its length (*hdr
+ * pointed at it), or -1 to build it. */
+static int cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port,
+                         const uint8_t **hdr) {
+  char name[256];   /* as struct s5_socks5_addr holds one */
+  if (a->hdr_len == 0 || a->hdr_port != port || !ip_addr_cmp(&a->hdr_dst, dst)) return -1;
+  if (s5_dnsmap_name_of_ip(dst, name, sizeof name) != 0) return -1;   /* a range check for a plain one */
+  *hdr = a->hdr;
+  return a->hdr_len;
+}
+
+static void cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t *hdr,
+                         int hlen) {
+  if ((size_t)hlen > sizeof a->hdr || hdr[3] == 0x03) return;   /* ATYP 3: by name, mapped */
+  ip_addr_copy(a->hdr_dst, *dst);
+  a->hdr_port = port;
+  memcpy(a->hdr, hdr, (size_t)hlen);
+  a->hdr_len = (uint8_t)hlen;
+}
+
 static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport,
                          const ip_addr_t *dst, u16_t dport) {
   struct s5_udp *u = arg;
@@ -325,13 +348,16 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     s5_icmp_port_unreachable(w, p);
     return;
   }
-  uint8_t hdr[S5_SOCKS5_UDP_HDR_MAX];
-  int hlen = dest_header(dst, dport, hdr, sizeof hdr);
+  struct s5_assoc *a = s5_assoc_find(u, src, sport);
+  uint8_t hdr_buf[S5_SOCKS5_UDP_HDR_MAX];
+  const uint8_t *hdr = hdr_buf;
+  int hlen = a != NULL ? cached_header(a, dst, dport, &hdr) : -1;
+  if (hlen < 0) hlen = dest_header(dst, dport, hdr_buf, sizeof hdr_buf);
   if (hlen < 0) {   /* a mapped address whose name is gone */
     s5_icmp_port_unreachable(w, p);
     return;
   }
-  struct s5_assoc *a = s5_assoc_find(u, src, sport);
+  if (a != NULL && hdr == hdr_buf) cache_header(a, dst, dport, hdr_buf, hlen);
   if (a == NULL && uv_now(&w->loop) < u->hold_until) {   /* the proxy failed just now */
     s5_icmp_port_unreachable(w, p);
     return;
