@@ -9,6 +9,7 @@
 #   make demo    deps + build + a demonstration in private network namespaces
 #   make install build, then cmake --install (DESTDIR honoured)
 #   make deb     the Debian package, built offline, lintian-clean (build-deb/)
+#   make format  rewrite every C file as .clang-format says (ctest lint.format checks)
 #   make clean   remove build/
 #
 # The end-to-end tests and the demo need root (network namespaces, TUN);
@@ -27,12 +28,12 @@ CTEST_ARGS ?=
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
-        systemd man-db python3-prometheus-client iperf3
+        systemd man-db python3-prometheus-client iperf3 clang-format
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: all deps build test demo clean
+.PHONY: all deps build test demo clean format
 
 all: build
 
@@ -58,6 +59,10 @@ deps:
 	  cat "$$log" >&2; rm -f "$$log"; echo "make deps: apt-get failed" >&2; exit 1; \
 	fi; \
 	rm -f "$$log"
+
+# core/'s style for every C file (.clang-format); CI checks it (lint.format).
+format:
+	.ci/format.sh --fix
 
 build:
 	cmake -S . -B $(BUILD_DIR) $(CMAKE_ARGS)

@@ -57,8 +57,8 @@ void s5_assoc_end(struct s5_assoc *a, const char *why) {
     s5_session_log(u->w, a->cfg, &a->rec);
   }
   char c[80];
-  s5_debug("u%llu %s: association ended: %s", (unsigned long long)a->id,
-           s5_assoc_client(a, c, sizeof c), why);
+  s5_debug("u%llu %s: association ended: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
+           why);
   a->state = S5_ASSOC_CLOSED;
   struct s5_assoc **link = &u->buckets[assoc_hash(&a->client, a->client_port)];
   while (*link != NULL && *link != a) link = &(*link)->hnext;
@@ -81,8 +81,9 @@ void s5_assoc_end(struct s5_assoc *a, const char *why) {
 void s5_assoc_hold(struct s5_udp *u) {
   uint64_t now = uv_now(&u->w->loop);
   if (now < u->hold_until) return;
-  u->hold_ms = u->hold_ms == 0 ? S5_UDP_HOLD_MIN_MS
-               : u->hold_ms >= S5_UDP_HOLD_MAX_MS / 2 ? S5_UDP_HOLD_MAX_MS : 2 * u->hold_ms;
+  u->hold_ms = u->hold_ms == 0                        ? S5_UDP_HOLD_MIN_MS
+               : u->hold_ms >= S5_UDP_HOLD_MAX_MS / 2 ? S5_UDP_HOLD_MAX_MS
+                                                      : 2 * u->hold_ms;
   u->hold_until = now + u->hold_ms;
   s5_debug("UDP: new associations refused for %u ms after a failure at the proxy", u->hold_ms);
 }
@@ -90,7 +91,8 @@ void s5_assoc_hold(struct s5_udp *u) {
 void s5_assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *why) {
   s5_assoc_hold(a->u);
   char c[80], line[200];
-  snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c), why);
+  snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
+           why);
   s5_wctx_failure(a->u->w, level, line);
   s5_assoc_end(a, why);
 }
@@ -125,7 +127,7 @@ void s5_assoc_set_ready(struct s5_assoc *a, uint16_t relay_port) {
  * is unspecified (0.0.0.0, ::) or a name, then the proxy's own address;
  * always with BND.PORT. */
 int s5_assoc_relay_target(const struct s5_assoc *a, const struct s5_socks5_addr *bnd,
-                        struct sockaddr_storage *out) {
+                          struct sockaddr_storage *out) {
   const struct s5_config *cfg = a->cfg;
   static const uint8_t zero[16];
   memset(out, 0, sizeof *out);
@@ -164,8 +166,9 @@ void s5_assoc_no_associate(struct s5_assoc *a, const char *why) {
   struct s5_udp *u = a->u;
   if (!u->no_associate_logged) {
     u->no_associate_logged = 1;
-    s5_warn("the proxy does not support UDP ASSOCIATE; set [socks5] udp = off and use [dns] for "
-            "names (it closed the connection on the request)");
+    s5_warn(
+      "the proxy does not support UDP ASSOCIATE; set [socks5] udp = off and use [dns] for "
+      "names (it closed the connection on the request)");
   }
   s5_assoc_hold(u);
   s5_assoc_end(a, why);
@@ -199,10 +202,10 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   }
   a->u = u;
   a->w = w;
-  a->cfg = s5_wctx_cfg_hold(w);   /* what it started with, whatever a reload brings */
+  a->cfg = s5_wctx_cfg_hold(w); /* what it started with, whatever a reload brings */
   a->id = ++u->next_id;
-  a->rec = (struct s5_session_record){.kind = 'u', .id = a->id, .client_port = port,
-                                      .started_ms = uv_now(&w->loop), .end = "?"};
+  a->rec = (struct s5_session_record){
+    .kind = 'u', .id = a->id, .client_port = port, .started_ms = uv_now(&w->loop), .end = "?"};
   ip_addr_copy(a->rec.client, *client);
   ip_addr_copy(a->client, *client);
   a->client_port = port;
@@ -210,7 +213,7 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   uv_timer_init(&w->loop, &a->timer);
   a->timer.data = a;
   s5_proxy_init(&a->proxy, w, a->cfg, u->proxy_ops, a);
-  a->handles_open = 2;   /* the timer and the proxy client */
+  a->handles_open = 2; /* the timer and the proxy client */
   assoc_link(u, a);
   char c[80], why[160];
   s5_debug("u%llu %s: new association", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c));
@@ -228,4 +231,3 @@ struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16
     if (a->client_port == port && ip_addr_cmp(&a->client, client)) return a;
   return NULL;
 }
-

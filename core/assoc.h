@@ -29,8 +29,8 @@
 struct pbuf;
 struct s5_wctx;
 
-#define S5_UDP_BUCKETS 1024          /* hash buckets per worker (chained) */
-#define S5_UDP_QUEUE_MAX 32          /* datagrams held while an association starts */
+#define S5_UDP_BUCKETS 1024 /* hash buckets per worker (chained) */
+#define S5_UDP_QUEUE_MAX 32 /* datagrams held while an association starts */
 
 /* Life of an association:
  *   CONNECTING  the SOCKS5 client (proxy.c) connects the control
@@ -46,47 +46,47 @@ struct s5_wctx;
 enum s5_assoc_state { S5_ASSOC_CONNECTING, S5_ASSOC_READY, S5_ASSOC_CLOSED };
 
 struct s5_assoc {
-  struct s5_assoc *hnext;            /* hash chain */
-  struct s5_assoc *prev, *next;      /* every association, for shutdown */
-  struct s5_udp *u;                  /* freed at stop before the handles' close callbacks run */
-  struct s5_wctx *w;               /* lives until after them */
-  const struct s5_config *cfg;       /* held: a reload changes it for new associations only */
-  struct s5_session_record rec;      /* [log] sessions */
+  struct s5_assoc *hnext;       /* hash chain */
+  struct s5_assoc *prev, *next; /* every association, for shutdown */
+  struct s5_udp *u;             /* freed at stop before the handles' close callbacks run */
+  struct s5_wctx *w;            /* lives until after them */
+  const struct s5_config *cfg;  /* held: a reload changes it for new associations only */
+  struct s5_session_record rec; /* [log] sessions */
   char end_why[120];
   uint64_t id;
-  ip_addr_t client;                  /* the client's source address and port */
+  ip_addr_t client; /* the client's source address and port */
   uint16_t client_port;
   enum s5_assoc_state state;
 
-  struct s5_proxy proxy;             /* the control connection (proxy.sock) */
-  struct s5_udp_sock relay;          /* to the proxy's relay address (core/udp_io.h) */
-  uv_timer_t timer;                  /* idle timeout, once ready */
-  int handles_open;                  /* timer, proxy client, relay once open */
+  struct s5_proxy proxy;    /* the control connection (proxy.sock) */
+  struct s5_udp_sock relay; /* to the proxy's relay address (core/udp_io.h) */
+  uv_timer_t timer;         /* idle timeout, once ready */
+  int handles_open;         /* timer, proxy client, relay once open */
   unsigned relay_open : 1;
-  unsigned answered : 1;             /* a datagram came back through the relay */
+  unsigned answered : 1; /* a datagram came back through the relay */
   uint64_t last_active;
 
   struct sockaddr_storage udp_local; /* our UDP socket, as told to the proxy */
 
   unsigned queued;
-  struct pbuf *queue[S5_UDP_QUEUE_MAX];  /* SOCKS5 header pbuf + payload each */
-  ip_addr_t hdr_dst;                 /* the last plain (not mapped) destination ... */
+  struct pbuf *queue[S5_UDP_QUEUE_MAX]; /* SOCKS5 header pbuf + payload each */
+  ip_addr_t hdr_dst;                    /* the last plain (not mapped) destination ... */
   uint16_t hdr_port;
-  uint8_t hdr_len;                   /* ... and its SOCKS5 header (udp.c); 0: none */
+  uint8_t hdr_len; /* ... and its SOCKS5 header (udp.c); 0: none */
   uint8_t hdr[4 + 16 + 2];
 };
 
 struct s5_udp {
   struct s5_wctx *w;
-  const struct s5_proxy_ops *proxy_ops;  /* the datagram side's (udp.c): every association's client */
+  const struct s5_proxy_ops *proxy_ops; /* the datagram side's (udp.c): every association's client */
   struct s5_assoc *all;
   unsigned active;
   uint64_t next_id;
-  uint64_t hold_until;                /* loop time before which no association starts */
-  unsigned hold_ms;                  /* the last hold-down; 0 once a relay answered */
-  unsigned no_associate_logged : 1;  /* "the proxy does not support UDP ASSOCIATE" said */
-  unsigned relay_worked : 1;         /* a datagram came back through some relay */
-  unsigned relay_dead_run;           /* relays unreachable since the last datagram back */
+  uint64_t hold_until;              /* loop time before which no association starts */
+  unsigned hold_ms;                 /* the last hold-down; 0 once a relay answered */
+  unsigned no_associate_logged : 1; /* "the proxy does not support UDP ASSOCIATE" said */
+  unsigned relay_worked : 1;        /* a datagram came back through some relay */
+  unsigned relay_dead_run;          /* relays unreachable since the last datagram back */
   struct s5_assoc *buckets[S5_UDP_BUCKETS];
 };
 

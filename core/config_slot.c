@@ -6,11 +6,11 @@
 #include <sys/mman.h>
 
 struct slot {
-  uint64_t seq;               /* even: stable; odd: being written; 0: nothing yet */
+  uint64_t seq; /* even: stable; odd: being written; 0: nothing yet */
   struct s5_config cfg;
 };
 
-static struct slot *slot;     /* set once before the workers start */
+static struct slot *slot; /* set once before the workers start */
 
 int s5_config_slot_setup(void) {
   void *m = mmap(NULL, sizeof *slot, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -37,7 +37,7 @@ int s5_config_slot_take(uint64_t *gen, struct s5_config *out) {
   for (;;) {
     uint64_t before = __atomic_load_n(&slot->seq, __ATOMIC_ACQUIRE);
     if (before == 0 || before == *gen) return 0;
-    if (before & 1) continue;   /* the writer is inside: it is quick */
+    if (before & 1) continue; /* the writer is inside: it is quick */
     const unsigned char *src = (const unsigned char *)&slot->cfg;
     unsigned char *dst = (unsigned char *)out;
     for (size_t i = 0; i < sizeof *out; i++) dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);

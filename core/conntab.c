@@ -9,16 +9,16 @@
 #include <sys/socket.h>
 
 struct s5_connq {
-  uint64_t req;                    /* written by the control loop */
-  uint64_t done;                   /* written by the worker: the request answered */
-  uint32_t n;                      /* entries of the answer */
-  uint64_t over;                   /* connections beyond S5_CONN_MAX */
+  uint64_t req;  /* written by the control loop */
+  uint64_t done; /* written by the worker: the request answered */
+  uint32_t n;    /* entries of the answer */
+  uint64_t over; /* connections beyond S5_CONN_MAX */
   struct s5_conn c[S5_CONN_MAX];
 };
 
-static struct s5_connq *lists;     /* set before the workers start */
+static struct s5_connq *lists; /* set before the workers start */
 static unsigned nlists;
-static uint64_t last_req;          /* the control loop's */
+static uint64_t last_req; /* the control loop's */
 
 int s5_conntab_setup(unsigned queues) {
   size_t len = (size_t)queues * sizeof *lists;
@@ -30,7 +30,9 @@ int s5_conntab_setup(unsigned queues) {
   return 0;
 }
 
-struct s5_connq *s5_conntab_queue(unsigned queue) { return lists != NULL && queue < nlists ? &lists[queue] : NULL; }
+struct s5_connq *s5_conntab_queue(unsigned queue) {
+  return lists != NULL && queue < nlists ? &lists[queue] : NULL;
+}
 
 void s5_conntab_begin(struct s5_connq *q) {
   q->n = 0;
@@ -118,8 +120,7 @@ void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms) {
   if (!json)
     fprintf(out, "%-5s %-5s %-46s %-46s %-11s %12s %12s %9s %9s\n", "queue", "proto", "client", "destination",
             "state", "bytes up", "bytes down", "age s", "idle s");
-  else
-    fputc('[', out);
+  else fputc('[', out);
   for (size_t k = 0; k < n; k++) {
     const struct s5_conn *c = rows[k].c;
     char cl[64], de[200];
@@ -128,23 +129,25 @@ void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms) {
     double age = (double)(now_ms > c->started_ms ? now_ms - c->started_ms : 0) / 1000.0;
     double idle = (double)(now_ms > c->last_ms ? now_ms - c->last_ms : 0) / 1000.0;
     if (!json) {
-      fprintf(out, "%-5u %-5s %-46s %-46s %-11s %12llu %12llu %9.1f %9.1f\n", rows[k].queue, c->udp ? "udp" : "tcp",
-              cl, de, state_name(c->state), (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down, age,
-              idle);
+      fprintf(out, "%-5u %-5s %-46s %-46s %-11s %12llu %12llu %9.1f %9.1f\n", rows[k].queue,
+              c->udp ? "udp" : "tcp", cl, de, state_name(c->state), (unsigned long long)c->bytes_up,
+              (unsigned long long)c->bytes_down, age, idle);
       continue;
     }
-    fprintf(out, "%s{\"queue\":%u,\"proto\":\"%s\",\"id\":%llu,\"client\":\"%s\",\"destination\":\"", k ? "," : "",
-            rows[k].queue, c->udp ? "udp" : "tcp", (unsigned long long)c->id, cl);
+    fprintf(out, "%s{\"queue\":%u,\"proto\":\"%s\",\"id\":%llu,\"client\":\"%s\",\"destination\":\"",
+            k ? "," : "", rows[k].queue, c->udp ? "udp" : "tcp", (unsigned long long)c->id, cl);
     json_text(out, de);
     fprintf(out, "\",\"name\":\"");
     json_text(out, c->name);
     fprintf(out, "\",\"state\":\"%s\",\"bytes_up\":%llu,\"bytes_down\":%llu,\"age\":%.3f,\"idle\":%.3f}",
-            state_name(c->state), (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down, age, idle);
+            state_name(c->state), (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down, age,
+            idle);
   }
   if (json) fputs("]\n", out);
   for (unsigned i = 0; i < nlists && !json; i++) {
     if (!s5_conntab_answered(i, req)) fprintf(out, "(queue %u did not answer in time)\n", i);
-    else if (lists[i].over) fprintf(out, "(queue %u: %llu more not listed)\n", i, (unsigned long long)lists[i].over);
+    else if (lists[i].over)
+      fprintf(out, "(queue %u: %llu more not listed)\n", i, (unsigned long long)lists[i].over);
   }
   free(rows);
 }

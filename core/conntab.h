@@ -12,24 +12,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define S5_CONN_MAX (1u << 16)   /* entries per queue in one answer; beyond it counted */
+#define S5_CONN_MAX (1u << 16) /* entries per queue in one answer; beyond it counted */
 
 enum s5_conn_state { S5_CONN_CONNECTING, S5_CONN_OPEN, S5_CONN_HALF_CLOSED, S5_CONN_DRAINING };
 
 struct s5_conn {
-  uint8_t udp;                     /* 0: TCP session, 1: UDP association */
-  uint8_t state;                   /* enum s5_conn_state */
+  uint8_t udp;   /* 0: TCP session, 1: UDP association */
+  uint8_t state; /* enum s5_conn_state */
   uint8_t v6;
-  uint8_t has_dest;                /* a UDP association has sent nothing yet: 0 */
-  uint8_t client[16], dest[16];    /* IPv4 in the first 4 bytes */
+  uint8_t has_dest;             /* a UDP association has sent nothing yet: 0 */
+  uint8_t client[16], dest[16]; /* IPv4 in the first 4 bytes */
   uint16_t client_port, dest_port;
   uint64_t id;
   uint64_t bytes_up, bytes_down;
-  uint64_t started_ms, last_ms;    /* the worker's loop clock: CLOCK_MONOTONIC ms */
-  char name[128];                  /* a mapped destination's name, "" for none (cut at 127) */
+  uint64_t started_ms, last_ms; /* the worker's loop clock: CLOCK_MONOTONIC ms */
+  char name[128];               /* a mapped destination's name, "" for none (cut at 127) */
 };
 
-struct s5_connq;                   /* one queue's list */
+struct s5_connq; /* one queue's list */
 
 /* Maps the lists of `queues` queues. Returns 0 or -errno. */
 int s5_conntab_setup(unsigned queues);

@@ -66,8 +66,8 @@ int s5_dns_setup(const struct s5_config *cfg) {
     inet_ntop(AF_INET6, p6->addr, a, sizeof a);
     snprintf(n6, sizeof n6, " and %s/%u", a, p6->len);
   }
-  s5_info("mapped DNS: resolver %s port 53, names mapped into %s/%u%s, %u kept", r, n,
-          cfg->dns.network.len, n6, cfg->dns.cache_size);
+  s5_info("mapped DNS: resolver %s port 53, names mapped into %s/%u%s, %u kept", r, n, cfg->dns.network.len,
+          n6, cfg->dns.cache_size);
   return 0;
 }
 
@@ -75,7 +75,8 @@ int s5_dns_is_resolver(const struct s5_config *cfg, const ip_addr_t *dst, uint16
   if (!s5_dnsmap_on() || port != 53) return 0;
   const struct sockaddr_storage *v4 = &cfg->dns.addr[0], *v6 = &cfg->dns.addr[1];
   if (IP_IS_V4(dst))
-    return v4->ss_family == AF_INET && ip_2_ip4(dst)->addr == ((const struct sockaddr_in *)v4)->sin_addr.s_addr;
+    return v4->ss_family == AF_INET &&
+           ip_2_ip4(dst)->addr == ((const struct sockaddr_in *)v4)->sin_addr.s_addr;
   return v6->ss_family == AF_INET6 &&
          memcmp(ip_2_ip6(dst)->addr, &((const struct sockaddr_in6 *)v6)->sin6_addr, 16) == 0;
 }
@@ -84,8 +85,8 @@ static int dns_drop(struct s5_wctx *w, const ip_addr_t *src, const char *why) {
   S5_STAT_ADD(w->stats, drop_dns, 1);
   if (s5_log_enabled(S5_LOG_DEBUG)) {
     char a[S5_ADDR_STRLEN];
-    s5_debug("dns: query from %s dropped: %s (%llu dropped on this queue)", s5_addr_str(src, a, sizeof a), why,
-             (unsigned long long)S5_STAT_GET(w->stats, drop_dns));
+    s5_debug("dns: query from %s dropped: %s (%llu dropped on this queue)", s5_addr_str(src, a, sizeof a),
+             why, (unsigned long long)S5_STAT_GET(w->stats, drop_dns));
   }
   return -1;
 }

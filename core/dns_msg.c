@@ -17,7 +17,7 @@
 #define FLAG_RD 0x0100u
 #define FLAG_RA 0x0080u
 #define OPCODE(flags) (((flags) >> 11) & 0xfu)
-#define EDNS_UDP_SIZE 1232   /* what we advertise (the DNS flag day 2020 value) */
+#define EDNS_UDP_SIZE 1232 /* what we advertise (the DNS flag day 2020 value) */
 #define RCODE_BADVERS 16
 
 static uint16_t get16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
@@ -40,9 +40,9 @@ static long read_name(const uint8_t *msg, size_t len, size_t off, struct s5_dns_
     if (off >= len) return -1;
     uint8_t l = msg[off++];
     wire += 1u + l;
-    if (wire > 255) return -1;            /* RFC 1035 2.3.4 */
+    if (wire > 255) return -1; /* RFC 1035 2.3.4 */
     if (l == 0) break;
-    if ((l & 0xc0) != 0) return -1;       /* pointer or reserved label type */
+    if ((l & 0xc0) != 0) return -1; /* pointer or reserved label type */
     if (off + l > len) return -1;
     if (q->name_len > 0) q->name[q->name_len++] = '.';
     for (size_t i = 0; i < l; i++) {
@@ -63,7 +63,7 @@ enum s5_dns_parse s5_dns_parse_query(const uint8_t *msg, size_t len, struct s5_d
   if (len < HDR) return S5_DNS_MALFORMED;
   q->id = get16(msg);
   q->flags = get16(msg + 2);
-  if (q->flags & FLAG_QR) return S5_DNS_MALFORMED;   /* a response: never answer it */
+  if (q->flags & FLAG_QR) return S5_DNS_MALFORMED; /* a response: never answer it */
   if (OPCODE(q->flags) != 0) return S5_DNS_NOT_QUERY;
   unsigned qd = get16(msg + 4), an = get16(msg + 6), ns = get16(msg + 8), ar = get16(msg + 10);
   if (qd != 1 || an != 0 || ns != 0) return S5_DNS_MALFORMED;
@@ -81,7 +81,7 @@ enum s5_dns_parse s5_dns_parse_query(const uint8_t *msg, size_t len, struct s5_d
     size_t rdlen = get16(msg + off + 9);
     if ((size_t)off + 11 + rdlen > len) return S5_DNS_MALFORMED;
     q->has_opt = 1;
-    q->edns_version = msg[off + 6];   /* TTL field: EXT-RCODE, VERSION, DO+Z */
+    q->edns_version = msg[off + 6]; /* TTL field: EXT-RCODE, VERSION, DO+Z */
   }
   return S5_DNS_QUERY;
 }
@@ -100,18 +100,18 @@ unsigned s5_dns_answer_plan(enum s5_dns_parse r, struct s5_dns_query *q, int aaa
   return S5_DNS_RCODE_NOERROR;
 }
 
-int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg,
-                          const struct s5_dns_query *q, unsigned rcode,
-                          const uint8_t *addr, size_t addr_len, uint32_t ttl) {
+int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg, const struct s5_dns_query *q,
+                          unsigned rcode, const uint8_t *addr, size_t addr_len, uint32_t ttl) {
   int badvers = q->has_opt && q->edns_version != 0;
   if (addr != NULL && addr_len != 4 && addr_len != 16) return -1;
-  size_t need = HDR + q->question_len + (addr != NULL && !badvers ? 12 + addr_len : 0) + (q->has_opt ? 11 : 0);
+  size_t need =
+    HDR + q->question_len + (addr != NULL && !badvers ? 12 + addr_len : 0) + (q->has_opt ? 11 : 0);
   if (cap < need) return -1;
 
   unsigned flags = FLAG_QR | (q->flags & (0xfu << 11)) | FLAG_AA | (q->flags & FLAG_RD) | FLAG_RA;
   if (badvers) {
     addr = NULL;
-    rcode = RCODE_BADVERS;   /* upper 8 bits go into the OPT record, lower 4 here (0) */
+    rcode = RCODE_BADVERS; /* upper 8 bits go into the OPT record, lower 4 here (0) */
   }
   put16(out, q->id);
   put16(out + 2, flags | (rcode & 0xfu));
@@ -123,7 +123,7 @@ int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg,
   memcpy(out + n, msg + HDR, q->question_len);
   n += q->question_len;
   if (addr != NULL) {
-    put16(out + n, 0xc000 | HDR);   /* the name: a pointer to the question's */
+    put16(out + n, 0xc000 | HDR); /* the name: a pointer to the question's */
     put16(out + n + 2, addr_len == 4 ? S5_DNS_TYPE_A : S5_DNS_TYPE_AAAA);
     put16(out + n + 4, S5_DNS_CLASS_IN);
     put16(out + n + 6, ttl >> 16);
@@ -133,13 +133,13 @@ int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg,
     n += 12 + addr_len;
   }
   if (q->has_opt) {
-    out[n] = 0;                          /* root */
+    out[n] = 0; /* root */
     put16(out + n + 1, S5_DNS_TYPE_OPT);
-    put16(out + n + 3, EDNS_UDP_SIZE);   /* CLASS: our UDP payload size */
-    out[n + 5] = (uint8_t)(rcode >> 4);  /* EXT-RCODE */
-    out[n + 6] = 0;                      /* VERSION */
-    put16(out + n + 7, 0);               /* DO = 0, Z */
-    put16(out + n + 9, 0);               /* RDLEN */
+    put16(out + n + 3, EDNS_UDP_SIZE);  /* CLASS: our UDP payload size */
+    out[n + 5] = (uint8_t)(rcode >> 4); /* EXT-RCODE */
+    out[n + 6] = 0;                     /* VERSION */
+    put16(out + n + 7, 0);              /* DO = 0, Z */
+    put16(out + n + 9, 0);              /* RDLEN */
     n += 11;
   }
   return (int)n;

@@ -29,20 +29,20 @@
 
 /* What parsing a query found. */
 enum s5_dns_parse {
-  S5_DNS_QUERY = 0,         /* a standard query with one question: answer it */
-  S5_DNS_NOT_QUERY = 1,     /* a well-formed header with OPCODE != QUERY: answer NOTIMP */
-  S5_DNS_MALFORMED = -1,    /* not a query we can answer: drop it */
+  S5_DNS_QUERY = 0,      /* a standard query with one question: answer it */
+  S5_DNS_NOT_QUERY = 1,  /* a well-formed header with OPCODE != QUERY: answer NOTIMP */
+  S5_DNS_MALFORMED = -1, /* not a query we can answer: drop it */
 };
 
 struct s5_dns_query {
   uint16_t id;
-  uint16_t flags;           /* as received */
+  uint16_t flags; /* as received */
   uint16_t qtype, qclass;
-  size_t question_len;      /* bytes of the question (name, type, class) after the header */
-  char name[S5_DNS_NAME_MAX + 1];  /* lowercase text, no final dot; "" for the root */
+  size_t question_len;            /* bytes of the question (name, type, class) after the header */
+  char name[S5_DNS_NAME_MAX + 1]; /* lowercase text, no final dot; "" for the root */
   size_t name_len;
-  int name_ok;              /* every label is made of [a-z0-9_-] (so it can go to a proxy as text) */
-  int has_opt;              /* the query carried an EDNS OPT record */
+  int name_ok; /* every label is made of [a-z0-9_-] (so it can go to a proxy as text) */
+  int has_opt; /* the query carried an EDNS OPT record */
   uint8_t edns_version;
 };
 
@@ -64,8 +64,7 @@ unsigned s5_dns_answer_plan(enum s5_dns_parse r, struct s5_dns_query *q, int aaa
  * BADVERS if it asked for an EDNS version other than 0). For
  * S5_DNS_NOT_QUERY, q->question_len must be 0: the header alone is sent.
  * Returns the length, or -1 when out is too small. */
-int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg,
-                          const struct s5_dns_query *q, unsigned rcode,
-                          const uint8_t *addr, size_t addr_len, uint32_t ttl);
+int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg, const struct s5_dns_query *q,
+                          unsigned rcode, const uint8_t *addr, size_t addr_len, uint32_t ttl);
 
 #endif

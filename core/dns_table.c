@@ -25,8 +25,8 @@
 #include "dns_msg.h"
 
 struct entry {
-  int32_t hnext;               /* next entry in the same bucket */
-  int32_t prev, next;          /* LRU list: head = most recently used */
+  int32_t hnext;      /* next entry in the same bucket */
+  int32_t prev, next; /* LRU list: head = most recently used */
   uint8_t used;
   uint8_t len;
   char name[S5_DNS_NAME_MAX + 1];
@@ -35,15 +35,15 @@ struct entry {
 struct s5_dns_table {
   pthread_mutex_t lock;
   size_t map_len;
-  uint32_t first;              /* host order: the address of entry 0 */
-  uint8_t first6[16];          /* IPv6 address of entry 0, if pool6 is set */
+  uint32_t first;     /* host order: the address of entry 0 */
+  uint8_t first6[16]; /* IPv6 address of entry 0, if pool6 is set */
   int has_pool6;
-  uint32_t count;              /* entries */
-  uint32_t nbuckets;           /* a power of two */
+  uint32_t count;    /* entries */
+  uint32_t nbuckets; /* a power of two */
   int32_t head, tail;
   _Atomic uint64_t resets;
-  int32_t *buckets;            /* point into this mapping; same address in every */
-  struct entry *entries;       /* process (forked after the mapping was made) */
+  int32_t *buckets;      /* point into this mapping; same address in every */
+  struct entry *entries; /* process (forked after the mapping was made) */
 };
 
 uint32_t s5_dns_pool_size(unsigned len) {
@@ -52,7 +52,7 @@ uint32_t s5_dns_pool_size(unsigned len) {
 }
 
 static uint32_t hash_name(const char *s, size_t len) {
-  uint32_t h = 2166136261u;   /* FNV-1a */
+  uint32_t h = 2166136261u; /* FNV-1a */
   for (size_t i = 0; i < len; i++) {
     h ^= (uint8_t)s[i];
     h *= 16777619u;
@@ -180,7 +180,7 @@ static int32_t table_map(struct s5_dns_table *t, const char *name, size_t len) {
   while (i >= 0 && !(t->entries[i].len == len && memcmp(t->entries[i].name, name, len) == 0))
     i = t->entries[i].hnext;
   if (i < 0) {
-    i = t->tail;   /* the least recently used entry, or a free one */
+    i = t->tail; /* the least recently used entry, or a free one */
     struct entry *e = &t->entries[i];
     if (e->used) hash_remove(t, i);
     memcpy(e->name, name, len);
@@ -240,7 +240,7 @@ static void put_u64(uint8_t *a, uint64_t v) {
 
 uint64_t s5_dns_pool6_size(unsigned len) {
   if (len < 8 || len > 120) return 0;
-  if (len <= 64) return UINT32_MAX;   /* far more than any table holds */
+  if (len <= 64) return UINT32_MAX; /* far more than any table holds */
   uint64_t n = (1ull << (128 - len)) - 2;
   return n > UINT32_MAX ? UINT32_MAX : n;
 }
@@ -284,7 +284,9 @@ int s5_dns_table_name6(struct s5_dns_table *t, const uint8_t addr[16], char *nam
   return i < 0 ? -1 : table_name(t, (uint32_t)i, name, cap);
 }
 
-int s5_dns_table_in_pool6(const struct s5_dns_table *t, const uint8_t addr[16]) { return index6(t, addr) >= 0; }
+int s5_dns_table_in_pool6(const struct s5_dns_table *t, const uint8_t addr[16]) {
+  return index6(t, addr) >= 0;
+}
 
 uint64_t s5_dns_table_resets(const struct s5_dns_table *t) {
   return atomic_load(&((struct s5_dns_table *)t)->resets);

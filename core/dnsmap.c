@@ -15,7 +15,7 @@
 
 static struct s5_dns_table *dns_table;
 
-static int has_pool6;   /* [dns] network6 set: AAAA answered from it */
+static int has_pool6; /* [dns] network6 set: AAAA answered from it */
 
 int s5_dnsmap_setup(const struct s5_config *cfg) {
   dns_table = s5_dns_table_create(cfg->dns.network.addr, cfg->dns.network.len, cfg->dns.cache_size);

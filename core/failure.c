@@ -7,8 +7,8 @@
 
 static void failures_flush(struct s5_failures *f, uint64_t now) {
   if (f->unlogged == 0) return;
-  s5_log(f->level, "%llu more sessions failed in the last %llu s (latest: %s)", (unsigned long long)f->unlogged,
-         (unsigned long long)(now - f->logged_ms) / 1000, f->last);
+  s5_log(f->level, "%llu more sessions failed in the last %llu s (latest: %s)",
+         (unsigned long long)f->unlogged, (unsigned long long)(now - f->logged_ms) / 1000, f->last);
   f->unlogged = 0;
   f->level = S5_LOG_DEBUG;
   f->logged_ms = now;

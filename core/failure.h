@@ -15,10 +15,10 @@
 #define S5_FAILURE_LOG_MS 10000
 
 struct s5_failures {
-  uint64_t logged_ms;           /* last line about a failure */
-  uint64_t unlogged;            /* failures since, not logged */
-  enum s5_log_level level;      /* the most severe of them */
-  char last[200];               /* the latest of them */
+  uint64_t logged_ms;      /* last line about a failure */
+  uint64_t unlogged;       /* failures since, not logged */
+  enum s5_log_level level; /* the most severe of them */
+  char last[200];          /* the latest of them */
 };
 
 /* A failure (what: why, and whose) at time now (ms). */

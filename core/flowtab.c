@@ -17,8 +17,8 @@
 
 struct s5_flowq {
   uint32_t cap;
-  uint32_t top;                   /* slots [0, top) have been used since the last take */
-  uint32_t free_head;             /* a free slot below top, or S5_FLOW_NONE */
+  uint32_t top;       /* slots [0, top) have been used since the last take */
+  uint32_t free_head; /* a free slot below top, or S5_FLOW_NONE */
   uint32_t pad;
   struct s5_flow slot[];
 };
@@ -104,7 +104,7 @@ uint32_t s5_flowtab_top(const struct s5_flowq *q) {
 }
 
 size_t s5_flowtab_take(struct s5_flowq *q, struct s5_flow *out, size_t max) {
-  uint32_t top = s5_flowtab_top(q);   /* a dead worker's header is trusted no further */
+  uint32_t top = s5_flowtab_top(q); /* a dead worker's header is trusted no further */
   size_t n = 0;
   for (uint32_t i = 0; i < top; i++) {
     if (!q->slot[i].used) continue;
@@ -119,8 +119,7 @@ size_t s5_flowtab_take(struct s5_flowq *q, struct s5_flow *out, size_t max) {
   return n;
 }
 
-void s5_flowtab_each(const struct s5_flowq *q, void (*fn)(const struct s5_flow *f, void *arg),
-                     void *arg) {
+void s5_flowtab_each(const struct s5_flowq *q, void (*fn)(const struct s5_flow *f, void *arg), void *arg) {
   uint32_t top = s5_flowtab_top(q);
   for (uint32_t i = 0; i < top; i++) {
     if (!__atomic_load_n(&q->slot[i].used, __ATOMIC_ACQUIRE)) continue;
@@ -157,23 +156,23 @@ static uint16_t fold(uint32_t sum) {
   return (uint16_t)~sum;
 }
 
-size_t s5_flow_probe(const struct s5_flow *f, uint32_t seq, uint32_t ack, uint8_t flags,
-                     uint8_t *buf, size_t cap) {
+size_t s5_flow_probe(const struct s5_flow *f, uint32_t seq, uint32_t ack, uint8_t flags, uint8_t *buf,
+                     size_t cap) {
   size_t alen = f->v6 ? 16 : 4, ip_len = f->v6 ? 40 : 20, len = ip_len + 20;
   if (cap < len) return 0;
   memset(buf, 0, len);
   uint8_t *ip = buf, *tcp = buf + ip_len;
   if (f->v6) {
     ip[0] = 0x60;
-    put16(ip + 4, 20);         /* payload length */
-    ip[6] = 6;                 /* TCP */
-    ip[7] = 64;                /* hop limit */
+    put16(ip + 4, 20); /* payload length */
+    ip[6] = 6;         /* TCP */
+    ip[7] = 64;        /* hop limit */
     memcpy(ip + 8, f->remote, 16);
     memcpy(ip + 24, f->client, 16);
   } else {
     ip[0] = 0x45;
     put16(ip + 2, (uint16_t)len);
-    put16(ip + 6, 0x4000);     /* don't fragment */
+    put16(ip + 6, 0x4000); /* don't fragment */
     ip[8] = 64;
     ip[9] = 6;
     memcpy(ip + 12, f->remote, 4);
@@ -184,9 +183,9 @@ size_t s5_flow_probe(const struct s5_flow *f, uint32_t seq, uint32_t ack, uint8_
   put16(tcp + 2, f->client_port);
   put32(tcp + 4, seq);
   put32(tcp + 8, flags & S5_TCP_ACK ? ack : 0);
-  tcp[12] = 5 << 4;            /* header length: 20 bytes */
+  tcp[12] = 5 << 4; /* header length: 20 bytes */
   tcp[13] = flags;
-  put16(tcp + 14, flags & S5_TCP_RST ? 0 : 0xffff);   /* window */
+  put16(tcp + 14, flags & S5_TCP_RST ? 0 : 0xffff); /* window */
   /* pseudo-header: both addresses, protocol, TCP length */
   uint32_t sum = sum16(f->remote, alen, 0);
   sum = sum16(f->client, alen, sum);

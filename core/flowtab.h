@@ -22,22 +22,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define S5_FLOWTAB_DEFAULT (1u << 16)   /* slots per queue with max-sessions = 0 */
-#define S5_FLOWTAB_MAX     (1u << 20)
+#define S5_FLOWTAB_DEFAULT (1u << 16) /* slots per queue with max-sessions = 0 */
+#define S5_FLOWTAB_MAX (1u << 20)
 
 struct s5_flow {
-  uint8_t client[16];             /* the client (the TUN side); IPv4 in the first 4 bytes */
-  uint8_t remote[16];             /* the address it connected to */
-  uint16_t client_port, remote_port;   /* host order */
+  uint8_t client[16];                /* the client (the TUN side); IPv4 in the first 4 bytes */
+  uint8_t remote[16];                /* the address it connected to */
+  uint16_t client_port, remote_port; /* host order */
   uint8_t v6;
-  uint8_t used;                   /* everything above is the key */
+  uint8_t used; /* everything above is the key */
   uint16_t pad;
-  uint32_t next_free;             /* the worker's free list */
+  uint32_t next_free; /* the worker's free list */
 };
 #define S5_FLOW_KEY_LEN offsetof(struct s5_flow, used)
 
-struct s5_flowq;     /* one queue's table */
-struct s5_flowtab;   /* all of them */
+struct s5_flowq;   /* one queue's table */
+struct s5_flowtab; /* all of them */
 
 /* Maps tables for `queues` queues with `slots` slots each. NULL (errno set) on failure. */
 struct s5_flowtab *s5_flowtab_create(unsigned queues, uint32_t slots);
@@ -59,8 +59,7 @@ size_t s5_flowtab_take(struct s5_flowq *q, struct s5_flow *out, size_t max);
 
 /* Supervisor: calls fn for each used slot of a table a live worker may be
  * writing (a slot filled meanwhile may be missed). */
-void s5_flowtab_each(const struct s5_flowq *q, void (*fn)(const struct s5_flow *f, void *arg),
-                     void *arg);
+void s5_flowtab_each(const struct s5_flowq *q, void (*fn)(const struct s5_flow *f, void *arg), void *arg);
 
 /* Orders flows by key (for qsort/bsearch). */
 int s5_flow_cmp(const void *a, const void *b);
@@ -70,7 +69,7 @@ int s5_flow_cmp(const void *a, const void *b);
  * filled). Returns its length (40 or 60), or 0 when cap is too small. */
 #define S5_TCP_RST 0x04
 #define S5_TCP_ACK 0x10
-size_t s5_flow_probe(const struct s5_flow *f, uint32_t seq, uint32_t ack, uint8_t flags,
-                     uint8_t *buf, size_t cap);
+size_t s5_flow_probe(const struct s5_flow *f, uint32_t seq, uint32_t ack, uint8_t flags, uint8_t *buf,
+                     size_t cap);
 
 #endif

@@ -41,7 +41,7 @@ static int hs_request(void *session, uint8_t *msg, size_t cap) {
   char name[256];
   int mapped = s5_dnsmap_name_of((struct sockaddr *)&dst, name, sizeof name);
   if (mapped < 0) return -1;
-  if (mapped > 0 && s->rec.name == NULL) s->rec.name = strdup(name);   /* the session log, --connections */
+  if (mapped > 0 && s->rec.name == NULL) s->rec.name = strdup(name); /* the session log, --connections */
   if (mapped > 0) return s5_socks5_write_connect_name(msg, cap, name, s->pcb->local_port);
   return s5_socks5_write_connect(msg, cap, (struct sockaddr *)&dst);
 }

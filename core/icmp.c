@@ -35,7 +35,7 @@ static int ipv4_echo(const uint8_t *p, size_t len) {
   if (len < 20) return 0;
   size_t ihl = (size_t)(p[0] & 0x0f) * 4;
   if (ihl < 20 || p[9] != PROTO_ICMP) return 0;
-  unsigned frag = ((unsigned)(p[6] & 0x3f) << 8) | p[7];   /* MF flag and offset */
+  unsigned frag = ((unsigned)(p[6] & 0x3f) << 8) | p[7]; /* MF flag and offset */
   if (frag != 0) return 1;
   return len > ihl && p[ihl] == ICMP_ECHO;
 }
@@ -69,16 +69,17 @@ int s5_icmp_is_echo_request(const uint8_t *pkt, size_t len) {
 
 /* ---------------------------------------------------------------- port unreachable */
 
-#define S5_ICMP_HLEN 8            /* type, code, checksum, unused: both versions */
-#define S5_ICMP4_ERROR_MAX 576    /* RFC 1812: an IPv4 error message at most this long */
-#define S5_ICMP_TTL 64            /* what the hosts behind the TUN would send with */
+#define S5_ICMP_HLEN 8         /* type, code, checksum, unused: both versions */
+#define S5_ICMP4_ERROR_MAX 576 /* RFC 1812: an IPv4 error message at most this long */
+#define S5_ICMP_TTL 64         /* what the hosts behind the TUN would send with */
 
 void s5_icmp_port_unreachable(struct s5_wctx *w, struct pbuf *p) {
   S5_STAT_ADD(w->stats, drop_udp, 1);
   int v6 = ip_current_is_v6();
   /* Quote as much as RFC 1812 (IPv4: 576-byte message) and RFC 4443
    * (IPv6: within the minimum MTU) allow. */
-  u16_t room = v6 ? IP6_MIN_MTU_LENGTH - IP6_HLEN - S5_ICMP_HLEN : S5_ICMP4_ERROR_MAX - IP_HLEN - S5_ICMP_HLEN;
+  u16_t room =
+    v6 ? IP6_MIN_MTU_LENGTH - IP6_HLEN - S5_ICMP_HLEN : S5_ICMP4_ERROR_MAX - IP_HLEN - S5_ICMP_HLEN;
   if (pbuf_header_force(p, (s16_t)(ip_current_header_tot_len() + UDP_HLEN)) != 0) {
     pbuf_free(p);
     return;
@@ -100,7 +101,7 @@ void s5_icmp_port_unreachable(struct s5_wctx *w, struct pbuf *p) {
   pbuf_free(p);
   u16_t sum = v6 ? ip6_chksum_pseudo(q, IP6_NEXTH_ICMP6, q->tot_len, ip_2_ip6(&src), ip_2_ip6(&dst))
                  : inet_chksum(m, q->len);
-  memcpy(m + 2, &sum, 2);   /* both sums come in network order */
+  memcpy(m + 2, &sum, 2); /* both sums come in network order */
   ip_output_if_src(q, &src, &dst, S5_ICMP_TTL, 0, v6 ? IP6_NEXTH_ICMP6 : IP_PROTO_ICMP, &w->netif);
   pbuf_free(q);
 }

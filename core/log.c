@@ -13,8 +13,8 @@
 
 enum s5_log_level s5_log_level = S5_LOG_INFO;
 
-static int log_fd = STDERR_FILENO;   /* -1: syslog */
-static char log_path[PATH_MAX];      /* the file, for reopening; "" = none */
+static int log_fd = STDERR_FILENO; /* -1: syslog */
+static char log_path[PATH_MAX];    /* the file, for reopening; "" = none */
 static __thread int log_queue = -1;
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
@@ -96,15 +96,12 @@ void s5_log_write(enum s5_log_level level, const char *fmt, ...) {
   localtime_r(&ts.tv_sec, &tm);
 
   int n = 0;
-  if (log_fd >= 0) {   /* syslog stamps time and level itself */
+  if (log_fd >= 0) { /* syslog stamps time and level itself */
     n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
-    n += snprintf(line + n, sizeof line - n, ".%03ld %-5s ", ts.tv_nsec / 1000000,
-                  level_names[level]);
+    n += snprintf(line + n, sizeof line - n, ".%03ld %-5s ", ts.tv_nsec / 1000000, level_names[level]);
   }
-  if (log_queue >= 0)
-    n += snprintf(line + n, sizeof line - n, "q%d ", log_queue);
-  else
-    n += snprintf(line + n, sizeof line - n, "main ");
+  if (log_queue >= 0) n += snprintf(line + n, sizeof line - n, "q%d ", log_queue);
+  else n += snprintf(line + n, sizeof line - n, "main ");
 
   va_list ap;
   va_start(ap, fmt);
@@ -113,7 +110,7 @@ void s5_log_write(enum s5_log_level level, const char *fmt, ...) {
   n = (m < 0 || (size_t)(n + m) >= sizeof line - 1) ? (int)sizeof line - 2 : n + m;
   line[n++] = '\n';
 
-  int saved = errno;   /* callers often log right before returning -errno */
+  int saved = errno; /* callers often log right before returning -errno */
   if (log_fd < 0) {
     line[n - 1] = '\0';
     syslog(syslog_levels[level], "%s", line);

@@ -38,20 +38,19 @@ void s5_log_child_open(void);
 /* Names this thread in every line it logs: queue index, or -1 for the supervisor. */
 void s5_log_set_queue(int queue);
 
-void s5_log_write(enum s5_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void s5_log_write(enum s5_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The level may change on reload while other threads log: a relaxed load. */
 #define s5_log_enabled(level) ((int)(level) <= (int)__atomic_load_n(&s5_log_level, __ATOMIC_RELAXED))
 
-#define s5_log(level, ...)                                                                      \
-  do {                                                                                          \
-    if (s5_log_enabled(level)) s5_log_write((level), __VA_ARGS__);                              \
+#define s5_log(level, ...)                                         \
+  do {                                                             \
+    if (s5_log_enabled(level)) s5_log_write((level), __VA_ARGS__); \
   } while (0)
 
 #define s5_error(...) s5_log(S5_LOG_ERROR, __VA_ARGS__)
-#define s5_warn(...)  s5_log(S5_LOG_WARN, __VA_ARGS__)
-#define s5_info(...)  s5_log(S5_LOG_INFO, __VA_ARGS__)
+#define s5_warn(...) s5_log(S5_LOG_WARN, __VA_ARGS__)
+#define s5_info(...) s5_log(S5_LOG_INFO, __VA_ARGS__)
 #define s5_debug(...) s5_log(S5_LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -44,14 +44,14 @@
 #define S5_TUN_COPY_MAX 32768
 
 /* Where the offload path looks in the headers it fills in. */
-#define S5_IP4_PROTO 9          /* protocol */
-#define S5_IP4_TOTLEN 2         /* total length */
-#define S5_IP4_ADDRS 12         /* source, then destination: 8 bytes */
-#define S5_IP6_PLEN 4           /* payload length */
-#define S5_IP6_NEXTH 6          /* next header */
-#define S5_IP6_ADDRS 8          /* source, then destination: 32 bytes */
-#define S5_TCP_OFFSET 12        /* data offset (high nibble, in 32-bit words) */
-#define S5_TCP_CHKSUM 16        /* checksum */
+#define S5_IP4_PROTO 9   /* protocol */
+#define S5_IP4_TOTLEN 2  /* total length */
+#define S5_IP4_ADDRS 12  /* source, then destination: 8 bytes */
+#define S5_IP6_PLEN 4    /* payload length */
+#define S5_IP6_NEXTH 6   /* next header */
+#define S5_IP6_ADDRS 8   /* source, then destination: 32 bytes */
+#define S5_TCP_OFFSET 12 /* data offset (high nibble, in 32-bit words) */
+#define S5_TCP_CHKSUM 16 /* checksum */
 
 /* TCP with offloads: lwIP leaves the checksum to the kernel (disabled per
  * netif), and a segment longer than the device's MSS is sent as one GSO
@@ -70,7 +70,7 @@ static int netif_tcp_offload(const struct s5_wctx *w, struct pbuf *p, struct vir
     total = ((unsigned)ip[S5_IP4_TOTLEN] << 8 | ip[S5_IP4_TOTLEN + 1]);
     sum = s5_lwip_chksum(ip + S5_IP4_ADDRS, 8);
   } else if (version == 6 && p->len >= IP6_HLEN) {
-    iphl = IP6_HLEN;   /* lwIP sends TCP without extension headers */
+    iphl = IP6_HLEN; /* lwIP sends TCP without extension headers */
     if (ip[S5_IP6_NEXTH] != IP6_NEXTH_TCP) return -1;
     total = IP6_HLEN + ((unsigned)ip[S5_IP6_PLEN] << 8 | ip[S5_IP6_PLEN + 1]);
     sum = s5_lwip_chksum(ip + S5_IP6_ADDRS, 32);
@@ -173,8 +173,7 @@ static err_t netif_setup(struct netif *nif) {
   nif->output = netif_output4;
   nif->output_ip6 = netif_output6;
   nif->flags = NETIF_FLAG_UP | NETIF_FLAG_LINK_UP | NETIF_FLAG_ANY_DEST;
-  if (w->cfg->tun.offload)
-    NETIF_SET_CHECKSUM_CTRL(nif, NETIF_CHECKSUM_ENABLE_ALL & ~NETIF_CHECKSUM_GEN_TCP);
+  if (w->cfg->tun.offload) NETIF_SET_CHECKSUM_CTRL(nif, NETIF_CHECKSUM_ENABLE_ALL & ~NETIF_CHECKSUM_GEN_TCP);
   return ERR_OK;
 }
 
@@ -260,8 +259,8 @@ static void tun_failed(struct s5_netif *tun, const char *what, const char *why) 
   if (tun->retry_ms == 0) {
     tun->retry_ms = S5_TUN_RETRY_MIN_MS;
     S5_STAT_SET(tun->w->stats, tun_failing, 1);
-    s5_error("%s TUN queue (fd %d): %s; not read until it recovers (retrying every %u-%u ms)",
-             what, tun->fd, why, S5_TUN_RETRY_MIN_MS, S5_TUN_RETRY_MAX_MS);
+    s5_error("%s TUN queue (fd %d): %s; not read until it recovers (retrying every %u-%u ms)", what, tun->fd,
+             why, S5_TUN_RETRY_MIN_MS, S5_TUN_RETRY_MAX_MS);
   } else if (tun->retry_ms < S5_TUN_RETRY_MAX_MS) {
     tun->retry_ms = tun->retry_ms * 2 > S5_TUN_RETRY_MAX_MS ? S5_TUN_RETRY_MAX_MS : tun->retry_ms * 2;
   }
@@ -289,8 +288,9 @@ static void tun_retry_cb(uv_timer_t *timer) {
 static void tun_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
   struct s5_netif *tun = handle->data;
-  if (status < 0) {   /* libuv has stopped the handle */
-    tun_failed(tun, "polling", status == UV_EBADF ? "error or hang-up (POLLERR/POLLHUP)" : uv_strerror(status));
+  if (status < 0) { /* libuv has stopped the handle */
+    tun_failed(tun, "polling",
+               status == UV_EBADF ? "error or hang-up (POLLERR/POLLHUP)" : uv_strerror(status));
     return;
   }
   for (int i = 0; i < S5_TUN_READ_BATCH; i++) {
@@ -360,7 +360,7 @@ int s5_netif_failing(const struct s5_netif *tun) { return tun->retry_ms != 0; }
 /* The poll handle and retry timer are closed with the other handles by the worker. */
 void s5_netif_stop(struct s5_netif *tun) {
   struct s5_wctx *w = tun->w;
-  if (w->netif.state != NULL) netif_remove(&w->netif);   /* state is set by netif_add */
+  if (w->netif.state != NULL) netif_remove(&w->netif); /* state is set by netif_add */
   if (tun->spare != NULL) {
     pbuf_free(tun->spare);
     tun->spare = NULL;

@@ -18,11 +18,11 @@ struct pbuf;
 
 struct s5_netif {
   struct s5_wctx *w;
-  int fd;                      /* the TUN queue; owned by whoever opened it */
-  uv_poll_t poll;              /* readable TUN queue */
-  uv_timer_t retry;            /* watches the queue again after an error */
-  unsigned retry_ms;           /* the next retry's delay, doubling; 0 = healthy */
-  struct pbuf *spare;          /* allocated, not yet filled by a TUN read */
+  int fd;             /* the TUN queue; owned by whoever opened it */
+  uv_poll_t poll;     /* readable TUN queue */
+  uv_timer_t retry;   /* watches the queue again after an error */
+  unsigned retry_ms;  /* the next retry's delay, doubling; 0 = healthy */
+  struct pbuf *spare; /* allocated, not yet filled by a TUN read */
   /* The end of a packet that has more pbufs than one writev takes iovecs,
    * copied (netif.c: netif_write). Last, so that init need not clear it. */
   uint8_t tail[S5_NETIF_MAX_PACKET];

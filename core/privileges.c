@@ -15,8 +15,8 @@ int s5_privileges_restrict_main(const struct s5_config *cfg) {
   struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
   struct __user_cap_data_struct data[2];
   memset(data, 0, sizeof data);
-  data[0].effective = data[0].permitted = (1u << CAP_NET_ADMIN) | (1u << CAP_KILL) |
-                                          (1u << CAP_SETUID) | (1u << CAP_SETGID);
+  data[0].effective = data[0].permitted =
+    (1u << CAP_NET_ADMIN) | (1u << CAP_KILL) | (1u << CAP_SETUID) | (1u << CAP_SETGID);
   if (syscall(SYS_capset, &hdr, data) < 0) return -errno;
   return 0;
 }

@@ -19,14 +19,14 @@
 
 /* The client a handle or request belongs to: they are its members, so no
  * data pointer is needed (sock.data is the owner's, for the relay). */
-#define S5_PROXY_OF(ptr, member) ((struct s5_proxy *)((char *)(ptr) - offsetof(struct s5_proxy, member)))
+#define S5_PROXY_OF(ptr, member) ((struct s5_proxy *)((char *)(ptr)-offsetof(struct s5_proxy, member)))
 
 /* The words the log lines use for either request. */
 struct proxy_words {
-  const char *conn;   /* the TCP connection */
-  const char *hs;     /* the exchange */
-  const char *req;    /* the request */
-  const char *what;   /* what the request sets up */
+  const char *conn; /* the TCP connection */
+  const char *hs;   /* the exchange */
+  const char *req;  /* the request */
+  const char *what; /* what the request sets up */
 };
 
 static const struct proxy_words words[] = {
@@ -57,8 +57,8 @@ static void proxy_report(struct s5_proxy *p, enum s5_proxy_outcome outcome, cons
 static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, uint8_t rep,
                        const char *why) {
   proxy_stop(p);
-  struct s5_proxy_result r = {.outcome = S5_PROXY_FAILED, .level = level, .why = why,
-                              .status = status, .rep = rep};
+  struct s5_proxy_result r = {
+    .outcome = S5_PROXY_FAILED, .level = level, .why = why, .status = status, .rep = rep};
   p->ops->result(p->owner, &r);
 }
 
@@ -87,9 +87,8 @@ static void proxy_granted(struct s5_proxy *p, const struct s5_socks5_addr *bnd) 
   p->step = S5_PROXY_DONE;
   uv_timer_stop(&p->timer);
   if (p->ops->cmd == S5_PROXY_CONNECT)
-    uv_read_stop((uv_stream_t *)&p->sock);   /* the relay reads once the client is connected too */
-  else
-    p->in_len = 0;                            /* from now on a read sink */
+    uv_read_stop((uv_stream_t *)&p->sock); /* the relay reads once the client is connected too */
+  else p->in_len = 0;                      /* from now on a read sink */
   struct s5_proxy_result r = {.outcome = S5_PROXY_GRANTED, .level = S5_LOG_INFO, .bnd = *bnd};
   p->ops->result(p->owner, &r);
 }
@@ -173,7 +172,7 @@ static void proxy_parse(struct s5_proxy *p) {
     memset(&bnd, 0, sizeof bnd);
     int r = proxy_parse_one(p, &rep, &bnd);
     if (r == S5_SOCKS5_NEED_MORE && p->in_len < sizeof p->in) return;
-    if (r == S5_SOCKS5_NEED_MORE) r = S5_SOCKS5_BAD_MESSAGE;   /* no reply is that long */
+    if (r == S5_SOCKS5_NEED_MORE) r = S5_SOCKS5_BAD_MESSAGE; /* no reply is that long */
     if (r < 0) {
       proxy_rejected(p, r, rep);
       return;
@@ -197,17 +196,19 @@ static void proxy_read_failed(struct s5_proxy *p, int err) {
     /* It took the greeting (and credentials) and hung up on the request. */
     proxy_stop(p);
     S5_STAT_ADD(p->w->stats, socks5_refused, 1);
-    proxy_report(p, S5_PROXY_NO_ASSOCIATE, "the proxy closed the connection on UDP ASSOCIATE (no UDP support)");
+    proxy_report(p, S5_PROXY_NO_ASSOCIATE,
+                 "the proxy closed the connection on UDP ASSOCIATE (no UDP support)");
     return;
   }
   S5_STAT_ADD(p->w->stats, socks5_bad_reply, 1);
-  proxy_fail(p, S5_LOG_INFO, 0, 0, eof ? "proxy closed the connection during the SOCKS5 handshake" : uv_strerror(err));
+  proxy_fail(p, S5_LOG_INFO, 0, 0,
+             eof ? "proxy closed the connection during the SOCKS5 handshake" : uv_strerror(err));
 }
 
 static void proxy_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
   struct s5_proxy *p = S5_PROXY_OF(handle, sock);
   if (p->step == S5_PROXY_DONE) {
-    *buf = uv_buf_init((char *)p->in, sizeof p->in);   /* read and ignored */
+    *buf = uv_buf_init((char *)p->in, sizeof p->in); /* read and ignored */
     return;
   }
   *buf = uv_buf_init((char *)p->in + p->in_len, sizeof p->in - p->in_len);
@@ -220,7 +221,7 @@ static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     proxy_read_failed(p, (int)nread);
     return;
   }
-  if (p->step == S5_PROXY_DONE) return;   /* RFC 1928 defines nothing here: ignored */
+  if (p->step == S5_PROXY_DONE) return; /* RFC 1928 defines nothing here: ignored */
   p->in_len = (uint16_t)(p->in_len + nread);
   proxy_parse(p);
 }
@@ -248,7 +249,7 @@ static void proxy_timed_out(uv_timer_t *timer) {
   struct s5_proxy *p = S5_PROXY_OF(timer, timer);
   S5_STAT_ADD(p->w->stats, socks5_timeout, 1);
   char why[160];
-  if (p->step == S5_PROXY_CONNECTING) {   /* the proxy itself does not answer */
+  if (p->step == S5_PROXY_CONNECTING) { /* the proxy itself does not answer */
     snprintf(why, sizeof why, "%s not established within connect-timeout", proxy_words(p)->conn);
     proxy_fail(p, S5_LOG_WARN, 0, 0, why);
     return;
@@ -295,8 +296,8 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   r = proxy_open_socket(p, why, cap);
   if (r < 0) return r;
   uv_tcp_nodelay(&p->sock, 1);
-  r = uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)&p->cfg->socks5.addr,
-                     proxy_connected);
+  r =
+    uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)&p->cfg->socks5.addr, proxy_connected);
   if (r < 0) snprintf(why, cap, "connecting to proxy: %s", uv_strerror(r));
   return r;
 }

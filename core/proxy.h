@@ -40,12 +40,12 @@ enum s5_proxy_cmd { S5_PROXY_CONNECT, S5_PROXY_ASSOCIATE };
 
 /* Where the exchange is: the reply awaited next. */
 enum s5_proxy_step {
-  S5_PROXY_CONNECTING,   /* TCP connect */
-  S5_PROXY_METHOD,       /* method selection */
-  S5_PROXY_AUTH,         /* RFC 1929 status */
-  S5_PROXY_REPLY,        /* the request's reply */
-  S5_PROXY_DONE,         /* granted */
-  S5_PROXY_ENDED,        /* failed, lost, or closing: no more callbacks */
+  S5_PROXY_CONNECTING, /* TCP connect */
+  S5_PROXY_METHOD,     /* method selection */
+  S5_PROXY_AUTH,       /* RFC 1929 status */
+  S5_PROXY_REPLY,      /* the request's reply */
+  S5_PROXY_DONE,       /* granted */
+  S5_PROXY_ENDED,      /* failed, lost, or closing: no more callbacks */
 };
 
 enum s5_proxy_outcome {
@@ -59,11 +59,11 @@ enum s5_proxy_outcome {
 
 struct s5_proxy_result {
   enum s5_proxy_outcome outcome;
-  enum s5_log_level level;       /* how loud a failure is (s5_wctx_failure) */
-  const char *why;               /* for the log; valid during the callback */
-  int status;                    /* an s5_socks5_status, 0 when the connection itself failed */
-  uint8_t rep;                   /* the server's REP when status is S5_SOCKS5_REFUSED */
-  struct s5_socks5_addr bnd;     /* BND.ADDR and BND.PORT when granted */
+  enum s5_log_level level;   /* how loud a failure is (s5_wctx_failure) */
+  const char *why;           /* for the log; valid during the callback */
+  int status;                /* an s5_socks5_status, 0 when the connection itself failed */
+  uint8_t rep;               /* the server's REP when status is S5_SOCKS5_REFUSED */
+  struct s5_socks5_addr bnd; /* BND.ADDR and BND.PORT when granted */
 };
 
 struct s5_proxy_ops {
@@ -79,17 +79,17 @@ struct s5_proxy_ops {
 };
 
 struct s5_proxy {
-  uv_tcp_t sock;                 /* to the proxy; data is the owner */
-  uv_timer_t timer;              /* connect-timeout, until the reply */
+  uv_tcp_t sock;    /* to the proxy; data is the owner */
+  uv_timer_t timer; /* connect-timeout, until the reply */
   uv_connect_t connect_req;
   struct s5_wctx *w;
-  const struct s5_config *cfg;   /* the owner's (held by it) */
+  const struct s5_config *cfg; /* the owner's (held by it) */
   const struct s5_proxy_ops *ops;
   void *owner;
   enum s5_proxy_step step;
-  int handles_open;              /* timer, and sock once initialised */
-  unsigned sock_open : 1;        /* sock initialised: must be closed */
-  unsigned pipeline : 1;         /* greeting, auth and request in one flight */
+  int handles_open;       /* timer, and sock once initialised */
+  unsigned sock_open : 1; /* sock initialised: must be closed */
+  unsigned pipeline : 1;  /* greeting, auth and request in one flight */
   unsigned closing : 1;
   uint16_t in_len;
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */

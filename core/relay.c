@@ -41,9 +41,9 @@
 #define S5_RELAY_RBUF_CACHE 16
 
 struct s5_rbuf {
-  struct pbuf_custom pc;   /* first: lwIP's free callback gets &pc.pbuf */
+  struct pbuf_custom pc; /* first: lwIP's free callback gets &pc.pbuf */
   struct s5_relay *r;
-  struct s5_rbuf *next;    /* in r->rbuf_cache */
+  struct s5_rbuf *next; /* in r->rbuf_cache */
   uint8_t data[S5_RELAY_READ_BUF];
 };
 
@@ -101,7 +101,7 @@ static void relay_consume(struct s5_session *s, size_t n) {
     n -= avail;
     s->out = head->next;
     s->out_off = 0;
-    head->next = NULL;   /* the chain's reference to the rest is now ours */
+    head->next = NULL; /* the chain's reference to the rest is now ours */
     pbuf_free(head);
   }
   if (s->out == NULL) s->out_tail = NULL;
@@ -209,8 +209,7 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
     if (!relay_client_owed(s)) relay_defer(s);
     return ERR_OK;
   }
-  if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY &&
-      relay_room(s) >= S5_RELAY_MIN_ROOM) {
+  if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY && relay_room(s) >= S5_RELAY_MIN_ROOM) {
     if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_read_alloc, relay_read) == 0) s->reading = 1;
   }
   return ERR_OK;
@@ -323,7 +322,7 @@ static void relay_proxy_reset(struct s5_session *s, const char *why) {
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   struct s5_session *s = stream->data;
   if (s->state == S5_SESSION_CLOSED || nread == 0) return;
-  if (nread == UV_ENOBUFS) {   /* relay_read_alloc found no room: wait for acks */
+  if (nread == UV_ENOBUFS) { /* relay_read_alloc found no room: wait for acks */
     relay_stop_reading(s);
     return;
   }
@@ -333,14 +332,14 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     int err = 0;
     socklen_t len = sizeof err;
     uv_os_fd_t fd;
-    if (uv_fileno((uv_handle_t *)stream, &fd) == 0 &&
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err != 0) {
+    if (uv_fileno((uv_handle_t *)stream, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+        err != 0) {
       relay_proxy_reset(s, err == ECONNRESET ? "proxy reset the connection" : "proxy connection failed");
       return;
     }
     s->proxy_eof = 1;
     relay_stop_reading(s);
-    tcp_shutdown(s->pcb, 0, 1);   /* FIN to the client after the queued data */
+    tcp_shutdown(s->pcb, 0, 1); /* FIN to the client after the queued data */
     tcp_output(s->pcb);
     relay_check_done(s);
     return;

@@ -19,15 +19,15 @@ struct s5_rbuf;
  * a large read is handed to lwIP's send queue as it is, and the buffer stays
  * referenced by the segments until the client acknowledged them; a small one
  * is copied into lwIP's segments, and the buffer takes the next read. */
-#define S5_RELAY_READ_BUF 65535   /* tcp_write() takes a u16_t length */
+#define S5_RELAY_READ_BUF 65535 /* tcp_write() takes a u16_t length */
 
 struct s5_relay {
   struct s5_wctx *w;
-  struct s5_session *flush_head;   /* writes deferred to the end of the loop turn */
-  struct s5_rbuf *rbuf_cur;        /* takes the next read; not referenced by lwIP */
-  struct s5_rbuf *rbuf_cache;      /* unused, kept for reuse (malloc would trim and refault them) */
+  struct s5_session *flush_head; /* writes deferred to the end of the loop turn */
+  struct s5_rbuf *rbuf_cur;      /* takes the next read; not referenced by lwIP */
+  struct s5_rbuf *rbuf_cache;    /* unused, kept for reuse (malloc would trim and refault them) */
   unsigned rbuf_cached;
-  unsigned rbuf_out;               /* in use: rbuf_cur, or referenced by lwIP segments */
+  unsigned rbuf_out; /* in use: rbuf_cur, or referenced by lwIP segments */
   /* Fallback read buffer when no read buffer can be allocated: copied.
    * Last, so that init need not clear it. */
   uint8_t read_buf[S5_RELAY_READ_BUF];

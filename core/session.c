@@ -133,8 +133,8 @@ void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q) {
     struct s5_conn c;
     s5_session_record_entry(&s->rec, &c);
     c.last_ms = s->last_active;
-    c.state = w->draining ? S5_CONN_DRAINING
-              : s->state != S5_SESSION_RELAY ? S5_CONN_CONNECTING
+    c.state = w->draining                       ? S5_CONN_DRAINING
+              : s->state != S5_SESSION_RELAY    ? S5_CONN_CONNECTING
               : (s->client_eof || s->proxy_eof) ? S5_CONN_HALF_CLOSED
                                                 : S5_CONN_OPEN;
     s5_conntab_put(q, &c);
@@ -230,11 +230,15 @@ static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb
   s->tab = t;
   s->w = w;
   s->relay = t->relay;
-  s->cfg = s5_wctx_cfg_hold(w);   /* what it started with, whatever a reload brings */
+  s->cfg = s5_wctx_cfg_hold(w); /* what it started with, whatever a reload brings */
   s->pcb = pcb;
   s->id = ++t->next_id;
-  s->rec = (struct s5_session_record){.kind = 's', .id = s->id, .client_port = pcb->remote_port,
-                                      .dest_port = pcb->local_port, .started_ms = uv_now(&w->loop), .end = "?"};
+  s->rec = (struct s5_session_record){.kind = 's',
+                                      .id = s->id,
+                                      .client_port = pcb->remote_port,
+                                      .dest_port = pcb->local_port,
+                                      .started_ms = uv_now(&w->loop),
+                                      .end = "?"};
   ip_addr_copy(s->rec.client, pcb->remote_ip);
   ip_addr_copy(s->rec.dest, pcb->local_ip);
   s->state = S5_SESSION_CONNECTING;
@@ -250,8 +254,7 @@ static int session_targets_proxy(const struct s5_wctx *w, const struct tcp_pcb *
   const struct sockaddr_storage *ss = &w->cfg->socks5.addr;
   if (ss->ss_family == AF_INET && !IP_IS_V6(&pcb->local_ip)) {
     const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-    return sin->sin_addr.s_addr == ip_2_ip4(&pcb->local_ip)->addr &&
-           ntohs(sin->sin_port) == pcb->local_port;
+    return sin->sin_addr.s_addr == ip_2_ip4(&pcb->local_ip)->addr && ntohs(sin->sin_port) == pcb->local_port;
   }
   if (ss->ss_family == AF_INET6 && IP_IS_V6(&pcb->local_ip)) {
     const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
@@ -265,26 +268,28 @@ static void session_refuse_loop(struct s5_sessions *t) {
   struct s5_wctx *w = t->w;
   S5_STAT_ADD(w->stats, drop_proxy_loop, 1);
   uint64_t now = uv_now(&w->loop);
-  if (t->loop_logged_ms != 0 && now - t->loop_logged_ms < 10000) return;   /* once per 10 s */
+  if (t->loop_logged_ms != 0 && now - t->loop_logged_ms < 10000) return; /* once per 10 s */
   t->loop_logged_ms = now;
   const struct s5_config *cfg = w->cfg;
-  if (cfg->tun.auto_route && cfg->socks5.mark != 0)   /* s5tund's own are marked: not routed here */
-    s5_warn("refused a connection to the SOCKS5 proxy's address (%llu so far): an application "
-            "connected to the proxy, whose address is never tunneled; with auto-route its traffic "
-            "enters the tunnel unless it carries [socks5] mark too",
-            (unsigned long long)w->stats->drop_proxy_loop);
+  if (cfg->tun.auto_route && cfg->socks5.mark != 0) /* s5tund's own are marked: not routed here */
+    s5_warn(
+      "refused a connection to the SOCKS5 proxy's address (%llu so far): an application "
+      "connected to the proxy, whose address is never tunneled; with auto-route its traffic "
+      "enters the tunnel unless it carries [socks5] mark too",
+      (unsigned long long)w->stats->drop_proxy_loop);
   else
-    s5_warn("refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
-            "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
-            (unsigned long long)w->stats->drop_proxy_loop);
+    s5_warn(
+      "refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
+      "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
+      (unsigned long long)w->stats->drop_proxy_loop);
 }
 
 /* With offloads the kernel cuts our segments to the MSS (GSO), so lwIP may
  * build them as large as a pbuf holds: one write per 64 KiB instead of one
  * per MSS. Only when the client's MSS is the one the device's MTU allows,
  * which is the size the kernel will cut to. */
-#define S5_GSO_MSS4 65495u   /* 65535 - IPv4 - TCP headers */
-#define S5_GSO_MSS6 65475u   /* 65535 - IPv6 - TCP headers */
+#define S5_GSO_MSS4 65495u /* 65535 - IPv4 - TCP headers */
+#define S5_GSO_MSS6 65475u /* 65535 - IPv6 - TCP headers */
 
 static void session_use_gso(const struct s5_wctx *w, struct tcp_pcb *pcb) {
   int v6 = IP_IS_V6(&pcb->local_ip);
@@ -339,7 +344,7 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
   tcp_err(pcb, session_pcb_error);
   session_use_gso(w, pcb);
   session_limit_buffers(s, pcb);
-  tcp_nagle_disable(pcb);  /* the client already coalesced; do not delay its peer's bytes */
+  tcp_nagle_disable(pcb); /* the client already coalesced; do not delay its peer's bytes */
   s5_relay_attach(s);
 
   if (s5_handshake_start(s) < 0) {
@@ -377,7 +382,7 @@ int s5_sessions_listen(struct s5_sessions *t) {
 
 static void sessions_close_listener(struct s5_sessions *t) {
   if (t->listener != NULL) {
-    tcp_close(t->listener);   /* from now on lwIP answers SYNs with a RST */
+    tcp_close(t->listener); /* from now on lwIP answers SYNs with a RST */
     t->listener = NULL;
   }
 }
@@ -393,6 +398,6 @@ void s5_sessions_drain(struct s5_sessions *t, void (*drained)(void *arg), void *
 
 void s5_sessions_stop(struct s5_sessions *t) {
   sessions_close_listener(t);
-  t->drained = NULL;   /* a reset is no drain coming to its end */
+  t->drained = NULL; /* a reset is no drain coming to its end */
   while (t->list != NULL) s5_session_abort(t->list, NULL);
 }

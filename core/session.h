@@ -26,65 +26,65 @@ struct s5_relay;
 struct s5_connq;
 
 enum s5_session_state {
-  S5_SESSION_CONNECTING,  /* the SOCKS5 client connects, greets, authenticates, CONNECTs */
-  S5_SESSION_SYNACK,      /* CONNECT succeeded, SYN-ACK sent, waiting for the client's ACK */
-  S5_SESSION_RELAY,       /* bytes flow */
-  S5_SESSION_CLOSED,      /* handles closing, freed when they are */
+  S5_SESSION_CONNECTING, /* the SOCKS5 client connects, greets, authenticates, CONNECTs */
+  S5_SESSION_SYNACK,     /* CONNECT succeeded, SYN-ACK sent, waiting for the client's ACK */
+  S5_SESSION_RELAY,      /* bytes flow */
+  S5_SESSION_CLOSED,     /* handles closing, freed when they are */
 };
 
 struct s5_session {
-  struct s5_session *prev, *next;   /* its table's list */
+  struct s5_session *prev, *next; /* its table's list */
   struct s5_sessions *tab;
   struct s5_wctx *w;
-  struct s5_relay *relay;           /* the worker's relay state (core/relay.h) */
-  const struct s5_config *cfg;      /* held (s5_wctx_cfg_hold): a reload changes it for new sessions only */
+  struct s5_relay *relay;      /* the worker's relay state (core/relay.h) */
+  const struct s5_config *cfg; /* held (s5_wctx_cfg_hold): a reload changes it for new sessions only */
   uint64_t id;
   enum s5_session_state state;
 
-  struct tcp_pcb *pcb;              /* NULL once lwIP no longer lets us use it */
+  struct tcp_pcb *pcb; /* NULL once lwIP no longer lets us use it */
   /* The connection to the proxy (proxy.sock, data = the session) and,
    * after the CONNECT reply, whatever the proxy sent beyond it (the
    * target's first bytes, proxy.in) waiting for the client. */
   struct s5_proxy proxy;
-  uv_timer_t timer;                 /* the client's handshake (rest of connect-timeout), then idle */
-  int handles_open;                 /* the timer and the proxy client: freed when both closed */
-  uint64_t last_active;             /* uv_now() of the last byte either way */
+  uv_timer_t timer;     /* the client's handshake (rest of connect-timeout), then idle */
+  int handles_open;     /* the timer and the proxy client: freed when both closed */
+  uint64_t last_active; /* uv_now() of the last byte either way */
 
   uv_shutdown_t shutdown_req;
-  uv_write_t write_req;             /* at most one write in flight */
+  uv_write_t write_req; /* at most one write in flight */
 
   /* Client to proxy: pbufs lwIP handed us, not yet taken by the proxy socket.
    * Their bytes are acknowledged to lwIP (tcp_recved) only once written, so
    * the client's window is the only buffer and it is bounded. */
   struct pbuf *out, *out_tail;
-  uint16_t out_off;                 /* bytes of out already written */
-  size_t write_len;                 /* bytes in the uv_write in flight */
+  uint16_t out_off; /* bytes of out already written */
+  size_t write_len; /* bytes in the uv_write in flight */
 
-  struct s5_session *flush_next;    /* the relay's flush list */
-  unsigned flush_queued : 1;        /* on it */
-  unsigned writing : 1;             /* write_req in flight */
-  unsigned reading : 1;             /* uv_read_start active */
-  unsigned client_eof : 1;          /* FIN from the client */
-  unsigned proxy_eof : 1;           /* EOF from the proxy */
-  unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
-  unsigned shutting : 1;            /* shutdown_req in flight */
-  unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
-  uint32_t flow_ref;                /* its slot in the worker's flow table, 0 for none */
-  const char *reset_why;            /* for the log when that RST goes out */
+  struct s5_session *flush_next; /* the relay's flush list */
+  unsigned flush_queued : 1;     /* on it */
+  unsigned writing : 1;          /* write_req in flight */
+  unsigned reading : 1;          /* uv_read_start active */
+  unsigned client_eof : 1;       /* FIN from the client */
+  unsigned proxy_eof : 1;        /* EOF from the proxy */
+  unsigned proxy_shut : 1;       /* our FIN to the proxy is out */
+  unsigned shutting : 1;         /* shutdown_req in flight */
+  unsigned proxy_reset : 1;      /* proxy reset: client gets the rest, then a RST */
+  uint32_t flow_ref;             /* its slot in the worker's flow table, 0 for none */
+  const char *reset_why;         /* for the log when that RST goes out */
 
-  struct s5_session_record rec;     /* [log] sessions: who, where, bytes, how it ended */
-  char end_why[120];                /* rec.end's text when it is not a constant */
+  struct s5_session_record rec; /* [log] sessions: who, where, bytes, how it ended */
+  char end_why[120];            /* rec.end's text when it is not a constant */
 };
 
 /* A worker's sessions. */
 struct s5_sessions {
   struct s5_wctx *w;
-  struct s5_relay *relay;           /* what its sessions relay with */
-  struct tcp_pcb *listener;         /* takes SYNs to every address and port */
-  struct s5_session *list;          /* all live sessions */
+  struct s5_relay *relay;   /* what its sessions relay with */
+  struct tcp_pcb *listener; /* takes SYNs to every address and port */
+  struct s5_session *list;  /* all live sessions */
   uint64_t next_id;
-  uint64_t loop_logged_ms;          /* last "connection to the proxy itself" warning */
-  void (*drained)(void *arg);       /* s5_sessions_drain() */
+  uint64_t loop_logged_ms;    /* last "connection to the proxy itself" warning */
+  void (*drained)(void *arg); /* s5_sessions_drain() */
   void *drained_arg;
 };
 

@@ -79,7 +79,8 @@ void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct
 
 void s5_session_log_tick(struct s5_wctx *w) {
   if (w->slog.dropped == 0) return;
-  s5_info("session log: %llu lines over [log] sessions-max-per-second left out (counted in session_log_dropped)",
-          (unsigned long long)w->slog.dropped);
+  s5_info(
+    "session log: %llu lines over [log] sessions-max-per-second left out (counted in session_log_dropped)",
+    (unsigned long long)w->slog.dropped);
   w->slog.dropped = 0;
 }

@@ -17,14 +17,14 @@ struct s5_config;
 
 /* What a session or association leaves behind for its line. */
 struct s5_session_record {
-  char kind;                       /* 's' (TCP session) or 'u' (UDP association) */
+  char kind; /* 's' (TCP session) or 'u' (UDP association) */
   uint64_t id;
   ip_addr_t client, dest;
   uint16_t client_port, dest_port;
-  const char *name;                /* the mapped name the destination stood for, or NULL */
-  uint64_t bytes_up, bytes_down;   /* client to proxy, proxy to client (payload) */
+  const char *name;              /* the mapped name the destination stood for, or NULL */
+  uint64_t bytes_up, bytes_down; /* client to proxy, proxy to client (payload) */
   uint64_t started_ms;
-  const char *end;                 /* how it ended */
+  const char *end; /* how it ended */
 };
 
 struct s5_conn;

@@ -13,13 +13,13 @@
 
 enum s5_socks5_status {
   S5_SOCKS5_OK = 0,
-  S5_SOCKS5_NEED_MORE = -1,     /* a prefix of a valid message: read more */
-  S5_SOCKS5_BAD_VERSION = -2,   /* VER is not 5 (or 1 for the auth reply) */
-  S5_SOCKS5_NO_METHOD = -3,     /* server chose 0xFF or a method we did not offer */
-  S5_SOCKS5_AUTH_FAILED = -4,   /* RFC 1929 status != 0 */
-  S5_SOCKS5_REFUSED = -5,       /* CONNECT reply REP != 0; *rep says why */
-  S5_SOCKS5_BAD_MESSAGE = -6,   /* malformed: bad ATYP, bad length (RSV is not checked) */
-  S5_SOCKS5_TOO_LONG = -7,      /* a field does not fit (username > 255, ...) */
+  S5_SOCKS5_NEED_MORE = -1,   /* a prefix of a valid message: read more */
+  S5_SOCKS5_BAD_VERSION = -2, /* VER is not 5 (or 1 for the auth reply) */
+  S5_SOCKS5_NO_METHOD = -3,   /* server chose 0xFF or a method we did not offer */
+  S5_SOCKS5_AUTH_FAILED = -4, /* RFC 1929 status != 0 */
+  S5_SOCKS5_REFUSED = -5,     /* CONNECT reply REP != 0; *rep says why */
+  S5_SOCKS5_BAD_MESSAGE = -6, /* malformed: bad ATYP, bad length (RSV is not checked) */
+  S5_SOCKS5_TOO_LONG = -7,    /* a field does not fit (username > 255, ...) */
 };
 
 enum s5_socks5_method { S5_SOCKS5_METHOD_NONE = 0x00, S5_SOCKS5_METHOD_USERPASS = 0x02 };

@@ -23,16 +23,11 @@ static int put_addr(uint8_t *p, size_t cap, const struct s5_socks5_addr *a) {
   size_t alen;
   size_t n = 0;
 
-  if (a->family == AF_INET)
-    alen = 4;
-  else if (a->family == AF_INET6)
-    alen = 16;
-  else if (a->family == AF_UNSPEC && a->name_len > 0)
-    alen = 1 + (size_t)a->name_len;
-  else
-    return S5_SOCKS5_BAD_MESSAGE;
-  if (cap < 1 + alen + 2)
-    return S5_SOCKS5_TOO_LONG;
+  if (a->family == AF_INET) alen = 4;
+  else if (a->family == AF_INET6) alen = 16;
+  else if (a->family == AF_UNSPEC && a->name_len > 0) alen = 1 + (size_t)a->name_len;
+  else return S5_SOCKS5_BAD_MESSAGE;
+  if (cap < 1 + alen + 2) return S5_SOCKS5_TOO_LONG;
   if (a->family == AF_INET) {
     p[n++] = ATYP_IPV4;
     memcpy(p + n, a->ip, 4);
@@ -57,8 +52,7 @@ static int get_addr(const uint8_t *p, size_t len, struct s5_socks5_addr *a) {
   size_t alen;
   size_t off = 1;
 
-  if (len < 1)
-    return S5_SOCKS5_NEED_MORE;
+  if (len < 1) return S5_SOCKS5_NEED_MORE;
   memset(a, 0, sizeof *a);
   switch (p[0]) {
     case ATYP_IPV4:
@@ -70,19 +64,15 @@ static int get_addr(const uint8_t *p, size_t len, struct s5_socks5_addr *a) {
       alen = 16;
       break;
     case ATYP_NAME:
-      if (len < 2)
-        return S5_SOCKS5_NEED_MORE;
-      if (p[1] == 0)
-        return S5_SOCKS5_BAD_MESSAGE;
+      if (len < 2) return S5_SOCKS5_NEED_MORE;
+      if (p[1] == 0) return S5_SOCKS5_BAD_MESSAGE;
       a->family = AF_UNSPEC;
       alen = p[1];
       off = 2;
       break;
-    default:
-      return S5_SOCKS5_BAD_MESSAGE;
+    default: return S5_SOCKS5_BAD_MESSAGE;
   }
-  if (len < off + alen + 2)
-    return S5_SOCKS5_NEED_MORE;
+  if (len < off + alen + 2) return S5_SOCKS5_NEED_MORE;
   if (a->family == AF_UNSPEC) {
     a->name_len = (uint8_t)alen;
     memcpy(a->name, p + off, alen);
@@ -98,8 +88,7 @@ int s5_socks5_write_udp_associate(uint8_t *buf, size_t cap, const struct sockadd
   struct s5_socks5_addr a;
   int n;
 
-  if (from == NULL || cap < 3)
-    return from == NULL ? S5_SOCKS5_BAD_MESSAGE : S5_SOCKS5_TOO_LONG;
+  if (from == NULL || cap < 3) return from == NULL ? S5_SOCKS5_BAD_MESSAGE : S5_SOCKS5_TOO_LONG;
   memset(&a, 0, sizeof a);
   if (from->sa_family == AF_INET) {
     const struct sockaddr_in *sin = (const struct sockaddr_in *)from;
@@ -121,30 +110,25 @@ int s5_socks5_write_udp_associate(uint8_t *buf, size_t cap, const struct sockadd
   return n < 0 ? n : n + 3;
 }
 
-int s5_socks5_parse_reply_addr(const uint8_t *buf, size_t len, uint8_t *rep,
-                               struct s5_socks5_addr *bnd) {
+int s5_socks5_parse_reply_addr(const uint8_t *buf, size_t len, uint8_t *rep, struct s5_socks5_addr *bnd) {
   int n;
 
   n = s5_socks5_head(buf, len, VER, 3);
-  if (n < 0)
-    return n;
+  if (n < 0) return n;
   n = get_addr(buf + 3, len - 3, bnd);
-  if (n < 0)
-    return n;
+  if (n < 0) return n;
   *rep = buf[1];
-  if (buf[1] != 0)
-    return S5_SOCKS5_REFUSED;
+  if (buf[1] != 0) return S5_SOCKS5_REFUSED;
   return n + 3;
 }
 
 int s5_socks5_udp_header_write(uint8_t *buf, size_t cap, const struct s5_socks5_addr *dst) {
   int n;
 
-  if (cap < 3)
-    return S5_SOCKS5_TOO_LONG;
-  buf[0] = 0x00;  /* RSV */
+  if (cap < 3) return S5_SOCKS5_TOO_LONG;
+  buf[0] = 0x00; /* RSV */
   buf[1] = 0x00;
-  buf[2] = 0x00;  /* FRAG: a standalone datagram */
+  buf[2] = 0x00; /* FRAG: a standalone datagram */
   n = put_addr(buf + 3, cap - 3, dst);
   return n < 0 ? n : n + 3;
 }
@@ -153,13 +137,10 @@ int s5_socks5_udp_header_parse(const uint8_t *buf, size_t len, struct s5_socks5_
   int n;
 
   /* A datagram is complete: a header cut short is malformed, never "more". */
-  if (len < 4)
-    return S5_SOCKS5_BAD_MESSAGE;
+  if (len < 4) return S5_SOCKS5_BAD_MESSAGE;
   /* RSV should be zero; like most implementations, do not insist. */
-  if (buf[2] != 0x00)
-    return S5_SOCKS5_FRAGMENTED;
+  if (buf[2] != 0x00) return S5_SOCKS5_FRAGMENTED;
   n = get_addr(buf + 3, len - 3, src);
-  if (n < 0)
-    return S5_SOCKS5_BAD_MESSAGE;
+  if (n < 0) return S5_SOCKS5_BAD_MESSAGE;
   return n + 3;
 }

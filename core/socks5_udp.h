@@ -23,11 +23,11 @@
 
 /* An address as SOCKS5 carries it: IPv4, IPv6 or a domain name. */
 struct s5_socks5_addr {
-  int family;          /* AF_INET, AF_INET6, or AF_UNSPEC for a name */
-  uint8_t ip[16];      /* network order; 4 bytes used for AF_INET */
-  uint8_t name_len;    /* 1..255 when family == AF_UNSPEC */
-  char name[256];      /* NUL-terminated when family == AF_UNSPEC */
-  uint16_t port;       /* host order */
+  int family;       /* AF_INET, AF_INET6, or AF_UNSPEC for a name */
+  uint8_t ip[16];   /* network order; 4 bytes used for AF_INET */
+  uint8_t name_len; /* 1..255 when family == AF_UNSPEC */
+  char name[256];   /* NUL-terminated when family == AF_UNSPEC */
+  uint16_t port;    /* host order */
 };
 
 /* UDP ASSOCIATE request: DST is the address and port the client will send
@@ -38,8 +38,7 @@ int s5_socks5_write_udp_associate(uint8_t *buf, size_t cap, const struct sockadd
 /* A reply to CONNECT or UDP ASSOCIATE with its bound address (BND.ADDR,
  * BND.PORT) in *bnd. Returns the reply length (> 0), S5_SOCKS5_NEED_MORE,
  * S5_SOCKS5_REFUSED (*rep set), or another negative status. */
-int s5_socks5_parse_reply_addr(const uint8_t *buf, size_t len, uint8_t *rep,
-                               struct s5_socks5_addr *bnd);
+int s5_socks5_parse_reply_addr(const uint8_t *buf, size_t len, uint8_t *rep, struct s5_socks5_addr *bnd);
 
 /* The header in front of a relayed datagram (FRAG = 0). Returns its length,
  * or a negative status (bad family, name of 0 or > 255 bytes, no room). */

@@ -14,7 +14,7 @@ struct s5_stats_area *s5_stats_create(unsigned queues) {
   size_t size = sizeof(struct s5_stats_area) + (size_t)queues * sizeof(struct s5_queue_stats);
   void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return NULL;
-  struct s5_stats_area *a = p;   /* mmap gives zeroed memory */
+  struct s5_stats_area *a = p; /* mmap gives zeroed memory */
   a->queues = queues;
   a->started_unix = (uint64_t)time(NULL);
   return a;
@@ -40,7 +40,7 @@ void s5_stats_read(const struct s5_stats_area *a, unsigned i, struct s5_queue_st
 
 /* Appends to buf as snprintf does, counting what did not fit. */
 static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+  __attribute__((format(printf, 4, 5)));
 
 static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
   va_list ap;
@@ -50,14 +50,13 @@ static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
   return at + (n > 0 ? (size_t)n : 0);
 }
 
-static size_t json_object(char *buf, size_t cap, size_t at, const struct s5_queue_stats *st,
-                          int queue) {
+static size_t json_object(char *buf, size_t cap, size_t at, const struct s5_queue_stats *st, int queue) {
   at = put(buf, cap, at, "{");
   if (queue >= 0) at = put(buf, cap, at, "\"queue\":%d,\"pid\":%d,\"ready\":%u,", queue, st->pid, st->ready);
 #define S5_STATS_JSON(name) at = put(buf, cap, at, "\"" #name "\":%" PRIu64 ",", st->name);
   S5_STATS_COUNTERS(S5_STATS_JSON)
 #undef S5_STATS_JSON
-  at--;   /* the last comma */
+  at--; /* the last comma */
   return put(buf, cap, at, "}");
 }
 
@@ -65,8 +64,8 @@ size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap) {
   struct s5_queue_stats st;
   s5_stats_read(a, a->queues, &st);
   size_t at = put(buf, cap, 0,
-                  "{\"started\":%" PRIu64 ",\"queue_count\":%u,\"reloads\":%" PRIu64 ",\"reload_failures\":%" PRIu64
-                  ",\"last_reload\":%" PRIu64 ",\"totals\":",
+                  "{\"started\":%" PRIu64 ",\"queue_count\":%u,\"reloads\":%" PRIu64
+                  ",\"reload_failures\":%" PRIu64 ",\"last_reload\":%" PRIu64 ",\"totals\":",
                   a->started_unix, a->queues, S5_STAT_GET(a, reloads), S5_STAT_GET(a, reload_failures),
                   S5_STAT_GET(a, last_reload_unix));
   at = json_object(buf, cap, at, &st, -1);
@@ -95,7 +94,8 @@ static const char *parse_object(const char *p, struct s5_queue_stats *st) {
     uint64_t v = strtoull(q + 2, &end, 10);
     if (end == q + 2) return NULL;
     p = end;
-#define S5_STATS_PARSE(field) if (strcmp(name, #field) == 0) st->field = v;
+#define S5_STATS_PARSE(field) \
+  if (strcmp(name, #field) == 0) st->field = v;
     S5_STATS_COUNTERS(S5_STATS_PARSE)
     S5_STATS_PARSE(ready)
 #undef S5_STATS_PARSE
@@ -123,21 +123,21 @@ int s5_stats_parse(const char *json, struct s5_queue_stats *totals, struct s5_qu
 }
 
 static void table_row(FILE *out, const char *label, const struct s5_queue_stats *st) {
-  fprintf(out, "%-6s %12" PRIu64 " %14" PRIu64 " %12" PRIu64 " %14" PRIu64 " %7" PRIu64 " %9" PRIu64
-               " %7" PRIu64 " %9" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
-          label, st->tun_rx_packets, st->tun_rx_bytes, st->tun_tx_packets, st->tun_tx_bytes,
-          st->tcp_active, st->tcp_total, st->udp_active, st->udp_total,
-          st->socks5_connect_failed + st->socks5_auth_failed + st->socks5_refused +
-              st->socks5_bad_reply + st->socks5_timeout,
+  fprintf(out,
+          "%-6s %12" PRIu64 " %14" PRIu64 " %12" PRIu64 " %14" PRIu64 " %7" PRIu64 " %9" PRIu64 " %7" PRIu64
+          " %9" PRIu64 " %8" PRIu64 " %8" PRIu64 "\n",
+          label, st->tun_rx_packets, st->tun_rx_bytes, st->tun_tx_packets, st->tun_tx_bytes, st->tcp_active,
+          st->tcp_total, st->udp_active, st->udp_total,
+          st->socks5_connect_failed + st->socks5_auth_failed + st->socks5_refused + st->socks5_bad_reply +
+            st->socks5_timeout,
           st->drop_tun_write + st->drop_max_sessions + st->drop_draining + st->drop_no_memory + st->drop_udp +
-              st->drop_dns + st->drop_icmp + st->drop_proxy_loop);
+            st->drop_dns + st->drop_icmp + st->drop_proxy_loop);
 }
 
-void s5_stats_table(FILE *out, const struct s5_queue_stats *totals,
-                    const struct s5_queue_stats *queues, unsigned n) {
-  fprintf(out, "%-6s %12s %14s %12s %14s %7s %9s %7s %9s %8s %8s\n", "queue", "rx_packets",
-          "rx_bytes", "tx_packets", "tx_bytes", "tcp", "tcp_total", "udp", "udp_total",
-          "s5_fail", "drops");
+void s5_stats_table(FILE *out, const struct s5_queue_stats *totals, const struct s5_queue_stats *queues,
+                    unsigned n) {
+  fprintf(out, "%-6s %12s %14s %12s %14s %7s %9s %7s %9s %8s %8s\n", "queue", "rx_packets", "rx_bytes",
+          "tx_packets", "tx_bytes", "tcp", "tcp_total", "udp", "udp_total", "s5_fail", "drops");
   for (unsigned i = 0; i < n; i++) {
     char label[16];
     snprintf(label, sizeof label, "%u", i);
@@ -148,14 +148,12 @@ void s5_stats_table(FILE *out, const struct s5_queue_stats *totals,
 
 void s5_stats_summary(const struct s5_queue_stats *st, char *buf, size_t len) {
   snprintf(buf, len,
-           "tun rx %" PRIu64 " pkts/%" PRIu64 " B, tx %" PRIu64 " pkts/%" PRIu64
-           " B; tcp %" PRIu64 " active/%" PRIu64 " total; udp %" PRIu64 " active/%" PRIu64
-           " total; to proxy %" PRIu64 " B, from proxy %" PRIu64 " B; socks5 failures %" PRIu64
-           "; restarts %" PRIu64,
-          st->tun_rx_packets, st->tun_rx_bytes, st->tun_tx_packets, st->tun_tx_bytes,
-          st->tcp_active, st->tcp_total, st->udp_active, st->udp_total, st->bytes_to_proxy,
-          st->bytes_from_proxy,
-          st->socks5_connect_failed + st->socks5_auth_failed + st->socks5_refused +
-              st->socks5_bad_reply + st->socks5_timeout,
-          st->restarts);
+           "tun rx %" PRIu64 " pkts/%" PRIu64 " B, tx %" PRIu64 " pkts/%" PRIu64 " B; tcp %" PRIu64
+           " active/%" PRIu64 " total; udp %" PRIu64 " active/%" PRIu64 " total; to proxy %" PRIu64
+           " B, from proxy %" PRIu64 " B; socks5 failures %" PRIu64 "; restarts %" PRIu64,
+           st->tun_rx_packets, st->tun_rx_bytes, st->tun_tx_packets, st->tun_tx_bytes, st->tcp_active,
+           st->tcp_total, st->udp_active, st->udp_total, st->bytes_to_proxy, st->bytes_from_proxy,
+           st->socks5_connect_failed + st->socks5_auth_failed + st->socks5_refused + st->socks5_bad_reply +
+             st->socks5_timeout,
+           st->restarts);
 }

@@ -13,7 +13,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* Every counter, once: the struct, the JSON and the table come from here. */
+/* Every counter, once: the struct, the JSON and the table come from here.
+ * Grouped by what they count (clang-format would put one per line). */
+/* clang-format off */
 #define S5_STATS_COUNTERS(X)                                                   \
   X(tun_rx_packets) X(tun_rx_bytes) X(tun_tx_packets) X(tun_tx_bytes)          \
   X(tcp_active) X(tcp_total) X(tcp_handshake_timeout)                          \
@@ -24,23 +26,24 @@
   X(drop_tun_write) X(drop_max_sessions) X(drop_draining) X(drop_no_memory)    \
   X(drop_udp) X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts)          \
   X(tun_errors) X(tcp_reset_dead_worker) X(tcp_untracked) X(session_log_dropped)
+/* clang-format on */
 
 struct s5_queue_stats {
 #define S5_STATS_FIELD(name) uint64_t name;
   S5_STATS_COUNTERS(S5_STATS_FIELD)
 #undef S5_STATS_FIELD
-  uint64_t heartbeat_ms;   /* CLOCK_MONOTONIC ms when the worker's loop last turned */
-  int32_t pid;             /* the worker's process */
-  uint32_t ready;          /* the worker is serving */
-  uint32_t tun_failing;    /* its TUN queue failed and is not read until it recovers */
-} __attribute__((aligned(64)));   /* a cache line or more each: no false sharing */
+  uint64_t heartbeat_ms;        /* CLOCK_MONOTONIC ms when the worker's loop last turned */
+  int32_t pid;                  /* the worker's process */
+  uint32_t ready;               /* the worker is serving */
+  uint32_t tun_failing;         /* its TUN queue failed and is not read until it recovers */
+} __attribute__((aligned(64))); /* a cache line or more each: no false sharing */
 
 struct s5_stats_area {
   uint32_t queues;
   uint64_t started_unix;
-  uint64_t reloads;            /* configuration reloads applied (SIGHUP); written by the control loop */
-  uint64_t reload_failures;    /* reloads refused: the file did not load or check */
-  uint64_t last_reload_unix;   /* time of the last applied reload, 0 = none */
+  uint64_t reloads;          /* configuration reloads applied (SIGHUP); written by the control loop */
+  uint64_t reload_failures;  /* reloads refused: the file did not load or check */
+  uint64_t last_reload_unix; /* time of the last applied reload, 0 = none */
   struct s5_queue_stats q[];
 };
 
@@ -67,8 +70,8 @@ int s5_stats_parse(const char *json, struct s5_queue_stats *totals, struct s5_qu
                    unsigned max);
 
 /* A human table: one row per queue and a total row, main counters only. */
-void s5_stats_table(FILE *out, const struct s5_queue_stats *totals,
-                    const struct s5_queue_stats *queues, unsigned n);
+void s5_stats_table(FILE *out, const struct s5_queue_stats *totals, const struct s5_queue_stats *queues,
+                    unsigned n);
 
 /* The one-line summary of one queue that SIGUSR1 logs. */
 void s5_stats_summary(const struct s5_queue_stats *st, char *buf, size_t len);

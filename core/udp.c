@@ -70,8 +70,8 @@ static int dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t
 
 /* ---------------------------------------------------------------- to the client */
 
-int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport,
-                  const ip_addr_t *dst, uint16_t dport, const uint8_t *data, size_t len) {
+int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+                  uint16_t dport, const uint8_t *data, size_t len) {
   /* IPv4: the whole packet fits 16 bits; IPv6: the payload (UDP header too). */
   size_t max = IP_IS_V6(dst) ? 0xffff - UDP_HLEN : 0xffff - UDP_HLEN - IP_HLEN;
   if (IP_GET_TYPE(src) != IP_GET_TYPE(dst) || len > max) {
@@ -91,7 +91,7 @@ int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport,
   h->len = lwip_htons(p->tot_len);
   h->chksum = 0;
   u16_t sum = ip_chksum_pseudo(p, IP_PROTO_UDP, p->tot_len, src, dst);
-  h->chksum = sum == 0 ? 0xffff : sum;   /* 0 means "no checksum" (RFC 768) */
+  h->chksum = sum == 0 ? 0xffff : sum; /* 0 means "no checksum" (RFC 768) */
   err_t err = ip_output_if_src(p, src, dst, UDP_TTL, 0, IP_PROTO_UDP, &w->netif);
   pbuf_free(p);
   if (err != ERR_OK) {
@@ -155,10 +155,13 @@ static void relay_unreachable(struct s5_assoc *a, int err) {
   struct s5_udp *u = a->u;
   char why[160];
   if (a->answered || (u->relay_worked && ++u->relay_dead_run < S5_UDP_RELAY_DEAD_RUN)) {
-    snprintf(why, sizeof why, "the proxy ended the association (its relay refuses datagrams: %s); "
-             "others go on", uv_strerror(err));
+    snprintf(why, sizeof why,
+             "the proxy ended the association (its relay refuses datagrams: %s); "
+             "others go on",
+             uv_strerror(err));
     char c[80], line[300];
-    snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c), why);
+    snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
+             why);
     s5_wctx_failure(u->w, S5_LOG_INFO, line);
     s5_assoc_end(a, why);
     return;
@@ -204,7 +207,7 @@ static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) 
   }
   S5_STAT_ADD(w->stats, bytes_from_proxy, nread);
   a->rec.bytes_down += (uint64_t)(nread - (size_t)hlen);
-  a->u->hold_ms = 0;   /* the proxy's UDP side works */
+  a->u->hold_ms = 0; /* the proxy's UDP side works */
   a->u->relay_worked = 1;
   a->u->relay_dead_run = 0;
   a->answered = 1;
@@ -234,7 +237,7 @@ static int relay_open(struct s5_assoc *a) {
     close(fd);
     return r;
   }
-  r = s5_udp_sock_init(&a->relay, &a->u->w->loop, fd, a, a->id);   /* takes fd */
+  r = s5_udp_sock_init(&a->relay, &a->u->w->loop, fd, a, a->id); /* takes fd */
   if (r < 0) return r;
   a->relay_open = 1;
   a->handles_open++;
@@ -318,26 +321,25 @@ static void udp_dns_query(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *sr
  * Only for plain addresses: a mapped one may stand for another name later,
  * so its header is built for each datagram. Returns its length (*hdr
  * pointed at it), or -1 to build it. */
-static int cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port,
-                         const uint8_t **hdr) {
-  char name[256];   /* as struct s5_socks5_addr holds one */
+static int cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t **hdr) {
+  char name[256]; /* as struct s5_socks5_addr holds one */
   if (a->hdr_len == 0 || a->hdr_port != port || !ip_addr_cmp(&a->hdr_dst, dst)) return -1;
-  if (s5_dnsmap_name_of_ip(dst, name, sizeof name) != 0) return -1;   /* a range check for a plain one */
+  if (s5_dnsmap_name_of_ip(dst, name, sizeof name) != 0) return -1; /* a range check for a plain one */
   *hdr = a->hdr;
   return a->hdr_len;
 }
 
 static void cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t *hdr,
                          int hlen) {
-  if ((size_t)hlen > sizeof a->hdr || hdr[3] == 0x03) return;   /* ATYP 3: by name, mapped */
+  if ((size_t)hlen > sizeof a->hdr || hdr[3] == 0x03) return; /* ATYP 3: by name, mapped */
   ip_addr_copy(a->hdr_dst, *dst);
   a->hdr_port = port;
   memcpy(a->hdr, hdr, (size_t)hlen);
   a->hdr_len = (uint8_t)hlen;
 }
 
-static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport,
-                         const ip_addr_t *dst, u16_t dport) {
+static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport, const ip_addr_t *dst,
+                         u16_t dport) {
   struct s5_udp *u = arg;
   struct s5_wctx *w = u->w;
   if (s5_dns_is_resolver(w->cfg, dst, dport)) {
@@ -353,12 +355,12 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
   const uint8_t *hdr = hdr_buf;
   int hlen = a != NULL ? cached_header(a, dst, dport, &hdr) : -1;
   if (hlen < 0) hlen = dest_header(dst, dport, hdr_buf, sizeof hdr_buf);
-  if (hlen < 0) {   /* a mapped address whose name is gone */
+  if (hlen < 0) { /* a mapped address whose name is gone */
     s5_icmp_port_unreachable(w, p);
     return;
   }
   if (a != NULL && hdr == hdr_buf) cache_header(a, dst, dport, hdr_buf, hlen);
-  if (a == NULL && uv_now(&w->loop) < u->hold_until) {   /* the proxy failed just now */
+  if (a == NULL && uv_now(&w->loop) < u->hold_until) { /* the proxy failed just now */
     s5_icmp_port_unreachable(w, p);
     return;
   }
@@ -369,7 +371,7 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     return;
   }
   s5_assoc_touch(a);
-  if (a->rec.dest_port == 0) {   /* the first destination, for the session log */
+  if (a->rec.dest_port == 0) { /* the first destination, for the session log */
     ip_addr_copy(a->rec.dest, *dst);
     a->rec.dest_port = dport;
   }
@@ -386,7 +388,7 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     return;
   }
   pbuf_take(h, hdr, (u16_t)hlen);
-  pbuf_cat(h, p);   /* h takes over the reference to p */
+  pbuf_cat(h, p); /* h takes over the reference to p */
   a->queue[a->queued++] = h;
 }
 
@@ -417,7 +419,9 @@ void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
     struct s5_conn c;
     s5_session_record_entry(&a->rec, &c);
     c.last_ms = a->last_active;
-    c.state = u->w->draining ? S5_CONN_DRAINING : a->state == S5_ASSOC_READY ? S5_CONN_OPEN : S5_CONN_CONNECTING;
+    c.state = u->w->draining               ? S5_CONN_DRAINING
+              : a->state == S5_ASSOC_READY ? S5_CONN_OPEN
+                                           : S5_CONN_CONNECTING;
     s5_conntab_put(q, &c);
   }
 }

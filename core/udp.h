@@ -46,7 +46,7 @@ void s5_udp_list(const struct s5_udp *u, struct s5_connq *q);
  * one family) into the TUN, fragmented by lwIP if above the MTU: relayed
  * datagrams and the mapped resolver's answers. Returns 0, or -1 when it
  * could not (counted as drop_udp). */
-int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport,
-                  const ip_addr_t *dst, uint16_t dport, const uint8_t *data, size_t len);
+int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+                  uint16_t dport, const uint8_t *data, size_t len);
 
 #endif

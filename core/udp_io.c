@@ -40,14 +40,14 @@
 #define UDP_GRO 104
 #endif
 
-#define S5_UDPIO_ARENA (512 * 1024)   /* queued datagrams per worker, bytes */
-#define S5_UDPIO_ENTS 512             /* queued datagrams per worker */
-#define S5_UDPIO_GSO_SEGS 64          /* the kernel's UDP_MAX_SEGMENTS before 6.9 */
-#define S5_UDPIO_GSO_BYTES 65000      /* a GSO message is one IP packet to the kernel */
+#define S5_UDPIO_ARENA (512 * 1024) /* queued datagrams per worker, bytes */
+#define S5_UDPIO_ENTS 512           /* queued datagrams per worker */
+#define S5_UDPIO_GSO_SEGS 64        /* the kernel's UDP_MAX_SEGMENTS before 6.9 */
+#define S5_UDPIO_GSO_BYTES 65000    /* a GSO message is one IP packet to the kernel */
 #define S5_UDPIO_RECV_BATCH 32
 #define S5_UDPIO_RECV_ROUNDS 4
-#define S5_UDPIO_SLOT (65536 + 512)   /* a GRO-coalesced read is at most 64 KiB */
-#define S5_UDPIO_IOV 64               /* header + pbufs on the plain path */
+#define S5_UDPIO_SLOT (65536 + 512) /* a GRO-coalesced read is at most 64 KiB */
+#define S5_UDPIO_IOV 64             /* header + pbufs on the plain path */
 
 struct ent {
   uint32_t off, len;
@@ -67,13 +67,13 @@ union cmsg_int {
 struct s5_udp_io {
   struct s5_wctx *w;
   uv_check_t check;
-  int batch;                          /* 0: S5TUND_NO_UDP_OFFLOAD, the plain path */
+  int batch; /* 0: S5TUND_NO_UDP_OFFLOAD, the plain path */
   struct s5_udp_sock *pend;
   size_t used;
   unsigned nents;
   struct ent ents[S5_UDPIO_ENTS];
   struct mmsghdr smsg[S5_UDPIO_ENTS];
-  unsigned scount[S5_UDPIO_ENTS];     /* datagrams in each message */
+  unsigned scount[S5_UDPIO_ENTS]; /* datagrams in each message */
   struct iovec siov[S5_UDPIO_ENTS];
   union cmsg_u16 scm[S5_UDPIO_ENTS];
   struct mmsghdr rmsg[S5_UDPIO_RECV_BATCH];
@@ -130,7 +130,7 @@ void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, co
   }
   if (io->used + len > sizeof io->arena || io->nents == S5_UDPIO_ENTS) s5_udp_io_flush();
   uint8_t *d = io->arena + io->used;
-  if (hlen > 0) memcpy(d, hdr, hlen);   /* none for datagrams queued with theirs */
+  if (hlen > 0) memcpy(d, hdr, hlen); /* none for datagrams queued with theirs */
   pbuf_copy_partial(p, d + hlen, p->tot_len, 0);
   int i = (int)io->nents++;
   io->ents[i] = (struct ent){(uint32_t)io->used, (uint32_t)len, -1};
@@ -209,13 +209,13 @@ static void send_msgs(struct s5_udp_io *io, struct s5_udp_sock *s, unsigned nmsg
       send_unsegmented(io, s, from++, err);
       continue;
     }
-    if (err == EAGAIN || err == EWOULDBLOCK) {   /* the socket buffer is full: the rest is lost */
+    if (err == EAGAIN || err == EWOULDBLOCK) { /* the socket buffer is full: the rest is lost */
       unsigned n = 0;
       for (unsigned k = from; k < nmsg; k++) n += io->scount[k];
       lost(io, s, n, err);
       return;
     }
-    lost(io, s, io->scount[from++], err);   /* one message: an ICMP error of an earlier send */
+    lost(io, s, io->scount[from++], err); /* one message: an ICMP error of an earlier send */
   }
 }
 
@@ -289,7 +289,7 @@ static int sock_error(struct s5_udp_sock *s) {
 
 static void sock_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
-  struct s5_udp_sock *s = (struct s5_udp_sock *)handle;   /* poll is the first member */
+  struct s5_udp_sock *s = (struct s5_udp_sock *)handle; /* poll is the first member */
   struct s5_udp_io *io = io_self;
   if (status < 0 && sock_error(s) < 0) return;
   unsigned batch = io->batch ? S5_UDPIO_RECV_BATCH : 1;
@@ -311,7 +311,7 @@ static void sock_readable(uv_poll_t *handle, int status, int events) {
       break;
     }
     for (unsigned k = 0; k < (unsigned)r && !s->closing; k++) deliver(io, s, k);
-    s5_udp_tun_flush(io->w);   /* it points into the slots, which the next batch reuses */
+    s5_udp_tun_flush(io->w); /* it points into the slots, which the next batch reuses */
     if ((unsigned)r < batch) break;
   }
 }
@@ -349,7 +349,7 @@ void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb) {
   struct s5_udp_io *io = io_self;
   if (s->closing) return;
   s->closing = 1;
-  if (s->pending && io != NULL) {   /* its queued datagrams are dropped with it */
+  if (s->pending && io != NULL) { /* its queued datagrams are dropped with it */
     struct s5_udp_sock **link = &io->pend;
     while (*link != NULL && *link != s) link = &(*link)->pend_next;
     if (*link == s) *link = s->pend_next;
@@ -402,5 +402,5 @@ void s5_udp_io_stop(void) {
   struct s5_udp_io *io = io_self;
   if (io == NULL) return;
   io_self = NULL;
-  uv_close((uv_handle_t *)&io->check, io_closed);   /* freed when the loop has let go of it */
+  uv_close((uv_handle_t *)&io->check, io_closed); /* freed when the loop has let go of it */
 }

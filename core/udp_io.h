@@ -37,13 +37,13 @@ typedef void (*s5_udp_sock_recv_cb)(struct s5_udp_sock *s, const uint8_t *buf, s
 typedef void (*s5_udp_sock_err_cb)(struct s5_udp_sock *s, int err);
 
 struct s5_udp_sock {
-  uv_poll_t poll;                 /* poll.data: the owner's (udp.c: the association) */
+  uv_poll_t poll; /* poll.data: the owner's (udp.c: the association) */
   int fd;
-  uint64_t id;                    /* the owner's id, for logs */
+  uint64_t id; /* the owner's id, for logs */
   s5_udp_sock_recv_cb on_recv;
   s5_udp_sock_err_cb on_error;
-  struct s5_udp_sock *pend_next;  /* in the worker's list of sockets with queued datagrams */
-  int head, tail;                 /* queued datagrams (arena entries), -1: none */
+  struct s5_udp_sock *pend_next; /* in the worker's list of sockets with queued datagrams */
+  int head, tail;                /* queued datagrams (arena entries), -1: none */
   unsigned pending : 1, closing : 1, no_gso : 1;
 };
 

@@ -45,16 +45,16 @@
 #define VIRTIO_NET_HDR_GSO_UDP_L4 5
 #endif
 
-#define S5_UDPTUN_SEGS 64            /* the kernel's UDP_MAX_SEGMENTS before 6.9 */
-#define S5_UDPTUN_BASE_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6)   /* tun/queue.c's */
+#define S5_UDPTUN_SEGS 64 /* the kernel's UDP_MAX_SEGMENTS before 6.9 */
+#define S5_UDPTUN_BASE_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) /* tun/queue.c's */
 
 struct udp_tun {
-  int uso;                            /* GSO UDP writes to the TUN */
-  unsigned said_write : 1, said_split : 1;   /* the first of each, at debug (tests look) */
+  int uso;                                 /* GSO UDP writes to the TUN */
+  unsigned said_write : 1, said_split : 1; /* the first of each, at debug (tests look) */
   uint16_t ip_id;
   /* the run being collected */
   unsigned n;
-  int closed;                         /* a shorter datagram ended it */
+  int closed; /* a shorter datagram ended it */
   ip_addr_t src, dst;
   uint16_t sport, dport;
   size_t seg, total;
@@ -75,7 +75,7 @@ int s5_udp_tun_start(struct s5_wctx *w, int batch) {
     return -1;
   }
   tun_self = t;
-  if (!w->cfg->tun.offload) return 0;   /* no virtio header, no offloads */
+  if (!w->cfg->tun.offload) return 0; /* no virtio header, no offloads */
   /* The offloads are the device's, set through any of its queues: every
    * worker asks the same. A kernel without USO refuses the whole request
    * (EINVAL) and keeps what tun/queue.c set. */
@@ -134,7 +134,7 @@ static size_t build_headers(struct udp_tun *t) {
     iphl = 20;
     size_t tot = 20 + udplen;
     uint16_t id = t->ip_id;
-    t->ip_id = (uint16_t)(t->ip_id + t->n);   /* the kernel numbers the segments on from id */
+    t->ip_id = (uint16_t)(t->ip_id + t->n); /* the kernel numbers the segments on from id */
     memset(h, 0, 20);
     h[0] = 0x45;
     h[2] = (uint8_t)(tot >> 8);
@@ -200,7 +200,7 @@ void s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, con
   struct udp_tun *t = tun_self;
   size_t iphl = IP_IS_V6(dst) ? 40 : 20;
   if (!t->uso || len == 0 || iphl + 8 + len > w->cfg->tun.mtu || IP_GET_TYPE(src) != IP_GET_TYPE(dst)) {
-    s5_udp_tun_flush(w);   /* what came before goes first */
+    s5_udp_tun_flush(w); /* what came before goes first */
     s5_udp_output(w, src, sport, dst, dport, data, len);
     return;
   }
@@ -258,7 +258,7 @@ int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size) {
   int v6 = pkt[0] >> 4 == 6;
   size_t iphl, total;
   if (v6) {
-    iphl = 40;   /* the kernel's UDP GSO packets carry no extension headers */
+    iphl = 40; /* the kernel's UDP GSO packets carry no extension headers */
     if (p->len < 48 || pkt[6] != 17) return -1;
     total = 40 + ((size_t)pkt[4] << 8 | pkt[5]);
   } else {
@@ -281,7 +281,7 @@ int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size) {
       S5_STAT_ADD(w->stats, drop_no_memory, 1);
       continue;
     }
-    w->netif.input(q, &w->netif);   /* ip_input() owns q from here */
+    w->netif.input(q, &w->netif); /* ip_input() owns q from here */
   }
   pbuf_free(p);
   return 0;

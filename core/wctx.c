@@ -12,7 +12,7 @@
 #include "log.h"
 
 struct s5_cfg_snap {
-  unsigned refs;             /* the worker's own (while current) and its sessions' */
+  unsigned refs; /* the worker's own (while current) and its sessions' */
   struct s5_config cfg;
 };
 
@@ -20,7 +20,8 @@ static struct s5_cfg_snap *snap_of(const struct s5_config *cfg) {
   return (struct s5_cfg_snap *)((char *)cfg - offsetof(struct s5_cfg_snap, cfg));
 }
 
-int s5_wctx_init(struct s5_wctx *w, const struct s5_config *cfg, unsigned index, struct s5_queue_stats *stats) {
+int s5_wctx_init(struct s5_wctx *w, const struct s5_config *cfg, unsigned index,
+                 struct s5_queue_stats *stats) {
   memset(w, 0, sizeof *w);
   w->cfg = w->cfg0 = cfg;
   w->index = index;

@@ -22,31 +22,32 @@ struct s5_flowq;
 
 struct s5_wctx {
   uv_loop_t loop;
-  struct netif netif;              /* the TUN queue as lwIP sees it (core/netif.c) */
-  unsigned index;                  /* queue number, for logs */
+  struct netif netif; /* the TUN queue as lwIP sees it (core/netif.c) */
+  unsigned index;     /* queue number, for logs */
 
-  const struct s5_config *cfg;     /* the newest configuration; sessions hold the one they started with */
-  const struct s5_config *cfg0;    /* the start-up one (not a snapshot: never freed here) */
-  struct s5_cfg_snap *snap;        /* cfg's snapshot after a reload, NULL before */
-  uint64_t cfg_gen;                /* generation of the config slot taken (core/config_slot.h) */
+  const struct s5_config *cfg;  /* the newest configuration; sessions hold the one they started with */
+  const struct s5_config *cfg0; /* the start-up one (not a snapshot: never freed here) */
+  struct s5_cfg_snap *snap;     /* cfg's snapshot after a reload, NULL before */
+  uint64_t cfg_gen;             /* generation of the config slot taken (core/config_slot.h) */
 
-  struct s5_queue_stats *stats;    /* this queue's slot in the shared area */
-  struct s5_flowq *flows;          /* process mode: this queue's shared flow table (core/flowtab.h), else NULL */
+  struct s5_queue_stats *stats; /* this queue's slot in the shared area */
+  struct s5_flowq *flows;       /* process mode: this queue's shared flow table (core/flowtab.h), else NULL */
 
-  int draining;                    /* no new sessions; the worker ends when the last one does */
-  int stopping;                    /* everything is being closed */
+  int draining; /* no new sessions; the worker ends when the last one does */
+  int stopping; /* everything is being closed */
 
-  struct s5_failures fail;         /* s5_wctx_failure() */
-  struct {                         /* [log] sessions: this second's line budget (core/sessionlog.c) */
-    uint64_t second_ms;            /* start of this second's lines */
-    unsigned lines;                /* written in it */
-    uint64_t dropped;              /* left out since the last summary */
+  struct s5_failures fail; /* s5_wctx_failure() */
+  struct {                 /* [log] sessions: this second's line budget (core/sessionlog.c) */
+    uint64_t second_ms;    /* start of this second's lines */
+    unsigned lines;        /* written in it */
+    uint64_t dropped;      /* left out since the last summary */
   } slog;
 };
 
 /* Starts w for queue `index` with the start-up configuration: its loop
  * exists afterwards. Returns 0 or a libuv error (nothing to undo then). */
-int s5_wctx_init(struct s5_wctx *w, const struct s5_config *cfg, unsigned index, struct s5_queue_stats *stats);
+int s5_wctx_init(struct s5_wctx *w, const struct s5_config *cfg, unsigned index,
+                 struct s5_queue_stats *stats);
 
 /* Releases the configuration taken last and closes the loop (after the
  * last handle closed). */

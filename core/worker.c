@@ -95,7 +95,8 @@ static void worker_shutdown(struct s5_worker *w) {
    * waiting in a queue nobody reads. */
   if (ctx->draining) s5_tun_queue_detach(w->fd);
   S5_STAT_SET(ctx->stats, ready, 0);
-  if (!s5_sessions_empty(&w->tcp)) s5_info("resetting %u open TCP sessions", (unsigned)ctx->stats->tcp_active);
+  if (!s5_sessions_empty(&w->tcp))
+    s5_info("resetting %u open TCP sessions", (unsigned)ctx->stats->tcp_active);
   s5_sessions_stop(&w->tcp);
   /* pcbs lwIP kept after their sessions ended (closing, TIME_WAIT) */
   while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);
@@ -127,7 +128,7 @@ static void worker_drain(struct s5_worker *w) {
   if (!s5_sessions_empty(&w->tcp))
     s5_info("draining %u TCP sessions for up to %u s", (unsigned)ctx->stats->tcp_active, timeout);
   uv_timer_start(&w->drain_timer, worker_drain_over, timeout * 1000u, 0);
-  s5_sessions_drain(&w->tcp, worker_drained, w);   /* at once when there is no session */
+  s5_sessions_drain(&w->tcp, worker_drained, w); /* at once when there is no session */
 }
 
 static void worker_stop_requested(uv_async_t *async) { worker_drain(async->data); }
@@ -135,12 +136,12 @@ static void worker_stop_requested(uv_async_t *async) { worker_drain(async->data)
 /* Process mode: the supervisor forwards SIGHUP so each worker process
  * reopens its own log fd; SIGTERM/SIGINT start the drain. */
 static void worker_signal(uv_signal_t *sig, int signum) {
-  if (signum == SIGHUP) {   /* the supervisor published a reload first, if any */
+  if (signum == SIGHUP) { /* the supervisor published a reload first, if any */
     s5_log_reopen();
     worker_take_config(sig->data);
     return;
   }
-  if (signum == SIGUSR2) {   /* the supervisor asks for --connections */
+  if (signum == SIGUSR2) { /* the supervisor asks for --connections */
     worker_list_connections(sig->data);
     return;
   }
@@ -163,7 +164,7 @@ static int worker_init_asyncs(struct s5_worker *w) {
 
 int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned index, int fd,
                    struct s5_queue_stats *stats) {
-  memset(w, 0, offsetof(struct s5_worker, relay));   /* the large buffers are the modules' to prepare */
+  memset(w, 0, offsetof(struct s5_worker, relay)); /* the large buffers are the modules' to prepare */
   int r = s5_wctx_init(&w->ctx, cfg, index, stats);
   if (r == 0) {
     r = worker_init_asyncs(w);
@@ -216,9 +217,9 @@ static int worker_start_timers(struct s5_worker *w) {
 }
 
 static int worker_start(struct s5_worker *w, int handle_signals) {
-  lwip_init();   /* this thread's own instance: lwIP's state is thread-local */
+  lwip_init(); /* this thread's own instance: lwIP's state is thread-local */
   w->own_process = handle_signals;
-  worker_take_config(w);   /* a worker restarted after a reload starts with it */
+  worker_take_config(w); /* a worker restarted after a reload starts with it */
   if (handle_signals && worker_watch_signals(w) < 0) return -1;
   if (s5_netif_start(&w->tun) < 0 || s5_sessions_listen(&w->tcp) < 0 ||
       (w->udp = s5_udp_start(&w->ctx)) == NULL)

@@ -25,23 +25,23 @@
 #include "wctx.h"
 
 struct s5_worker {
-  struct s5_wctx ctx;              /* what the modules below share: loop, config, stats, netif */
-  int fd;                          /* the TUN queue; owned by whoever opened it */
-  int own_process;                 /* process mode: the log state is this process's own */
-  uv_async_t stop_async;           /* s5_worker_stop() from another thread */
-  uv_async_t reload_async;         /* thread mode: s5_worker_reload() from the main thread */
-  uv_async_t list_async;           /* thread mode: s5_worker_list() */
+  struct s5_wctx ctx;                           /* what the modules below share: loop, config, stats, netif */
+  int fd;                                       /* the TUN queue; owned by whoever opened it */
+  int own_process;                              /* process mode: the log state is this process's own */
+  uv_async_t stop_async;                        /* s5_worker_stop() from another thread */
+  uv_async_t reload_async;                      /* thread mode: s5_worker_reload() from the main thread */
+  uv_async_t list_async;                        /* thread mode: s5_worker_list() */
   uv_signal_t sigterm, sigint, sighup, sigusr2; /* process mode: the worker's own signals */
-  uv_timer_t lwip_timer;           /* drives tcp_tmr() and reassembly timers */
-  uv_timer_t drain_timer;          /* stop: ends the drain at drain-timeout */
-  uv_check_t flush_check;          /* end of each loop iteration: deferred writes */
+  uv_timer_t lwip_timer;                        /* drives tcp_tmr() and reassembly timers */
+  uv_timer_t drain_timer;                       /* stop: ends the drain at drain-timeout */
+  uv_check_t flush_check;                       /* end of each loop iteration: deferred writes */
   unsigned lwip_ticks;
 
-  struct s5_sessions tcp;          /* the listener and the live sessions */
-  struct s5_udp *udp;              /* the UDP associations (core/udp.c), NULL until started */
+  struct s5_sessions tcp; /* the listener and the live sessions */
+  struct s5_udp *udp;     /* the UDP associations (core/udp.c), NULL until started */
   /* Last, with their large buffers, which init leaves untouched. */
-  struct s5_relay relay;           /* the sessions' flush list and read buffers */
-  struct s5_netif tun;             /* the TUN queue's packet pump */
+  struct s5_relay relay; /* the sessions' flush list and read buffers */
+  struct s5_netif tun;   /* the TUN queue's packet pump */
 };
 
 /* Prepares w for queue `index` on TUN fd `fd`: its loop and stop handle

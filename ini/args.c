@@ -35,13 +35,13 @@ enum flag_id {
 
 struct flag {
   enum flag_id id;
-  const char *name;     /* long name, without "--" */
-  char letter;          /* short name, 0 = none */
-  const char *arg;      /* what the value is, NULL = takes no value */
-  const char *section;  /* config key set by the value, if one key */
+  const char *name;    /* long name, without "--" */
+  char letter;         /* short name, 0 = none */
+  const char *arg;     /* what the value is, NULL = takes no value */
+  const char *section; /* config key set by the value, if one key */
   const char *key;
-  const char *shown;    /* the value as --help shows it, if not arg */
-  const char *help;     /* one line for --help */
+  const char *shown; /* the value as --help shows it, if not arg */
+  const char *help;  /* one line for --help */
 };
 
 /* --help is written from this table, and test_config_docs checks the man
@@ -49,55 +49,43 @@ struct flag {
  * stats client is not the daemon); they are here for --help and for a
  * clear message when they are not first. */
 static const struct flag flags[] = {
-  { FLAG_CONFIG, "config", 'c', "FILE", NULL, NULL, NULL,
-    "read settings from the INI file FILE" },
-  { FLAG_MODE, "mode", 0, "thread|process", "", "mode", NULL,
-    "run the queue workers as threads or processes" },
-  { FLAG_QUEUES, "queues", 0, "N", "", "queues", NULL,
-    "number of TUN queues, 1..256 (0 = one per CPU)" },
-  { FLAG_TUN, "tun", 0, "NAME", "tun", "name", NULL, "TUN device name" },
-  { FLAG_MTU, "mtu", 0, "N", "tun", "mtu", NULL, "TUN device MTU, 1280..65535" },
-  { FLAG_SOCKS5, "socks5", 0, "ADDR:PORT", NULL, NULL, NULL,
-    "SOCKS5 proxy, e.g. 127.0.0.1:1080 or [::1]:1080" },
-  { FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level",
-    "LEVEL", "error, warn, info or debug" },
-  { FLAG_CHECK, "check-config", 0, NULL, NULL, NULL, NULL,
-    "print the effective configuration and exit" },
-  { FLAG_STATS, "stats", 0, NULL, NULL, NULL, "[SOCKET]",
-    "print the counters of a running s5tund and exit\n"
-    "                           (first argument; default SOCKET "
-    S5_STATS_DEFAULT_SOCKET ")" },
-  { FLAG_CONNECTIONS, "connections", 0, NULL, NULL, NULL, "[SOCKET]",
-    "print the open sessions of a running s5tund and exit\n"
-    "                           (first argument; default SOCKET as --stats)" },
-  { FLAG_JSON, "json", 0, NULL, NULL, NULL, NULL,
-    "with --stats or --connections: print JSON" },
-  { FLAG_HELP, "help", 'h', NULL, NULL, NULL, NULL,
-    "print this help and exit" },
-  { FLAG_VERSION, "version", 'V', NULL, NULL, NULL, NULL,
-    "print the version and exit" },
+  {FLAG_CONFIG, "config", 'c', "FILE", NULL, NULL, NULL, "read settings from the INI file FILE"},
+  {FLAG_MODE, "mode", 0, "thread|process", "", "mode", NULL, "run the queue workers as threads or processes"},
+  {FLAG_QUEUES, "queues", 0, "N", "", "queues", NULL, "number of TUN queues, 1..256 (0 = one per CPU)"},
+  {FLAG_TUN, "tun", 0, "NAME", "tun", "name", NULL, "TUN device name"},
+  {FLAG_MTU, "mtu", 0, "N", "tun", "mtu", NULL, "TUN device MTU, 1280..65535"},
+  {FLAG_SOCKS5, "socks5", 0, "ADDR:PORT", NULL, NULL, NULL,
+   "SOCKS5 proxy, e.g. 127.0.0.1:1080 or [::1]:1080"},
+  {FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level", "LEVEL",
+   "error, warn, info or debug"},
+  {FLAG_CHECK, "check-config", 0, NULL, NULL, NULL, NULL, "print the effective configuration and exit"},
+  {FLAG_STATS, "stats", 0, NULL, NULL, NULL, "[SOCKET]",
+   "print the counters of a running s5tund and exit\n"
+   "                           (first argument; default SOCKET " S5_STATS_DEFAULT_SOCKET ")"},
+  {FLAG_CONNECTIONS, "connections", 0, NULL, NULL, NULL, "[SOCKET]",
+   "print the open sessions of a running s5tund and exit\n"
+   "                           (first argument; default SOCKET as --stats)"},
+  {FLAG_JSON, "json", 0, NULL, NULL, NULL, NULL, "with --stats or --connections: print JSON"},
+  {FLAG_HELP, "help", 'h', NULL, NULL, NULL, NULL, "print this help and exit"},
+  {FLAG_VERSION, "version", 'V', NULL, NULL, NULL, NULL, "print the version and exit"},
 };
 
 #define FLAG_COUNT (sizeof flags / sizeof flags[0])
 
-int s5_args_flag_count(void) {
-  return (int)FLAG_COUNT;
-}
+int s5_args_flag_count(void) { return (int)FLAG_COUNT; }
 
-const char *s5_args_flag_name(int i) {
-  return flags[i].name;
-}
+const char *s5_args_flag_name(int i) { return flags[i].name; }
 
 /* One flag as found on the command line. */
 struct arg {
   const struct flag *flag;
-  char spelled[40];   /* as typed, e.g. "--mtu" or "-c", for messages */
-  const char *value;  /* NULL for flags without a value */
+  char spelled[40];  /* as typed, e.g. "--mtu" or "-c", for messages */
+  const char *value; /* NULL for flags without a value */
 };
 
 /* What the first pass found. */
 struct args {
-  const char *config;  /* --config FILE, NULL = none */
+  const char *config; /* --config FILE, NULL = none */
   bool check;
   bool help;
   bool version;
@@ -109,28 +97,29 @@ struct args {
 static void usage(FILE *out) {
   size_t i;
 
-  fputs("Usage: s5tund [OPTION]...\n"
-        "       s5tund --stats [SOCKET] [--json]\n"
-        "       s5tund --connections [SOCKET] [--json]\n"
-        "Carry TCP and UDP from a multi-queue TUN device to a SOCKS5 proxy.\n"
-        "\n", out);
+  fputs(
+    "Usage: s5tund [OPTION]...\n"
+    "       s5tund --stats [SOCKET] [--json]\n"
+    "       s5tund --connections [SOCKET] [--json]\n"
+    "Carry TCP and UDP from a multi-queue TUN device to a SOCKS5 proxy.\n"
+    "\n",
+    out);
   for (i = 0; i < FLAG_COUNT; i++) {
     const struct flag *f = &flags[i];
     const char *arg = f->shown != NULL ? f->shown : f->arg;
     char left[64];
     int n;
 
-    if (f->letter != 0)
-      n = snprintf(left, sizeof left, "  -%c, --%s", f->letter, f->name);
-    else
-      n = snprintf(left, sizeof left, "      --%s", f->name);
-    if (arg != NULL)
-      snprintf(left + n, sizeof left - (size_t)n, " %s", arg);
+    if (f->letter != 0) n = snprintf(left, sizeof left, "  -%c, --%s", f->letter, f->name);
+    else n = snprintf(left, sizeof left, "      --%s", f->name);
+    if (arg != NULL) snprintf(left + n, sizeof left - (size_t)n, " %s", arg);
     fprintf(out, "%-*s  %s\n", USAGE_COLUMN - 2, left, f->help);
   }
-  fputs("\n"
-        "Flags override the file, which overrides the built-in defaults.\n"
-        "Exit status: 0 ok, 2 bad configuration or command line.\n", out);
+  fputs(
+    "\n"
+    "Flags override the file, which overrides the built-in defaults.\n"
+    "Exit status: 0 ok, 2 bad configuration or command line.\n",
+    out);
 }
 
 /* Copies the first n bytes of a flag as typed, for a message: unquoted,
@@ -147,8 +136,7 @@ static const struct flag *find_long(const char *name, size_t len) {
   size_t i;
 
   for (i = 0; i < FLAG_COUNT; i++)
-    if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0)
-      return &flags[i];
+    if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0) return &flags[i];
   return NULL;
 }
 
@@ -156,18 +144,15 @@ static const struct flag *find_short(char letter) {
   size_t i;
 
   for (i = 0; i < FLAG_COUNT; i++)
-    if (flags[i].letter != 0 && flags[i].letter == letter)
-      return &flags[i];
+    if (flags[i].letter != 0 && flags[i].letter == letter) return &flags[i];
   return NULL;
 }
 
 /* Takes the value from the next argument. One that looks like a long flag
  * is not taken: "--queues --mode process" means a forgotten number. */
-static int take_next(struct arg *a, int argc, char **argv, int *i,
-                     char *err, size_t errlen) {
+static int take_next(struct arg *a, int argc, char **argv, int *i, char *err, size_t errlen) {
   if (*i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0) {
-    snprintf(err, errlen, "%s: missing argument (%s %s)", a->spelled,
-             a->spelled, a->flag->arg);
+    snprintf(err, errlen, "%s: missing argument (%s %s)", a->spelled, a->spelled, a->flag->arg);
     return -1;
   }
   a->value = argv[++*i];
@@ -190,8 +175,7 @@ static int take_value(struct arg *a, const char *inline_value, int argc, char **
   return take_next(a, argc, argv, i, err, errlen);
 }
 
-static int read_long(struct arg *a, int argc, char **argv, int *i,
-                     char *err, size_t errlen) {
+static int read_long(struct arg *a, int argc, char **argv, int *i, char *err, size_t errlen) {
   const char *name = argv[*i] + 2;
   const char *eq = strchr(name, '=');
   size_t len = eq != NULL ? (size_t)(eq - name) : strlen(name);
@@ -207,8 +191,7 @@ static int read_long(struct arg *a, int argc, char **argv, int *i,
   return take_value(a, eq != NULL ? eq + 1 : NULL, argc, argv, i, err, errlen);
 }
 
-static int read_short(struct arg *a, int argc, char **argv, int *i,
-                      char *err, size_t errlen) {
+static int read_short(struct arg *a, int argc, char **argv, int *i, char *err, size_t errlen) {
   const char *s = argv[*i];
   char shown[S5_SHOW_MAX];
 
@@ -225,69 +208,62 @@ static int read_short(struct arg *a, int argc, char **argv, int *i,
 
 /* Reads the flag at argv[*i] (and its value), leaving *i on the last
  * argument used. */
-static int read_arg(struct arg *a, int argc, char **argv, int *i,
-                    char *err, size_t errlen) {
+static int read_arg(struct arg *a, int argc, char **argv, int *i, char *err, size_t errlen) {
   const char *s = argv[*i];
   char shown[S5_SHOW_MAX];
 
   memset(a, 0, sizeof *a);
-  if (strncmp(s, "--", 2) == 0 && s[2] != '\0')
-    return read_long(a, argc, argv, i, err, errlen);
-  if (s[0] == '-' && s[1] != '\0' && s[1] != '-')
-    return read_short(a, argc, argv, i, err, errlen);
+  if (strncmp(s, "--", 2) == 0 && s[2] != '\0') return read_long(a, argc, argv, i, err, errlen);
+  if (s[0] == '-' && s[1] != '\0' && s[1] != '-') return read_short(a, argc, argv, i, err, errlen);
   s5_show(shown, sizeof shown, s);
-  snprintf(err, errlen, "%s: unexpected argument (s5tund takes only flags; "
-           "see --help)", shown);
+  snprintf(err, errlen,
+           "%s: unexpected argument (s5tund takes only flags; "
+           "see --help)",
+           shown);
   return -1;
 }
 
 /* First pass: spelling, --config, and the flags that end the run early.
  * --help and --version win as soon as they are seen. */
-static int scan(struct args *as, int argc, char **argv, char *err,
-                size_t errlen) {
+static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen) {
   struct arg a;
   int i;
 
   memset(as, 0, sizeof *as);
   for (i = 1; i < argc; i++) {
-    if (read_arg(&a, argc, argv, &i, err, errlen) != 0)
-      return -1;
+    if (read_arg(&a, argc, argv, &i, err, errlen) != 0) return -1;
     switch (a.flag->id) {
-    case FLAG_CONFIG:
-      if (a.value[0] == '\0') {
-        snprintf(err, errlen, "%s: empty file name", a.spelled);
+      case FLAG_CONFIG:
+        if (a.value[0] == '\0') {
+          snprintf(err, errlen, "%s: empty file name", a.spelled);
+          return -1;
+        }
+        as->config = a.value;
+        break;
+      case FLAG_CHECK: as->check = true; break;
+      case FLAG_HELP: as->help = true; return 0;
+      case FLAG_VERSION: as->version = true; return 0;
+      case FLAG_STATS:
+      case FLAG_CONNECTIONS:
+        snprintf(err, errlen,
+                 "%s: must be the first argument (s5tund %s "
+                 "[SOCKET] [--json])",
+                 a.spelled, a.spelled);
         return -1;
-      }
-      as->config = a.value;
-      break;
-    case FLAG_CHECK:
-      as->check = true;
-      break;
-    case FLAG_HELP:
-      as->help = true;
-      return 0;
-    case FLAG_VERSION:
-      as->version = true;
-      return 0;
-    case FLAG_STATS:
-    case FLAG_CONNECTIONS:
-      snprintf(err, errlen, "%s: must be the first argument (s5tund %s "
-               "[SOCKET] [--json])", a.spelled, a.spelled);
-      return -1;
-    case FLAG_JSON:
-      snprintf(err, errlen, "%s: only with --stats or --connections (s5tund --stats [SOCKET] "
-               "[--json])", a.spelled);
-      return -1;
-    default:
-      break;
+      case FLAG_JSON:
+        snprintf(err, errlen,
+                 "%s: only with --stats or --connections (s5tund --stats [SOCKET] "
+                 "[--json])",
+                 a.spelled);
+        return -1;
+      default: break;
     }
   }
   return 0;
 }
 
 /* "ADDR:PORT", or "[ADDR]:PORT" for IPv6, whose ':'s would be ambiguous. */
-static int apply_socks5(struct s5_config *cfg, const char *value,
-                        char *err, size_t errlen) {
+static int apply_socks5(struct s5_config *cfg, const char *value, char *err, size_t errlen) {
   char addr[S5_SHOW_MAX + 8];
   char shown[S5_SHOW_MAX];
   char msg[256];
@@ -306,8 +282,10 @@ static int apply_socks5(struct s5_config *cfg, const char *value,
   } else {
     colon = strrchr(value, ':');
     if (colon != NULL && memchr(value, ':', (size_t)(colon - value)) != NULL) {
-      snprintf(err, errlen, "%s: write an IPv6 address in brackets, "
-               "[ADDR]:PORT", shown);
+      snprintf(err, errlen,
+               "%s: write an IPv6 address in brackets, "
+               "[ADDR]:PORT",
+               shown);
       return -1;
     }
     if (colon == NULL) {
@@ -324,8 +302,7 @@ static int apply_socks5(struct s5_config *cfg, const char *value,
   addr[len] = '\0';
   port = colon + 1;
   /* Address first: it keeps the old port, which the port then replaces. */
-  if (s5_config_set(cfg, "socks5", "address", addr, err, errlen) != 0)
-    return -1;
+  if (s5_config_set(cfg, "socks5", "address", addr, err, errlen) != 0) return -1;
   if (s5_config_set(cfg, "socks5", "port", port, msg, sizeof msg) != 0) {
     snprintf(err, errlen, "port: %s", msg);
     return -1;
@@ -335,23 +312,18 @@ static int apply_socks5(struct s5_config *cfg, const char *value,
 
 /* Second pass: the values, over defaults and file. Spelling was checked by
  * scan(), so read_arg() cannot fail here. */
-static int apply(struct s5_config *cfg, int argc, char **argv, char *err,
-                 size_t errlen) {
+static int apply(struct s5_config *cfg, int argc, char **argv, char *err, size_t errlen) {
   char what[512];
   struct arg a;
   int rc;
   int i;
 
   for (i = 1; i < argc; i++) {
-    if (read_arg(&a, argc, argv, &i, err, errlen) != 0)
-      return -1;
-    if (a.flag->id == FLAG_SOCKS5)
-      rc = apply_socks5(cfg, a.value, what, sizeof what);
+    if (read_arg(&a, argc, argv, &i, err, errlen) != 0) return -1;
+    if (a.flag->id == FLAG_SOCKS5) rc = apply_socks5(cfg, a.value, what, sizeof what);
     else if (a.flag->key != NULL)
-      rc = s5_config_set(cfg, a.flag->section, a.flag->key, a.value,
-                         what, sizeof what);
-    else
-      continue;
+      rc = s5_config_set(cfg, a.flag->section, a.flag->key, a.value, what, sizeof what);
+    else continue;
     if (rc != 0) {
       snprintf(err, errlen, "%s: %s", a.spelled, what);
       return -1;
@@ -360,14 +332,12 @@ static int apply(struct s5_config *cfg, int argc, char **argv, char *err,
   return 0;
 }
 
-enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc,
-                                    char **argv, FILE *out, FILE *errout) {
+enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc, char **argv, FILE *out, FILE *errout) {
   char err[1024];
   struct args as;
 
   s5_config_defaults(cfg);
-  if (scan(&as, argc, argv, err, sizeof err) != 0)
-    goto bad;
+  if (scan(&as, argc, argv, err, sizeof err) != 0) goto bad;
   if (as.help) {
     usage(out);
     return S5_ARGS_EXIT_OK;
@@ -376,11 +346,8 @@ enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc,
     fprintf(out, "s5tund %s\n", S5_VERSION);
     return S5_ARGS_EXIT_OK;
   }
-  if (as.config != NULL &&
-      s5_config_load_file(cfg, as.config, err, sizeof err) != 0)
-    goto bad;
-  if (apply(cfg, argc, argv, err, sizeof err) != 0)
-    goto bad;
+  if (as.config != NULL && s5_config_load_file(cfg, as.config, err, sizeof err) != 0) goto bad;
+  if (apply(cfg, argc, argv, err, sizeof err) != 0) goto bad;
   if (as.check) {
     s5_config_print(cfg, out);
     return S5_ARGS_EXIT_OK;
@@ -392,7 +359,6 @@ bad:
   return S5_ARGS_EXIT_BAD;
 }
 
-enum s5_args_result s5_args_load(struct s5_config *cfg, int argc,
-                                 char **argv) {
+enum s5_args_result s5_args_load(struct s5_config *cfg, int argc, char **argv) {
   return s5_args_load_io(cfg, argc, argv, stdout, stderr);
 }

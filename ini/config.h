@@ -36,73 +36,73 @@ enum s5_log_level { S5_LOG_ERROR, S5_LOG_WARN, S5_LOG_INFO, S5_LOG_DEBUG };
 
 /* An interface address with prefix length; family is 0 when unset. */
 struct s5_prefix {
-  int family;        /* AF_INET, AF_INET6 or 0 */
-  uint8_t addr[16];  /* network byte order; 4 bytes used for AF_INET */
-  unsigned len;      /* prefix length */
+  int family;       /* AF_INET, AF_INET6 or 0 */
+  uint8_t addr[16]; /* network byte order; 4 bytes used for AF_INET */
+  unsigned len;     /* prefix length */
 };
 
 struct s5_config {
   enum s5_mode mode;
-  unsigned queues;                /* resolved: 1..S5_QUEUES_MAX, never 0 */
-  unsigned queues_configured;     /* as written: 0 = one per online CPU (--check-config prints it) */
+  unsigned queues;            /* resolved: 1..S5_QUEUES_MAX, never 0 */
+  unsigned queues_configured; /* as written: 0 = one per online CPU (--check-config prints it) */
 
   struct {
-    char name[16];                /* IFNAMSIZ */
-    unsigned mtu;                 /* 1280..65535 */
+    char name[16]; /* IFNAMSIZ */
+    unsigned mtu;  /* 1280..65535 */
     struct s5_prefix ipv4;
     struct s5_prefix ipv6;
     bool persist;
-    bool icmp_reply;              /* icmp = reply: answer echo requests to any address */
-    bool offload;                 /* IFF_VNET_HDR: checksum and TSO offloads */
-    bool auto_route;              /* policy routing: all but [socks5] mark into the device */
-    bool kill_switch;             /* with auto_route: tunnel-bound traffic blocked while the device is absent */
+    bool icmp_reply;  /* icmp = reply: answer echo requests to any address */
+    bool offload;     /* IFF_VNET_HDR: checksum and TSO offloads */
+    bool auto_route;  /* policy routing: all but [socks5] mark into the device */
+    bool kill_switch; /* with auto_route: tunnel-bound traffic blocked while the device is absent */
     struct s5_uid_list exclude_uid; /* with auto_route: these users' traffic stays out of the tunnel */
     struct s5_uid_list include_uid; /* with auto_route: only these users' traffic enters it */
-    char post_up[PATH_MAX];       /* command run once the device is up; empty = none */
-    char pre_down[PATH_MAX];      /* command run before the device goes */
+    char post_up[PATH_MAX];         /* command run once the device is up; empty = none */
+    char pre_down[PATH_MAX];        /* command run before the device goes */
   } tun;
 
   struct {
     struct sockaddr_storage addr; /* proxy address and port */
     socklen_t addrlen;
-    char username[256];           /* empty = no authentication */
+    char username[256]; /* empty = no authentication */
     char password[256];
-    uint32_t mark;                /* SO_MARK, 0 = none */
-    bool pipeline;                /* greeting, auth and CONNECT in one write */
-    bool udp;                     /* udp = associate (true) | off */
+    uint32_t mark;                    /* SO_MARK, 0 = none */
+    bool pipeline;                    /* greeting, auth and CONNECT in one write */
+    bool udp;                         /* udp = associate (true) | off */
     struct sockaddr_storage udp_addr; /* udp-address: ss_family 0 = use the relay address the proxy returns */
   } socks5;
 
   struct {
-    unsigned connect_timeout;     /* seconds, >= 1 */
-    unsigned tcp_idle_timeout;    /* seconds, >= 1 */
-    unsigned max_sessions;        /* per worker, 0 = unlimited */
-    unsigned udp_idle_timeout;    /* seconds, >= 1 */
-    unsigned tcp_buffer;          /* bytes a TCP session holds each way, S5_TCP_BUFFER_MIN..MAX */
+    unsigned connect_timeout;  /* seconds, >= 1 */
+    unsigned tcp_idle_timeout; /* seconds, >= 1 */
+    unsigned max_sessions;     /* per worker, 0 = unlimited */
+    unsigned udp_idle_timeout; /* seconds, >= 1 */
+    unsigned tcp_buffer;       /* bytes a TCP session holds each way, S5_TCP_BUFFER_MIN..MAX */
   } session;
 
   struct {
     struct sockaddr_storage addr[2]; /* the mapped resolver, port 53: [0] IPv4, [1] IPv6;
                                       ss_family 0 = none; neither = mapped DNS off */
-    struct s5_prefix network;     /* IPv4 pool of mapped addresses */
-    struct s5_prefix network6;    /* IPv6 pool; family 0 = AAAA not mapped */
-    unsigned cache_size;          /* names kept, 1..pool size */
+    struct s5_prefix network;        /* IPv4 pool of mapped addresses */
+    struct s5_prefix network6;       /* IPv6 pool; family 0 = AAAA not mapped */
+    unsigned cache_size;             /* names kept, 1..pool size */
   } dns;
 
   struct {
     enum s5_log_level level;
-    char file[PATH_MAX];          /* empty = stderr, "syslog" = syslog */
-    bool sessions;                /* a line per finished session (core/sessionlog.c) */
+    char file[PATH_MAX];              /* empty = stderr, "syslog" = syslog */
+    bool sessions;                    /* a line per finished session (core/sessionlog.c) */
     unsigned sessions_max_per_second; /* per worker; the rest counted */
   } log;
 
   struct {
-    char pid_file[PATH_MAX];      /* written once every queue serves; empty = none */
-    unsigned drain_timeout;       /* seconds open sessions get after SIGTERM, 0..3600 */
-    unsigned limit_nofile;        /* RLIMIT_NOFILE set at start-up; 0 = leave as is */
-    char user[64];                /* workers drop to this user; empty = stay */
-    uid_t uid;                    /* user and its primary group, looked up when the */
-    gid_t gid;                    /* configuration is loaded (unknown user: exit 2) */
+    char pid_file[PATH_MAX]; /* written once every queue serves; empty = none */
+    unsigned drain_timeout;  /* seconds open sessions get after SIGTERM, 0..3600 */
+    unsigned limit_nofile;   /* RLIMIT_NOFILE set at start-up; 0 = leave as is */
+    char user[64];           /* workers drop to this user; empty = stay */
+    uid_t uid;               /* user and its primary group, looked up when the */
+    gid_t gid;               /* configuration is loaded (unknown user: exit 2) */
   } run;
 
   struct {
@@ -113,9 +113,9 @@ struct s5_config {
 
 /* What main() should do after s5_args_load(). */
 enum s5_args_result {
-  S5_ARGS_RUN = 0,   /* configuration complete: start the daemon */
-  S5_ARGS_EXIT_OK,   /* --help, --version or a good --check-config: exit 0 */
-  S5_ARGS_EXIT_BAD,  /* a message naming file/line/key or flag was printed: exit 2 */
+  S5_ARGS_RUN = 0,  /* configuration complete: start the daemon */
+  S5_ARGS_EXIT_OK,  /* --help, --version or a good --check-config: exit 0 */
+  S5_ARGS_EXIT_BAD, /* a message naming file/line/key or flag was printed: exit 2 */
 };
 
 /* Fills *cfg from defaults, the --config file (if any) and the flags, in that
@@ -125,8 +125,7 @@ enum s5_args_result s5_args_load(struct s5_config *cfg, int argc, char **argv);
 
 /* s5_args_load() with its output streams given: help, version and
  * --check-config go to out, the one error message to err. For tests. */
-enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc,
-                                    char **argv, FILE *out, FILE *err);
+enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc, char **argv, FILE *out, FILE *err);
 
 /* Built-in defaults (queues resolved to the online CPU count). */
 void s5_config_defaults(struct s5_config *cfg);
@@ -139,8 +138,8 @@ int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size
 /* Sets one key (section "" for mode and queues) from its text form, with the
  * same checks as the file. On error returns -1 and writes what is wrong
  * (without file or line) into err. */
-int s5_config_set(struct s5_config *cfg, const char *section, const char *key,
-                  const char *value, char *err, size_t errlen);
+int s5_config_set(struct s5_config *cfg, const char *section, const char *key, const char *value, char *err,
+                  size_t errlen);
 
 /* Live reload: next is the configuration just read, cur the running one.
  * Every key a reload cannot apply (the device, the run mode, auto-route,

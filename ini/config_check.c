@@ -27,12 +27,13 @@ static int prefix_holds(const struct s5_prefix *p, const uint8_t a[16]) {
  * address must not be one of the addresses it hands out. */
 static int check_dns(const struct s5_config *cfg, int *key, char *err, size_t errlen) {
   const struct s5_prefix *net = &cfg->dns.network;
-  if (net->family != AF_INET || net->len < 1 || net->len > 30) return 0;   /* the parser refused anything else */
+  if (net->family != AF_INET || net->len < 1 || net->len > 30)
+    return 0; /* the parser refused anything else */
   unsigned long long pool = (1ull << (32 - net->len)) - 2;
   if (cfg->dns.cache_size > pool) {
     *key = s5_config_key_find("dns", "cache-size");
-    snprintf(err, errlen, "%u is more than the %llu addresses of [dns] network /%u", cfg->dns.cache_size, pool,
-             net->len);
+    snprintf(err, errlen, "%u is more than the %llu addresses of [dns] network /%u", cfg->dns.cache_size,
+             pool, net->len);
     return -1;
   }
   const struct s5_prefix *net6 = &cfg->dns.network6;
@@ -68,7 +69,8 @@ int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t err
   /* RFC 1929 sends both or nothing; one alone is surely a mistake. */
   if (user != pass) {
     *key = s5_config_key_find("socks5", user ? "username" : "password");
-    snprintf(err, errlen, "set without [socks5] %s (authentication needs both)", user ? "password" : "username");
+    snprintf(err, errlen, "set without [socks5] %s (authentication needs both)",
+             user ? "password" : "username");
     return -1;
   }
   /* One family may be switched off by leaving it empty, not both. */
@@ -92,7 +94,8 @@ int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t err
   /* Without a mark the proxy connections would be routed into the tunnel. */
   if (cfg->tun.auto_route && cfg->socks5.mark == 0) {
     *key = s5_config_key_find("tun", "auto-route");
-    snprintf(err, errlen, "needs [socks5] mark: the proxy connections must carry a mark to stay out of the tunnel");
+    snprintf(err, errlen,
+             "needs [socks5] mark: the proxy connections must carry a mark to stay out of the tunnel");
     return -1;
   }
   return 0;

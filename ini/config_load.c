@@ -37,13 +37,13 @@
 struct load {
   FILE *fp;
   const char *path;
-  struct s5_config *cfg;  /* scratch copy being filled */
-  char *line;             /* current physical line, from getline() */
+  struct s5_config *cfg; /* scratch copy being filled */
+  char *line;            /* current physical line, from getline() */
   size_t cap;
-  const char *text;       /* the same line without its leading blanks */
-  unsigned lineno;        /* number of the current line, from 1 */
-  unsigned *set_at;       /* per key: line where it was set, 0 = not yet */
-  bool failed;            /* the one message has been written */
+  const char *text; /* the same line without its leading blanks */
+  unsigned lineno;  /* number of the current line, from 1 */
+  unsigned *set_at; /* per key: line where it was set, 0 = not yet */
+  bool failed;      /* the one message has been written */
   int read_errno;
   char *err;
   size_t errlen;
@@ -61,25 +61,20 @@ static void printable(char *dst, size_t len, const char *src) {
 }
 
 /* Writes "FILE:LINE: [section] key: what" (parts left out when unknown). */
-static void load_fail(struct load *ld, unsigned line, const char *section,
-                      const char *name, const char *what) {
+static void load_fail(struct load *ld, unsigned line, const char *section, const char *name,
+                      const char *what) {
   char where[64] = "";
   char sec[64];
   char key[64];
 
-  if (line > 0)
-    snprintf(where, sizeof where, ":%u", line);
+  if (line > 0) snprintf(where, sizeof where, ":%u", line);
   if (name == NULL) {
     snprintf(ld->err, ld->errlen, "%s%s: %s", ld->path, where, what);
   } else {
     printable(sec, sizeof sec, section);
     printable(key, sizeof key, name);
-    if (sec[0] == '\0')
-      snprintf(ld->err, ld->errlen, "%s%s: %s: %s", ld->path, where, key,
-               what);
-    else
-      snprintf(ld->err, ld->errlen, "%s%s: [%s] %s: %s", ld->path, where,
-               sec, key, what);
+    if (sec[0] == '\0') snprintf(ld->err, ld->errlen, "%s%s: %s: %s", ld->path, where, key, what);
+    else snprintf(ld->err, ld->errlen, "%s%s: [%s] %s: %s", ld->path, where, sec, key, what);
   }
   ld->failed = true;
 }
@@ -87,8 +82,7 @@ static void load_fail(struct load *ld, unsigned line, const char *section,
 /* Skips what inih's own lskip() would skip (any isspace()), so that inih
  * never sees leading blanks and never takes a line for a continuation. */
 static const char *skip_blanks(const char *s) {
-  while (isspace((unsigned char)*s))
-    s++;
+  while (isspace((unsigned char)*s)) s++;
   return s;
 }
 
@@ -100,24 +94,22 @@ static char *load_read(char *buf, int size, void *user) {
   ssize_t n;
   char what[128];
 
-  if (ld->failed)
-    return NULL;  /* one message is enough: stop here */
+  if (ld->failed) return NULL; /* one message is enough: stop here */
   errno = 0;
   n = getline(&ld->line, &ld->cap, ld->fp);
   if (n < 0) {
-    if (ferror(ld->fp))
-      ld->read_errno = errno != 0 ? errno : EIO;
+    if (ferror(ld->fp)) ld->read_errno = errno != 0 ? errno : EIO;
     return NULL;
   }
   ld->lineno++;
   if ((size_t)n != strlen(ld->line)) {
-    load_fail(ld, ld->lineno, NULL, NULL, "contains a NUL byte (not a text "
+    load_fail(ld, ld->lineno, NULL, NULL,
+              "contains a NUL byte (not a text "
               "file?)");
     return NULL;
   }
   if (n > S5_INI_LINE_MAX) {
-    snprintf(what, sizeof what, "line is too long (%zd bytes, at most %d)",
-             n, S5_INI_LINE_MAX);
+    snprintf(what, sizeof what, "line is too long (%zd bytes, at most %d)", n, S5_INI_LINE_MAX);
     load_fail(ld, ld->lineno, NULL, NULL, what);
     return NULL;
   }
@@ -138,10 +130,11 @@ static char *load_read(char *buf, int size, void *user) {
     return buf;
   }
   sep = strpbrk(ld->text, "=:");
-  if (ld->text[0] == '[' || sep == NULL ||
-      (size_t)(sep - ld->text) + 3 > (size_t)size) {
-    snprintf(what, sizeof what, "line is too long for a section header or "
-             "key name (at most %d bytes)", size - 3);
+  if (ld->text[0] == '[' || sep == NULL || (size_t)(sep - ld->text) + 3 > (size_t)size) {
+    snprintf(what, sizeof what,
+             "line is too long for a section header or "
+             "key name (at most %d bytes)",
+             size - 3);
     load_fail(ld, ld->lineno, NULL, NULL, what);
     return NULL;
   }
@@ -153,8 +146,7 @@ static char *load_read(char *buf, int size, void *user) {
 
 /* Copies a "double-quoted" value; \" and \\ are the only escapes, which is
  * all that is needed to write any value back (see types.c). */
-static int quoted_value(const char *p, char *out, size_t outlen,
-                        char *err, size_t errlen) {
+static int quoted_value(const char *p, char *out, size_t outlen, char *err, size_t errlen) {
   size_t n = 0;
 
   for (; *p != '"'; p++) {
@@ -166,7 +158,8 @@ static int quoted_value(const char *p, char *out, size_t outlen,
     if (c == '\\') {
       c = *++p;
       if (c != '"' && c != '\\') {
-        snprintf(err, errlen, "unknown escape in quoted value (only \\\" "
+        snprintf(err, errlen,
+                 "unknown escape in quoted value (only \\\" "
                  "and \\\\)");
         return -1;
       }
@@ -178,8 +171,7 @@ static int quoted_value(const char *p, char *out, size_t outlen,
     out[n++] = c;
   }
   out[n] = '\0';
-  for (p++; isspace((unsigned char)*p); p++)
-    continue;
+  for (p++; isspace((unsigned char)*p); p++) continue;
   if (*p != '\0' && *p != ';') {
     snprintf(err, errlen, "unexpected text after the closing quote");
     return -1;
@@ -190,8 +182,7 @@ static int quoted_value(const char *p, char *out, size_t outlen,
 /* Finds the value on the raw line: after the first '=' or ':' (inih's key
  * never contains either), either quoted, or up to a ';' that follows a
  * blank, without surrounding blanks. */
-static int raw_value(const char *text, char *out, size_t outlen,
-                     char *err, size_t errlen) {
+static int raw_value(const char *text, char *out, size_t outlen, char *err, size_t errlen) {
   const char *p = strpbrk(text, "=:");
   const char *v;
   const char *end;
@@ -202,16 +193,11 @@ static int raw_value(const char *text, char *out, size_t outlen,
     return -1;
   }
   p++;
-  for (v = p; isspace((unsigned char)*v); v++)
-    continue;
-  if (*v == '"')
-    return quoted_value(v + 1, out, outlen, err, errlen);
-  for (end = p; *end != '\0' && !(was_space && *end == ';'); end++)
-    was_space = isspace((unsigned char)*end);
-  while (end > v && isspace((unsigned char)end[-1]))
-    end--;
-  if (end < v)
-    end = v;
+  for (v = p; isspace((unsigned char)*v); v++) continue;
+  if (*v == '"') return quoted_value(v + 1, out, outlen, err, errlen);
+  for (end = p; *end != '\0' && !(was_space && *end == ';'); end++) was_space = isspace((unsigned char)*end);
+  while (end > v && isspace((unsigned char)end[-1])) end--;
+  if (end < v) end = v;
   if ((size_t)(end - v) >= outlen) {
     snprintf(err, errlen, "value is too long");
     return -1;
@@ -221,18 +207,15 @@ static int raw_value(const char *text, char *out, size_t outlen,
   return 0;
 }
 
-static int load_key(void *user, const char *section, const char *name,
-                    const char *value, int lineno) {
+static int load_key(void *user, const char *section, const char *name, const char *value, int lineno) {
   struct load *ld = user;
   char what[512];
   int key;
 
-  (void)value;   /* taken from the raw line instead */
-  (void)lineno;  /* counted by load_read() instead */
-  if (ld->failed)
-    return 0;
-  if (name == NULL)
-    return 1;    /* start of a section, if inih was built to report it */
+  (void)value;  /* taken from the raw line instead */
+  (void)lineno; /* counted by load_read() instead */
+  if (ld->failed) return 0;
+  if (name == NULL) return 1; /* start of a section, if inih was built to report it */
   key = s5_config_key_find(section, name);
   if (key < 0) {
     s5_config_key_unknown(section, name, what, sizeof what);
@@ -241,14 +224,12 @@ static int load_key(void *user, const char *section, const char *name,
   }
   if (ld->set_at[key] != 0) {
     /* Later-wins would hide typos such as a pasted block: refuse. */
-    snprintf(what, sizeof what, "set twice, first at line %u",
-             ld->set_at[key]);
+    snprintf(what, sizeof what, "set twice, first at line %u", ld->set_at[key]);
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
   }
   ld->set_at[key] = ld->lineno;
-  if (raw_value(ld->text, ld->value, sizeof ld->value, what,
-                sizeof what) != 0 ||
+  if (raw_value(ld->text, ld->value, sizeof ld->value, what, sizeof what) != 0 ||
       s5_config_key_set(ld->cfg, key, ld->value, what, sizeof what) != 0) {
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
@@ -266,12 +247,10 @@ static void load_syntax_error(struct load *ld, unsigned line) {
 
   rewind(ld->fp);
   for (n = 0; n < line; n++)
-    if (getline(&ld->line, &ld->cap, ld->fp) < 0)
-      break;
+    if (getline(&ld->line, &ld->cap, ld->fp) < 0) break;
   if (n == line) {
     text = skip_blanks(ld->line);
-    if (text[0] == '[')
-      what = "section header without a closing ']'";
+    if (text[0] == '[') what = "section header without a closing ']'";
   }
   load_fail(ld, line, NULL, NULL, what);
 }
@@ -282,8 +261,7 @@ static void load_check(struct load *ld) {
   int key;
 
   if (s5_config_check(ld->cfg, &key, what, sizeof what) != 0)
-    load_fail(ld, ld->set_at[key], s5_config_key_section(key),
-              s5_config_key_name(key), what);
+    load_fail(ld, ld->set_at[key], s5_config_key_section(key), s5_config_key_name(key), what);
 }
 
 static void load_stream(struct load *ld) {
@@ -297,8 +275,7 @@ static void load_stream(struct load *ld) {
     load_syntax_error(ld, (unsigned)rc);
     return;
   }
-  if (ld->failed)
-    return;
+  if (ld->failed) return;
   if (rc < 0) {
     load_fail(ld, 0, NULL, NULL, "out of memory");
     return;
@@ -311,8 +288,7 @@ static void load_stream(struct load *ld) {
   load_check(ld);
 }
 
-int s5_config_load_file(struct s5_config *cfg, const char *path, char *err,
-                        size_t errlen) {
+int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size_t errlen) {
   struct s5_config *scratch;
   struct load *ld;
   char what[256];
@@ -348,8 +324,7 @@ int s5_config_load_file(struct s5_config *cfg, const char *path, char *err,
 
 out:
   if (ld != NULL) {
-    if (ld->fp != NULL)
-      fclose(ld->fp);
+    if (ld->fp != NULL) fclose(ld->fp);
     free(ld->line);
     free(ld->set_at);
   }

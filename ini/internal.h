@@ -26,8 +26,8 @@ void s5_show(char *buf, size_t len, const char *text);
  * into err and return -1. The caller prefixes where the value came from. */
 
 /* Decimal digits only: no sign, no blanks, no 0x, nothing after the digits. */
-int s5_parse_uint(const char *text, unsigned long min, unsigned long max,
-                  unsigned long *out, char *err, size_t errlen);
+int s5_parse_uint(const char *text, unsigned long min, unsigned long max, unsigned long *out, char *err,
+                  size_t errlen);
 
 /* Decimal, or hexadecimal with a 0x prefix: 0..4294967295. */
 int s5_parse_u32(const char *text, uint32_t *out, char *err, size_t errlen);
@@ -36,30 +36,25 @@ int s5_parse_u32(const char *text, uint32_t *out, char *err, size_t errlen);
 int s5_parse_bool(const char *text, bool *out, char *err, size_t errlen);
 
 /* One of a NULL-terminated list of words (any letter case); *out = index. */
-int s5_parse_word(const char *text, const char *const *words, int *out,
-                  char *err, size_t errlen);
+int s5_parse_word(const char *text, const char *const *words, int *out, char *err, size_t errlen);
 
 /* A network interface name the kernel accepts, given exactly (no template). */
-int s5_parse_ifname(const char *text, char *out, size_t outlen,
-                    char *err, size_t errlen);
+int s5_parse_ifname(const char *text, char *out, size_t outlen, char *err, size_t errlen);
 
 /* ADDR/LEN of the given family; an empty text clears *out (family 0). */
-int s5_parse_prefix(const char *text, int family, struct s5_prefix *out,
-                    char *err, size_t errlen);
+int s5_parse_prefix(const char *text, int family, struct s5_prefix *out, char *err, size_t errlen);
 
 /* An IPv4 or IPv6 literal (optionally in brackets) stored with the port. */
-int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
-                socklen_t *sslen, char *err, size_t errlen);
+int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss, socklen_t *sslen, char *err,
+                size_t errlen);
 
 /* "ADDR:PORT" or "[V6]:PORT" to listen on; the unspecified address is
  * allowed (every address). */
-int s5_parse_listen(const char *text, struct sockaddr_storage *ss,
-                    char *err, size_t errlen);
+int s5_parse_listen(const char *text, struct sockaddr_storage *ss, char *err, size_t errlen);
 
 /* Free text of at most max bytes without control characters. The value is
  * never repeated in the message: it may be a password. */
-int s5_parse_text(const char *text, size_t max, char *out, size_t outlen,
-                  char *err, size_t errlen);
+int s5_parse_text(const char *text, size_t max, char *out, size_t outlen, char *err, size_t errlen);
 
 /* Key table (keys.c, keys.h). Keys are identified by their index
  * 0..s5_config_key_count()-1. */
@@ -67,19 +62,16 @@ int s5_config_key_count(void);
 int s5_config_key_find(const char *section, const char *name);
 const char *s5_config_key_section(int key);
 const char *s5_config_key_name(int key);
-int s5_config_key_set(struct s5_config *cfg, int key, const char *value,
-                      char *err, size_t errlen);
+int s5_config_key_set(struct s5_config *cfg, int key, const char *value, char *err, size_t errlen);
 
 /* Writes a hint for a key that is not in the table (wrong section, wrong
  * letter case, unknown section) into err, e.g. "unknown key in [tun]". */
-void s5_config_key_unknown(const char *section, const char *name,
-                           char *err, size_t errlen);
+void s5_config_key_unknown(const char *section, const char *name, char *err, size_t errlen);
 
 /* Checks rules that involve more than one key (config_check.c). On failure
  * returns -1, names the key to blame in *key and writes what is wrong into
  * err. */
-int s5_config_check(const struct s5_config *cfg, int *key,
-                    char *err, size_t errlen);
+int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t errlen);
 
 /* The long names of the command-line flags (args.c), for the docs test. */
 int s5_args_flag_count(void);

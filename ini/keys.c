@@ -34,7 +34,8 @@ static const struct s5_key keys[] = {
   {"", "queues", &s5_type_queues, AT(queues_configured), .max = S5_QUEUES_MAX, .def = "0",
    .doc = "TUN queues and workers, 0 = one per online CPU"},
 
-  {"tun", "name", &s5_type_ifname, AT(tun.name), .def = "tun0", .doc = "device name, 1..15 characters [A-Za-z0-9_.-]"},
+  {"tun", "name", &s5_type_ifname, AT(tun.name), .def = "tun0",
+   .doc = "device name, 1..15 characters [A-Za-z0-9_.-]"},
   /* 1280 is the IPv6 minimum link MTU (RFC 8200): the kernel drops IPv6 from
    * a device below it, and one floor for both families keeps it simple.
    * 65535 is the largest IP packet (and lwIP keeps the MTU in 16 bits). */
@@ -52,17 +53,21 @@ static const struct s5_key keys[] = {
   {"tun", "auto-route", &s5_type_bool, AT(tun.auto_route), .def = "false",
    .doc = "route everything but packets with [socks5] mark into the device"},
   {"tun", "kill-switch", &s5_type_bool, AT(tun.kill_switch), .def = "true",
-   .doc = "with auto-route: block tunnel-bound traffic while the device is absent instead of sending it around"},
+   .doc =
+     "with auto-route: block tunnel-bound traffic while the device is absent instead of sending it around"},
   {"tun", "exclude-uid", &s5_type_uids, AT(tun.exclude_uid), .def = "",
    .doc = "with auto-route: these users' traffic never enters the tunnel (uids, names, ranges 1000-1999)"},
   {"tun", "include-uid", &s5_type_uids, AT(tun.include_uid), .def = "",
    .doc = "with auto-route: only these users' traffic enters the tunnel (not with exclude-uid)"},
-  {"tun", "post-up", &s5_type_text, AT(tun.post_up), .def = "", .doc = "command run with /bin/sh once the device is up"},
-  {"tun", "pre-down", &s5_type_text, AT(tun.pre_down), .def = "", .doc = "command run before the device goes"},
+  {"tun", "post-up", &s5_type_text, AT(tun.post_up), .def = "",
+   .doc = "command run with /bin/sh once the device is up"},
+  {"tun", "pre-down", &s5_type_text, AT(tun.pre_down), .def = "",
+   .doc = "command run before the device goes"},
 
   {"socks5", "address", &s5_type_proxy, AT(socks5.addr), .live = true, .def = "127.0.0.1",
    .doc = "the proxy: an IPv4 or IPv6 literal (no host names: DNS may itself be in the tunnel)"},
-  {"socks5", "port", &s5_type_port, AT(socks5.addr), .min = 1, .max = 65535, .live = true, .def = "1080", .doc = "the proxy's port"},
+  {"socks5", "port", &s5_type_port, AT(socks5.addr), .min = 1, .max = 65535, .live = true, .def = "1080",
+   .doc = "the proxy's port"},
   /* RFC 1929 carries each field with a one-byte length: 1..255 bytes; empty
    * means not set, and s5_config_check() wants both or neither. */
   {"socks5", "username", &s5_type_text, AT(socks5.username), .live = true, .def = "",
@@ -80,20 +85,20 @@ static const struct s5_key keys[] = {
    .doc = "UDP relay address to use instead of the one the proxy returns"},
 
   /* A connect that takes an hour is already a failure. */
-  {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600, .live = true, .def = "10",
-   .doc = "seconds for the proxy connect and SOCKS5 handshake"},
+  {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600,
+   .live = true, .def = "10", .doc = "seconds for the proxy connect and SOCKS5 handshake"},
   /* Up to a day: longer idle flows are better served by keepalives in the
    * application than by pinning memory here. */
-  {"session", "tcp-idle-timeout", &s5_type_uint, AT(session.tcp_idle_timeout), .min = 1, .max = 86400, .live = true, .def = "600",
-   .doc = "seconds without a byte either way before a TCP session is reset"},
+  {"session", "tcp-idle-timeout", &s5_type_uint, AT(session.tcp_idle_timeout), .min = 1, .max = 86400,
+   .live = true, .def = "600", .doc = "seconds without a byte either way before a TCP session is reset"},
   /* A million sessions per worker already exceeds any sane fd limit; a
    * bigger number is more likely a typo than a plan. */
-  {"session", "max-sessions", &s5_type_uint, AT(session.max_sessions), .max = 1000000, .live = true, .def = "0",
-   .doc = "TCP sessions per worker, 0 = unlimited; beyond it new SYNs get a RST"},
+  {"session", "max-sessions", &s5_type_uint, AT(session.max_sessions), .max = 1000000, .live = true,
+   .def = "0", .doc = "TCP sessions per worker, 0 = unlimited; beyond it new SYNs get a RST"},
   /* UDP has no close: an association ends after this long without a
    * datagram either way (or when the proxy closes its control connection). */
-  {"session", "udp-idle-timeout", &s5_type_uint, AT(session.udp_idle_timeout), .min = 1, .max = 86400, .live = true, .def = "60",
-   .doc = "seconds without a datagram either way before a UDP association ends"},
+  {"session", "udp-idle-timeout", &s5_type_uint, AT(session.udp_idle_timeout), .min = 1, .max = 86400,
+   .live = true, .def = "60", .doc = "seconds without a datagram either way before a UDP association ends"},
   {"session", "tcp-buffer", &s5_type_uint, AT(session.tcp_buffer), .min = S5_TCP_BUFFER_MIN,
    .max = S5_TCP_BUFFER_MAX, .live = true, .def = "524288", .doc = "bytes one TCP session holds each way"},
 
@@ -118,7 +123,8 @@ static const struct s5_key keys[] = {
   {"log", "sessions", &s5_type_bool, AT(log.sessions), .live = true, .def = "false",
    .doc = "a line per finished TCP session and UDP association: who, where, bytes, duration, how it ended"},
   {"log", "sessions-max-per-second", &s5_type_uint, AT(log.sessions_max_per_second), .min = 1, .max = 1000000,
-   .live = true, .def = "1000", .doc = "session lines per worker and second at most; the rest counted and summed up"},
+   .live = true, .def = "1000",
+   .doc = "session lines per worker and second at most; the rest counted and summed up"},
 
   {"run", "user", &s5_type_user, AT(run.user), .def = "",
    .doc = "workers drop to this user (keeping CAP_NET_ADMIN only if mark is set); empty = stay"},
@@ -220,8 +226,7 @@ void s5_config_key_unknown(const char *section, const char *name, char *err, siz
     if (strcmp(keys[i].name, name) != 0) continue;
     if (keys[i].section[0] == '\0')
       snprintf(err, errlen, "unknown key here (%s goes before the first [section])", name);
-    else
-      snprintf(err, errlen, "unknown key here (did you mean [%s] %s?)", keys[i].section, name);
+    else snprintf(err, errlen, "unknown key here (did you mean [%s] %s?)", keys[i].section, name);
     return;
   }
   for (int i = 0; i < KEY_COUNT; i++) {
@@ -287,7 +292,8 @@ int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, 
   int kept = 0;
   for (int i = 0; i < KEY_COUNT; i++) {
     const struct s5_key *k = &keys[i];
-    if (k->live || memcmp((const char *)next + k->offset, (const char *)cur + k->offset, k->size) == 0) continue;
+    if (k->live || memcmp((const char *)next + k->offset, (const char *)cur + k->offset, k->size) == 0)
+      continue;
     char was[320], now[320];
     key_line(k, cur, was, sizeof was);
     key_line(k, next, now, sizeof now);

@@ -21,45 +21,47 @@ struct s5_key;
  * returns -1 (cfg may then be half-written: callers work on a copy). print
  * writes the value so that parse reads it back to the same bytes. */
 struct s5_key_type {
-  const char *name;  /* for the docs: "bool", "number", ... */
+  const char *name; /* for the docs: "bool", "number", ... */
   int (*parse)(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen);
   void (*print)(const struct s5_key *k, const struct s5_config *cfg, FILE *out);
 };
 
 struct s5_key {
-  const char *section;             /* "" for the keys before the first [section] */
-  const char *name;                /* lowercase; keys are case-sensitive */
+  const char *section; /* "" for the keys before the first [section] */
+  const char *name;    /* lowercase; keys are case-sensitive */
   const struct s5_key_type *type;
-  size_t offset;                   /* of the field in struct s5_config */
-  size_t size;                     /* of that field */
-  unsigned long min, max;          /* numbers: bounds; addresses: max is the port */
-  int family;                      /* prefixes: AF_INET or AF_INET6 */
-  const char *const *words;        /* enums: the words, NULL-terminated, index = value */
-  bool live;                       /* a reload (SIGHUP) applies it, to sessions opened after it */
-  const char *def;                 /* default, in the file's syntax; "" = empty */
-  const char *doc;                 /* one line for people */
+  size_t offset;            /* of the field in struct s5_config */
+  size_t size;              /* of that field */
+  unsigned long min, max;   /* numbers: bounds; addresses: max is the port */
+  int family;               /* prefixes: AF_INET or AF_INET6 */
+  const char *const *words; /* enums: the words, NULL-terminated, index = value */
+  bool live;                /* a reload (SIGHUP) applies it, to sessions opened after it */
+  const char *def;          /* default, in the file's syntax; "" = empty */
+  const char *doc;          /* one line for people */
 };
 
 /* The types (types.c). */
-extern const struct s5_key_type s5_type_bool;    /* true/false (yes/no, on/off, 1/0) */
-extern const struct s5_key_type s5_type_uint;    /* unsigned, min..max */
-extern const struct s5_key_type s5_type_queues;  /* unsigned 0..max; 0 resolved to the CPU count in cfg->queues */
-extern const struct s5_key_type s5_type_mark;    /* uint32_t, decimal or 0x hex */
-extern const struct s5_key_type s5_type_enum;    /* one of words; an int (enum) or, with two words, a bool */
-extern const struct s5_key_type s5_type_text;    /* char[size]: at most size-1 bytes, no control characters */
-extern const struct s5_key_type s5_type_secret;  /* text, printed as "***" */
-extern const struct s5_key_type s5_type_user;    /* text, looked up: cfg->run.uid and gid */
-extern const struct s5_key_type s5_type_uids;    /* struct s5_uid_list: uids, names, ranges A-B; empty = none */
-extern const struct s5_key_type s5_type_ifname;  /* char[IFNAMSIZ], an exact device name */
-extern const struct s5_key_type s5_type_prefix;  /* struct s5_prefix of family; empty = unset */
-extern const struct s5_key_type s5_type_pool;    /* struct s5_prefix: IPv4 network, /30 or wider, no host bits */
-extern const struct s5_key_type s5_type_pool6;   /* struct s5_prefix: IPv6 network /8../120, no host bits; empty = unset */
-extern const struct s5_key_type s5_type_addr;    /* sockaddr_storage, port max; empty = unset */
-extern const struct s5_key_type s5_type_addrs;   /* sockaddr_storage[2], port max: "A, B", at most one
+extern const struct s5_key_type s5_type_bool; /* true/false (yes/no, on/off, 1/0) */
+extern const struct s5_key_type s5_type_uint; /* unsigned, min..max */
+extern const struct s5_key_type
+  s5_type_queues; /* unsigned 0..max; 0 resolved to the CPU count in cfg->queues */
+extern const struct s5_key_type s5_type_mark;   /* uint32_t, decimal or 0x hex */
+extern const struct s5_key_type s5_type_enum;   /* one of words; an int (enum) or, with two words, a bool */
+extern const struct s5_key_type s5_type_text;   /* char[size]: at most size-1 bytes, no control characters */
+extern const struct s5_key_type s5_type_secret; /* text, printed as "***" */
+extern const struct s5_key_type s5_type_user;   /* text, looked up: cfg->run.uid and gid */
+extern const struct s5_key_type s5_type_uids; /* struct s5_uid_list: uids, names, ranges A-B; empty = none */
+extern const struct s5_key_type s5_type_ifname; /* char[IFNAMSIZ], an exact device name */
+extern const struct s5_key_type s5_type_prefix; /* struct s5_prefix of family; empty = unset */
+extern const struct s5_key_type s5_type_pool; /* struct s5_prefix: IPv4 network, /30 or wider, no host bits */
+extern const struct s5_key_type
+  s5_type_pool6; /* struct s5_prefix: IPv6 network /8../120, no host bits; empty = unset */
+extern const struct s5_key_type s5_type_addr;   /* sockaddr_storage, port max; empty = unset */
+extern const struct s5_key_type s5_type_addrs;  /* sockaddr_storage[2], port max: "A, B", at most one
                                                     IPv4 ([0]) and one IPv6 ([1]); empty = neither */
-extern const struct s5_key_type s5_type_proxy;   /* sockaddr_storage and cfg->socks5.addrlen; keeps its port */
-extern const struct s5_key_type s5_type_port;    /* the port of a sockaddr_storage, 1..65535 */
-extern const struct s5_key_type s5_type_listen;  /* sockaddr_storage from "ADDR:PORT"; empty = unset */
+extern const struct s5_key_type s5_type_proxy;  /* sockaddr_storage and cfg->socks5.addrlen; keeps its port */
+extern const struct s5_key_type s5_type_port;   /* the port of a sockaddr_storage, 1..65535 */
+extern const struct s5_key_type s5_type_listen; /* sockaddr_storage from "ADDR:PORT"; empty = unset */
 
 /* The table (keys.c); keys are identified by their index 0..count-1. */
 int s5_config_key_count(void);

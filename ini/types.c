@@ -30,7 +30,8 @@ static void print_plain(const struct s5_key *k, FILE *out, const char *value) {
 
 /* ---- bool, numbers, words ---- */
 
-static int bool_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int bool_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   return s5_parse_bool(text, field(k, cfg), err, errlen);
 }
 
@@ -38,7 +39,8 @@ static void bool_print(const struct s5_key *k, const struct s5_config *cfg, FILE
   print_plain(k, out, *(const bool *)cfield(k, cfg) ? "true" : "false");
 }
 
-static int uint_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int uint_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   unsigned long n;
   if (s5_parse_uint(text, k->min, k->max, &n, err, errlen) != 0) return -1;
   *(unsigned *)field(k, cfg) = (unsigned)n;
@@ -58,14 +60,16 @@ static unsigned online_cpus(void) {
   return n > S5_QUEUES_MAX ? S5_QUEUES_MAX : (unsigned)n;
 }
 
-static int queues_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int queues_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                        size_t errlen) {
   if (uint_parse(k, cfg, text, err, errlen) != 0) return -1;
   unsigned n = *(unsigned *)field(k, cfg);
   cfg->queues = n == 0 ? online_cpus() : n;
   return 0;
 }
 
-static int mark_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int mark_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   return s5_parse_u32(text, field(k, cfg), err, errlen);
 }
 
@@ -75,32 +79,31 @@ static void mark_print(const struct s5_key *k, const struct s5_config *cfg, FILE
 
 /* An enum field holds the word's index; a bool field (two words) holds
  * whether it is the second ("off" | "reply"). */
-static int enum_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int enum_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   int i;
   if (s5_parse_word(text, k->words, &i, err, errlen) != 0) return -1;
-  if (k->size == sizeof(bool))
-    *(bool *)field(k, cfg) = i != 0;
-  else
-    memcpy(field(k, cfg), &i, sizeof i);
+  if (k->size == sizeof(bool)) *(bool *)field(k, cfg) = i != 0;
+  else memcpy(field(k, cfg), &i, sizeof i);
   return 0;
 }
 
 static void enum_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
   int i = 0;
-  if (k->size == sizeof(bool))
-    i = *(const bool *)cfield(k, cfg);
-  else
-    memcpy(&i, cfield(k, cfg), sizeof i);
+  if (k->size == sizeof(bool)) i = *(const bool *)cfield(k, cfg);
+  else memcpy(&i, cfield(k, cfg), sizeof i);
   int n = 0;
   while (k->words[n] != NULL) n++;
-  print_plain(k, out, i >= 0 && i < n ? k->words[i] : "");   /* "" fails to load: never silently another value */
+  print_plain(k, out,
+              i >= 0 && i < n ? k->words[i] : ""); /* "" fails to load: never silently another value */
 }
 
 /* ---- text ---- */
 
 /* Stores text into the char[size] field only if it is valid, and clears
  * the rest of the field, so equal values are equal bytes. */
-static int text_store(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int text_store(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   char *p = field(k, cfg);
   if (s5_parse_text(text, k->size - 1, p, k->size, err, errlen) != 0) return -1;
   size_t len = strlen(p);
@@ -143,7 +146,8 @@ static void secret_print(const struct s5_key *k, const struct s5_config *cfg, FI
 /* A user that does not exist is a configuration error, found when the file
  * is checked rather than when a worker drops privileges after the device is
  * up. The primary group comes with it. */
-static int user_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int user_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   char name[sizeof cfg->run.user];
   char shown[S5_SHOW_MAX];
   uid_t uid = 0;
@@ -157,8 +161,7 @@ static int user_parse(const struct s5_key *k, struct s5_config *cfg, const char 
       s5_show(shown, sizeof shown, name);
       if (r == 0 || r == ENOENT || r == ESRCH)
         snprintf(err, errlen, "%s is not a user on this system", shown);
-      else
-        snprintf(err, errlen, "looking up %s: %s", shown, strerror(r));
+      else snprintf(err, errlen, "looking up %s: %s", shown, strerror(r));
       return -1;
     }
     uid = pw.pw_uid;
@@ -228,7 +231,8 @@ static int uids_item(char *item, void *arg, char *err, size_t errlen) {
   uint32_t lo, hi;
   if (dash != NULL && dash != item && dash[1] >= '0' && dash[1] <= '9' && item[0] >= '0' && item[0] <= '9') {
     *dash = '\0';
-    if (uid_parse_one(item, &lo, err, errlen) != 0 || uid_parse_one(dash + 1, &hi, err, errlen) != 0) return -1;
+    if (uid_parse_one(item, &lo, err, errlen) != 0 || uid_parse_one(dash + 1, &hi, err, errlen) != 0)
+      return -1;
     if (hi < lo) {
       snprintf(err, errlen, "range %u-%u runs backwards", lo, hi);
       return -1;
@@ -244,7 +248,8 @@ static int uids_item(char *item, void *arg, char *err, size_t errlen) {
 }
 
 /* "0, nobody, 1000-1999": uids, user names or ranges, comma-separated. */
-static int uids_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int uids_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   struct s5_uid_list l = {0};
   if (list_each(text, uids_item, &l, err, errlen) != 0) return -1;
   *(struct s5_uid_list *)field(k, cfg) = l;
@@ -257,15 +262,14 @@ static void uids_print(const struct s5_key *k, const struct s5_config *cfg, FILE
   char buf[S5_UID_RANGES_MAX * 24] = "";
   for (unsigned i = 0; i < l->n; i++) {
     size_t n = strlen(buf);
-    if (l->r[i][0] == l->r[i][1])
-      snprintf(buf + n, sizeof buf - n, "%s%u", i ? ", " : "", l->r[i][0]);
-    else
-      snprintf(buf + n, sizeof buf - n, "%s%u-%u", i ? ", " : "", l->r[i][0], l->r[i][1]);
+    if (l->r[i][0] == l->r[i][1]) snprintf(buf + n, sizeof buf - n, "%s%u", i ? ", " : "", l->r[i][0]);
+    else snprintf(buf + n, sizeof buf - n, "%s%u-%u", i ? ", " : "", l->r[i][0], l->r[i][1]);
   }
   print_plain(k, out, buf);
 }
 
-static int ifname_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int ifname_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                        size_t errlen) {
   char *p = field(k, cfg);
   if (s5_parse_ifname(text, p, k->size, err, errlen) != 0) return -1;
   size_t len = strlen(p);
@@ -275,7 +279,8 @@ static int ifname_parse(const struct s5_key *k, struct s5_config *cfg, const cha
 
 /* ---- prefixes ---- */
 
-static int prefix_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int prefix_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                        size_t errlen) {
   return s5_parse_prefix(text, k->family, field(k, cfg), err, errlen);
 }
 
@@ -295,7 +300,8 @@ static uint32_t ipv4_host(const uint8_t *a) {
 /* An IPv4 pool of at least 2 usable addresses (/30); the address must be
  * the network's first (no host bits), so that the file says exactly which
  * addresses are claimed. */
-static int pool_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int pool_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   struct s5_prefix p;
   if (*text == '\0') {
     snprintf(err, errlen, "empty (expected an IPv4 network, e.g. 100.64.0.0/10)");
@@ -319,7 +325,8 @@ static int pool_parse(const struct s5_key *k, struct s5_config *cfg, const char 
 
 /* An IPv6 pool: the host part holds at least 8 bits (the table's entries
  * are counted in the low 64), and no host bits may be set. */
-static int pool6_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int pool6_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                       size_t errlen) {
   struct s5_prefix p;
   if (*text == '\0') {
     memset(field(k, cfg), 0, sizeof p);
@@ -349,7 +356,8 @@ uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss) {
 }
 
 /* An optional address with a fixed port (max): empty unsets it. */
-static int addr_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int addr_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   socklen_t len;
   if (*text == '\0') {
     memset(field(k, cfg), 0, sizeof(struct sockaddr_storage));
@@ -390,7 +398,8 @@ static int addrs_item(char *item, void *arg, char *err, size_t errlen) {
 }
 
 /* Up to two addresses, one per family, comma-separated: [0] IPv4, [1] IPv6. */
-static int addrs_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int addrs_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                       size_t errlen) {
   struct addrs_acc acc = {.k = k};
   memset(acc.got, 0, sizeof acc.got);
   if (list_each(text, addrs_item, &acc, err, errlen) != 0) return -1;
@@ -414,12 +423,14 @@ static void addrs_print(const struct s5_key *k, const struct s5_config *cfg, FIL
 
 /* The proxy: address and port are two keys but one sockaddr, so each keeps
  * the other half (the defaults set the address first). */
-static int proxy_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int proxy_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                       size_t errlen) {
   struct sockaddr_storage *ss = field(k, cfg);
   return s5_parse_ip(text, s5_sockaddr_port(ss), ss, &cfg->socks5.addrlen, err, errlen);
 }
 
-static int port_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int port_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                      size_t errlen) {
   struct sockaddr_storage *ss = field(k, cfg);
   unsigned long n;
   if (s5_parse_uint(text, 1, 65535, &n, err, errlen) != 0) return -1;
@@ -433,7 +444,8 @@ static void port_print(const struct s5_key *k, const struct s5_config *cfg, FILE
 }
 
 /* A listening address with its port: "ADDR:PORT", "[V6]:PORT"; empty unsets it. */
-static int listen_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err, size_t errlen) {
+static int listen_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                        size_t errlen) {
   if (*text == '\0') {
     memset(field(k, cfg), 0, sizeof(struct sockaddr_storage));
     return 0;

@@ -17,23 +17,18 @@ void s5_show(char *buf, size_t len, const char *text) {
   size_t n = 0;
   size_t shown;
 
-  if (len < 8) {              /* too small for anything useful */
-    if (len > 0)
-      buf[0] = '\0';
+  if (len < 8) { /* too small for anything useful */
+    if (len > 0) buf[0] = '\0';
     return;
   }
   buf[n++] = '"';
   for (shown = 0; text[shown] != '\0' && shown < SHOW_CHARS; shown++) {
     unsigned char c = (unsigned char)text[shown];
     /* Worst case per byte is 4 ("\xNN"), plus "...\"" and the NUL. */
-    if (n + 4 + 5 > len)
-      break;
-    if (c < 0x20 || c == 0x7f)
-      n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
-    else if (c == '"' || c == '\\')
-      n += (size_t)snprintf(buf + n, len - n, "\\%c", c);
-    else
-      buf[n++] = (char)c;
+    if (n + 4 + 5 > len) break;
+    if (c < 0x20 || c == 0x7f) n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
+    else if (c == '"' || c == '\\') n += (size_t)snprintf(buf + n, len - n, "\\%c", c);
+    else buf[n++] = (char)c;
   }
   if (text[shown] != '\0') {
     memcpy(buf + n, "...", 3);
@@ -49,22 +44,15 @@ static int digits_value(const char *text, int base, unsigned long long *out) {
   unsigned long long v = 0;
   const char *p = text;
 
-  if (*p == '\0')
-    return -1;
+  if (*p == '\0') return -1;
   for (; *p != '\0'; p++) {
     int d;
-    if (*p >= '0' && *p <= '9')
-      d = *p - '0';
-    else if (base == 16 && *p >= 'a' && *p <= 'f')
-      d = *p - 'a' + 10;
-    else if (base == 16 && *p >= 'A' && *p <= 'F')
-      d = *p - 'A' + 10;
-    else
-      return -1;
-    if (v > (UINT64_MAX - (unsigned)d) / (unsigned)base)
-      v = UINT64_MAX;
-    else
-      v = v * (unsigned)base + (unsigned)d;
+    if (*p >= '0' && *p <= '9') d = *p - '0';
+    else if (base == 16 && *p >= 'a' && *p <= 'f') d = *p - 'a' + 10;
+    else if (base == 16 && *p >= 'A' && *p <= 'F') d = *p - 'A' + 10;
+    else return -1;
+    if (v > (UINT64_MAX - (unsigned)d) / (unsigned)base) v = UINT64_MAX;
+    else v = v * (unsigned)base + (unsigned)d;
   }
   *out = v;
   return 0;
@@ -76,22 +64,20 @@ static const char *plain_number(const char *text, const char *shown) {
   return strlen(text) <= 24 ? text : shown;
 }
 
-int s5_parse_uint(const char *text, unsigned long min, unsigned long max,
-                  unsigned long *out, char *err, size_t errlen) {
+int s5_parse_uint(const char *text, unsigned long min, unsigned long max, unsigned long *out, char *err,
+                  size_t errlen) {
   char shown[S5_SHOW_MAX];
   unsigned long long v;
 
   if (*text == '\0') {
-    snprintf(err, errlen, "empty value (expected a number in %lu..%lu)",
-             min, max);
+    snprintf(err, errlen, "empty value (expected a number in %lu..%lu)", min, max);
     return -1;
   }
   s5_show(shown, sizeof shown, text);
   /* "-1" is a number, just not an allowed one: say so rather than "not a
    * number", which would puzzle the reader. */
   if (text[0] == '-' && digits_value(text + 1, 10, &v) == 0) {
-    snprintf(err, errlen, "%s is out of range (%lu..%lu)",
-             plain_number(text, shown), min, max);
+    snprintf(err, errlen, "%s is out of range (%lu..%lu)", plain_number(text, shown), min, max);
     return -1;
   }
   if (digits_value(text, 10, &v) != 0) {
@@ -99,8 +85,7 @@ int s5_parse_uint(const char *text, unsigned long min, unsigned long max,
     return -1;
   }
   if (v < min || v > max) {
-    snprintf(err, errlen, "%s is out of range (%lu..%lu)",
-             plain_number(text, shown), min, max);
+    snprintf(err, errlen, "%s is out of range (%lu..%lu)", plain_number(text, shown), min, max);
     return -1;
   }
   *out = (unsigned long)v;
@@ -113,19 +98,15 @@ int s5_parse_u32(const char *text, uint32_t *out, char *err, size_t errlen) {
   int rc;
 
   /* A firewall mark is often written in hex (iptables prints it so). */
-  if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
-    rc = digits_value(text + 2, 16, &v);
-  else
-    rc = digits_value(text, 10, &v);
+  if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) rc = digits_value(text + 2, 16, &v);
+  else rc = digits_value(text, 10, &v);
   s5_show(shown, sizeof shown, text);
   if (rc != 0) {
-    snprintf(err, errlen, "%s is not a number (decimal, or hex with 0x)",
-             shown);
+    snprintf(err, errlen, "%s is not a number (decimal, or hex with 0x)", shown);
     return -1;
   }
   if (v > UINT32_MAX) {
-    snprintf(err, errlen, "%s is out of range (0..4294967295)",
-             plain_number(text, shown));
+    snprintf(err, errlen, "%s is out of range (0..4294967295)", plain_number(text, shown));
     return -1;
   }
   *out = (uint32_t)v;
@@ -133,8 +114,8 @@ int s5_parse_u32(const char *text, uint32_t *out, char *err, size_t errlen) {
 }
 
 int s5_parse_bool(const char *text, bool *out, char *err, size_t errlen) {
-  static const char *const yes[] = { "true", "yes", "on", "1" };
-  static const char *const no[] = { "false", "no", "off", "0" };
+  static const char *const yes[] = {"true", "yes", "on", "1"};
+  static const char *const no[] = {"false", "no", "off", "0"};
   char shown[S5_SHOW_MAX];
   size_t i;
 
@@ -149,13 +130,11 @@ int s5_parse_bool(const char *text, bool *out, char *err, size_t errlen) {
     }
   }
   s5_show(shown, sizeof shown, text);
-  snprintf(err, errlen,
-           "%s is not a boolean (true/false, yes/no, on/off, 1/0)", shown);
+  snprintf(err, errlen, "%s is not a boolean (true/false, yes/no, on/off, 1/0)", shown);
   return -1;
 }
 
-int s5_parse_word(const char *text, const char *const *words, int *out,
-                  char *err, size_t errlen) {
+int s5_parse_word(const char *text, const char *const *words, int *out, char *err, size_t errlen) {
   char shown[S5_SHOW_MAX];
   size_t n;
   int i;
@@ -169,20 +148,18 @@ int s5_parse_word(const char *text, const char *const *words, int *out,
   s5_show(shown, sizeof shown, text);
   n = (size_t)snprintf(err, errlen, "%s is not one of:", shown);
   for (i = 0; words[i] != NULL && n < errlen; i++)
-    n += (size_t)snprintf(err + n, errlen - n, "%s %s", i ? "," : "",
-                          words[i]);
+    n += (size_t)snprintf(err + n, errlen - n, "%s %s", i ? "," : "", words[i]);
   return -1;
 }
 
 /* The kernel's own rule (dev_valid_name) forbids '/', ':' and blanks; we
  * narrow it to a portable set that needs no quoting in shells or ip(8). */
 static bool ifname_char_ok(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+         c == '-';
 }
 
-int s5_parse_ifname(const char *text, char *out, size_t outlen,
-                    char *err, size_t errlen) {
+int s5_parse_ifname(const char *text, char *out, size_t outlen, char *err, size_t errlen) {
   char shown[S5_SHOW_MAX];
   size_t len = strlen(text);
   size_t i;
@@ -193,23 +170,19 @@ int s5_parse_ifname(const char *text, char *out, size_t outlen,
     return -1;
   }
   if (len >= outlen) {
-    snprintf(err, errlen, "%s is too long (%zu characters, at most %zu)",
-             shown, len, outlen - 1);
+    snprintf(err, errlen, "%s is too long (%zu characters, at most %zu)", shown, len, outlen - 1);
     return -1;
   }
   /* A "tun%d" template would let the kernel pick the name when the first
    * queue is created; every other queue, the routes and the operator need
    * the name in advance, so only exact names are accepted. */
   if (strchr(text, '%') != NULL) {
-    snprintf(err, errlen, "%s is a name template; give the exact device name",
-             shown);
+    snprintf(err, errlen, "%s is a name template; give the exact device name", shown);
     return -1;
   }
   for (i = 0; i < len; i++) {
     if (!ifname_char_ok(text[i])) {
-      snprintf(err, errlen,
-               "%s has a character other than letters, digits, '_', '.', '-'",
-               shown);
+      snprintf(err, errlen, "%s has a character other than letters, digits, '_', '.', '-'", shown);
       return -1;
     }
   }
@@ -226,15 +199,13 @@ int s5_parse_ifname(const char *text, char *out, size_t outlen,
 static int pton_n(int family, const char *text, size_t len, void *addr) {
   char buf[INET6_ADDRSTRLEN];
 
-  if (len >= sizeof buf)
-    return 0;
+  if (len >= sizeof buf) return 0;
   memcpy(buf, text, len);
   buf[len] = '\0';
   return inet_pton(family, buf, addr);
 }
 
-int s5_parse_prefix(const char *text, int family, struct s5_prefix *out,
-                    char *err, size_t errlen) {
+int s5_parse_prefix(const char *text, int family, struct s5_prefix *out, char *err, size_t errlen) {
   const char *name = family == AF_INET ? "IPv4" : "IPv6";
   unsigned long maxlen = family == AF_INET ? 32 : 128;
   char shown[S5_SHOW_MAX];
@@ -252,17 +223,15 @@ int s5_parse_prefix(const char *text, int family, struct s5_prefix *out,
   /* No silent /32 or /128: the prefix decides which destinations the kernel
    * sends into the device, so it must be written down. */
   if (slash == NULL) {
-    snprintf(err, errlen, "%s has no prefix length (write ADDR/LEN, e.g. %s)",
-             shown, family == AF_INET ? "198.18.0.1/15" : "fc00::1/64");
+    snprintf(err, errlen, "%s has no prefix length (write ADDR/LEN, e.g. %s)", shown,
+             family == AF_INET ? "198.18.0.1/15" : "fc00::1/64");
     return -1;
   }
   if (pton_n(family, text, (size_t)(slash - text), addr) != 1) {
     int other = family == AF_INET ? AF_INET6 : AF_INET;
     if (pton_n(other, text, (size_t)(slash - text), addr) == 1)
-      snprintf(err, errlen, "%s is not an %s address (wrong family)",
-               shown, name);
-    else
-      snprintf(err, errlen, "%s is not an %s address", shown, name);
+      snprintf(err, errlen, "%s is not an %s address (wrong family)", shown, name);
+    else snprintf(err, errlen, "%s is not an %s address", shown, name);
     return -1;
   }
   /* A zero-length prefix would claim every destination. */
@@ -303,8 +272,8 @@ static socklen_t fill_sockaddr(struct sockaddr_storage *ss, int family, const un
   return sizeof *sin6;
 }
 
-int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
-                socklen_t *sslen, char *err, size_t errlen) {
+int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss, socklen_t *sslen, char *err,
+                size_t errlen) {
   char shown[S5_SHOW_MAX];
   unsigned char addr[16];
   size_t len = strlen(text);
@@ -327,7 +296,8 @@ int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
   } else {
     snprintf(err, errlen,
              "%s is not an IPv4 or IPv6 address (host names are not looked "
-             "up: DNS may itself be routed into the tunnel)", shown);
+             "up: DNS may itself be routed into the tunnel)",
+             shown);
     return -1;
   }
   if (all_zero(addr, family == AF_INET ? 4 : 16)) {
@@ -341,8 +311,7 @@ int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss,
 /* "ADDR:PORT" or "[V6]:PORT" to listen on. Unlike s5_parse_ip() the
  * unspecified address (0.0.0.0, [::]) is taken: it means every address,
  * which is a choice to make (and the daemon warns about), not a mistake. */
-int s5_parse_listen(const char *text, struct sockaddr_storage *ss,
-                    char *err, size_t errlen) {
+int s5_parse_listen(const char *text, struct sockaddr_storage *ss, char *err, size_t errlen) {
   char shown[S5_SHOW_MAX];
   char portmsg[128];
   unsigned char addr[16];
@@ -354,22 +323,25 @@ int s5_parse_listen(const char *text, struct sockaddr_storage *ss,
 
   s5_show(shown, sizeof shown, text);
   if (colon == NULL || colon == text) {
-    snprintf(err, errlen, "%s is not ADDR:PORT (e.g. 127.0.0.1:9553 or "
-             "[::1]:9553)", shown);
+    snprintf(err, errlen,
+             "%s is not ADDR:PORT (e.g. 127.0.0.1:9553 or "
+             "[::1]:9553)",
+             shown);
     return -1;
   }
   hlen = (size_t)(colon - text);
   if (text[0] == '[') {
     if (hlen < 2 || text[hlen - 1] != ']') {
-      snprintf(err, errlen, "%s: no ']' before the port (write [V6]:PORT)",
-               shown);
+      snprintf(err, errlen, "%s: no ']' before the port (write [V6]:PORT)", shown);
       return -1;
     }
     host++;
     hlen -= 2;
   } else if (memchr(text, ':', hlen) != NULL) {
-    snprintf(err, errlen, "%s: an IPv6 address needs brackets, e.g. "
-             "[::1]:9553", shown);
+    snprintf(err, errlen,
+             "%s: an IPv6 address needs brackets, e.g. "
+             "[::1]:9553",
+             shown);
     return -1;
   }
   if (pton_n(AF_INET, host, hlen, addr) == 1 && text[0] != '[') {
@@ -377,8 +349,10 @@ int s5_parse_listen(const char *text, struct sockaddr_storage *ss,
   } else if (pton_n(AF_INET6, host, hlen, addr) == 1) {
     family = AF_INET6;
   } else {
-    snprintf(err, errlen, "%s: not an IPv4 or IPv6 address before the port "
-             "(host names are not looked up)", shown);
+    snprintf(err, errlen,
+             "%s: not an IPv4 or IPv6 address before the port "
+             "(host names are not looked up)",
+             shown);
     return -1;
   }
   if (s5_parse_uint(colon + 1, 1, 65535, &port, portmsg, sizeof portmsg) != 0) {
@@ -389,14 +363,12 @@ int s5_parse_listen(const char *text, struct sockaddr_storage *ss,
   return 0;
 }
 
-int s5_parse_text(const char *text, size_t max, char *out, size_t outlen,
-                  char *err, size_t errlen) {
+int s5_parse_text(const char *text, size_t max, char *out, size_t outlen, char *err, size_t errlen) {
   size_t len = strlen(text);
   size_t i;
 
   if (len > max || len >= outlen) {
-    snprintf(err, errlen, "too long (%zu bytes, at most %zu)", len,
-             max < outlen - 1 ? max : outlen - 1);
+    snprintf(err, errlen, "too long (%zu bytes, at most %zu)", len, max < outlen - 1 ? max : outlen - 1);
     return -1;
   }
   /* Control bytes could not be written back by s5_config_print() and are

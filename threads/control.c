@@ -17,8 +17,8 @@
 #include "run.h"
 #include "stats_server.h"
 
-#define S5_CONTROL_PERIOD_MS   250    /* readiness and watchdog checks */
-#define S5_STALL_MS            5000   /* a loop this quiet is reported */
+#define S5_CONTROL_PERIOD_MS 250 /* readiness and watchdog checks */
+#define S5_STALL_MS 5000         /* a loop this quiet is reported */
 
 static const int control_signals[] = {SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1};
 
@@ -48,14 +48,14 @@ static void log_summaries(const struct s5_stats_area *stats) {
 }
 
 struct control {
-  const struct s5_config *cfg;   /* live: replaced in place by a reload */
+  const struct s5_config *cfg; /* live: replaced in place by a reload */
   struct s5_config *live;
   struct s5_stats_server *server;
   struct s5_stats_area *stats;
   const struct s5_control_mode *mode;
   int ready;
-  unsigned ifindex;         /* the device's, 0 = not known */
-  unsigned char *stalled;   /* per queue: already reported */
+  unsigned ifindex;       /* the device's, 0 = not known */
+  unsigned char *stalled; /* per queue: already reported */
 };
 
 /* READY=1 once every queue serves; then the pid file. */
@@ -66,8 +66,7 @@ static void check_ready(struct control *c) {
   c->ready = 1;
   s5_notify_ready(c->cfg);
   s5_info("ready: %s, %u %s, mode %s", c->cfg->tun.name, c->cfg->queues,
-          c->cfg->queues == 1 ? "queue" : "queues",
-          c->cfg->mode == S5_MODE_THREAD ? "thread" : "process");
+          c->cfg->queues == 1 ? "queue" : "queues", c->cfg->mode == S5_MODE_THREAD ? "thread" : "process");
 }
 
 static void check_stalls(struct control *c) {
@@ -83,8 +82,7 @@ static void check_stalls(struct control *c) {
     else if (stalled && !c->stalled[i])
       s5_warn("queue %u: worker's event loop has not turned for %llu ms", i,
               (unsigned long long)(now - beat));
-    else if (!stalled && c->stalled[i])
-      s5_info("queue %u: worker's event loop turns again", i);
+    else if (!stalled && c->stalled[i]) s5_info("queue %u: worker's event loop turns again", i);
     c->stalled[i] = (unsigned char)stalled;
   }
 }
@@ -110,7 +108,8 @@ static int check_device(const struct control *c) {
 static void control_reload(struct control *c) {
   if (!s5_reload(c->live, c->stats) || strcmp(c->server->path, c->live->stats.socket) == 0) return;
   s5_stats_server_close(c->server);
-  if (s5_stats_server_open(c->server, c->live, c->stats) < 0) s5_error("reload: no stats socket until the next reload");
+  if (s5_stats_server_open(c->server, c->live, c->stats) < 0)
+    s5_error("reload: no stats socket until the next reload");
   c->server->poke = c->mode->on_list;
   c->server->poke_arg = c->mode->arg;
 }
@@ -119,22 +118,16 @@ static void control_reload(struct control *c) {
 static int handle_signal(struct control *c, int sig) {
   switch (sig) {
     case SIGTERM:
-    case SIGINT:
-      s5_info("%s: stopping", strsignal(sig));
-      return 1;
+    case SIGINT: s5_info("%s: stopping", strsignal(sig)); return 1;
     case SIGHUP:
       s5_log_reopen();
       s5_info("SIGHUP: log reopened");
-      control_reload(c);   /* published before the workers hear of it */
+      control_reload(c); /* published before the workers hear of it */
       if (c->mode->on_hangup) c->mode->on_hangup(c->mode->arg);
       return 0;
-    case SIGUSR1:
-      log_summaries(c->stats);
-      return 0;
-    case SIGCHLD:
-      return c->mode->on_child(c->mode->arg) < 0 ? -1 : 0;
-    default:
-      return 0;
+    case SIGUSR1: log_summaries(c->stats); return 0;
+    case SIGCHLD: return c->mode->on_child(c->mode->arg) < 0 ? -1 : 0;
+    default: return 0;
   }
 }
 
@@ -165,7 +158,8 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   struct s5_stats_server server;
   struct s5_metrics_server metrics;
   struct control c = {live, live, &server, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
-  if (c.ifindex == 0) s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
+  if (c.ifindex == 0)
+    s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   if (s5_stats_server_open(&server, cfg, stats) < 0) {
     close(sfd);
     free(live);
@@ -182,7 +176,8 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
 
   int result = 0;
   while (result == 0) {
-    struct pollfd pfd[2 + S5_METRICS_POLLFDS] = {{.fd = sfd, .events = POLLIN}, {.fd = server.fd, .events = POLLIN}};
+    struct pollfd pfd[2 + S5_METRICS_POLLFDS] = {{.fd = sfd, .events = POLLIN},
+                                                 {.fd = server.fd, .events = POLLIN}};
     unsigned nm = s5_metrics_pollfds(&metrics, pfd + 2);
     int n = poll(pfd, 2 + nm, control_wait_ms(&c));
     if (n < 0 && errno != EINTR) {

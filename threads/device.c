@@ -24,8 +24,8 @@
 #include "route.h"
 #include "tun.h"
 
-static int device_claim = -1;   /* "dev/NAME" */
-static int route_claim = -1;    /* "auto-route", with auto-route only */
+static int device_claim = -1; /* "dev/NAME" */
+static int route_claim = -1;  /* "auto-route", with auto-route only */
 
 static const char *tun_advice(int err) {
   switch (err) {
@@ -69,13 +69,17 @@ static int check_existing(const struct s5_config *cfg) {
     return -1;
   }
   if (st.known && st.queues > 0) {
-    s5_error("%s already exists and is in use (another s5tund? pid not known: %u queue%s attached "
-             "by a process that holds no s5tund claim on it)", name, st.queues, st.queues == 1 ? "" : "s");
+    s5_error(
+      "%s already exists and is in use (another s5tund? pid not known: %u queue%s attached "
+      "by a process that holds no s5tund claim on it)",
+      name, st.queues, st.queues == 1 ? "" : "s");
     return -1;
   }
   if (!cfg->tun.persist) {
-    s5_error("%s already exists (a persistent TUN device no process serves): set [tun] persist = true "
-             "to serve it, or delete it (ip link del %s)", name, name);
+    s5_error(
+      "%s already exists (a persistent TUN device no process serves): set [tun] persist = true "
+      "to serve it, or delete it (ip link del %s)",
+      name, name);
     return -1;
   }
   return 0;
@@ -106,13 +110,15 @@ static int device_admit(const struct s5_config *cfg) {
   r = claim("auto-route", &route_claim, &holder);
   if (r == -EADDRINUSE) {
     holder_text(holder, who, sizeof who);
-    s5_error("auto-route: table %u and rule priority %u belong to another running s5tund (%s): only "
-             "one s5tund per network namespace can use auto-route", S5_ROUTE_TABLE, S5_ROUTE_PREF, who);
+    s5_error(
+      "auto-route: table %u and rule priority %u belong to another running s5tund (%s): only "
+      "one s5tund per network namespace can use auto-route",
+      S5_ROUTE_TABLE, S5_ROUTE_PREF, who);
     return -1;
   }
   if (r < 0) {
-    s5_error("auto-route: claiming table %u (abstract unix socket @s5tund/auto-route): %s",
-             S5_ROUTE_TABLE, strerror(-r));
+    s5_error("auto-route: claiming table %u (abstract unix socket @s5tund/auto-route): %s", S5_ROUTE_TABLE,
+             strerror(-r));
     return -1;
   }
   return 0;
@@ -137,7 +143,7 @@ static void steer(const struct s5_config *cfg, int fd) {
   const char *off = getenv("S5TUND_NO_STEERING");
   char err[256];
   int r = 0;
-  if (cfg->queues < 2) {   /* nothing to steer */
+  if (cfg->queues < 2) { /* nothing to steer */
     unsteer(cfg, fd);
     return;
   }
@@ -145,13 +151,16 @@ static void steer(const struct s5_config *cfg, int fd) {
     snprintf(err, sizeof err, "disabled by S5TUND_NO_STEERING");
     unsteer(cfg, fd);
   } else if ((r = s5_tun_steer_attach(fd, cfg->queues, err, sizeof err)) == 0) {
-    s5_info("queue steering: UDP by source address and port (IP fragments with their first), "
-            "TCP by 4-tuple, over %u queues", cfg->queues);
+    s5_info(
+      "queue steering: UDP by source address and port (IP fragments with their first), "
+      "TCP by 4-tuple, over %u queues",
+      cfg->queues);
     return;
   }
-  s5_warn("queue steering: %s%s; the kernel steers by itself, so UDP fragments may reach another "
-          "worker than their socket's other datagrams (one client socket, two associations)", err,
-          r == -EPERM || r == -EACCES ? " (start s5tund with CAP_BPF)" : "");
+  s5_warn(
+    "queue steering: %s%s; the kernel steers by itself, so UDP fragments may reach another "
+    "worker than their socket's other datagrams (one client socket, two associations)",
+    err, r == -EPERM || r == -EACCES ? " (start s5tund with CAP_BPF)" : "");
 }
 
 int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
@@ -173,7 +182,9 @@ static int device_route(const struct s5_config *cfg) {
     return -1;
   }
   s5_info("auto-route: %s traffic but fwmark 0x%x into %s (table %u, rule priority %u), kill switch %s",
-          users.n == 0 ? "all" : users.include ? "include-uid's users'" : "all users' but exclude-uid's",
+          users.n == 0    ? "all"
+          : users.include ? "include-uid's users'"
+                          : "all users' but exclude-uid's",
           cfg->socks5.mark, cfg->tun.name, S5_ROUTE_TABLE, S5_ROUTE_PREF,
           ks ? "on: blocked, never sent around the tunnel, until a clean stop"
              : "off: sent directly while s5tund is down");
@@ -196,8 +207,7 @@ int s5_device_open(const struct s5_config *cfg, int *fds) {
   }
   steer(cfg, fds[0]);
   char err[256];
-  if (s5_tun_link_setup(cfg->tun.name, cfg->tun.mtu, &cfg->tun.ipv4, &cfg->tun.ipv6, err,
-                        sizeof err) < 0) {
+  if (s5_tun_link_setup(cfg->tun.name, cfg->tun.mtu, &cfg->tun.ipv4, &cfg->tun.ipv6, err, sizeof err) < 0) {
     s5_error("%s", err);
     goto fail;
   }
@@ -231,9 +241,10 @@ void s5_device_close(const struct s5_config *cfg, int *fds, int clean) {
   } else if (cfg->tun.auto_route) {
     /* Stopped by a failure, not asked to: traffic stays blocked, as after
      * kill -9, until s5tund runs again or is stopped cleanly. */
-    s5_warn("auto-route: stopping on a failure: the kill switch stays on, traffic that would go into "
-            "%s is blocked until s5tund runs again (or: ip rule del pref %u; ip -6 rule del pref %u)",
-            cfg->tun.name, S5_ROUTE_PREF, S5_ROUTE_PREF);
+    s5_warn(
+      "auto-route: stopping on a failure: the kill switch stays on, traffic that would go into "
+      "%s is blocked until s5tund runs again (or: ip rule del pref %u; ip -6 rule del pref %u)",
+      cfg->tun.name, S5_ROUTE_PREF, S5_ROUTE_PREF);
   }
   close_queues(fds, cfg->queues);
   release_claims();

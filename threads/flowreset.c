@@ -54,16 +54,16 @@
 
 #include "log.h"
 
-#define S5_RESET_ROUNDS   3
-#define S5_RESET_ROUND_MS 600    /* above Linux's 500 ms per-socket limit on such ACKs */
-#define S5_RESET_WAIT_MS  50     /* no worker serves yet: look again */
+#define S5_RESET_ROUNDS 3
+#define S5_RESET_ROUND_MS 600 /* above Linux's 500 ms per-socket limit on such ACKs */
+#define S5_RESET_WAIT_MS 50   /* no worker serves yet: look again */
 
 struct pending {
-  struct s5_flow *flows;         /* sorted by key; used = still to probe */
+  struct s5_flow *flows; /* sorted by key; used = still to probe */
   size_t n;
-  unsigned round;                /* rounds sent */
+  unsigned round; /* rounds sent */
   uint32_t seq;
-  uint64_t due_ms;               /* 0: nothing pending */
+  uint64_t due_ms; /* 0: nothing pending */
 };
 
 struct s5_flowreset {
@@ -72,8 +72,8 @@ struct s5_flowreset {
   struct s5_flowtab *tab;
   s5_serving_fd_fn fd_of;
   void *arg;
-  uint64_t *untracked_seen;      /* per queue: tcp_untracked at the last death */
-  struct pending *p;             /* per queue */
+  uint64_t *untracked_seen; /* per queue: tcp_untracked at the last death */
+  struct pending *p;        /* per queue */
 };
 
 static uint64_t now_ms(void) {
@@ -99,8 +99,7 @@ struct s5_flowreset *s5_flowreset_create(const struct s5_config *cfg, struct s5_
   }
   r->tab = s5_flowtab_create(cfg->queues, slots);
   if (r->tab == NULL) {
-    s5_error("mapping the flow tables (%u queues x %u flows): %s", cfg->queues, slots,
-             strerror(errno));
+    s5_error("mapping the flow tables (%u queues x %u flows): %s", cfg->queues, slots, strerror(errno));
     s5_flowreset_free(r);
     return NULL;
   }
@@ -148,8 +147,8 @@ static void unmark_live(const struct s5_flow *f, void *arg) {
 
 /* The segment after the virtio header (off bytes, zero) in pkt. 0, or -1
  * with *err set. */
-static int probe_write(int fd, const struct s5_flow *f, uint32_t seq, uint8_t flags, uint8_t *pkt,
-                       size_t off, size_t cap, int *err) {
+static int probe_write(int fd, const struct s5_flow *f, uint32_t seq, uint8_t flags, uint8_t *pkt, size_t off,
+                       size_t cap, int *err) {
   size_t len = off + s5_flow_probe(f, seq, ~seq, flags, pkt + off, cap - off);
   if (write(fd, pkt, len) == (ssize_t)len) return 0;
   *err = errno;
@@ -164,11 +163,10 @@ static size_t send_round(struct s5_flowreset *r, unsigned queue) {
     p->due_ms = now_ms() + S5_RESET_WAIT_MS;
     return 0;
   }
-  for (unsigned i = 0; i < r->cfg->queues; i++)
-    s5_flowtab_each(s5_flowtab_queue(r->tab, i), unmark_live, p);
+  for (unsigned i = 0; i < r->cfg->queues; i++) s5_flowtab_each(s5_flowtab_queue(r->tab, i), unmark_live, p);
   uint8_t pkt[sizeof(struct virtio_net_hdr) + 60];
   size_t off = r->cfg->tun.offload ? sizeof(struct virtio_net_hdr) : 0;
-  memset(pkt, 0, off);   /* no offload asked for: the checksums are filled */
+  memset(pkt, 0, off); /* no offload asked for: the checksums are filled */
   uint32_t seq = p->seq + p->round * 0x80000000u;
   size_t sent = 0, failed = 0, todo = 0;
   int err = 0;
@@ -178,12 +176,11 @@ static size_t send_round(struct s5_flowreset *r, unsigned queue) {
     if (probe_write(fd, &p->flows[i], seq, S5_TCP_RST, pkt, off, sizeof pkt, &err) == 0 &&
         probe_write(fd, &p->flows[i], seq, S5_TCP_ACK, pkt, off, sizeof pkt, &err) == 0)
       sent++;
-    else
-      failed++;
+    else failed++;
   }
   if (failed > 0)
-    s5_warn("worker %u: %zu of %zu reset probes could not be written to the TUN device: %s",
-            queue, failed, todo, strerror(err));
+    s5_warn("worker %u: %zu of %zu reset probes could not be written to the TUN device: %s", queue, failed,
+            todo, strerror(err));
   if (++p->round >= S5_RESET_ROUNDS || todo == 0) pending_clear(p);
   else p->due_ms = now_ms() + S5_RESET_ROUND_MS;
   return sent;
@@ -199,7 +196,7 @@ static size_t take_flows(struct s5_flowreset *r, unsigned queue) {
   struct s5_flow *more = realloc(p->flows, (p->n + top) * sizeof *more);
   if (more == NULL) {
     s5_error("worker %u: out of memory for the %zu flows to reset", queue, top);
-    s5_flowtab_take(q, NULL, 0);   /* still emptied for the replacement */
+    s5_flowtab_take(q, NULL, 0); /* still emptied for the replacement */
     return 0;
   }
   p->flows = more;
@@ -219,16 +216,16 @@ void s5_flowreset_worker_died(struct s5_flowreset *r, unsigned queue) {
   r->untracked_seen[queue] = S5_STAT_GET(st, tcp_untracked);
   S5_STAT_ADD(st, tcp_reset_dead_worker, n);
   if (untracked > 0)
-    s5_warn("worker %u: resetting %zu TCP clients of the dead worker; %llu more were not "
-            "tracked (its flow table was full) and are not told", queue, n,
-            (unsigned long long)untracked);
-  else
-    s5_info("worker %u: resetting %zu TCP clients of the dead worker", queue, n);
+    s5_warn(
+      "worker %u: resetting %zu TCP clients of the dead worker; %llu more were not "
+      "tracked (its flow table was full) and are not told",
+      queue, n, (unsigned long long)untracked);
+  else s5_info("worker %u: resetting %zu TCP clients of the dead worker", queue, n);
   struct pending *p = &r->p[queue];
-  if (n == 0) return;   /* rounds for an earlier death may still be due: they go on */
+  if (n == 0) return; /* rounds for an earlier death may still be due: they go on */
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  p->seq = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)ts.tv_sec;   /* any number will do */
+  p->seq = (uint32_t)ts.tv_nsec * 2654435761u ^ (uint32_t)ts.tv_sec; /* any number will do */
   p->round = 0;
   send_round(r, queue);
 }

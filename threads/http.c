@@ -38,7 +38,7 @@ static enum s5_http_result request_line(const char *s, size_t n, bool *http11) {
   /* HTTP/1.2 and later minor versions read as 1.1 (RFC 9110 6.2). */
   if (vlen != 8 || memcmp(v, "HTTP/1.", 7) != 0 || v[7] < '0' || v[7] > '9') return S5_HTTP_BAD_REQUEST;
   *http11 = v[7] != '0';
-  if (s[t0] != '/') return S5_HTTP_BAD_REQUEST;   /* absolute-, authority- or asterisk-form */
+  if (s[t0] != '/') return S5_HTTP_BAD_REQUEST; /* absolute-, authority- or asterisk-form */
   if (m != 3 || memcmp(s, "GET", 3) != 0) return S5_HTTP_METHOD_NOT_ALLOWED;
   const char *q = memchr(s + t0, '?', t - t0);
   size_t plen = (q != NULL ? (size_t)(q - s) : t) - t0;
@@ -74,7 +74,7 @@ enum s5_http_result s5_http_parse(const char *buf, size_t len, size_t cap) {
     if (n > 0 && line[n - 1] == '\r') n--;
     pos = (size_t)(lf - buf) + 1;
     if (first) {
-      if (n == 0) continue;   /* empty lines before the request line are ignored (RFC 9112 2.2) */
+      if (n == 0) continue; /* empty lines before the request line are ignored (RFC 9112 2.2) */
       enum s5_http_result r = request_line(line, n, &http11);
       if (r != S5_HTTP_OK) return r;
       first = false;
@@ -84,7 +84,7 @@ enum s5_http_result s5_http_parse(const char *buf, size_t len, size_t cap) {
     int h = header_line(line, n);
     if (h < 0) return S5_HTTP_BAD_REQUEST;
     hosts += h;
-    if (hosts > 1) return S5_HTTP_BAD_REQUEST;   /* RFC 9112 3.2: more than one Host */
+    if (hosts > 1) return S5_HTTP_BAD_REQUEST; /* RFC 9112 3.2: more than one Host */
   }
 }
 

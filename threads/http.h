@@ -20,13 +20,13 @@
 #define S5_HTTP_HEAD_MAX 8192
 
 enum s5_http_result {
-  S5_HTTP_NEED_MORE = 0,    /* no answer yet: the head is not complete */
-  S5_HTTP_OK = 200,         /* GET /metrics or GET / (a query string is ignored) */
+  S5_HTTP_NEED_MORE = 0, /* no answer yet: the head is not complete */
+  S5_HTTP_OK = 200,      /* GET /metrics or GET / (a query string is ignored) */
   S5_HTTP_BAD_REQUEST = 400,
   S5_HTTP_NOT_FOUND = 404,
   S5_HTTP_METHOD_NOT_ALLOWED = 405,
-  S5_HTTP_URI_TOO_LONG = 414,        /* no end of the request line within the cap */
-  S5_HTTP_HEADERS_TOO_LARGE = 431,   /* no end of the header section within the cap */
+  S5_HTTP_URI_TOO_LONG = 414,      /* no end of the request line within the cap */
+  S5_HTTP_HEADERS_TOO_LARGE = 431, /* no end of the header section within the cap */
 };
 
 /* Judges the first len bytes received on a connection; cap is the most that

@@ -42,8 +42,9 @@ static int raise_nofile(unsigned n) {
   rl.rlim_cur = n;
   if (rl.rlim_max < n) rl.rlim_max = n;
   if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
-    s5_error("[run] limit-nofile = %u: setrlimit(RLIMIT_NOFILE): %s%s", n, strerror(errno),
-             errno == EPERM ? " (raising the hard limit needs CAP_SYS_RESOURCE; see also sysctl fs.nr_open)" : "");
+    s5_error(
+      "[run] limit-nofile = %u: setrlimit(RLIMIT_NOFILE): %s%s", n, strerror(errno),
+      errno == EPERM ? " (raising the hard limit needs CAP_SYS_RESOURCE; see also sysctl fs.nr_open)" : "");
     return -1;
   }
   return 0;
@@ -57,8 +58,8 @@ static int stats_command(int argc, char **argv) {
     if (strcmp(argv[i], "--json") == 0) json = 1;
     else if (argv[i][0] != '-') path = argv[i];
     else {
-      fprintf(stderr, "s5tund: %s: unknown option %s (usage: s5tund %s [SOCKET] [--json])\n", argv[1], argv[i],
-              argv[1]);
+      fprintf(stderr, "s5tund: %s: unknown option %s (usage: s5tund %s [SOCKET] [--json])\n", argv[1],
+              argv[i], argv[1]);
       return 2;
     }
   }
@@ -68,9 +69,9 @@ static int stats_command(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--stats") == 0 || strcmp(argv[1], "--connections") == 0))
     return stats_command(argc, argv);
-  mallopt(M_TRIM_THRESHOLD, S5_MALLOC_TRIM_THRESHOLD);   /* before any thread or worker */
+  mallopt(M_TRIM_THRESHOLD, S5_MALLOC_TRIM_THRESHOLD); /* before any thread or worker */
 
-  static struct s5_config cfg;   /* read-only once loaded; every worker reads it */
+  static struct s5_config cfg; /* read-only once loaded; every worker reads it */
   switch (s5_args_load(&cfg, argc, argv)) {
     case S5_ARGS_RUN: break;
     case S5_ARGS_EXIT_OK: return 0;
@@ -100,7 +101,6 @@ int main(int argc, char **argv) {
     return 1;
   }
   s5_info("s5tund %s starting: %s, %u %s, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
-          cfg.queues == 1 ? "queue" : "queues",
-          cfg.mode == S5_MODE_THREAD ? "thread" : "process");
+          cfg.queues == 1 ? "queue" : "queues", cfg.mode == S5_MODE_THREAD ? "thread" : "process");
   return cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg, stats) : s5_run_processes(&cfg, stats);
 }

@@ -72,7 +72,8 @@ static const struct {
   {"restarts", false, "Worker restarts (process mode)."},
   {"tun_errors", false, "Errors reading or writing the TUN queue."},
   {"tcp_reset_dead_worker", false, "TCP clients of a dead worker that the supervisor reset (process mode)."},
-  {"tcp_untracked", false, "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full)."},
+  {"tcp_untracked", false,
+   "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full)."},
   {"session_log_dropped", false, "Session log lines left out over [log] sessions-max-per-second."},
 };
 
@@ -162,19 +163,22 @@ char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_confi
            cfg->mode == S5_MODE_THREAD ? "thread" : "process");
   family_header(&t, "s5tund_queues", "gauge", "TUN queues, one worker each.");
   text_add(&t, "s5tund_queues %u\n", nq);
-  family_header(&t, "s5tund_start_time_seconds", "gauge", "When s5tund started, seconds since the Unix epoch.");
+  family_header(&t, "s5tund_start_time_seconds", "gauge",
+                "When s5tund started, seconds since the Unix epoch.");
   text_add(&t, "s5tund_start_time_seconds %llu\n", (unsigned long long)stats->started_unix);
   family_header(&t, "s5tund_reloads_total", "counter", "Configuration reloads applied (SIGHUP).");
   text_add(&t, "s5tund_reloads_total %llu\n", (unsigned long long)S5_STAT_GET(stats, reloads));
   family_header(&t, "s5tund_reload_failures_total", "counter",
                 "Reloads refused: the file did not load or check; the configuration stayed.");
-  text_add(&t, "s5tund_reload_failures_total %llu\n", (unsigned long long)S5_STAT_GET(stats, reload_failures));
+  text_add(&t, "s5tund_reload_failures_total %llu\n",
+           (unsigned long long)S5_STAT_GET(stats, reload_failures));
   family_header(&t, "s5tund_last_reload_timestamp_seconds", "gauge",
                 "When the last reload was applied, seconds since the Unix epoch; 0 = none yet.");
   text_add(&t, "s5tund_last_reload_timestamp_seconds %llu\n",
            (unsigned long long)S5_STAT_GET(stats, last_reload_unix));
   family_header(&t, "s5tund_queue_ready", "gauge", "1 while the queue's worker serves, else 0.");
-  for (unsigned i = 0; i < nq; i++) text_add(&t, "s5tund_queue_ready{queue=\"%u\"} %u\n", i, q[i].ready ? 1u : 0u);
+  for (unsigned i = 0; i < nq; i++)
+    text_add(&t, "s5tund_queue_ready{queue=\"%u\"} %u\n", i, q[i].ready ? 1u : 0u);
   add_counters(&t, q, nq);
   free(q);
   *len = t.len;
@@ -191,11 +195,11 @@ struct s5_metrics_conn {
   int fd;
   enum conn_state state;
   uint64_t opened_ms, deadline_ms;
-  size_t got;                       /* request bytes in req */
+  size_t got; /* request bytes in req */
   char req[S5_HTTP_HEAD_MAX];
-  char *out;                        /* the answer, head and body */
+  char *out; /* the answer, head and body */
   size_t out_len, out_off;
-  char peer[INET6_ADDRSTRLEN + 16];  /* for the (debug) log */
+  char peer[INET6_ADDRSTRLEN + 16]; /* for the (debug) log */
 };
 
 static uint64_t now_ms(void) {
@@ -220,15 +224,16 @@ static char *answer(const struct s5_metrics_server *m, enum s5_http_result r, si
   char small[64];
   if (r == S5_HTTP_OK) body = s5_metrics_render(m->stats, m->cfg, &blen);
   if (body == NULL) {
-    if (r == S5_HTTP_OK) r = 0;   /* out of memory: said as a 500 */
+    if (r == S5_HTTP_OK) r = 0; /* out of memory: said as a 500 */
     blen = (size_t)snprintf(small, sizeof small, "%d %s\n", r ? (int)r : 500, s5_http_reason(r));
   }
   char head[256];
-  int hlen = snprintf(head, sizeof head,
-                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
-                      r ? (int)r : 500, s5_http_reason(r),
-                      body != NULL ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8", blen,
-                      r == S5_HTTP_METHOD_NOT_ALLOWED ? "Allow: GET\r\n" : "");
+  int hlen =
+    snprintf(head, sizeof head,
+             "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n",
+             r ? (int)r : 500, s5_http_reason(r),
+             body != NULL ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain; charset=utf-8", blen,
+             r == S5_HTTP_METHOD_NOT_ALLOWED ? "Allow: GET\r\n" : "");
   char *out = malloc((size_t)hlen + blen);
   if (out != NULL) {
     memcpy(out, head, (size_t)hlen);
@@ -294,7 +299,7 @@ static void conn_drain(struct s5_metrics_conn *c) {
     ssize_t n = recv(c->fd, sink, sizeof sink, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    conn_close(c, NULL);   /* the peer's EOF (or an error): done */
+    conn_close(c, NULL); /* the peer's EOF (or an error): done */
     return;
   }
 }
@@ -330,7 +335,7 @@ static void accept_all(struct s5_metrics_server *m, uint64_t now) {
       return;
     }
     struct s5_metrics_conn *c = conn_slot(m);
-    if (c == NULL) {   /* every slot is writing an answer */
+    if (c == NULL) { /* every slot is writing an answer */
       char who[INET6_ADDRSTRLEN + 16];
       s5_debug("metrics: %s: connection refused: %u connections busy", sockaddr_text(&peer, who, sizeof who),
                S5_METRICS_CONNS);
@@ -401,8 +406,10 @@ int s5_metrics_open(struct s5_metrics_server *m, const struct s5_config *cfg,
   }
   m->fd = fd;
   if (!is_loopback(ss))
-    s5_warn("[stats] http %s is not a loopback address: whoever reaches it reads the counters "
-            "(no authentication; 127.0.0.1 or [::1] keep it on this host)", where);
+    s5_warn(
+      "[stats] http %s is not a loopback address: whoever reaches it reads the counters "
+      "(no authentication; 127.0.0.1 or [::1] keep it on this host)",
+      where);
   s5_info("metrics: http://%s/metrics", where);
   return 0;
 }
@@ -421,7 +428,7 @@ unsigned s5_metrics_pollfds(const struct s5_metrics_server *m, struct pollfd *pf
 void s5_metrics_serve(struct s5_metrics_server *m, const struct pollfd *pfd, unsigned n) {
   if (m->fd < 0) return;
   uint64_t now = now_ms();
-  bool events = n == S5_METRICS_POLLFDS;   /* 0: poll timed out or failed, only the deadlines */
+  bool events = n == S5_METRICS_POLLFDS; /* 0: poll timed out or failed, only the deadlines */
   for (unsigned i = 0; events && i < S5_METRICS_CONNS; i++) {
     struct s5_metrics_conn *c = &m->conns[i];
     if (c->state == CONN_FREE || pfd[1 + i].fd != c->fd || pfd[1 + i].revents == 0) continue;
@@ -433,7 +440,8 @@ void s5_metrics_serve(struct s5_metrics_server *m, const struct pollfd *pfd, uns
   for (unsigned i = 0; i < S5_METRICS_CONNS; i++) {
     struct s5_metrics_conn *c = &m->conns[i];
     if (c->state != CONN_FREE && now >= c->deadline_ms)
-      conn_close(c, c->state == CONN_READ ? "deadline reached before a complete request" : "deadline reached");
+      conn_close(c,
+                 c->state == CONN_READ ? "deadline reached before a complete request" : "deadline reached");
   }
   if (events && pfd[0].revents != 0) accept_all(m, now);
 }

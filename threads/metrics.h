@@ -28,12 +28,12 @@
 struct s5_metrics_conn;
 
 struct s5_metrics_server {
-  int fd;                           /* the listener; -1 when [stats] http is empty */
+  int fd; /* the listener; -1 when [stats] http is empty */
   const struct s5_config *cfg;
   const struct s5_stats_area *stats;
-  struct s5_metrics_conn *conns;    /* S5_METRICS_CONNS slots */
-  uint64_t accept_pause_until_ms;   /* out of fds: the listener rests until then */
-  uint64_t accept_warned_ms;        /* when that was last logged */
+  struct s5_metrics_conn *conns;  /* S5_METRICS_CONNS slots */
+  uint64_t accept_pause_until_ms; /* out of fds: the listener rests until then */
+  uint64_t accept_warned_ms;      /* when that was last logged */
 };
 
 /* Returns 0 (also when [stats] http is empty), or -1 after logging. */

@@ -39,8 +39,7 @@ static void pid_file_write(const char *path) {
   char buf[32];
   int len = snprintf(buf, sizeof buf, "%d\n", (int)getpid());
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || write(fd, buf, (size_t)len) != len)
-    s5_warn("pid file %s: %s", path, strerror(errno));
+  if (fd < 0 || write(fd, buf, (size_t)len) != len) s5_warn("pid file %s: %s", path, strerror(errno));
   if (fd >= 0) close(fd);
 }
 

@@ -19,7 +19,7 @@ struct pool_slot {
   struct s5_worker *w;
   pthread_t thread;
   int started;
-  int done;       /* the worker returned: its stop handle must not be used */
+  int done; /* the worker returned: its stop handle must not be used */
   int result;
 };
 
@@ -94,7 +94,7 @@ static int pool_start(const struct s5_config *cfg, int *fds, struct s5_stats_are
       return -1;
     }
     slot->started = 1;
-    S5_STAT_SET(&stats->q[i], pid, getpid());   /* every queue lives in this process */
+    S5_STAT_SET(&stats->q[i], pid, getpid()); /* every queue lives in this process */
   }
   return 0;
 }
@@ -123,15 +123,15 @@ int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats) {
   pool.main_thread = pthread_self();
 
   sigset_t old;
-  s5_control_block_signals(&old);   /* before any thread exists: they inherit the mask */
+  s5_control_block_signals(&old); /* before any thread exists: they inherit the mask */
   int code = 1, asked = 0;
   if (s5_device_open(cfg, fds) == 0) {
     if (pool_start(cfg, fds, stats) == 0) {
-      struct s5_control_mode mode = {.on_child = pool_on_child, .on_hangup = pool_on_hangup,
-                                     .on_list = pool_on_list};
+      struct s5_control_mode mode = {
+        .on_child = pool_on_child, .on_hangup = pool_on_hangup, .on_list = pool_on_list};
       s5_restrict_main(cfg);
       code = s5_control_run(cfg, stats, &mode);
-      asked = code == 0;   /* SIGTERM or SIGINT, not a failure */
+      asked = code == 0; /* SIGTERM or SIGINT, not a failure */
     }
     pool_stop_all();
     if (pool_join_all() != 0) code = 1;

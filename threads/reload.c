@@ -22,8 +22,8 @@ int s5_reload_setup(int argc, char **argv) {
 
 static void reload_warn(void *arg, const char *section, const char *was, const char *now) {
   (void)arg;
-  s5_warn("reload: %s%s%s%s: needs a restart; keeping %s", section[0] ? "[" : "", section, section[0] ? "] " : "",
-          now, was);
+  s5_warn("reload: %s%s%s%s: needs a restart; keeping %s", section[0] ? "[" : "", section,
+          section[0] ? "] " : "", now, was);
 }
 
 /* The one error message s5_args_load_io() wrote, without its newline. */
@@ -52,7 +52,7 @@ int s5_reload(struct s5_config *live, struct s5_stats_area *stats) {
   fclose(err);
   if (r != S5_ARGS_RUN) {
     chomp(msg);
-    const char *why = strncmp(msg, "s5tund: ", 8) == 0 ? msg + 8 : msg;   /* the command line's prefix */
+    const char *why = strncmp(msg, "s5tund: ", 8) == 0 ? msg + 8 : msg; /* the command line's prefix */
     s5_error("reload failed, configuration unchanged: %s", why[0] ? why : "(no message)");
     S5_STAT_SET(stats, reload_failures, S5_STAT_GET(stats, reload_failures) + 1);
     free(msg);
@@ -61,16 +61,17 @@ int s5_reload(struct s5_config *live, struct s5_stats_area *stats) {
   }
   free(msg);
   if (!s5_log_can_apply(live, next)) {
-    s5_warn("reload: [log] file = %s: switching between stderr, syslog and a file needs a restart; keeping %s",
-            next->log.file[0] ? next->log.file : "(stderr)", live->log.file[0] ? live->log.file : "(stderr)");
+    s5_warn(
+      "reload: [log] file = %s: switching between stderr, syslog and a file needs a restart; keeping %s",
+      next->log.file[0] ? next->log.file : "(stderr)", live->log.file[0] ? live->log.file : "(stderr)");
     memcpy(next->log.file, live->log.file, sizeof next->log.file);
   }
   /* The shared name table exists only if mapped DNS was on at start. */
   int dns_was = live->dns.addr[0].ss_family != 0 || live->dns.addr[1].ss_family != 0;
   int dns_now = next->dns.addr[0].ss_family != 0 || next->dns.addr[1].ss_family != 0;
   if (dns_was != dns_now) {
-    s5_warn("reload: [dns] address: turning mapped DNS %s needs a restart; keeping it %s", dns_now ? "on" : "off",
-            dns_was ? "on" : "off");
+    s5_warn("reload: [dns] address: turning mapped DNS %s needs a restart; keeping it %s",
+            dns_now ? "on" : "off", dns_was ? "on" : "off");
     memcpy(next->dns.addr, live->dns.addr, sizeof next->dns.addr);
   }
   int kept = s5_config_reload_merge(next, live, reload_warn, NULL);

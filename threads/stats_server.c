@@ -38,7 +38,7 @@ int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cf
     s5_error("stats socket: %s", strerror(errno));
     return -1;
   }
-  unlink(srv->path);   /* a stale socket from a previous run */
+  unlink(srv->path); /* a stale socket from a previous run */
   if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 || listen(fd, 16) < 0) {
     s5_error("stats socket %s: %s", srv->path, strerror(errno));
     close(fd);
@@ -118,8 +118,9 @@ void s5_stats_server_answer(struct s5_stats_server *srv) {
     char req[64];
     read_request(c, req, sizeof req);
     size_t len = 0;
-    char *doc = strncmp(req, "connections", 11) == 0 ? connections_document(srv, strstr(req, "json") != NULL, &len)
-                                                     : stats_document(srv->stats, &len);
+    char *doc = strncmp(req, "connections", 11) == 0
+                  ? connections_document(srv, strstr(req, "json") != NULL, &len)
+                  : stats_document(srv->stats, &len);
     for (size_t off = 0; doc != NULL && off < len;) {
       ssize_t n = send(c, doc + off, len - off, MSG_NOSIGNAL);
       if (n <= 0) break;

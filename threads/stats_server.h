@@ -8,10 +8,10 @@
 #include "stats.h"
 
 struct s5_stats_server {
-  int fd;                          /* -1 when no socket is configured */
-  char path[108];                  /* a copy: a reload may change the configuration's */
+  int fd;         /* -1 when no socket is configured */
+  char path[108]; /* a copy: a reload may change the configuration's */
   const struct s5_stats_area *stats;
-  void (*poke)(void *arg);         /* --connections: ask every worker for its list */
+  void (*poke)(void *arg); /* --connections: ask every worker for its list */
   void *poke_arg;
 };
 

@@ -23,20 +23,20 @@
 
 #define S5_RESTART_DELAY_MIN_MS 100
 #define S5_RESTART_DELAY_MAX_MS 30000
-#define S5_RESTART_HEALTHY_MS   10000   /* a worker that lived this long resets the delay */
-#define S5_STOP_GRACE_MS        5000    /* after drain-timeout: then SIGKILL */
+#define S5_RESTART_HEALTHY_MS 10000 /* a worker that lived this long resets the delay */
+#define S5_STOP_GRACE_MS 5000       /* after drain-timeout: then SIGKILL */
 
 struct supervisor {
   const struct s5_config *cfg;
   struct s5_stats_area *stats;
   struct child *kids;
-  struct s5_flowreset *resets;   /* the flow tables and the resets of dead workers' clients */
-  sigset_t old_mask;   /* what workers run with */
+  struct s5_flowreset *resets; /* the flow tables and the resets of dead workers' clients */
+  sigset_t old_mask;           /* what workers run with */
 };
 
 struct child {
-  pid_t pid;             /* 0 while waiting to be restarted */
-  int fd;                /* its TUN queue, held by the parent too */
+  pid_t pid; /* 0 while waiting to be restarted */
+  int fd;    /* its TUN queue, held by the parent too */
   uint64_t started_ms;
   uint64_t restart_at_ms;
   unsigned delay_ms;
@@ -95,10 +95,8 @@ static int child_spawn(struct supervisor *sv, unsigned index) {
 }
 
 static void describe_exit(int status, char *buf, size_t len) {
-  if (WIFSIGNALED(status))
-    snprintf(buf, len, "killed by %s", strsignal(WTERMSIG(status)));
-  else
-    snprintf(buf, len, "exit code %d", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) snprintf(buf, len, "killed by %s", strsignal(WTERMSIG(status)));
+  else snprintf(buf, len, "exit code %d", WEXITSTATUS(status));
 }
 
 /* A worker died unasked: give its queue a fresh fd and schedule a restart. */
@@ -115,12 +113,14 @@ static void child_died(struct supervisor *sv, unsigned index, int status) {
   describe_exit(status, why, sizeof why);
   uint64_t lived = now_ms() - c->started_ms;
   if (lived >= S5_RESTART_HEALTHY_MS) c->delay_ms = S5_RESTART_DELAY_MIN_MS;
-  else c->delay_ms = c->delay_ms == 0 ? S5_RESTART_DELAY_MIN_MS
-                                      : (c->delay_ms * 2 > S5_RESTART_DELAY_MAX_MS ? S5_RESTART_DELAY_MAX_MS : c->delay_ms * 2);
+  else
+    c->delay_ms = c->delay_ms == 0
+                    ? S5_RESTART_DELAY_MIN_MS
+                    : (c->delay_ms * 2 > S5_RESTART_DELAY_MAX_MS ? S5_RESTART_DELAY_MAX_MS : c->delay_ms * 2);
   c->pid = 0;
   c->restart_at_ms = now_ms() + c->delay_ms;
-  s5_warn("worker %u %s after %llu ms; restarting in %u ms", index, why,
-          (unsigned long long)lived, c->delay_ms);
+  s5_warn("worker %u %s after %llu ms; restarting in %u ms", index, why, (unsigned long long)lived,
+          c->delay_ms);
 
   int fresh = s5_device_open_queue(cfg, index);
   if (fresh >= 0) {
@@ -222,7 +222,7 @@ static int wait_signal(const sigset_t *set, long timeout_ms) {
   }
   struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000};
   int sig = sigtimedwait(set, NULL, &ts);
-  return sig;   /* -1 with EAGAIN on timeout */
+  return sig; /* -1 with EAGAIN on timeout */
 }
 
 static unsigned alive(const struct s5_config *cfg, const struct child *kids) {
@@ -269,16 +269,19 @@ int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats) {
   sigaddset(&chld, SIGCHLD);
 
   int code = 1;
-  sv.resets = s5_flowreset_create(cfg, stats, serving_fd, &sv);   /* before any fork */
+  sv.resets = s5_flowreset_create(cfg, stats, serving_fd, &sv); /* before any fork */
   if (sv.resets == NULL || s5_device_open(cfg, fds) < 0) goto out;
   for (unsigned i = 0; i < cfg->queues; i++) kids[i].fd = fds[i];
 
   unsigned started = 0;
   while (started < cfg->queues && child_spawn(&sv, started) == 0) started++;
   if (started == cfg->queues) {
-    struct s5_control_mode mode = {
-        .arg = &sv, .on_child = on_child, .on_hangup = on_hangup, .on_list = on_list,
-        .next_tick = supervisor_next_tick, .tick = supervisor_tick};
+    struct s5_control_mode mode = {.arg = &sv,
+                                   .on_child = on_child,
+                                   .on_hangup = on_hangup,
+                                   .on_list = on_list,
+                                   .next_tick = supervisor_next_tick,
+                                   .tick = supervisor_tick};
     s5_restrict_main(cfg);
     code = s5_control_run(cfg, stats, &mode);
   }

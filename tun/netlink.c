@@ -18,30 +18,25 @@ int s5_nl_open(struct nl_conn *c) {
   c->seq = 0;
   c->why[0] = '\0';
   c->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-  if (c->fd < 0)
-    return -errno;
+  if (c->fd < 0) return -errno;
   /* Extended acks give a reason ("MTU greater than device maximum") on
    * kernels >= 4.12; capped acks keep our request out of the reply. Both
    * are only nice to have, so a kernel that lacks them is not an error. */
-  if (setsockopt(c->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one)) < 0 &&
-      errno != ENOPROTOOPT)
+  if (setsockopt(c->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one) < 0 && errno != ENOPROTOOPT)
     return -errno;
-  if (setsockopt(c->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one)) < 0 &&
-      errno != ENOPROTOOPT)
+  if (setsockopt(c->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one) < 0 && errno != ENOPROTOOPT)
     return -errno;
   return 0;
 }
 
 void s5_nl_close(struct nl_conn *c) {
-  if (c->fd >= 0)
-    close(c->fd);
+  if (c->fd >= 0) close(c->fd);
   c->fd = -1;
 }
 
 /* Starts a request of `type` whose fixed part is `fixed` (fixedlen bytes). */
-void s5_nl_init(struct nl_req *r, uint16_t type, uint16_t flags, const void *fixed,
-                    size_t fixedlen) {
-  memset(r, 0, sizeof(*r));
+void s5_nl_init(struct nl_req *r, uint16_t type, uint16_t flags, const void *fixed, size_t fixedlen) {
+  memset(r, 0, sizeof *r);
   r->u.h.nlmsg_len = (uint32_t)NLMSG_LENGTH(fixedlen);
   r->u.h.nlmsg_type = type;
   r->u.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
@@ -52,8 +47,7 @@ int s5_nl_put_attr(struct nl_req *r, uint16_t type, const void *data, size_t len
   size_t off = NLMSG_ALIGN(r->u.h.nlmsg_len);
   struct rtattr *rta;
 
-  if (off + RTA_SPACE(len) > sizeof(r->u.buf))
-    return -EMSGSIZE;
+  if (off + RTA_SPACE(len) > sizeof r->u.buf) return -EMSGSIZE;
   rta = (struct rtattr *)(r->u.buf + off);
   rta->rta_type = type;
   rta->rta_len = (unsigned short)RTA_LENGTH(len);
@@ -66,17 +60,13 @@ static int nl_send(struct nl_conn *c, struct nl_req *r) {
   struct sockaddr_nl kernel;
   ssize_t n;
 
-  memset(&kernel, 0, sizeof(kernel));
+  memset(&kernel, 0, sizeof kernel);
   kernel.nl_family = AF_NETLINK;
   r->u.h.nlmsg_seq = ++c->seq;
-  do
-    n = sendto(c->fd, r->u.buf, r->u.h.nlmsg_len, 0, (struct sockaddr *)&kernel,
-               sizeof(kernel));
+  do n = sendto(c->fd, r->u.buf, r->u.h.nlmsg_len, 0, (struct sockaddr *)&kernel, sizeof kernel);
   while (n < 0 && errno == EINTR);
-  if (n < 0)
-    return -errno;
-  if ((size_t)n != r->u.h.nlmsg_len)
-    return -EIO;
+  if (n < 0) return -errno;
+  if ((size_t)n != r->u.h.nlmsg_len) return -EIO;
   return 0;
 }
 
@@ -87,26 +77,22 @@ static void nl_ack_text(struct nl_conn *c, const struct nlmsghdr *h) {
   const struct nlmsgerr *e = NLMSG_DATA(h);
   const char *base = (const char *)h;
   size_t end = h->nlmsg_len;
-  size_t off = NLMSG_LENGTH(sizeof(*e));
+  size_t off = NLMSG_LENGTH(sizeof *e);
   const struct nlattr *a;
   size_t len;
 
-  if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
-    return;
+  if (!(h->nlmsg_flags & NLM_F_ACK_TLVS)) return;
   /* Without NETLINK_CAP_ACK the payload of our request sits in between. */
   if (!(h->nlmsg_flags & NLM_F_CAPPED)) {
-    if (e->msg.nlmsg_len < sizeof(e->msg) || e->msg.nlmsg_len > end)
-      return;
-    off += NLMSG_ALIGN(e->msg.nlmsg_len - sizeof(e->msg));
+    if (e->msg.nlmsg_len < sizeof e->msg || e->msg.nlmsg_len > end) return;
+    off += NLMSG_ALIGN(e->msg.nlmsg_len - sizeof e->msg);
   }
   while (off + NLA_HDRLEN <= end) {
     a = (const struct nlattr *)(base + off);
-    if (a->nla_len < NLA_HDRLEN || a->nla_len > end - off)
-      return;
+    if (a->nla_len < NLA_HDRLEN || a->nla_len > end - off) return;
     if ((a->nla_type & NLA_TYPE_MASK) == NLMSGERR_ATTR_MSG) {
       len = strnlen(base + off + NLA_HDRLEN, a->nla_len - NLA_HDRLEN);
-      if (len >= sizeof(c->why))
-        len = sizeof(c->why) - 1;
+      if (len >= sizeof c->why) len = sizeof c->why - 1;
       memcpy(c->why, base + off + NLA_HDRLEN, len);
       c->why[len] = '\0';
       return;
@@ -127,13 +113,10 @@ static int nl_find_ack(struct nl_conn *c, const char *buf, size_t len) {
 
   for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
     /* Anything else is a late answer to an earlier request: skip it. */
-    if (h->nlmsg_seq != c->seq || h->nlmsg_type != NLMSG_ERROR)
-      continue;
-    if (h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
-      return -EBADMSG;
+    if (h->nlmsg_seq != c->seq || h->nlmsg_type != NLMSG_ERROR) continue;
+    if (h->nlmsg_len < NLMSG_LENGTH(sizeof *e)) return -EBADMSG;
     e = NLMSG_DATA(h);
-    if (e->error == 0)
-      return 0;
+    if (e->error == 0) return 0;
     nl_ack_text(c, h);
     /* error is a negative errno; guard against anything else. */
     return e->error < 0 ? e->error : -EPROTO;
@@ -150,21 +133,17 @@ static ssize_t nl_recv(struct nl_conn *c, char *buf, size_t len) {
   ssize_t n;
 
   for (;;) {
-    memset(&msg, 0, sizeof(msg));
+    memset(&msg, 0, sizeof msg);
     msg.msg_name = &from;
-    msg.msg_namelen = sizeof(from);
+    msg.msg_namelen = sizeof from;
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
     n = recvmsg(c->fd, &msg, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return -errno;
-    if (msg.msg_flags & MSG_TRUNC)
-      return -EMSGSIZE;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -errno;
+    if (msg.msg_flags & MSG_TRUNC) return -EMSGSIZE;
     /* Only the kernel (port 0) speaks for the kernel. */
-    if (msg.msg_namelen != sizeof(from) || from.nl_pid != 0)
-      continue;
+    if (msg.msg_namelen != sizeof from || from.nl_pid != 0) continue;
     return n;
   }
 }
@@ -179,29 +158,23 @@ static int nl_wait_ack(struct nl_conn *c) {
   int r;
 
   for (;;) {
-    n = nl_recv(c, reply.buf, sizeof(reply.buf));
-    if (n < 0)
-      return (int)n;
+    n = nl_recv(c, reply.buf, sizeof reply.buf);
+    if (n < 0) return (int)n;
     r = nl_find_ack(c, reply.buf, (size_t)n);
-    if (r <= 0)
-      return r;
+    if (r <= 0) return r;
   }
 }
 
 /* Hands every answer to our last request to fn, until the ack or the end of
  * a dump. Returns 1 while more may come, else 0 or -errno. */
-static int nl_take(struct nl_conn *c, const char *buf, size_t len, s5_nl_reply_fn fn,
-                   void *arg) {
+static int nl_take(struct nl_conn *c, const char *buf, size_t len, s5_nl_reply_fn fn, void *arg) {
   const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
-  int left = (int)len;   /* signed: see nl_find_ack */
+  int left = (int)len; /* signed: see nl_find_ack */
 
   for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
-    if (h->nlmsg_seq != c->seq)
-      continue;
-    if (h->nlmsg_type == NLMSG_DONE)
-      return 0;
-    if (h->nlmsg_type == NLMSG_ERROR)
-      return nl_find_ack(c, (const char *)h, h->nlmsg_len);
+    if (h->nlmsg_seq != c->seq) continue;
+    if (h->nlmsg_type == NLMSG_DONE) return 0;
+    if (h->nlmsg_type == NLMSG_ERROR) return nl_find_ack(c, (const char *)h, h->nlmsg_len);
     fn(h, arg);
   }
   return 1;
@@ -218,14 +191,11 @@ int s5_nl_query(struct nl_conn *c, struct nl_req *r, s5_nl_reply_fn fn, void *ar
   c->why[0] = '\0';
   err = nl_send(c, r);
   while (err == 0) {
-    n = nl_recv(c, reply.buf, sizeof(reply.buf));
-    if (n < 0)
-      return (int)n;
+    n = nl_recv(c, reply.buf, sizeof reply.buf);
+    if (n < 0) return (int)n;
     err = nl_take(c, reply.buf, (size_t)n, fn, arg);
-    if (err == 1)
-      err = 0;
-    else
-      return err;
+    if (err == 1) err = 0;
+    else return err;
   }
   return err;
 }
@@ -236,8 +206,7 @@ int s5_nl_talk(struct nl_conn *c, struct nl_req *r) {
 
   c->why[0] = '\0';
   err = nl_send(c, r);
-  if (err < 0)
-    return err;
+  if (err < 0) return err;
   return nl_wait_ack(c);
 }
 
@@ -247,12 +216,9 @@ int s5_nl_talk(struct nl_conn *c, struct nl_req *r) {
 int s5_nl_fail(struct nl_conn *c, int err, char *buf, size_t buflen, size_t used) {
   const char *why = c != NULL ? c->why : "";
 
-  if (buf == NULL || buflen == 0 || used >= buflen)
-    return err;
-  if (why[0] != '\0')
-    snprintf(buf + used, buflen - used, ": %s (%s)", strerror(-err), why);
-  else
-    snprintf(buf + used, buflen - used, ": %s", strerror(-err));
+  if (buf == NULL || buflen == 0 || used >= buflen) return err;
+  if (why[0] != '\0') snprintf(buf + used, buflen - used, ": %s (%s)", strerror(-err), why);
+  else snprintf(buf + used, buflen - used, ": %s", strerror(-err));
   return err;
 }
 
@@ -261,8 +227,7 @@ size_t s5_nl_what(char *buf, size_t buflen, const char *fmt, ...) {
   va_list ap;
   int n;
 
-  if (buf == NULL || buflen == 0)
-    return 0;
+  if (buf == NULL || buflen == 0) return 0;
   va_start(ap, fmt);
   n = vsnprintf(buf, buflen, fmt, ap);
   va_end(ap);
@@ -272,4 +237,3 @@ size_t s5_nl_what(char *buf, size_t buflen, const char *fmt, ...) {
   }
   return (size_t)n < buflen ? (size_t)n : buflen - 1;
 }
-

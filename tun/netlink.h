@@ -33,8 +33,7 @@ struct nl_conn {
 int s5_nl_open(struct nl_conn *c);
 void s5_nl_close(struct nl_conn *c);
 /* Starts a request of `type` whose fixed part is `fixed` (fixedlen bytes). */
-void s5_nl_init(struct nl_req *r, uint16_t type, uint16_t flags, const void *fixed,
-                size_t fixedlen);
+void s5_nl_init(struct nl_req *r, uint16_t type, uint16_t flags, const void *fixed, size_t fixedlen);
 int s5_nl_put_attr(struct nl_req *r, uint16_t type, const void *data, size_t len);
 /* Sends one request and waits for its ack. Returns 0 or -errno. */
 int s5_nl_talk(struct nl_conn *c, struct nl_req *r);
@@ -45,8 +44,7 @@ typedef void (*s5_nl_reply_fn)(const struct nlmsghdr *h, void *arg);
 int s5_nl_query(struct nl_conn *c, struct nl_req *r, s5_nl_reply_fn fn, void *arg);
 /* Error text: s5_nl_what() writes "<what>" and returns its length;
  * s5_nl_fail() appends ": <strerror>[ (<kernel text>)]" and returns err. */
-size_t s5_nl_what(char *buf, size_t buflen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+size_t s5_nl_what(char *buf, size_t buflen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int s5_nl_fail(struct nl_conn *c, int err, char *buf, size_t buflen, size_t used);
 
 #endif

@@ -10,8 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define OWNER_PREFIX  "s5tund/"
-#define OWNER_BACKLOG 16   /* askers waiting for s5_owner_tend */
+#define OWNER_PREFIX "s5tund/"
+#define OWNER_BACKLOG 16 /* askers waiting for s5_owner_tend */
 
 static socklen_t owner_addr(const char *what, struct sockaddr_un *sa) {
   memset(sa, 0, sizeof *sa);
@@ -61,7 +61,7 @@ int s5_owner_claim(const char *what, pid_t *holder) {
 
 void s5_owner_tend(int fd) {
   if (fd < 0) return;
-  for (int i = 0; i < OWNER_BACKLOG; i++) {   /* bounded: the queue holds no more */
+  for (int i = 0; i < OWNER_BACKLOG; i++) { /* bounded: the queue holds no more */
     int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
     if (c < 0) return;
     close(c);

@@ -22,13 +22,10 @@
 int s5_tun_name_check(const char *name) {
   size_t n;
 
-  if (name == NULL)
-    return -EINVAL;
+  if (name == NULL) return -EINVAL;
   n = strnlen(name, IFNAMSIZ);
-  if (n == 0 || strchr(name, '%') != NULL)
-    return -EINVAL;
-  if (n >= IFNAMSIZ)
-    return -ENAMETOOLONG;
+  if (n == 0 || strchr(name, '%') != NULL) return -EINVAL;
+  if (n >= IFNAMSIZ) return -ENAMETOOLONG;
   return 0;
 }
 
@@ -36,8 +33,7 @@ int s5_tun_name_check(const char *name) {
  * device of another kind or queue mode"; only the second can be fixed by
  * the user (delete it or pick another name), so report it as EBUSY. */
 static int attach_error(const char *name, int err) {
-  if (err == EINVAL && if_nametoindex(name) != 0)
-    return -EBUSY;
+  if (err == EINVAL && if_nametoindex(name) != 0) return -EBUSY;
   return -err;
 }
 
@@ -47,8 +43,7 @@ static int attach_error(const char *name, int err) {
  * large segment is just a large segment to it. */
 static int set_offload(int fd) {
   unsigned long offloads = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
-  if (ioctl(fd, TUNSETOFFLOAD, offloads) < 0)
-    return -errno;
+  if (ioctl(fd, TUNSETOFFLOAD, offloads) < 0) return -errno;
   return 0;
 }
 
@@ -58,20 +53,17 @@ int s5_tun_open_queue(const char *name, unsigned flags) {
   int fd;
 
   err = s5_tun_name_check(name);
-  if (err < 0)
-    return err;
+  if (err < 0) return err;
 
   /* Non-blocking because every worker reads its queue from a libuv loop;
    * close-on-exec so a queue never leaks into a child we exec. */
   fd = open(TUN_CLONE_DEV, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0)
-    return -errno;
+  if (fd < 0) return -errno;
 
-  memset(&ifr, 0, sizeof(ifr));
+  memset(&ifr, 0, sizeof ifr);
   memcpy(ifr.ifr_name, name, strlen(name));
   ifr.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_MULTI_QUEUE;
-  if (flags & S5_TUN_OFFLOAD)
-    ifr.ifr_flags |= IFF_VNET_HDR;
+  if (flags & S5_TUN_OFFLOAD) ifr.ifr_flags |= IFF_VNET_HDR;
   if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
     err = attach_error(name, errno);
     close(fd);
@@ -85,21 +77,17 @@ int s5_tun_open_queue(const char *name, unsigned flags) {
 }
 
 int s5_tun_set_persist(int fd, int persist) {
-  if (ioctl(fd, TUNSETPERSIST, (unsigned long)(persist != 0)) < 0)
-    return -errno;
+  if (ioctl(fd, TUNSETPERSIST, (unsigned long)(persist != 0)) < 0) return -errno;
   return 0;
 }
 
 static int set_queue(int fd, short flag) {
   struct ifreq ifr;
 
-  memset(&ifr, 0, sizeof(ifr));
+  memset(&ifr, 0, sizeof ifr);
   ifr.ifr_flags = flag;
-  if (ioctl(fd, TUNSETQUEUE, &ifr) < 0)
-    return -errno;
+  if (ioctl(fd, TUNSETQUEUE, &ifr) < 0) return -errno;
   return 0;
 }
 
-int s5_tun_queue_detach(int fd) {
-  return set_queue(fd, IFF_DETACH_QUEUE);
-}
+int s5_tun_queue_detach(int fd) { return set_queue(fd, IFF_DETACH_QUEUE); }

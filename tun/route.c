@@ -17,13 +17,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define STALE_MAX 32   /* stale rules or routes handled per family and start */
+#define STALE_MAX 32 /* stale rules or routes handled per family and start */
 
 static const int families[] = {AF_INET, AF_INET6};
 
-static const char *family_name(int family) {
-  return family == AF_INET ? "IPv4" : "IPv6";
-}
+static const char *family_name(int family) { return family == AF_INET ? "IPv4" : "IPv6"; }
 
 /* ---- rules --------------------------------------------------------------- */
 
@@ -110,7 +108,8 @@ static int rules_list(struct nl_conn *c, int family, struct rule_list *l) {
 
 static int rule_same(const struct rule *a, const struct rule *b) {
   return a->table == b->table && a->pref == b->pref && a->mark == b->mark && a->invert == b->invert &&
-         a->has_uid == b->has_uid && (!a->has_uid || (a->uid_start == b->uid_start && a->uid_end == b->uid_end));
+         a->has_uid == b->has_uid &&
+         (!a->has_uid || (a->uid_start == b->uid_start && a->uid_end == b->uid_end));
 }
 
 /* Removes the rules of ours at priority pref (0: both) but keep (NULL: all). */
@@ -134,11 +133,11 @@ static int rules_remove_others(struct nl_conn *c, int family, uint32_t pref, con
  * kill switch, unreachable at the lowest priority there is. */
 static int route_add(struct nl_conn *c, int family, int ifindex) {
   struct rtmsg rtm = {
-      .rtm_family = (uint8_t)family,
-      .rtm_table = RT_TABLE_UNSPEC,   /* the real table id is in RTA_TABLE */
-      .rtm_protocol = RTPROT_STATIC,
-      .rtm_scope = ifindex > 0 ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
-      .rtm_type = ifindex > 0 ? RTN_UNICAST : RTN_UNREACHABLE,
+    .rtm_family = (uint8_t)family,
+    .rtm_table = RT_TABLE_UNSPEC, /* the real table id is in RTA_TABLE */
+    .rtm_protocol = RTPROT_STATIC,
+    .rtm_scope = ifindex > 0 ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
+    .rtm_type = ifindex > 0 ? RTN_UNICAST : RTN_UNREACHABLE,
   };
   struct nl_req r;
   uint32_t table = S5_ROUTE_TABLE, oif = (uint32_t)ifindex, metric = S5_ROUTE_BLOCK_METRIC;
@@ -178,10 +177,10 @@ static void route_seen(const struct nlmsghdr *h, void *arg) {
 
 static int route_del(struct nl_conn *c, int family, uint8_t type, uint32_t oif, uint32_t metric) {
   struct rtmsg rtm = {
-      .rtm_family = (uint8_t)family,
-      .rtm_table = RT_TABLE_UNSPEC,
-      .rtm_scope = RT_SCOPE_NOWHERE,   /* any scope */
-      .rtm_type = type,
+    .rtm_family = (uint8_t)family,
+    .rtm_table = RT_TABLE_UNSPEC,
+    .rtm_scope = RT_SCOPE_NOWHERE, /* any scope */
+    .rtm_type = type,
   };
   struct nl_req r;
   uint32_t table = S5_ROUTE_TABLE;
@@ -204,7 +203,8 @@ static int routes_remove_others(struct nl_conn *c, int family, int ifindex, int 
   if (r < 0) return r;
   for (unsigned i = 0; i < l.n; i++) {
     if (ifindex > 0 && l.r[i].type == RTN_UNICAST && l.r[i].oif == (uint32_t)ifindex &&
-        l.r[i].metric != S5_ROUTE_BLOCK_METRIC) continue;
+        l.r[i].metric != S5_ROUTE_BLOCK_METRIC)
+      continue;
     if (block && l.r[i].type == RTN_UNREACHABLE && l.r[i].metric == S5_ROUTE_BLOCK_METRIC) continue;
     /* IPv6 reports every route with a metric, IPv4 only a non-zero one;
      * with the type, the device and the metric, the delete is exact. */
@@ -250,9 +250,9 @@ static int install_uid_rules(struct nl_conn *c, int family, const struct s5_rout
   const char *fam = family_name(family);
   int r = rules_remove_others(c, family, S5_ROUTE_UID_PREF, NULL);
   if (r < 0)
-    return s5_nl_fail(c, r, err, errlen,
-                      s5_nl_what(err, errlen, "auto-route: removing stale %s rules of priority %u", fam,
-                                 S5_ROUTE_UID_PREF));
+    return s5_nl_fail(
+      c, r, err, errlen,
+      s5_nl_what(err, errlen, "auto-route: removing stale %s rules of priority %u", fam, S5_ROUTE_UID_PREF));
   if (users == NULL || users->n == 0) return 0;
   if (users->include) {
     struct rule marked = {.table = RT_TABLE_MAIN, .pref = S5_ROUTE_UID_PREF, .mark = mark};
@@ -261,12 +261,16 @@ static int install_uid_rules(struct nl_conn *c, int family, const struct s5_rout
                         s5_nl_what(err, errlen, "auto-route: %s rule 'fwmark 0x%x lookup main'", fam, mark));
   }
   for (unsigned i = 0; i < users->n; i++) {
-    struct rule ru = {.table = users->include ? S5_ROUTE_TABLE : RT_TABLE_MAIN, .pref = S5_ROUTE_UID_PREF,
-                      .mark = -1, .has_uid = 1, .uid_start = users->ranges[i][0], .uid_end = users->ranges[i][1]};
+    struct rule ru = {.table = users->include ? S5_ROUTE_TABLE : RT_TABLE_MAIN,
+                      .pref = S5_ROUTE_UID_PREF,
+                      .mark = -1,
+                      .has_uid = 1,
+                      .uid_start = users->ranges[i][0],
+                      .uid_end = users->ranges[i][1]};
     if ((r = rule_request(c, RTM_NEWRULE, NLM_F_CREATE, family, &ru)) < 0)
       return s5_nl_fail(c, r, err, errlen,
-                        s5_nl_what(err, errlen, "auto-route: %s rule 'uidrange %u-%u lookup %s'", fam, ru.uid_start,
-                                   ru.uid_end, users->include ? "5335" : "main"));
+                        s5_nl_what(err, errlen, "auto-route: %s rule 'uidrange %u-%u lookup %s'", fam,
+                                   ru.uid_start, ru.uid_end, users->include ? "5335" : "main"));
   }
   return 0;
 }
@@ -277,28 +281,29 @@ static int install_family(struct nl_conn *c, int family, int ifindex, uint32_t m
   int include = users != NULL && users->include && users->n > 0;
   int r = 0;
   if (kill_switch && (r = route_add(c, family, 0)) < 0)
-    return s5_nl_fail(c, r, err, errlen,
-                      s5_nl_what(err, errlen, "auto-route: %s unreachable default route (kill switch) in table %u",
-                                 fam, S5_ROUTE_TABLE));
+    return s5_nl_fail(
+      c, r, err, errlen,
+      s5_nl_what(err, errlen, "auto-route: %s unreachable default route (kill switch) in table %u", fam,
+                 S5_ROUTE_TABLE));
   if ((r = route_add(c, family, ifindex)) < 0)
-    return s5_nl_fail(c, r, err, errlen,
-                      s5_nl_what(err, errlen, "auto-route: %s default route via %s in table %u", fam,
-                                 name, S5_ROUTE_TABLE));
+    return s5_nl_fail(
+      c, r, err, errlen,
+      s5_nl_what(err, errlen, "auto-route: %s default route via %s in table %u", fam, name, S5_ROUTE_TABLE));
   if ((r = install_uid_rules(c, family, users, mark, err, errlen)) < 0) return r;
   struct rule all = rule_main(mark);
   r = include ? 0 : rule_request(c, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, family, &all);
-  if (r < 0 && r != -EEXIST)   /* EEXIST: an earlier run's, the same: ours now */
-    return s5_nl_fail(c, r, err, errlen,
-                      s5_nl_what(err, errlen, "auto-route: %s rule 'not fwmark 0x%x lookup %u'", fam,
-                                 mark, S5_ROUTE_TABLE));
+  if (r < 0 && r != -EEXIST) /* EEXIST: an earlier run's, the same: ours now */
+    return s5_nl_fail(
+      c, r, err, errlen,
+      s5_nl_what(err, errlen, "auto-route: %s rule 'not fwmark 0x%x lookup %u'", fam, mark, S5_ROUTE_TABLE));
   if ((r = rules_remove_others(c, family, S5_ROUTE_PREF, include ? NULL : &all)) < 0)
-    return s5_nl_fail(c, r, err, errlen,
-                      s5_nl_what(err, errlen, "auto-route: removing stale %s rules of priority %u", fam,
-                                 S5_ROUTE_PREF));
+    return s5_nl_fail(
+      c, r, err, errlen,
+      s5_nl_what(err, errlen, "auto-route: removing stale %s rules of priority %u", fam, S5_ROUTE_PREF));
   if ((r = routes_remove_others(c, family, ifindex, kill_switch)) < 0)
-    return s5_nl_fail(c, r, err, errlen,
-                      s5_nl_what(err, errlen, "auto-route: removing stale %s routes of table %u", fam,
-                                 S5_ROUTE_TABLE));
+    return s5_nl_fail(
+      c, r, err, errlen,
+      s5_nl_what(err, errlen, "auto-route: removing stale %s routes of table %u", fam, S5_ROUTE_TABLE));
   return 0;
 }
 
@@ -306,7 +311,8 @@ int s5_route_install(const char *name, uint32_t mark, int kill_switch, const str
                      char *err, size_t errlen) {
   struct nl_conn c;
   int ifindex = (int)if_nametoindex(name);
-  if (ifindex == 0) return s5_nl_fail(NULL, -errno, err, errlen, s5_nl_what(err, errlen, "auto-route: device %s", name));
+  if (ifindex == 0)
+    return s5_nl_fail(NULL, -errno, err, errlen, s5_nl_what(err, errlen, "auto-route: device %s", name));
   int r = s5_nl_open(&c);
   if (r < 0) {
     s5_nl_close(&c);

@@ -28,13 +28,13 @@
 #include <stdint.h>
 
 #define S5_ROUTE_TABLE 5335u
-#define S5_ROUTE_PREF  5335u
-#define S5_ROUTE_UID_PREF 5334u              /* per-user rules, checked first */
-#define S5_ROUTE_BLOCK_METRIC 4294967295u   /* the kill switch's route: last of all */
+#define S5_ROUTE_PREF 5335u
+#define S5_ROUTE_UID_PREF 5334u           /* per-user rules, checked first */
+#define S5_ROUTE_BLOCK_METRIC 4294967295u /* the kill switch's route: last of all */
 
 /* [tun] exclude-uid or include-uid: inclusive uid ranges. */
 struct s5_route_users {
-  int include;                  /* 0: the ranges stay out of the tunnel; 1: only they go in */
+  int include; /* 0: the ranges stay out of the tunnel; 1: only they go in */
   unsigned n;
   const uint32_t (*ranges)[2];
 };

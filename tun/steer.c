@@ -54,18 +54,18 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define S5_STEER_INSNS   1024  /* room for the program (it uses about 400) */
-#define S5_STEER_FIXUPS  256
-#define S5_STEER_EXT_MAX 4     /* IPv6 extension headers walked to reach a Fragment header */
-#define S5_STEER_MAP_MAX 1024  /* datagrams being fragmented at once, any source */
+#define S5_STEER_INSNS 1024 /* room for the program (it uses about 400) */
+#define S5_STEER_FIXUPS 256
+#define S5_STEER_EXT_MAX 4    /* IPv6 extension headers walked to reach a Fragment header */
+#define S5_STEER_MAP_MAX 1024 /* datagrams being fragmented at once, any source */
 
 /* The fragment map's key, in the program's stack frame: src, dst (IPv4 in
  * the first word of each), IP ID, and family << 8 | protocol (IPv6: 0).
  * All of it is zeroed at the start of every run. */
-#define KEY_WORDS  10
-#define KEY_OFF    (-4 * KEY_WORDS)   /* fp-40 .. fp-1 */
-#define VAL_OFF    (KEY_OFF - 4)      /* the value to store: the hash */
-#define FIRST_OFF  (KEY_OFF - 8)      /* nonzero: a first fragment, store its choice */
+#define KEY_WORDS 10
+#define KEY_OFF (-4 * KEY_WORDS) /* fp-40 .. fp-1 */
+#define VAL_OFF (KEY_OFF - 4)    /* the value to store: the hash */
+#define FIRST_OFF (KEY_OFF - 8)  /* nonzero: a first fragment, store its choice */
 
 /* Registers: R6 the context (LD_ABS/LD_IND need it there), R7 the hash,
  * R8 the offset of the L4 header (IPv6: of the header being walked), R9 the
@@ -75,16 +75,30 @@
 enum { R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, R10 };
 
 enum label {
-  L_V4, L_V4_FRAG, L_V4_L4, L_V6, L_V6_L4, L_UDP4, L_TCP4, L_UDP6, L_TCP6,
-  L_DONE, L_RET, L_LATER, L_EXT0, /* slot i of the IPv6 walk: L_EXT0 + 3 * i .. + 2 */
+  L_V4,
+  L_V4_FRAG,
+  L_V4_L4,
+  L_V6,
+  L_V6_L4,
+  L_UDP4,
+  L_TCP4,
+  L_UDP6,
+  L_TCP6,
+  L_DONE,
+  L_RET,
+  L_LATER,
+  L_EXT0, /* slot i of the IPv6 walk: L_EXT0 + 3 * i .. + 2 */
   L_COUNT = L_EXT0 + 3 * S5_STEER_EXT_MAX + 1
 };
 
 struct prog {
   struct bpf_insn insn[S5_STEER_INSNS];
   unsigned n;
-  int label[L_COUNT];          /* instruction index, -1 until placed */
-  struct { unsigned at; int label; } fix[S5_STEER_FIXUPS];
+  int label[L_COUNT]; /* instruction index, -1 until placed */
+  struct {
+    unsigned at;
+    int label;
+  } fix[S5_STEER_FIXUPS];
   unsigned nfix;
   int overflow;
 };
@@ -126,18 +140,40 @@ static int prog_link(struct prog *a) {
   return 0;
 }
 
-static void mov_imm(struct prog *a, int dst, int32_t imm) { emit(a, BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, imm); }
-static void mov_reg(struct prog *a, int dst, int src) { emit(a, BPF_ALU64 | BPF_MOV | BPF_X, dst, src, 0, 0); }
-static void alu32_imm(struct prog *a, uint8_t op, int dst, int32_t imm) { emit(a, BPF_ALU | op | BPF_K, dst, 0, 0, imm); }
-static void alu32_reg(struct prog *a, uint8_t op, int dst, int src) { emit(a, BPF_ALU | op | BPF_X, dst, src, 0, 0); }
-static void add64_imm(struct prog *a, int dst, int32_t imm) { emit(a, BPF_ALU64 | BPF_ADD | BPF_K, dst, 0, 0, imm); }
-static void add64_reg(struct prog *a, int dst, int src) { emit(a, BPF_ALU64 | BPF_ADD | BPF_X, dst, src, 0, 0); }
+static void mov_imm(struct prog *a, int dst, int32_t imm) {
+  emit(a, BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, imm);
+}
+static void mov_reg(struct prog *a, int dst, int src) {
+  emit(a, BPF_ALU64 | BPF_MOV | BPF_X, dst, src, 0, 0);
+}
+static void alu32_imm(struct prog *a, uint8_t op, int dst, int32_t imm) {
+  emit(a, BPF_ALU | op | BPF_K, dst, 0, 0, imm);
+}
+static void alu32_reg(struct prog *a, uint8_t op, int dst, int src) {
+  emit(a, BPF_ALU | op | BPF_X, dst, src, 0, 0);
+}
+static void add64_imm(struct prog *a, int dst, int32_t imm) {
+  emit(a, BPF_ALU64 | BPF_ADD | BPF_K, dst, 0, 0, imm);
+}
+static void add64_reg(struct prog *a, int dst, int src) {
+  emit(a, BPF_ALU64 | BPF_ADD | BPF_X, dst, src, 0, 0);
+}
 /* R0 = packet bytes at off (ABS) or at R[reg] + off (IND), in host order. */
-static void ld_abs(struct prog *a, uint8_t size, int32_t off) { emit(a, BPF_LD | BPF_ABS | size, 0, 0, 0, off); }
-static void ld_ind(struct prog *a, uint8_t size, int reg, int32_t off) { emit(a, BPF_LD | BPF_IND | size, 0, reg, 0, off); }
-static void st_word(struct prog *a, int16_t off, int32_t imm) { emit(a, BPF_ST | BPF_MEM | BPF_W, R10, 0, off, imm); }
-static void stx_word(struct prog *a, int16_t off, int src) { emit(a, BPF_STX | BPF_MEM | BPF_W, R10, src, off, 0); }
-static void ldx_word(struct prog *a, int dst, int src, int16_t off) { emit(a, BPF_LDX | BPF_MEM | BPF_W, dst, src, off, 0); }
+static void ld_abs(struct prog *a, uint8_t size, int32_t off) {
+  emit(a, BPF_LD | BPF_ABS | size, 0, 0, 0, off);
+}
+static void ld_ind(struct prog *a, uint8_t size, int reg, int32_t off) {
+  emit(a, BPF_LD | BPF_IND | size, 0, reg, 0, off);
+}
+static void st_word(struct prog *a, int16_t off, int32_t imm) {
+  emit(a, BPF_ST | BPF_MEM | BPF_W, R10, 0, off, imm);
+}
+static void stx_word(struct prog *a, int16_t off, int src) {
+  emit(a, BPF_STX | BPF_MEM | BPF_W, R10, src, off, 0);
+}
+static void ldx_word(struct prog *a, int dst, int src, int16_t off) {
+  emit(a, BPF_LDX | BPF_MEM | BPF_W, dst, src, off, 0);
+}
 static void call(struct prog *a, int32_t helper) { emit(a, BPF_JMP | BPF_CALL, 0, 0, 0, helper); }
 static void ld_map(struct prog *a, int dst, int map_fd) {
   emit(a, BPF_LD | BPF_DW | BPF_IMM, dst, BPF_PSEUDO_MAP_FD, 0, map_fd);
@@ -176,26 +212,26 @@ static void gen_ipv4(struct prog *a) {
   ld_abs(a, BPF_B, 0);
   mov_reg(a, R8, R0);
   alu32_imm(a, BPF_AND, R8, 0x0f);
-  alu32_imm(a, BPF_LSH, R8, 2);                 /* R8 = IHL * 4 */
-  hash_abs_w(a, 12, 0);                          /* source address */
+  alu32_imm(a, BPF_LSH, R8, 2); /* R8 = IHL * 4 */
+  hash_abs_w(a, 12, 0);         /* source address */
   ld_abs(a, BPF_H, 6);
-  mov_reg(a, R9, R0);                            /* flags and fragment offset */
-  alu32_imm(a, BPF_AND, R9, 0x3fff);            /* MF | offset */
+  mov_reg(a, R9, R0);                /* flags and fragment offset */
+  alu32_imm(a, BPF_AND, R9, 0x3fff); /* MF | offset */
   jump(a, BPF_JNE, R9, 0, L_V4_FRAG);
   jump(a, BPF_JA, 0, 0, L_V4_L4);
 
   place(a, L_V4_FRAG);
   ld_abs(a, BPF_W, 16);
-  stx_word(a, KEY_OFF + 16, R0);                 /* destination address */
+  stx_word(a, KEY_OFF + 16, R0); /* destination address */
   ld_abs(a, BPF_H, 4);
-  stx_word(a, KEY_OFF + 32, R0);                 /* identification */
+  stx_word(a, KEY_OFF + 32, R0); /* identification */
   ld_abs(a, BPF_B, 9);
   alu32_imm(a, BPF_OR, R0, 4 << 8);
-  stx_word(a, KEY_OFF + 36, R0);                 /* family, protocol */
+  stx_word(a, KEY_OFF + 36, R0); /* family, protocol */
   mov_reg(a, R0, R9);
-  alu32_imm(a, BPF_AND, R9, 0x2000);            /* more fragments follow (MF) */
+  alu32_imm(a, BPF_AND, R9, 0x2000); /* more fragments follow (MF) */
   alu32_imm(a, BPF_AND, R0, 0x1fff);
-  jump(a, BPF_JNE, R0, 0, L_LATER);              /* no ports in it */
+  jump(a, BPF_JNE, R0, 0, L_LATER); /* no ports in it */
   st_word(a, FIRST_OFF, 1);
 
   place(a, L_V4_L4);
@@ -204,13 +240,13 @@ static void gen_ipv4(struct prog *a) {
   jump(a, BPF_JEQ, R0, 6, L_TCP4);
   jump(a, BPF_JA, 0, 0, L_DONE);
   place(a, L_UDP4);
-  ld_ind(a, BPF_H, R8, 0);                       /* source port */
+  ld_ind(a, BPF_H, R8, 0); /* source port */
   hash_r0(a);
   jump(a, BPF_JA, 0, 0, L_DONE);
   place(a, L_TCP4);
-  ld_ind(a, BPF_W, R8, 0);                       /* both ports */
+  ld_ind(a, BPF_W, R8, 0); /* both ports */
   hash_r0(a);
-  hash_abs_w(a, 16, -1);                         /* destination address */
+  hash_abs_w(a, 16, -1); /* destination address */
   jump(a, BPF_JA, 0, 0, L_DONE);
 }
 
@@ -230,27 +266,27 @@ static void gen_ipv6_ext(struct prog *a, int i) {
 
   place(a, skip);
   ld_ind(a, BPF_B, R8, 0);
-  mov_reg(a, R9, R0);                            /* next header */
+  mov_reg(a, R9, R0); /* next header */
   ld_ind(a, BPF_B, R8, 1);
   add64_imm(a, R0, 1);
   alu32_imm(a, BPF_LSH, R0, 3);
-  add64_reg(a, R8, R0);                          /* (length + 1) * 8 */
+  add64_reg(a, R8, R0); /* (length + 1) * 8 */
   jump(a, BPF_JA, 0, 0, next);
 
   place(a, frag);
   for (int w = 0; w < 4; w++) {
     ld_abs(a, BPF_W, 24 + 4 * w);
-    stx_word(a, (int16_t)(KEY_OFF + 16 + 4 * w), R0);   /* destination address */
+    stx_word(a, (int16_t)(KEY_OFF + 16 + 4 * w), R0); /* destination address */
   }
   ld_ind(a, BPF_W, R8, 4);
-  stx_word(a, KEY_OFF + 32, R0);                 /* identification */
+  stx_word(a, KEY_OFF + 32, R0); /* identification */
   st_word(a, KEY_OFF + 36, 6 << 8);
-  ld_ind(a, BPF_H, R8, 2);                       /* offset << 3 | M */
+  ld_ind(a, BPF_H, R8, 2); /* offset << 3 | M */
   mov_reg(a, R9, R0);
-  alu32_imm(a, BPF_AND, R9, 1);                  /* more fragments follow */
+  alu32_imm(a, BPF_AND, R9, 1); /* more fragments follow */
   alu32_imm(a, BPF_AND, R0, 0xfff8);
   jump(a, BPF_JNE, R0, 0, L_LATER);
-  stx_word(a, FIRST_OFF, R9);   /* store only if more follow (not an atomic fragment) */
+  stx_word(a, FIRST_OFF, R9); /* store only if more follow (not an atomic fragment) */
   ld_ind(a, BPF_B, R8, 0);
   mov_reg(a, R9, R0);
   add64_imm(a, R8, 8);
@@ -259,13 +295,13 @@ static void gen_ipv6_ext(struct prog *a, int i) {
 
 static void gen_ipv6(struct prog *a) {
   place(a, L_V6);
-  for (int w = 0; w < 4; w++) hash_abs_w(a, 8 + 4 * w, w);   /* source address */
+  for (int w = 0; w < 4; w++) hash_abs_w(a, 8 + 4 * w, w); /* source address */
   ld_abs(a, BPF_B, 6);
   mov_reg(a, R9, R0);
   mov_imm(a, R8, 40);
   /* Extension headers, unrolled: no loop for the verifier to bound. */
   for (int i = 0; i < S5_STEER_EXT_MAX; i++) gen_ipv6_ext(a, i);
-  place(a, L_EXT0 + 3 * S5_STEER_EXT_MAX);     /* too many: take R9 as it is */
+  place(a, L_EXT0 + 3 * S5_STEER_EXT_MAX); /* too many: take R9 as it is */
 
   place(a, L_V6_L4);
   jump(a, BPF_JEQ, R9, 17, L_UDP6);
@@ -311,7 +347,7 @@ static void gen_tail(struct prog *a, int map_fd, unsigned queues) {
   mov_reg(a, R2, R10);
   add64_imm(a, R2, KEY_OFF);
   call(a, BPF_FUNC_map_lookup_elem);
-  jump(a, BPF_JEQ, R0, 0, L_RET);                /* unknown: source hash */
+  jump(a, BPF_JEQ, R0, 0, L_RET); /* unknown: source hash */
   ldx_word(a, R7, R0, 0);
   jump(a, BPF_JNE, R9, 0, L_RET);
   ld_map(a, R1, map_fd);
@@ -330,18 +366,16 @@ static void gen(struct prog *a, int map_fd, uint32_t seed, unsigned queues) {
   for (int w = 0; w < KEY_WORDS; w++) st_word(a, (int16_t)(KEY_OFF + 4 * w), 0);
   st_word(a, FIRST_OFF, 0);
   ld_abs(a, BPF_B, 0);
-  alu32_imm(a, BPF_RSH, R0, 4);                  /* IP version */
+  alu32_imm(a, BPF_RSH, R0, 4); /* IP version */
   jump(a, BPF_JEQ, R0, 4, L_V4);
   jump(a, BPF_JEQ, R0, 6, L_V6);
-  jump(a, BPF_JA, 0, 0, L_RET);                  /* neither: the seed, queue seed % n */
+  jump(a, BPF_JA, 0, 0, L_RET); /* neither: the seed, queue seed % n */
   gen_ipv4(a);
   gen_ipv6(a);
   gen_tail(a, map_fd, queues);
 }
 
-static long sys_bpf(int cmd, union bpf_attr *attr) {
-  return syscall(SYS_bpf, cmd, attr, sizeof *attr);
-}
+static long sys_bpf(int cmd, union bpf_attr *attr) { return syscall(SYS_bpf, cmd, attr, sizeof *attr); }
 
 static int map_create(void) {
   union bpf_attr attr;
@@ -371,7 +405,7 @@ static int prog_load(const struct prog *a, char *err, size_t errlen) {
   attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
   attr.insns = (uint64_t)(uintptr_t)a->insn;
   attr.insn_cnt = a->n;
-  attr.license = (uint64_t)(uintptr_t)"GPL";
+  attr.license = (uint64_t)(uintptr_t) "GPL";
   snprintf(attr.prog_name, sizeof attr.prog_name, "s5_steer");
   int fd = (int)sys_bpf(BPF_PROG_LOAD, &attr);
   if (fd >= 0) return fd;
@@ -382,7 +416,7 @@ static int prog_load(const struct prog *a, char *err, size_t errlen) {
   attr.log_size = sizeof log;
   attr.log_level = 1;
   fd = (int)sys_bpf(BPF_PROG_LOAD, &attr);
-  if (fd >= 0) return fd;   /* the log made the difference? then it loaded */
+  if (fd >= 0) return fd; /* the log made the difference? then it loaded */
   char why[160];
   last_line(log, why, sizeof why);
   snprintf(err, errlen, "loading the steering program: %s%s%s", strerror(e), why[0] ? ": " : "", why);
@@ -405,7 +439,7 @@ int s5_tun_steer_load(uint32_t seed, unsigned queues, int *map_fd, char *err, si
     return r;
   }
   int pfd = prog_load(&a, err, errlen);
-  if (pfd < 0 || map_fd == NULL) close(mfd);   /* the program holds its map */
+  if (pfd < 0 || map_fd == NULL) close(mfd); /* the program holds its map */
   else *map_fd = mfd;
   return pfd;
 }
@@ -422,7 +456,7 @@ int s5_tun_steer_attach(int fd, unsigned queues, char *err, size_t errlen) {
   if (pfd < 0) return pfd;
   int r = set_steering(fd, pfd);
   if (r < 0) snprintf(err, errlen, "TUNSETSTEERINGEBPF: %s", strerror(-r));
-  close(pfd);   /* the device holds the program */
+  close(pfd); /* the device holds the program */
   return r;
 }
 

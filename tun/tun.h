@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct s5_prefix;  /* ini/config.h */
+struct s5_prefix; /* ini/config.h */
 
 /* Opens one queue of the multi-queue TUN device `name` (IFF_TUN | IFF_NO_PI |
  * IFF_MULTI_QUEUE), creating the device if it does not exist. Returns a
@@ -84,11 +84,11 @@ struct s5_tun_state {
   int exists;
   int ifindex;
   char kind[16];
-  int known;         /* the tun driver reported type and queues */
-  int tap;           /* IFF_TAP rather than IFF_TUN */
+  int known; /* the tun driver reported type and queues */
+  int tap;   /* IFF_TAP rather than IFF_TUN */
   int multi_queue;
   int persist;
-  unsigned queues;   /* queues open in some process, attached or detached */
+  unsigned queues; /* queues open in some process, attached or detached */
 };
 
 /* Fills *st (exists = 0 when there is no such device). Returns 0 or -errno. */

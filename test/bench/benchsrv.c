@@ -45,375 +45,333 @@
 enum kind { K_LISTEN_RR, K_LISTEN_ECHO, K_LISTEN_KA, K_RR, K_ECHO, K_KA };
 
 struct conn {
-    enum kind kind;
-    int fd;
-    /* request/response and keep-alive: the request line being read */
-    size_t line_len;
-    int digits_done;
-    uint64_t line_size;   /* keep-alive: its N so far */
-    int replying;         /* request/response: the line is complete */
-    uint64_t resp_left;   /* bytes still to send */
-    /* echo: bytes read but not yet written back */
-    char *buf;
-    size_t buf_off, buf_len;
+  enum kind kind;
+  int fd;
+  /* request/response and keep-alive: the request line being read */
+  size_t line_len;
+  int digits_done;
+  uint64_t line_size; /* keep-alive: its N so far */
+  int replying;       /* request/response: the line is complete */
+  uint64_t resp_left; /* bytes still to send */
+  /* echo: bytes read but not yet written back */
+  char *buf;
+  size_t buf_off, buf_len;
 };
 
 static volatile sig_atomic_t stop;
 static int ep;
 static char fill[65536];
 
-static void on_signal(int sig) { (void)sig; stop = 1; }
-
-static void die(const char *what)
-{
-    fprintf(stderr, "benchsrv: %s: %s\n", what, strerror(errno));
-    exit(1);
+static void on_signal(int sig) {
+  (void)sig;
+  stop = 1;
 }
 
-static int listen_on(int family, const char *addr, int port)
-{
-    struct sockaddr_storage ss;
-    socklen_t len;
-    memset(&ss, 0, sizeof ss);
-    if (family == AF_INET) {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET, addr, &s4->sin_addr) != 1)
-            return -1;
-        len = sizeof *s4;
-    } else {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)port);
-        if (inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1)
-            return -1;
-        len = sizeof *s6;
+static void die(const char *what) {
+  fprintf(stderr, "benchsrv: %s: %s\n", what, strerror(errno));
+  exit(1);
+}
+
+static int listen_on(int family, const char *addr, int port) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  memset(&ss, 0, sizeof ss);
+  if (family == AF_INET) {
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, addr, &s4->sin_addr) != 1) return -1;
+    len = sizeof *s4;
+  } else {
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1) return -1;
+    len = sizeof *s6;
+  }
+  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) die("socket");
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, (struct sockaddr *)&ss, len) < 0) die("bind");
+  if (listen(fd, 4096) < 0) die("listen");
+  return fd;
+}
+
+static void add(struct conn *c, uint32_t events) {
+  struct epoll_event ev = {.events = events, .data.ptr = c};
+  if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) die("epoll_ctl add");
+}
+
+static void modify(struct conn *c, uint32_t events) {
+  struct epoll_event ev = {.events = events, .data.ptr = c};
+  epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+static void drop(struct conn *c) {
+  close(c->fd); /* also removes it from the epoll set */
+  free(c->buf);
+  free(c);
+}
+
+static void accept_all(struct conn *l) {
+  for (;;) {
+    int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) fprintf(stderr, "benchsrv: accept: %s\n", strerror(errno));
+      return;
     }
-    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        die("socket");
     int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, len) < 0)
-        die("bind");
-    if (listen(fd, 4096) < 0)
-        die("listen");
-    return fd;
-}
-
-static void add(struct conn *c, uint32_t events)
-{
-    struct epoll_event ev = { .events = events, .data.ptr = c };
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0)
-        die("epoll_ctl add");
-}
-
-static void modify(struct conn *c, uint32_t events)
-{
-    struct epoll_event ev = { .events = events, .data.ptr = c };
-    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-}
-
-static void drop(struct conn *c)
-{
-    close(c->fd);   /* also removes it from the epoll set */
-    free(c->buf);
-    free(c);
-}
-
-static void accept_all(struct conn *l)
-{
-    for (;;) {
-        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                fprintf(stderr, "benchsrv: accept: %s\n", strerror(errno));
-            return;
-        }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        struct conn *c = calloc(1, sizeof *c);
-        if (!c) {
-            close(fd);
-            continue;
-        }
-        c->fd = fd;
-        if (l->kind == K_LISTEN_RR) {
-            c->kind = K_RR;
-        } else if (l->kind == K_LISTEN_KA) {
-            c->kind = K_KA;
-        } else {
-            c->kind = K_ECHO;
-            c->buf = malloc(ECHO_BUF);
-            if (!c->buf) {
-                close(fd);
-                free(c);
-                continue;
-            }
-        }
-        add(c, EPOLLIN | EPOLLRDHUP);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) {
+      close(fd);
+      continue;
     }
+    c->fd = fd;
+    if (l->kind == K_LISTEN_RR) {
+      c->kind = K_RR;
+    } else if (l->kind == K_LISTEN_KA) {
+      c->kind = K_KA;
+    } else {
+      c->kind = K_ECHO;
+      c->buf = malloc(ECHO_BUF);
+      if (!c->buf) {
+        close(fd);
+        free(c);
+        continue;
+      }
+    }
+    add(c, EPOLLIN | EPOLLRDHUP);
+  }
 }
 
 /* Writes what is left of the response; 1 when done, 0 to wait, -1 error. */
-static int rr_send(struct conn *c)
-{
-    while (c->resp_left > 0) {
-        size_t n = c->resp_left < sizeof fill ? (size_t)c->resp_left : sizeof fill;
-        ssize_t w = send(c->fd, fill, n, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return 0;
-            return -1;
-        }
-        c->resp_left -= (uint64_t)w;
+static int rr_send(struct conn *c) {
+  while (c->resp_left > 0) {
+    size_t n = c->resp_left < sizeof fill ? (size_t)c->resp_left : sizeof fill;
+    ssize_t w = send(c->fd, fill, n, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      return -1;
     }
-    return 1;
+    c->resp_left -= (uint64_t)w;
+  }
+  return 1;
 }
 
 /* One byte of a request line "<N> ...\n": the leading decimal N goes into
  * *size (capped at MAX_RESP). Returns 1 at the end of the line (ready for
  * the next one), -1 when the line is too long, 0 otherwise. */
-static int line_byte(struct conn *c, char ch, uint64_t *size)
-{
-    if (ch == '\n') {
-        c->line_len = 0;
-        c->digits_done = 0;
-        return 1;
-    }
-    if (!c->digits_done && ch >= '0' && ch <= '9') {
-        *size = *size * 10 + (uint64_t)(ch - '0');
-        if (*size > MAX_RESP)
-            *size = MAX_RESP;
-    } else {
-        c->digits_done = 1;
-    }
-    return ++c->line_len > LINE_MAX_LEN ? -1 : 0;
+static int line_byte(struct conn *c, char ch, uint64_t *size) {
+  if (ch == '\n') {
+    c->line_len = 0;
+    c->digits_done = 0;
+    return 1;
+  }
+  if (!c->digits_done && ch >= '0' && ch <= '9') {
+    *size = *size * 10 + (uint64_t)(ch - '0');
+    if (*size > MAX_RESP) *size = MAX_RESP;
+  } else {
+    c->digits_done = 1;
+  }
+  return ++c->line_len > LINE_MAX_LEN ? -1 : 0;
 }
 
-static void rr_event(struct conn *c, uint32_t events)
-{
-    if (c->replying) {
-        int r = rr_send(c);
-        if (r != 0)
-            drop(c);
-        return;
-    }
-    char buf[1024];
-    for (;;) {
-        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            drop(c);
-            return;
-        }
-        if (n == 0) {   /* closed before a full request */
-            drop(c);
-            return;
-        }
-        /* The size is the leading decimal number of the line. */
-        for (ssize_t i = 0; i < n; i++) {
-            int r = line_byte(c, buf[i], &c->resp_left);
-            if (r < 0) {
-                drop(c);
-                return;
-            }
-            if (r > 0) {
-                c->replying = 1;
-                break;
-            }
-        }
-        if (c->replying)
-            break;
-    }
-    if (!c->replying) {
-        if (events & (EPOLLHUP | EPOLLERR))
-            drop(c);
-        return;
-    }
+static void rr_event(struct conn *c, uint32_t events) {
+  if (c->replying) {
     int r = rr_send(c);
-    if (r == 0)
-        modify(c, EPOLLOUT);
-    else
-        drop(c);   /* done (FIN after the response) or error */
+    if (r != 0) drop(c);
+    return;
+  }
+  char buf[1024];
+  for (;;) {
+    ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      drop(c);
+      return;
+    }
+    if (n == 0) { /* closed before a full request */
+      drop(c);
+      return;
+    }
+    /* The size is the leading decimal number of the line. */
+    for (ssize_t i = 0; i < n; i++) {
+      int r = line_byte(c, buf[i], &c->resp_left);
+      if (r < 0) {
+        drop(c);
+        return;
+      }
+      if (r > 0) {
+        c->replying = 1;
+        break;
+      }
+    }
+    if (c->replying) break;
+  }
+  if (!c->replying) {
+    if (events & (EPOLLHUP | EPOLLERR)) drop(c);
+    return;
+  }
+  int r = rr_send(c);
+  if (r == 0) modify(c, EPOLLOUT);
+  else drop(c); /* done (FIN after the response) or error */
 }
 
 /* Reads the keep-alive requests that have arrived: each complete line adds
  * its N to what is owed. 0 ok (wait for more), -1 closed or error. */
-static int ka_read(struct conn *c)
-{
-    char buf[1024];
-    for (;;) {
-        ssize_t n = recv(c->fd, buf, sizeof buf, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-        }
-        if (n == 0)
-            return -1;
-        for (ssize_t i = 0; i < n; i++) {
-            int r = line_byte(c, buf[i], &c->line_size);
-            if (r < 0)
-                return -1;
-            if (r > 0) {
-                c->resp_left += c->line_size;
-                c->line_size = 0;
-            }
-        }
-        /* A short read emptied the socket: skip the recv() that would only
-         * say EAGAIN (level-triggered epoll reports what comes later). */
-        if ((size_t)n < sizeof buf)
-            return 0;
+static int ka_read(struct conn *c) {
+  char buf[1024];
+  for (;;) {
+    ssize_t n = recv(c->fd, buf, sizeof buf, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
     }
+    if (n == 0) return -1;
+    for (ssize_t i = 0; i < n; i++) {
+      int r = line_byte(c, buf[i], &c->line_size);
+      if (r < 0) return -1;
+      if (r > 0) {
+        c->resp_left += c->line_size;
+        c->line_size = 0;
+      }
+    }
+    /* A short read emptied the socket: skip the recv() that would only
+         * say EAGAIN (level-triggered epoll reports what comes later). */
+    if ((size_t)n < sizeof buf) return 0;
+  }
 }
 
 /* Keep-alive: answer what is owed; while a reply is blocked, read no more
  * requests (the client's sending then stalls: bounded work per client). */
-static void ka_event(struct conn *c, uint32_t events)
-{
+static void ka_event(struct conn *c, uint32_t events) {
+  if (c->resp_left == 0) {
+    if (ka_read(c) < 0) {
+      drop(c);
+      return;
+    }
     if (c->resp_left == 0) {
-        if (ka_read(c) < 0) {
-            drop(c);
-            return;
-        }
-        if (c->resp_left == 0) {
-            if (events & (EPOLLHUP | EPOLLERR))
-                drop(c);
-            return;
-        }
+      if (events & (EPOLLHUP | EPOLLERR)) drop(c);
+      return;
     }
-    int r = rr_send(c);
-    if (r < 0)
+  }
+  int r = rr_send(c);
+  if (r < 0) drop(c);
+  else if (r == 0) modify(c, EPOLLOUT);
+  else if (events & EPOLLOUT) modify(c, EPOLLIN | EPOLLRDHUP); /* all sent: back to reading */
+}
+
+static void echo_event(struct conn *c, uint32_t events) {
+  (void)events;
+  for (;;) {
+    /* Flush what is pending first. */
+    while (c->buf_off < c->buf_len) {
+      ssize_t w = send(c->fd, c->buf + c->buf_off, c->buf_len - c->buf_off, MSG_NOSIGNAL);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          modify(c, EPOLLOUT);
+          return;
+        }
         drop(c);
-    else if (r == 0)
-        modify(c, EPOLLOUT);
-    else if (events & EPOLLOUT)
-        modify(c, EPOLLIN | EPOLLRDHUP);   /* all sent: back to reading */
+        return;
+      }
+      c->buf_off += (size_t)w;
+    }
+    c->buf_off = c->buf_len = 0;
+    ssize_t n = recv(c->fd, c->buf, ECHO_BUF, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        modify(c, EPOLLIN | EPOLLRDHUP);
+        return;
+      }
+      drop(c);
+      return;
+    }
+    if (n == 0) {
+      drop(c);
+      return;
+    }
+    c->buf_len = (size_t)n;
+  }
 }
 
-static void echo_event(struct conn *c, uint32_t events)
-{
-    (void)events;
-    for (;;) {
-        /* Flush what is pending first. */
-        while (c->buf_off < c->buf_len) {
-            ssize_t w = send(c->fd, c->buf + c->buf_off, c->buf_len - c->buf_off, MSG_NOSIGNAL);
-            if (w < 0) {
-                if (errno == EINTR)
-                    continue;
-                if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                    modify(c, EPOLLOUT);
-                    return;
-                }
-                drop(c);
-                return;
-            }
-            c->buf_off += (size_t)w;
-        }
-        c->buf_off = c->buf_len = 0;
-        ssize_t n = recv(c->fd, c->buf, ECHO_BUF, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                modify(c, EPOLLIN | EPOLLRDHUP);
-                return;
-            }
-            drop(c);
-            return;
-        }
-        if (n == 0) {
-            drop(c);
-            return;
-        }
-        c->buf_len = (size_t)n;
-    }
+static void usage(void) {
+  fprintf(stderr, "usage: benchsrv -a ADDR [-r RR_PORT] [-e ECHO_PORT] [-k KA_PORT] [-f READY_FILE]\n");
+  exit(2);
 }
 
-static void usage(void)
-{
-    fprintf(stderr, "usage: benchsrv -a ADDR [-r RR_PORT] [-e ECHO_PORT] [-k KA_PORT] [-f READY_FILE]\n");
-    exit(2);
-}
-
-int main(int argc, char **argv)
-{
-    const char *addr = NULL, *ready = NULL;
-    int rr_port = 7100, echo_port = 7101, ka_port = 7102, opt;
-    while ((opt = getopt(argc, argv, "a:r:e:k:f:")) != -1) {
-        switch (opt) {
-        case 'a': addr = optarg; break;
-        case 'r': rr_port = atoi(optarg); break;
-        case 'e': echo_port = atoi(optarg); break;
-        case 'k': ka_port = atoi(optarg); break;
-        case 'f': ready = optarg; break;
-        default: usage();
-        }
+int main(int argc, char **argv) {
+  const char *addr = NULL, *ready = NULL;
+  int rr_port = 7100, echo_port = 7101, ka_port = 7102, opt;
+  while ((opt = getopt(argc, argv, "a:r:e:k:f:")) != -1) {
+    switch (opt) {
+      case 'a': addr = optarg; break;
+      case 'r': rr_port = atoi(optarg); break;
+      case 'e': echo_port = atoi(optarg); break;
+      case 'k': ka_port = atoi(optarg); break;
+      case 'f': ready = optarg; break;
+      default: usage();
     }
-    if (!addr || rr_port <= 0 || rr_port > 65535 || echo_port <= 0 || echo_port > 65535 ||
-        ka_port <= 0 || ka_port > 65535)
-        usage();
-    int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
-    memset(fill, 'x', sizeof fill);
+  }
+  if (!addr || rr_port <= 0 || rr_port > 65535 || echo_port <= 0 || echo_port > 65535 || ka_port <= 0 ||
+      ka_port > 65535)
+    usage();
+  int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
+  memset(fill, 'x', sizeof fill);
 
-    struct sigaction sa = { .sa_handler = on_signal };
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa = {.sa_handler = on_signal};
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
 
-    ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0)
-        die("epoll_create1");
-    static struct conn lrr, lecho, lka;
-    lrr.kind = K_LISTEN_RR;
-    lrr.fd = listen_on(family, addr, rr_port);
-    lecho.kind = K_LISTEN_ECHO;
-    lecho.fd = listen_on(family, addr, echo_port);
-    lka.kind = K_LISTEN_KA;
-    lka.fd = listen_on(family, addr, ka_port);
-    if (lrr.fd < 0 || lecho.fd < 0 || lka.fd < 0) {
-        fprintf(stderr, "benchsrv: bad address %s\n", addr);
-        return 2;
-    }
-    add(&lrr, EPOLLIN);
-    add(&lecho, EPOLLIN);
-    add(&lka, EPOLLIN);
-    if (ready) {
-        FILE *f = fopen(ready, "w");
-        if (!f)
-            die(ready);
-        fprintf(f, "%d %d %d\n", rr_port, echo_port, ka_port);
-        fclose(f);
-    }
+  ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) die("epoll_create1");
+  static struct conn lrr, lecho, lka;
+  lrr.kind = K_LISTEN_RR;
+  lrr.fd = listen_on(family, addr, rr_port);
+  lecho.kind = K_LISTEN_ECHO;
+  lecho.fd = listen_on(family, addr, echo_port);
+  lka.kind = K_LISTEN_KA;
+  lka.fd = listen_on(family, addr, ka_port);
+  if (lrr.fd < 0 || lecho.fd < 0 || lka.fd < 0) {
+    fprintf(stderr, "benchsrv: bad address %s\n", addr);
+    return 2;
+  }
+  add(&lrr, EPOLLIN);
+  add(&lecho, EPOLLIN);
+  add(&lka, EPOLLIN);
+  if (ready) {
+    FILE *f = fopen(ready, "w");
+    if (!f) die(ready);
+    fprintf(f, "%d %d %d\n", rr_port, echo_port, ka_port);
+    fclose(f);
+  }
 
-    struct epoll_event evs[256];
-    while (!stop) {
-        int n = epoll_wait(ep, evs, 256, 500);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            die("epoll_wait");
-        }
-        for (int i = 0; i < n; i++) {
-            struct conn *c = evs[i].data.ptr;
-            switch (c->kind) {
-            case K_LISTEN_RR:
-            case K_LISTEN_ECHO:
-            case K_LISTEN_KA: accept_all(c); break;
-            case K_RR: rr_event(c, evs[i].events); break;
-            case K_ECHO: echo_event(c, evs[i].events); break;
-            case K_KA: ka_event(c, evs[i].events); break;
-            }
-        }
+  struct epoll_event evs[256];
+  while (!stop) {
+    int n = epoll_wait(ep, evs, 256, 500);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      die("epoll_wait");
     }
-    return 0;
+    for (int i = 0; i < n; i++) {
+      struct conn *c = evs[i].data.ptr;
+      switch (c->kind) {
+        case K_LISTEN_RR:
+        case K_LISTEN_ECHO:
+        case K_LISTEN_KA: accept_all(c); break;
+        case K_RR: rr_event(c, evs[i].events); break;
+        case K_ECHO: echo_event(c, evs[i].events); break;
+        case K_KA: ka_event(c, evs[i].events); break;
+      }
+    }
+  }
+  return 0;
 }

@@ -11,14 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_CHECK(cond, ...)                                                  \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
+#define FUZZ_CHECK(cond, ...)                                                       \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       fprintf(stderr, "%s:%d: fuzz check failed: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      abort();                                                                 \
-    }                                                                          \
+      fprintf(stderr, __VA_ARGS__);                                                 \
+      fputc('\n', stderr);                                                          \
+      abort();                                                                      \
+    }                                                                               \
   } while (0)
 
 /* malloc(len) holding a copy of data (len 0 gives a valid 1-byte block). */

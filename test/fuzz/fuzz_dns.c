@@ -26,7 +26,7 @@
 #include "dns_table.h"
 #include "fuzz_check.h"
 
-#define QUERY_READ 1024   /* dns.c: S5_DNS_QUERY_READ */
+#define QUERY_READ 1024 /* dns.c: S5_DNS_QUERY_READ */
 
 static struct s5_dns_table *table;
 
@@ -51,7 +51,8 @@ static void check_query(const uint8_t *msg, size_t len, const struct s5_dns_quer
   while (msg[off] != 0) {
     size_t l = msg[off];
     for (size_t i = 0; i < l; i++)
-      if (!label_char((char)(msg[off + 1 + i] | (msg[off + 1 + i] >= 'A' && msg[off + 1 + i] <= 'Z' ? 0x20 : 0))))
+      if (!label_char(
+            (char)(msg[off + 1 + i] | (msg[off + 1 + i] >= 'A' && msg[off + 1 + i] <= 'Z' ? 0x20 : 0))))
         ok = 0;
     text += l + (text > 0 ? 1 : 0);
     off += 1 + l;
@@ -80,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     table = s5_dns_table_create(net, 28, 8);
     if (table == NULL || s5_dns_table_pool6(table, net6, 96) != 0) abort();
   }
-  int aaaa = size > 0 && (data[0] & 1);   /* [dns] network6 set or not */
+  int aaaa = size > 0 && (data[0] & 1); /* [dns] network6 set or not */
   size_t len = size < QUERY_READ ? size : QUERY_READ;
   uint8_t *msg = fuzz_dup(data, len);
   struct s5_dns_query q;
@@ -114,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int n = s5_dns_table_name6(table, addr, back, sizeof back);
     FUZZ_CHECK(n == (int)q.name_len && strcmp(back, q.name) == 0, "%s maps back to %s (IPv6)", q.name, back);
     FUZZ_CHECK(s5_dns_table_in_pool6(table, addr), "address outside the IPv6 pool");
-    uint8_t a4[4];   /* one entry per name: its A address is the same entry */
+    uint8_t a4[4]; /* one entry per name: its A address is the same entry */
     FUZZ_CHECK(s5_dns_table_map(table, q.name, q.name_len, a4) == 0 && a4[3] - 1 == addr[15] - 1,
                "A and AAAA of %s are different entries", q.name);
     answer = addr;
@@ -123,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *out = malloc(S5_DNS_ANSWER_MAX);
   if (out == NULL) abort();
   uint32_t ttl = size >= 4 ? (uint32_t)data[size - 4] << 24 | (uint32_t)data[size - 3] << 16 |
-                                 (uint32_t)data[size - 2] << 8 | data[size - 1]
+                               (uint32_t)data[size - 2] << 8 | data[size - 1]
                            : 1;
   int n = s5_dns_build_response(out, S5_DNS_ANSWER_MAX, msg, &q, rcode, answer, alen, ttl);
   FUZZ_CHECK(n > 0, "no room for the response to a parsed query (%d)", n);

@@ -30,15 +30,14 @@ static int known(enum s5_http_result r) {
     case S5_HTTP_NOT_FOUND:
     case S5_HTTP_METHOD_NOT_ALLOWED:
     case S5_HTTP_URI_TOO_LONG:
-    case S5_HTTP_HEADERS_TOO_LARGE:
-      return 1;
+    case S5_HTTP_HEADERS_TOO_LARGE: return 1;
   }
   return 0;
 }
 
 static enum s5_http_result parse_copy(const uint8_t *data, size_t len, size_t cap) {
   uint8_t *copy = fuzz_dup(data, len);
-  if (len == 0) copy[0] = 'x';   /* never read: len says so (and keeps gcc from warning) */
+  if (len == 0) copy[0] = 'x'; /* never read: len says so (and keeps gcc from warning) */
   enum s5_http_result r = s5_http_parse((const char *)copy, len, cap);
   free(copy);
   FUZZ_CHECK(known(r), "unknown result %d", (int)r);
@@ -76,7 +75,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   if (full == S5_HTTP_OK) {
     size_t at = skip_empty_lines(req, seen);
-    FUZZ_CHECK(seen - at >= 5 && memcmp(req + at, "GET /", 5) == 0, "200 for a request line not \"GET /...\"");
+    FUZZ_CHECK(seen - at >= 5 && memcmp(req + at, "GET /", 5) == 0,
+               "200 for a request line not \"GET /...\"");
     FUZZ_CHECK(has_end_of_head(req + at, seen - at), "200 without an empty line ending the head");
   }
   if (full == S5_HTTP_METHOD_NOT_ALLOWED) {

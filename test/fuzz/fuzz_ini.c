@@ -31,7 +31,7 @@
 #define MAX_ARGS 64
 
 static FILE *devnull;
-static int here_fd, empty_fd;   /* the working directory, and an empty (deleted) one */
+static int here_fd, empty_fd; /* the working directory, and an empty (deleted) one */
 
 static void setup(void) {
   if (devnull != NULL) return;

@@ -111,8 +111,8 @@ enum op {
 
 /* The proxy end of a session's socketpair. */
 struct peer {
-  uint64_t id;   /* the session's */
-  int fd;        /* -1 once the proxy closed it */
+  uint64_t id; /* the session's */
+  int fd;      /* -1 once the proxy closed it */
 };
 
 /* The last TCP segment the worker wrote to the TUN. */
@@ -133,7 +133,7 @@ static struct {
   enum stage stage;
   int started;
   int refuse_next;
-  int tun[2];   /* [0] the worker's queue fd, [1] ours */
+  int tun[2]; /* [0] the worker's queue fd, [1] ours */
   uv_idle_t feeder;
   struct peer peers[MAX_PEERS];
   unsigned npeers;
@@ -158,11 +158,11 @@ static struct {
 } S;
 
 static struct s5_worker W;
-static int trace;   /* S5_FUZZ_TRACE=1: one line of counters per input */
+static int trace; /* S5_FUZZ_TRACE=1: one line of counters per input */
 static struct s5_config BASE, CFG;
 static struct s5_queue_stats STATS;
 #define VNET ((size_t)sizeof(struct virtio_net_hdr))
-static uint8_t pkt_buf[VNET + 65536 + 64];   /* room for a virtio header in front */
+static uint8_t pkt_buf[VNET + 65536 + 64]; /* room for a virtio header in front */
 static uint8_t *const pkt = pkt_buf + VNET;
 static uint8_t out[65536 + 64];
 
@@ -250,10 +250,10 @@ static uint16_t fold(uint32_t acc) {
 static void fix_l4(uint8_t proto, uint8_t *l4, size_t l4len, uint32_t pseudo) {
   size_t at;
   switch (proto) {
-    case 6: at = 16; break;    /* TCP */
-    case 17: at = 6; break;    /* UDP */
-    case 1:                    /* ICMP */
-    case 58: at = 2; break;    /* ICMPv6 */
+    case 6: at = 16; break; /* TCP */
+    case 17: at = 6; break; /* UDP */
+    case 1:                 /* ICMP */
+    case 58: at = 2; break; /* ICMPv6 */
     default: return;
   }
   if (l4len < at + 2) return;
@@ -275,7 +275,7 @@ static void fix_checksums(uint8_t *p, size_t len) {
     p[10] = (uint8_t)(c >> 8);
     p[11] = (uint8_t)c;
     size_t tot = (size_t)(p[2] << 8 | p[3]);
-    if ((p[6] & 0x3f) != 0 || p[7] != 0) return;   /* a fragment: the sum covers the whole datagram */
+    if ((p[6] & 0x3f) != 0 || p[7] != 0) return; /* a fragment: the sum covers the whole datagram */
     if (tot < ihl || tot > len) return;
     uint32_t pseudo = p[9] == 1 ? 0 : sum16(p + 12, 8, 0) + p[9] + (uint32_t)(tot - ihl);
     fix_l4(p[9], p + ihl, tot - ihl, pseudo);
@@ -361,8 +361,8 @@ static void send_packet(uint8_t *p, size_t len, int fix, int own_vnet) {
     size_t skip = CFG.tun.offload ? VNET : 0;
     if (len > skip) fix_checksums(p + skip, len - skip);
   }
-  if (len == 0) return;   /* a TUN read never returns nothing */
-  (void)send(H.tun[1], p, len, MSG_DONTWAIT);   /* a full queue drops it, as a TUN would */
+  if (len == 0) return;                       /* a TUN read never returns nothing */
+  (void)send(H.tun[1], p, len, MSG_DONTWAIT); /* a full queue drops it, as a TUN would */
 }
 
 /* A TCP segment answering H.last. */
@@ -384,7 +384,7 @@ static void send_reply(unsigned tflags, unsigned window, const uint8_t *data, si
     p[0] = 0x45;
     p[2] = (uint8_t)(len >> 8);
     p[3] = (uint8_t)len;
-    p[6] = 0x40;   /* DF */
+    p[6] = 0x40; /* DF */
     p[8] = 64;
     p[9] = 6;
     memcpy(p + 12, l->dst, 4);
@@ -504,7 +504,7 @@ static void srv_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
       srv_write(c, reply, sizeof reply);
     }
   }
-  if (c->stage == 2) c->len = 0;   /* nothing more is defined on this connection */
+  if (c->stage == 2) c->len = 0; /* nothing more is defined on this connection */
   if (c->len == sizeof c->in) srv_close(c);
 }
 
@@ -636,12 +636,8 @@ static void do_op(void) {
       s = pick_session(next_byte(), &peer);
       if (s != NULL && peer != NULL && peer->fd >= 0) proxy_read(peer->fd);
       break;
-    case OP_SPIN:
-      H.spin = next_byte() % 16;
-      break;
-    case OP_REFUSE_NEXT:
-      H.refuse_next = 1;
-      break;
+    case OP_SPIN: H.spin = next_byte() % 16; break;
+    case OP_REFUSE_NEXT: H.refuse_next = 1; break;
   }
 }
 
@@ -651,7 +647,7 @@ static void do_op(void) {
 static void feed(uv_idle_t *idle) {
   if (!H.started) {
     H.started = 1;
-    uv_timer_stop(&W.lwip_timer);   /* lwIP's timers run by OP_TICK only: no wall clock */
+    uv_timer_stop(&W.lwip_timer); /* lwIP's timers run by OP_TICK only: no wall clock */
   }
   drain_tun();
   if (H.spin > 0) {
@@ -676,10 +672,9 @@ static void feed(uv_idle_t *idle) {
     case RESET:
       H.stage = STOPPING;
       uv_idle_stop(idle);
-      s5_worker_stop(&W);   /* as SIGTERM: drain (drain-timeout 0), then everything reset */
+      s5_worker_stop(&W); /* as SIGTERM: drain (drain-timeout 0), then everything reset */
       return;
-    case STOPPING:
-      return;
+    case STOPPING: return;
   }
 }
 
@@ -689,7 +684,7 @@ static void init_once(void) {
   static int done;
   if (done) return;
   done = 1;
-  signal(SIGPIPE, SIG_IGN);   /* as main() does */
+  signal(SIGPIPE, SIG_IGN); /* as main() does */
   s5_config_defaults(&BASE);
   BASE.queues = 1;
   BASE.run.drain_timeout = 0;
@@ -701,11 +696,11 @@ static void init_once(void) {
   struct sockaddr_in *dns = (struct sockaddr_in *)&BASE.dns.addr[0];
   dns->sin_family = AF_INET;
   dns->sin_port = htons(53);
-  dns->sin_addr.s_addr = htonl(0x0a350001);   /* 10.53.0.1 */
+  dns->sin_addr.s_addr = htonl(0x0a350001); /* 10.53.0.1 */
   BASE.dns.network.family = AF_INET;
   memcpy(BASE.dns.network.addr, (const uint8_t[]){100, 64, 0, 0}, 4);
   BASE.dns.network.len = 28;
-  BASE.dns.network6.family = AF_INET6;   /* AAAA answers and IPv6 pool addresses too */
+  BASE.dns.network6.family = AF_INET6; /* AAAA answers and IPv6 pool addresses too */
   memcpy(BASE.dns.network6.addr, (const uint8_t[16]){0xfd, 0xff, 0x53, 0x35}, 16);
   BASE.dns.network6.len = 96;
   BASE.dns.cache_size = 8;
@@ -723,13 +718,13 @@ static void configure(uint8_t c, uint8_t c2) {
   CFG.socks5.udp = (c & 0x02) != 0;
   if (!(c & 0x04)) {
     memset(&CFG.dns.addr, 0, sizeof CFG.dns.addr);
-  } else if (c2 & 0x01) {   /* an IPv6 resolver, alone or beside the IPv4 one */
+  } else if (c2 & 0x01) { /* an IPv6 resolver, alone or beside the IPv4 one */
     if (c2 & 0x02) memset(&CFG.dns.addr[0], 0, sizeof CFG.dns.addr[0]);
     struct sockaddr_in6 *dns6 = (struct sockaddr_in6 *)&CFG.dns.addr[1];
     memset(dns6, 0, sizeof *dns6);
     dns6->sin6_family = AF_INET6;
     dns6->sin6_port = htons(53);
-    memcpy(&dns6->sin6_addr, (const uint8_t[16]){0xfd, 0x53, [15] = 1}, 16);   /* fd53::1 */
+    memcpy(&dns6->sin6_addr, (const uint8_t[16]){0xfd, 0x53, [15] = 1}, 16); /* fd53::1 */
   }
   CFG.session.max_sessions = (c & 0x08) ? 2 : 8;
   CFG.tun.mtu = mtus[(c >> 4) & 3];
@@ -757,22 +752,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uv_idle_init(&W.ctx.loop, &H.feeder);
   uv_idle_start(&H.feeder, feed);
 
-  s5_worker_run(&W, 0);   /* returns once the worker stopped and closed every handle */
+  s5_worker_run(&W, 0); /* returns once the worker stopped and closed every handle */
   FUZZ_CHECK(H.stage == STOPPING, "the worker stopped by itself (stage %d)", (int)H.stage);
   FUZZ_CHECK(W.tcp.list == NULL, "sessions left after the stop");
   FUZZ_CHECK(STATS.tcp_active == 0 && STATS.udp_active == 0, "active counters %llu/%llu after the stop",
              (unsigned long long)STATS.tcp_active, (unsigned long long)STATS.udp_active);
   s5_worker_close(&W);
   if (trace)
-    fprintf(stderr,
-            "fuzz_packet: ops %u in %llu out %llu tcp %llu to_proxy %llu from_proxy %llu "
-            "udp %llu drop_tun_write %llu drop_udp %llu drop_dns %llu drop_icmp %llu drop_max %llu drop_loop %llu\n",
-            H.ops, (unsigned long long)STATS.tun_rx_packets, (unsigned long long)STATS.tun_tx_packets,
-            (unsigned long long)STATS.tcp_total, (unsigned long long)STATS.bytes_to_proxy,
-            (unsigned long long)STATS.bytes_from_proxy, (unsigned long long)STATS.udp_total,
-            (unsigned long long)STATS.drop_tun_write, (unsigned long long)STATS.drop_udp,
-            (unsigned long long)STATS.drop_dns, (unsigned long long)STATS.drop_icmp,
-            (unsigned long long)STATS.drop_max_sessions, (unsigned long long)STATS.drop_proxy_loop);
+    fprintf(
+      stderr,
+      "fuzz_packet: ops %u in %llu out %llu tcp %llu to_proxy %llu from_proxy %llu "
+      "udp %llu drop_tun_write %llu drop_udp %llu drop_dns %llu drop_icmp %llu drop_max %llu drop_loop %llu\n",
+      H.ops, (unsigned long long)STATS.tun_rx_packets, (unsigned long long)STATS.tun_tx_packets,
+      (unsigned long long)STATS.tcp_total, (unsigned long long)STATS.bytes_to_proxy,
+      (unsigned long long)STATS.bytes_from_proxy, (unsigned long long)STATS.udp_total,
+      (unsigned long long)STATS.drop_tun_write, (unsigned long long)STATS.drop_udp,
+      (unsigned long long)STATS.drop_dns, (unsigned long long)STATS.drop_icmp,
+      (unsigned long long)STATS.drop_max_sessions, (unsigned long long)STATS.drop_proxy_loop);
 
   /* lwIP has no deinit: fragments waiting for reassembly are freed when
    * they time out. */

@@ -81,7 +81,7 @@ static void check_encoders(const uint8_t *data, size_t len) {
     if (ua >= 1 && ua <= 255 && ub >= 1 && ub <= 255 && cap >= 3 + ua + ub) {
       FUZZ_CHECK(n == (int)(3 + ua + ub), "auth: %d", n);
       FUZZ_CHECK(out[0] == 1 && out[1] == ua && memcmp(out + 2, a, ua) == 0 && out[2 + ua] == ub &&
-                     memcmp(out + 3 + ua, b, ub) == 0,
+                   memcmp(out + 3 + ua, b, ub) == 0,
                  "auth: wrong bytes");
     } else {
       FUZZ_CHECK(n == S5_SOCKS5_TOO_LONG, "auth: %d for %zu/%zu bytes, cap %zu", n, ua, ub, cap);
@@ -90,8 +90,8 @@ static void check_encoders(const uint8_t *data, size_t len) {
     n = s5_socks5_write_connect_name(out, cap, a, port);
     if (ua >= 1 && ua <= 255 && cap >= 7 + ua) {
       FUZZ_CHECK(n == (int)(7 + ua), "connect name: %d", n);
-      FUZZ_CHECK(out[3] == 3 && out[4] == ua && memcmp(out + 5, a, ua) == 0 &&
-                     out[5 + ua] == port >> 8 && out[6 + ua] == (port & 0xff),
+      FUZZ_CHECK(out[3] == 3 && out[4] == ua && memcmp(out + 5, a, ua) == 0 && out[5 + ua] == port >> 8 &&
+                   out[6 + ua] == (port & 0xff),
                  "connect name: wrong bytes");
     } else {
       FUZZ_CHECK(n == S5_SOCKS5_TOO_LONG, "connect name: %d", n);

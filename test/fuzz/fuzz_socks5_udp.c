@@ -20,8 +20,7 @@
 #include "socks5_udp.h"
 
 static void check_addr(const struct s5_socks5_addr *a) {
-  FUZZ_CHECK(a->family == AF_INET || a->family == AF_INET6 || a->family == AF_UNSPEC, "family %d",
-             a->family);
+  FUZZ_CHECK(a->family == AF_INET || a->family == AF_INET6 || a->family == AF_UNSPEC, "family %d", a->family);
   if (a->family == AF_UNSPEC) {
     FUZZ_CHECK(a->name_len >= 1, "empty name");
     FUZZ_CHECK(a->name[a->name_len] == '\0', "name not terminated");
@@ -38,7 +37,8 @@ static void check_header(const uint8_t *data, size_t len) {
     free(dgram);
     return;
   }
-  FUZZ_CHECK(n >= 8 && (size_t)n <= len && n <= S5_SOCKS5_UDP_HDR_MAX, "header of %d bytes out of %zu", n, len);
+  FUZZ_CHECK(n >= 8 && (size_t)n <= len && n <= S5_SOCKS5_UDP_HDR_MAX, "header of %d bytes out of %zu", n,
+             len);
   FUZZ_CHECK(data[2] == 0, "FRAG %u accepted", data[2]);
   check_addr(&src);
 
@@ -57,7 +57,7 @@ static void check_header(const uint8_t *data, size_t len) {
 }
 
 static void check_reply(const uint8_t *msg, size_t len) {
-  if (len > S5_SOCKS5_MAX_MSG) len = S5_SOCKS5_MAX_MSG;   /* udp.c's receive buffer */
+  if (len > S5_SOCKS5_MAX_MSG) len = S5_SOCKS5_MAX_MSG; /* udp.c's receive buffer */
   int final = S5_SOCKS5_NEED_MORE;
   for (size_t m = 0; m <= len; m++) {
     uint8_t *buf = fuzz_dup(msg, m);

@@ -63,9 +63,7 @@ static int replay_file(const char *path) {
   return 0;
 }
 
-static int by_name(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int replay_dir(const char *dir) {
   DIR *d = opendir(dir);

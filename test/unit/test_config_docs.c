@@ -76,14 +76,14 @@ static void doc_compare(const struct doc *d) {
       const struct entry *e = &d->e[i];
       if (strcmp(e->section, key->section) != 0 || strcmp(e->name, key->name) != 0) continue;
       seen++;
-      CHECK(strcmp(e->value, key->def) == 0, "%s:%d: [%s] %s: default is \"%s\" there, \"%s\" in the binary", d->what,
-            e->line, key->section, key->name, e->value, key->def);
+      CHECK(strcmp(e->value, key->def) == 0, "%s:%d: [%s] %s: default is \"%s\" there, \"%s\" in the binary",
+            d->what, e->line, key->section, key->name, e->value, key->def);
     }
     CHECK(seen == 1, "%s: [%s] %s: found %d times (want once)", d->what, key->section, key->name, seen);
   }
   for (int i = 0; i < d->n; i++)
-    CHECK(s5_config_key_find(d->e[i].section, d->e[i].name) >= 0, "%s:%d: [%s] %s is not a key of the binary", d->what,
-          d->e[i].line, d->e[i].section, d->e[i].name);
+    CHECK(s5_config_key_find(d->e[i].section, d->e[i].name) >= 0, "%s:%d: [%s] %s is not a key of the binary",
+          d->what, d->e[i].line, d->e[i].section, d->e[i].name);
 }
 
 static char *read_all(const char *path) {
@@ -208,7 +208,8 @@ static void test_example(void) {
   char *w = open;
   for (char *r = open; *r != '\0'; r++) {
     bool at_start = r == open || r[-1] == '\n';
-    if (at_start && r[0] == ';' && key_len(r + 1) > 0 && strncmp(r + 1 + key_len(r + 1), " =", 2) == 0) continue;
+    if (at_start && r[0] == ';' && key_len(r + 1) > 0 && strncmp(r + 1 + key_len(r + 1), " =", 2) == 0)
+      continue;
     *w++ = *r;
   }
   *w = '\0';
@@ -218,11 +219,12 @@ static void test_example(void) {
   struct s5_config c, def;
   char err[1024] = "";
   s5_config_defaults(&c);
-  c.tun.mtu = 1300;   /* the file must set it back */
+  c.tun.mtu = 1300; /* the file must set it back */
   s5_config_defaults(&def);
   int rc = s5_config_load_file(&c, tmp, err, sizeof err);
   CHECK(rc == 0, "contrib/s5tund.ini with its keys uncommented does not load: %s", err);
-  CHECK(rc != 0 || memcmp(&c, &def, sizeof c) == 0, "contrib/s5tund.ini uncommented differs from the defaults");
+  CHECK(rc != 0 || memcmp(&c, &def, sizeof c) == 0,
+        "contrib/s5tund.ini uncommented differs from the defaults");
   unlink(tmp);
   free(open);
   free(text);
@@ -315,7 +317,8 @@ static void test_readme(void) {
   for (int i = 0; i < s5_args_flag_count(); i++) {
     char want[64];
     snprintf(want, sizeof want, "--%s", s5_args_flag_name(i));
-    CHECK(block_end != NULL && strstr(block_end, want) != NULL, "README Configuration: flag %s not mentioned", want);
+    CHECK(block_end != NULL && strstr(block_end, want) != NULL, "README Configuration: flag %s not mentioned",
+          want);
   }
   if (block == NULL || block_end == NULL) {
     free(text);
@@ -397,7 +400,7 @@ static void test_every_key(void) {
   free(dtext);
   s5_config_defaults(&c);
   CHECK(s5_config_load_file(&c, path_of("test/unit/configs/every_key_include.ini"), err, sizeof err) == 0 &&
-            c.tun.include_uid.n == 2 && c.tun.exclude_uid.n == 0,
+          c.tun.include_uid.n == 2 && c.tun.exclude_uid.n == 0,
         "every_key_include.ini sets include-uid (and not exclude-uid): %s", err);
 }
 

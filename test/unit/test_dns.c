@@ -37,7 +37,7 @@ static size_t make_query(uint8_t *buf, const char *name, unsigned qtype, int opt
   buf[n++] = (uint8_t)(qtype >> 8);
   buf[n++] = (uint8_t)qtype;
   buf[n++] = 0;
-  buf[n++] = 1;   /* IN */
+  buf[n++] = 1; /* IN */
   if (opt) {
     static const uint8_t o[] = {0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0};
     memcpy(buf + n, o, sizeof o);
@@ -52,7 +52,7 @@ static void test_parse(void) {
   size_t n = make_query(m, "Target.TEST", 1, 0);
   CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_QUERY, "plain A query");
   CHECK(q.id == 0x1234 && q.qtype == 1 && q.qclass == 1 && strcmp(q.name, "target.test") == 0 &&
-            q.name_len == 11 && q.name_ok && !q.has_opt && q.question_len == n - 12,
+          q.name_len == 11 && q.name_ok && !q.has_opt && q.question_len == n - 12,
         "fields: name [%s]", q.name);
   /* Every truncation of it is malformed. */
   for (size_t len = 0; len < n; len++)
@@ -64,7 +64,7 @@ static void test_parse(void) {
   CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_QUERY && q.qtype == 28 && q.has_opt && q.edns_version == 0,
         "AAAA with OPT");
   CHECK(s5_dns_parse_query(m, n - 1, &q) == S5_DNS_QUERY && !q.has_opt, "OPT cut short: ignored");
-  m[n - 2] = 0, m[n - 1] = 5;   /* OPT RDLEN beyond the end */
+  m[n - 2] = 0, m[n - 1] = 5; /* OPT RDLEN beyond the end */
   CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_MALFORMED, "OPT RDLEN overflow");
 
   n = make_query(m, "", 1, 0);
@@ -122,7 +122,8 @@ static void test_build(void) {
   int r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr, 4, 1);
   CHECK(r == (int)n + 16, "A answer length %d", r);
   CHECK(out[0] == 0x12 && out[1] == 0x34, "id copied");
-  CHECK(out[2] == (0x80 | 0x04 | 0x01) && out[3] == 0x80, "flags QR AA RD RA, NOERROR: %02x %02x", out[2], out[3]);
+  CHECK(out[2] == (0x80 | 0x04 | 0x01) && out[3] == 0x80, "flags QR AA RD RA, NOERROR: %02x %02x", out[2],
+        out[3]);
   CHECK(out[5] == 1 && out[7] == 1 && out[9] == 0 && out[11] == 0, "counts 1/1/0/0");
   CHECK(memcmp(out + 12, m + 12, n - 12) == 0, "question copied as sent (letter case too)");
   static const uint8_t rr[] = {0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 100, 64, 0, 1};
@@ -135,13 +136,14 @@ static void test_build(void) {
   CHECK(r == (int)n, "AAAA no data + OPT: %d (query %zu)", r, n);
   CHECK(out[7] == 0 && out[11] == 1 && out[r - 11] == 0 && out[r - 9] == 41, "no answer, OPT back");
 
-  m[n - 5] = 1;   /* EDNS version 1 */
+  m[n - 5] = 1; /* EDNS version 1 */
   s5_dns_parse_query(m, n, &q);
   r = s5_dns_build_response(out, sizeof out, m, &q, 0, addr, 4, 1);
-  CHECK(r == (int)n && (out[3] & 0x0f) == 0 && out[r - 6] == 1 && out[7] == 0, "BADVERS: ext rcode 1, no answer");
+  CHECK(r == (int)n && (out[3] & 0x0f) == 0 && out[r - 6] == 1 && out[7] == 0,
+        "BADVERS: ext rcode 1, no answer");
 
   n = make_query(m, "a.test", 1, 0);
-  m[2] = 0x01 | (4 << 3);   /* NOTIFY */
+  m[2] = 0x01 | (4 << 3); /* NOTIFY */
   CHECK(s5_dns_parse_query(m, n, &q) == S5_DNS_NOT_QUERY, "notify");
   q.question_len = 0;
   r = s5_dns_build_response(out, sizeof out, m, &q, S5_DNS_RCODE_NOTIMP, NULL, 0, 1);
@@ -179,7 +181,8 @@ static void test_plan(void) {
 
 static void test_table(void) {
   static const uint8_t net[4] = {100, 64, 0, 0};
-  CHECK(s5_dns_pool_size(10) == 4194302 && s5_dns_pool_size(30) == 2 && s5_dns_pool_size(31) == 0, "pool sizes");
+  CHECK(s5_dns_pool_size(10) == 4194302 && s5_dns_pool_size(30) == 2 && s5_dns_pool_size(31) == 0,
+        "pool sizes");
   CHECK(s5_dns_table_create(net, 30, 3) == NULL, "more entries than the pool");
   struct s5_dns_table *t = s5_dns_table_create(net, 24, 3);
   CHECK(t != NULL, "create");
@@ -195,9 +198,12 @@ static void test_table(void) {
   /* LRU is now one.test (touched by the map before three), then ... the
    * order of use: one(map), two(map), one(map), three(map), two(name):
    * least recently used is one.test. */
-  CHECK(s5_dns_table_map(t, "four.test", 9, d) == 0 && memcmp(d, a, 4) == 0, "four.test recycles one.test's address");
-  CHECK(s5_dns_table_name(t, a, name, sizeof name) == 9 && strcmp(name, "four.test") == 0, "recycled address");
-  CHECK(s5_dns_table_map(t, "one.test", 8, e) == 0 && memcmp(e, c, 4) == 0, "one.test again takes three's (LRU)");
+  CHECK(s5_dns_table_map(t, "four.test", 9, d) == 0 && memcmp(d, a, 4) == 0,
+        "four.test recycles one.test's address");
+  CHECK(s5_dns_table_name(t, a, name, sizeof name) == 9 && strcmp(name, "four.test") == 0,
+        "recycled address");
+  CHECK(s5_dns_table_map(t, "one.test", 8, e) == 0 && memcmp(e, c, 4) == 0,
+        "one.test again takes three's (LRU)");
   static const uint8_t out_of_pool[4] = {100, 64, 0, 9};
   static const uint8_t outside[4] = {10, 0, 0, 1};
   CHECK(s5_dns_table_name(t, out_of_pool, name, sizeof name) == -1, "beyond the entries: not in pool");
@@ -241,8 +247,9 @@ static void test_table(void) {
 static void test_table6(void) {
   static const uint8_t net[4] = {100, 64, 0, 0};
   static const uint8_t net6[16] = {0xfd, 0xff, 0x53, 0x35};
-  CHECK(s5_dns_pool6_size(96) == 4294967294u && s5_dns_pool6_size(64) == UINT32_MAX && s5_dns_pool6_size(120) == 254 && s5_dns_pool6_size(121) == 0 &&
-        s5_dns_pool6_size(7) == 0, "pool6 sizes");
+  CHECK(s5_dns_pool6_size(96) == 4294967294u && s5_dns_pool6_size(64) == UINT32_MAX &&
+          s5_dns_pool6_size(120) == 254 && s5_dns_pool6_size(121) == 0 && s5_dns_pool6_size(7) == 0,
+        "pool6 sizes");
   struct s5_dns_table *t = s5_dns_table_create(net, 24, 3);
   if (t == NULL) return;
   uint8_t a6[16], b6[16], a[4];
@@ -258,7 +265,7 @@ static void test_table6(void) {
   CHECK(s5_dns_table_name6(t, b6, name, sizeof name) == 8 && strcmp(name, "two.test") == 0, "IPv6 -> name");
   uint8_t beyond[16];
   memcpy(beyond, first6, 16);
-  beyond[15] = 4;   /* entry 3: the table has 3 (0..2) */
+  beyond[15] = 4; /* entry 3: the table has 3 (0..2) */
   CHECK(s5_dns_table_name6(t, beyond, name, sizeof name) == -1 && !s5_dns_table_in_pool6(t, beyond),
         "beyond the entries: not in pool");
   uint8_t other[16];
@@ -269,7 +276,7 @@ static void test_table6(void) {
   /* Recycling: a third and a fourth name take the LRU entry (one.test's,
    * touched first), and its IPv6 address with it. */
   s5_dns_table_map(t, "three.test", 10, a);
-  s5_dns_table_name6(t, b6, name, sizeof name);   /* two.test used again */
+  s5_dns_table_name6(t, b6, name, sizeof name); /* two.test used again */
   uint8_t d6[16];
   CHECK(s5_dns_table_map6(t, "four.test", 9, d6) == 0 && memcmp(d6, a6, 16) == 0, "four.test recycles one's");
   CHECK(s5_dns_table_name6(t, a6, name, sizeof name) == 9 && strcmp(name, "four.test") == 0,
@@ -288,7 +295,7 @@ static void test_icmp(void) {
   CHECK(!s5_icmp_is_echo_request(p4, sizeof p4), "IPv4 echo reply");
   p4[20] = 3;
   CHECK(!s5_icmp_is_echo_request(p4, sizeof p4), "IPv4 unreachable");
-  p4[6] = 0x20;   /* MF */
+  p4[6] = 0x20; /* MF */
   CHECK(s5_icmp_is_echo_request(p4, sizeof p4), "IPv4 ICMP fragment");
   p4[6] = 0;
   p4[9] = 17;
@@ -302,13 +309,13 @@ static void test_icmp(void) {
   CHECK(s5_icmp_is_echo_request(p6, 48), "IPv6 echo request");
   p6[40] = 129;
   CHECK(!s5_icmp_is_echo_request(p6, 48), "IPv6 echo reply");
-  p6[6] = 0;        /* hop-by-hop, 8 bytes, then ICMPv6 */
+  p6[6] = 0; /* hop-by-hop, 8 bytes, then ICMPv6 */
   p6[40] = 58;
   p6[41] = 0;
   p6[48] = 128;
   CHECK(s5_icmp_is_echo_request(p6, 56), "IPv6 echo after hop-by-hop");
   CHECK(!s5_icmp_is_echo_request(p6, 44), "IPv6 truncated extension chain");
-  p6[6] = 44;       /* fragment header carrying ICMPv6 */
+  p6[6] = 44; /* fragment header carrying ICMPv6 */
   p6[40] = 58;
   CHECK(s5_icmp_is_echo_request(p6, 48), "IPv6 ICMPv6 fragment");
   CHECK(!s5_icmp_is_echo_request(p6, 0) && !s5_icmp_is_echo_request((const uint8_t *)"\x50", 1),

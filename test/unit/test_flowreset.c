@@ -15,7 +15,7 @@
 #include "check.h"
 #include "flowreset.h"
 
-static int serving[2];   /* per queue: its fd, or -1 */
+static int serving[2]; /* per queue: its fd, or -1 */
 
 static int fd_of(void *arg, unsigned queue) {
   (void)arg;
@@ -79,9 +79,9 @@ static void run(int offload) {
   s5_flowtab_add(q0, &a);
   uint32_t bref = s5_flowtab_add(q0, &b);
   s5_flowtab_add(q0, &c);
-  s5_flowtab_remove(q0, bref);   /* ended: not to be reset */
+  s5_flowtab_remove(q0, bref); /* ended: not to be reset */
   s5_flowtab_add(q0, &b);
-  s5_flowtab_add(q1, &c);        /* the same 4-tuple, live on queue 1 */
+  s5_flowtab_add(q1, &c); /* the same 4-tuple, live on queue 1 */
 
   /* Queue 0 dies while no worker serves: nothing yet. */
   s5_flowreset_worker_died(r, 0);

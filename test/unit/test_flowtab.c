@@ -14,8 +14,8 @@
 static struct s5_flow flow4(uint16_t client_port) {
   struct s5_flow f;
   memset(&f, 0, sizeof f);
-  memcpy(f.client, "\x0a\xc8\x00\x01", 4);   /* 10.200.0.1 */
-  memcpy(f.remote, "\x0a\xc9\x00\x01", 4);   /* 10.201.0.1 */
+  memcpy(f.client, "\x0a\xc8\x00\x01", 4); /* 10.200.0.1 */
+  memcpy(f.remote, "\x0a\xc9\x00\x01", 4); /* 10.201.0.1 */
   f.client_port = client_port;
   f.remote_port = 7000;
   return f;
@@ -59,8 +59,8 @@ static void test_table(void) {
   for (size_t i = 0; i < n; i++) {
     seen50000 += out[i].client_port == 50000;
     seen40001 += out[i].client_port == 40001;
-    CHECK(out[i].remote_port == 7000 && memcmp(out[i].client, "\x0a\xc8\x00\x01", 4) == 0,
-          "taken flow %zu", i);
+    CHECK(out[i].remote_port == 7000 && memcmp(out[i].client, "\x0a\xc8\x00\x01", 4) == 0, "taken flow %zu",
+          i);
   }
   CHECK(seen50000 == 1 && seen40001 == 0, "taken: the live flows only");
   CHECK(count(q0) == 0 && s5_flowtab_top(q0) == 0, "take empties the table");

@@ -46,8 +46,7 @@ static pthread_barrier_t barrier;
 
 static __thread int my_id;
 
-static void check_at(int ok, int line, const char *fmt, ...)
-{
+static void check_at(int ok, int line, const char *fmt, ...) {
   va_list ap;
   char msg[256];
 
@@ -57,7 +56,7 @@ static void check_at(int ok, int line, const char *fmt, ...)
   }
   atomic_fetch_add(&total_failed, 1);
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   printf("thread %d: FAIL (line %d): %s\n", my_id, line, msg);
   fflush(stdout);
@@ -78,8 +77,7 @@ struct captured {
 static __thread struct captured cap[CAP_MAX];
 static __thread int cap_n; /* packets output so far; only CAP_MAX are kept */
 
-static err_t capture(struct netif *netif, struct pbuf *p)
-{
+static err_t capture(struct netif *netif, struct pbuf *p) {
   if (cap_n < CAP_MAX) {
     cap[cap_n].netif = netif;
     cap[cap_n].len = pbuf_copy_partial(p, cap[cap_n].data, CAP_LEN, 0);
@@ -88,14 +86,12 @@ static err_t capture(struct netif *netif, struct pbuf *p)
   return ERR_OK;
 }
 
-static err_t output4(struct netif *netif, struct pbuf *p, const ip4_addr_t *dst)
-{
+static err_t output4(struct netif *netif, struct pbuf *p, const ip4_addr_t *dst) {
   (void)dst;
   return capture(netif, p);
 }
 
-static err_t output6(struct netif *netif, struct pbuf *p, const ip6_addr_t *dst)
-{
+static err_t output6(struct netif *netif, struct pbuf *p, const ip6_addr_t *dst) {
   (void)dst;
   return capture(netif, p);
 }
@@ -117,32 +113,32 @@ struct seg {
   int ip_csum_ok, tcp_csum_ok;
 };
 
-static uint32_t sum16(uint32_t acc, const uint8_t *d, size_t n)
-{
+static uint32_t sum16(uint32_t acc, const uint8_t *d, size_t n) {
   size_t i;
 
-  for (i = 0; i + 1 < n; i += 2)
-    acc += (uint32_t)(d[i] << 8 | d[i + 1]);
-  if (n & 1)
-    acc += (uint32_t)d[n - 1] << 8;
+  for (i = 0; i + 1 < n; i += 2) acc += (uint32_t)(d[i] << 8 | d[i + 1]);
+  if (n & 1) acc += (uint32_t)d[n - 1] << 8;
   return acc;
 }
 
-static uint16_t fold(uint32_t acc)
-{
-  while (acc >> 16)
-    acc = (acc & 0xffff) + (acc >> 16);
+static uint16_t fold(uint32_t acc) {
+  while (acc >> 16) acc = (acc & 0xffff) + (acc >> 16);
   return (uint16_t)~acc;
 }
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-static void put32(uint8_t *p, uint32_t v) { put16(p, (uint16_t)(v >> 16)); put16(p + 2, (uint16_t)v); }
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)(v >> 8);
+  p[1] = (uint8_t)v;
+}
+static void put32(uint8_t *p, uint32_t v) {
+  put16(p, (uint16_t)(v >> 16));
+  put16(p + 2, (uint16_t)v);
+}
 static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static uint32_t get32(const uint8_t *p) { return (uint32_t)get16(p) << 16 | get16(p + 2); }
 
 /* Sum of the TCP pseudo header (RFC 793 / RFC 8200 8.1). */
-static uint32_t pseudo_sum(int v6, const uint8_t *src, const uint8_t *dst, size_t tcplen)
-{
+static uint32_t pseudo_sum(int v6, const uint8_t *src, const uint8_t *dst, size_t tcplen) {
   uint8_t tail[4] = {0, 0, 0, 6};
   size_t alen = v6 ? 16 : 4;
   uint32_t acc = 0;
@@ -150,12 +146,11 @@ static uint32_t pseudo_sum(int v6, const uint8_t *src, const uint8_t *dst, size_
   acc = sum16(acc, src, alen);
   acc = sum16(acc, dst, alen);
   acc += (uint32_t)(tcplen >> 16) + (uint32_t)(tcplen & 0xffff);
-  return sum16(acc, tail, sizeof(tail));
+  return sum16(acc, tail, sizeof tail);
 }
 
 /* A client segment of flow f (client -> dialled address); returns its length. */
-static size_t build(uint8_t *buf, const struct flow *f, uint32_t seq, uint32_t ack, uint8_t flags)
-{
+static size_t build(uint8_t *buf, const struct flow *f, uint32_t seq, uint32_t ack, uint8_t flags) {
   size_t iphl = f->v6 ? 40 : 20;
   size_t tcpl = (flags & TCP_SYN) ? 24 : 20; /* SYNs carry an MSS option */
   uint8_t *t = buf + iphl;
@@ -194,30 +189,25 @@ static size_t build(uint8_t *buf, const struct flow *f, uint32_t seq, uint32_t a
   return iphl + tcpl;
 }
 
-static int parse(const struct captured *c, struct seg *s)
-{
+static int parse(const struct captured *c, struct seg *s) {
   const uint8_t *d = c->data, *t;
   size_t iphl, tcpl;
 
-  memset(s, 0, sizeof(*s));
-  if (c->len < 40)
-    return 0;
+  memset(s, 0, sizeof *s);
+  if (c->len < 40) return 0;
   s->v6 = (d[0] >> 4) == 6;
   if (s->v6) {
     iphl = 40;
     tcpl = get16(d + 4);
-    if (d[6] != 6 || c->len < iphl + tcpl || tcpl < 20)
-      return 0;
+    if (d[6] != 6 || c->len < iphl + tcpl || tcpl < 20) return 0;
     memcpy(s->src, d + 8, 16);
     memcpy(s->dst, d + 24, 16);
     s->ip_csum_ok = 1;
   } else {
-    if (d[0] != 0x45 || d[9] != 6)
-      return 0;
+    if (d[0] != 0x45 || d[9] != 6) return 0;
     iphl = 20;
     tcpl = get16(d + 2) - iphl;
-    if (c->len < iphl + tcpl || tcpl < 20)
-      return 0;
+    if (c->len < iphl + tcpl || tcpl < 20) return 0;
     memcpy(s->src, d + 12, 4);
     memcpy(s->dst, d + 16, 4);
     s->ip_csum_ok = fold(sum16(0, d, 20)) == 0;
@@ -267,8 +257,7 @@ struct worker {
  * (possibly shared) stack hands them, so the checks can compare. */
 static __thread struct worker *self;
 
-static void conn_err(void *arg, err_t err)
-{
+static void conn_err(void *arg, err_t err) {
   struct conn *c = arg;
 
   c->errs++;
@@ -277,26 +266,21 @@ static void conn_err(void *arg, err_t err)
 }
 
 /* Tracks a new connection (the load phase reuses one slot). NULL if full. */
-static struct conn *new_conn(struct tcp_pcb *pcb)
-{
-  const int max = (int)(sizeof(self->conns) / sizeof(self->conns[0]));
+static struct conn *new_conn(struct tcp_pcb *pcb) {
+  const int max = (int)(sizeof self->conns / sizeof self->conns[0]);
   struct conn *c;
 
-  if (self->loading)
-    c = &self->load;
-  else if (self->nconns < max)
-    c = &self->conns[self->nconns++];
-  else
-    return NULL;
-  memset(c, 0, sizeof(*c));
+  if (self->loading) c = &self->load;
+  else if (self->nconns < max) c = &self->conns[self->nconns++];
+  else return NULL;
+  memset(c, 0, sizeof *c);
   c->pcb = pcb;
   tcp_arg(pcb, c);
   tcp_err(pcb, conn_err);
   return c;
 }
 
-static err_t on_syn(void *arg, struct tcp_pcb *newpcb)
-{
+static err_t on_syn(void *arg, struct tcp_pcb *newpcb) {
   self->syn_calls++;
   self->syn_arg = arg;
   self->syn_pcb = newpcb;
@@ -304,8 +288,7 @@ static err_t on_syn(void *arg, struct tcp_pcb *newpcb)
   return self->verdict;
 }
 
-static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
-{
+static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err) {
   (void)err;
   self->accept_calls++;
   self->accept_arg = arg;
@@ -313,8 +296,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
   return ERR_OK;
 }
 
-static err_t on_bound_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
-{
+static err_t on_bound_accept(void *arg, struct tcp_pcb *newpcb, err_t err) {
   (void)arg;
   (void)err;
   self->bound_accepts++;
@@ -322,8 +304,7 @@ static err_t on_bound_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
   return ERR_OK;
 }
 
-static err_t netif_setup(struct netif *netif)
-{
+static err_t netif_setup(struct netif *netif) {
   netif->name[0] = 't';
   netif->name[1] = 'n';
   netif->mtu = 1500;
@@ -333,8 +314,7 @@ static err_t netif_setup(struct netif *netif)
   return ERR_OK;
 }
 
-static void feed(struct worker *w, const struct flow *f, uint32_t seq, uint32_t ack, uint8_t flags)
-{
+static void feed(struct worker *w, const struct flow *f, uint32_t seq, uint32_t ack, uint8_t flags) {
   uint8_t buf[128];
   size_t len = build(buf, f, seq, ack, flags);
   struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM);
@@ -344,20 +324,16 @@ static void feed(struct worker *w, const struct flow *f, uint32_t seq, uint32_t 
     return;
   }
   pbuf_take(p, buf, (u16_t)len);
-  if (ip_input(p, &w->netif) != ERR_OK)
-    pbuf_free(p);
+  if (ip_input(p, &w->netif) != ERR_OK) pbuf_free(p);
 }
 
-static int addr_is(const ip_addr_t *a, int v6, const uint8_t *bytes)
-{
-  if (v6)
-    return IP_IS_V6_VAL(*a) && memcmp(ip_2_ip6(a)->addr, bytes, 16) == 0;
+static int addr_is(const ip_addr_t *a, int v6, const uint8_t *bytes) {
+  if (v6) return IP_IS_V6_VAL(*a) && memcmp(ip_2_ip6(a)->addr, bytes, 16) == 0;
   return IP_IS_V4_VAL(*a) && memcmp(&ip_2_ip4(a)->addr, bytes, 4) == 0;
 }
 
 /* The pcb belongs to flow f, seen from our side. */
-static void check_pcb(const struct tcp_pcb *pcb, const struct flow *f, const char *what)
-{
+static void check_pcb(const struct tcp_pcb *pcb, const struct flow *f, const char *what) {
   CHECK(addr_is(&pcb->local_ip, f->v6, f->dst), "%s: local address is not the SYN's destination", what);
   CHECK(pcb->local_port == f->dport, "%s: local port %u, SYN went to %u", what, pcb->local_port, f->dport);
   CHECK(addr_is(&pcb->remote_ip, f->v6, f->src), "%s: remote address is not the client", what);
@@ -366,8 +342,7 @@ static void check_pcb(const struct tcp_pcb *pcb, const struct flow *f, const cha
 
 /* Captured packet i is a reply on flow f with exactly these flags and ack. */
 static void check_reply(struct worker *w, int i, const struct flow *f, uint8_t flags, uint32_t ack,
-                        const char *what)
-{
+                        const char *what) {
   struct seg s;
 
   if (i >= cap_n || i >= CAP_MAX) {
@@ -390,22 +365,19 @@ static void check_reply(struct worker *w, int i, const struct flow *f, uint8_t f
 }
 
 /* tcp_active_pcbs holds exactly the n pcbs given (any order). */
-static void check_active(struct tcp_pcb *const *want, int n, const char *what)
-{
+static void check_active(struct tcp_pcb *const *want, int n, const char *what) {
   struct tcp_pcb *p;
   int count = 0, i, found;
 
   for (p = tcp_active_pcbs; p != NULL && count < 1000; p = p->next) {
     count++;
-    for (found = 0, i = 0; i < n; i++)
-      found |= want[i] == p;
+    for (found = 0, i = 0; i < n; i++) found |= want[i] == p;
     CHECK(found, "%s: tcp_active_pcbs holds a pcb that is not ours (%p)", what, (void *)p);
   }
   CHECK(count == n, "%s: tcp_active_pcbs holds %d pcbs, expected %d", what, count, n);
 }
 
-static void check_listeners(struct worker *w, const char *what)
-{
+static void check_listeners(struct worker *w, const char *what) {
   struct tcp_pcb_listen *l;
   int count = 0;
 
@@ -420,11 +392,10 @@ static void check_listeners(struct worker *w, const char *what)
 /* ---- the steps ---------------------------------------------------------- */
 
 static void set_flow(struct flow *f, int v6, const char *src, const char *dst, uint16_t sport,
-                     uint16_t dport)
-{
+                     uint16_t dport) {
   ip_addr_t a;
 
-  memset(f, 0, sizeof(*f));
+  memset(f, 0, sizeof *f);
   f->v6 = v6;
   ipaddr_aton(src, &a);
   memcpy(f->src, v6 ? (void *)ip_2_ip6(&a)->addr : (void *)&ip_2_ip4(&a)->addr, v6 ? 16 : 4);
@@ -434,8 +405,7 @@ static void set_flow(struct flow *f, int v6, const char *src, const char *dst, u
   f->dport = dport;
 }
 
-static void step_setup(struct worker *w)
-{
+static void step_setup(struct worker *w) {
   struct tcp_pcb *pcb;
 
   lwip_init();
@@ -458,19 +428,15 @@ static void step_setup(struct worker *w)
     tcp_accept(w->any, on_accept);
   }
   pcb = tcp_new_ip_type(IPADDR_TYPE_ANY);
-  if (pcb != NULL && tcp_bind(pcb, IP_ANY_TYPE, 8080) == ERR_OK)
-    w->bound = tcp_listen(pcb);
-  if (pcb != NULL && w->bound == NULL)
-    tcp_close(pcb); /* port taken (shared stack) or no memory */
+  if (pcb != NULL && tcp_bind(pcb, IP_ANY_TYPE, 8080) == ERR_OK) w->bound = tcp_listen(pcb);
+  if (pcb != NULL && w->bound == NULL) tcp_close(pcb); /* port taken (shared stack) or no memory */
   CHECK(w->bound != NULL, "bound listener setup failed");
-  if (w->bound != NULL)
-    tcp_accept(w->bound, on_bound_accept);
+  if (w->bound != NULL) tcp_accept(w->bound, on_bound_accept);
 }
 
 /* Deferred SYN-ACK: held through a retransmitted SYN and timer ticks, sent
  * by tcp_output(), then the handshake completes and accept fires. */
-static void step_deferred(struct worker *w)
-{
+static void step_deferred(struct worker *w) {
   const uint32_t isn = 1000000u * (uint32_t)(w->id + 1);
   struct conn *c;
   struct tcp_pcb *pcb;
@@ -481,8 +447,7 @@ static void step_deferred(struct worker *w)
   feed(w, &w->fa, isn, 0, TCP_SYN);
   CHECK(w->syn_calls == 1, "syn callback called %d times, expected 1", w->syn_calls);
   CHECK(w->syn_arg == w, "syn callback got another listener's arg");
-  if (w->syn_calls != 1 || w->nconns != 1)
-    return;
+  if (w->syn_calls != 1 || w->nconns != 1) return;
   c = &w->conns[0];
   pcb = c->pcb;
   CHECK(pcb->state == SYN_RCVD, "new pcb in state %d, expected SYN_RCVD", pcb->state);
@@ -494,12 +459,10 @@ static void step_deferred(struct worker *w)
   feed(w, &w->fa, isn, 0, TCP_SYN); /* the client retransmits its SYN */
   CHECK(cap_n == 0, "retransmitted SYN released the held SYN-ACK");
   CHECK(w->syn_calls == 1, "retransmitted SYN created another connection");
-  for (i = 0; i < 4; i++)
-    tcp_tmr();
+  for (i = 0; i < 4; i++) tcp_tmr();
   CHECK(cap_n == 0, "tcp_tmr() released the held SYN-ACK");
   CHECK(c->pcb == pcb && c->errs == 0, "held pcb went away during timer ticks");
-  if (c->pcb == NULL)
-    return;
+  if (c->pcb == NULL) return;
 
   tcp_output(pcb);
   CHECK(cap_n == 1, "tcp_output() sent %d packets, expected the SYN-ACK", cap_n);
@@ -516,8 +479,7 @@ static void step_deferred(struct worker *w)
 
 /* Refusals: tcp_abort() of a held connection, and a refusing verdict. Both
  * must answer with a RST that acknowledges the client's SYN. */
-static void step_refuse(struct worker *w)
-{
+static void step_refuse(struct worker *w) {
   const uint32_t isn = 2000000u * (uint32_t)(w->id + 1);
   struct conn *c;
 
@@ -525,8 +487,7 @@ static void step_refuse(struct worker *w)
   w->verdict = ERR_INPROGRESS;
   feed(w, &w->fb, isn, 0, TCP_SYN);
   CHECK(w->syn_calls == 2 && w->nconns == 2, "no syn callback for the second SYN");
-  if (w->nconns != 2 || w->conns[1].pcb == NULL)
-    return;
+  if (w->nconns != 2 || w->conns[1].pcb == NULL) return;
   c = &w->conns[1];
   check_pcb(c->pcb, &w->fb, "refused by tcp_abort");
   CHECK(cap_n == 0, "SYN-ACK sent although held");
@@ -539,8 +500,7 @@ static void step_refuse(struct worker *w)
   w->verdict = ERR_MEM; /* e.g. too many sessions */
   feed(w, &w->fc, isn + 77, 0, TCP_SYN);
   CHECK(w->syn_calls == 3 && w->nconns == 3, "no syn callback for the third SYN");
-  if (w->nconns != 3)
-    return;
+  if (w->nconns != 3) return;
   c = &w->conns[2];
   CHECK(c->errs == 0, "err callback called for a connection the syn callback refused");
   CHECK(cap_n == 1, "refusing verdict sent %d packets, expected one RST", cap_n);
@@ -550,8 +510,7 @@ static void step_refuse(struct worker *w)
 }
 
 /* ERR_OK verdict on an IPv6 SYN: SYN-ACK right away, then accept. */
-static void step_ipv6(struct worker *w)
-{
+static void step_ipv6(struct worker *w) {
   const uint32_t isn = 3000000u * (uint32_t)(w->id + 1);
   struct conn *c;
   uint32_t srv;
@@ -560,8 +519,7 @@ static void step_ipv6(struct worker *w)
   w->verdict = ERR_OK;
   feed(w, &w->fd, isn, 0, TCP_SYN);
   CHECK(w->syn_calls == 4 && w->nconns == 4, "no syn callback for the IPv6 SYN");
-  if (w->nconns != 4 || w->conns[3].pcb == NULL)
-    return;
+  if (w->nconns != 4 || w->conns[3].pcb == NULL) return;
   c = &w->conns[3];
   check_pcb(c->pcb, &w->fd, "IPv6");
   CHECK(cap_n == 1, "ERR_OK verdict sent %d packets, expected the SYN-ACK", cap_n);
@@ -573,8 +531,7 @@ static void step_ipv6(struct worker *w)
 }
 
 /* A listener bound to port 8080 wins over the any-destination listener. */
-static void step_bound(struct worker *w)
-{
+static void step_bound(struct worker *w) {
   const uint32_t isn = 4000000u * (uint32_t)(w->id + 1);
   uint32_t srv;
 
@@ -591,8 +548,7 @@ static void step_bound(struct worker *w)
 
 /* Nobody decides: the SYN_RCVD timeout removes the pcb (err: ERR_ABRT),
  * and the SYN-ACK never goes out. */
-static void step_timeout(struct worker *w)
-{
+static void step_timeout(struct worker *w) {
   const int max_ticks = 2 * (TCP_SYN_RCVD_TIMEOUT / TCP_SLOW_INTERVAL + 4);
   int i, leaked = 0;
   struct conn *c;
@@ -601,11 +557,9 @@ static void step_timeout(struct worker *w)
   w->verdict = ERR_INPROGRESS;
   feed(w, &w->ff, 5000000u, 0, TCP_SYN);
   CHECK(w->syn_calls == 5 && w->nconns == 6, "no syn callback for the sixth SYN");
-  if (w->nconns != 6)
-    return;
+  if (w->nconns != 6) return;
   c = &w->conns[5];
-  for (i = 0; i < max_ticks && c->pcb != NULL; i++)
-    tcp_tmr();
+  for (i = 0; i < max_ticks && c->pcb != NULL; i++) tcp_tmr();
   CHECK(c->pcb == NULL && c->errs == 1 && c->err == ERR_ABRT,
         "undecided connection not timed out with ERR_ABRT after %d ticks", i);
   for (i = 0; i < cap_n && i < CAP_MAX; i++) {
@@ -615,8 +569,7 @@ static void step_timeout(struct worker *w)
   CHECK(leaked == 0, "the held SYN-ACK went out while waiting for the timeout");
 }
 
-static void step_isolation(struct worker *w)
-{
+static void step_isolation(struct worker *w) {
   struct tcp_pcb *mine[3] = {w->conns[0].pcb, w->conns[3].pcb, w->conns[4].pcb};
 
   CHECK(netif_default == &w->netif, "netif_default is another thread's netif");
@@ -626,8 +579,7 @@ static void step_isolation(struct worker *w)
 }
 
 /* Runs concurrently in both threads: complete and reset connections. */
-static void load(struct worker *w)
-{
+static void load(struct worker *w) {
   struct flow f = w->fa;
   struct seg s;
   int i, bad = 0;
@@ -647,52 +599,42 @@ static void load(struct worker *w)
       continue;
     }
     feed(w, &f, isn + 1, s.seq + 1, TCP_ACK);
-    if (w->accept_arg != &w->load || w->load.pcb == NULL ||
-        !addr_is(&w->load.pcb->local_ip, 0, f.dst) || w->load.pcb->local_port != f.dport)
+    if (w->accept_arg != &w->load || w->load.pcb == NULL || !addr_is(&w->load.pcb->local_ip, 0, f.dst) ||
+        w->load.pcb->local_port != f.dport)
       bad++;
     feed(w, &f, isn + 1, s.seq + 1, TCP_RST);
-    if (w->load.pcb != NULL || w->load.err != ERR_RST)
-      bad++;
+    if (w->load.pcb != NULL || w->load.err != ERR_RST) bad++;
   }
   w->loading = 0;
   CHECK(bad == 0, "concurrent load: %d of %d rounds went wrong", bad, LOAD_ROUNDS);
-  CHECK(w->syn_calls == 5 + LOAD_ROUNDS, "concurrent load: %d syn callbacks, expected %d",
-        w->syn_calls - 5, LOAD_ROUNDS);
+  CHECK(w->syn_calls == 5 + LOAD_ROUNDS, "concurrent load: %d syn callbacks, expected %d", w->syn_calls - 5,
+        LOAD_ROUNDS);
 }
 
-static void step_teardown(struct worker *w)
-{
+static void step_teardown(struct worker *w) {
   int i;
 
   for (i = 0; i < w->nconns; i++)
-    if (w->conns[i].pcb != NULL)
-      tcp_abort(w->conns[i].pcb);
-  if (w->any != NULL)
-    tcp_close(w->any);
-  if (w->bound != NULL)
-    tcp_close(w->bound);
-  if (w->netif_ok)
-    netif_remove(&w->netif);
-  CHECK(tcp_active_pcbs == NULL && tcp_listen_pcbs.listen_pcbs == NULL,
-        "pcbs left after teardown");
+    if (w->conns[i].pcb != NULL) tcp_abort(w->conns[i].pcb);
+  if (w->any != NULL) tcp_close(w->any);
+  if (w->bound != NULL) tcp_close(w->bound);
+  if (w->netif_ok) netif_remove(&w->netif);
+  CHECK(tcp_active_pcbs == NULL && tcp_listen_pcbs.listen_pcbs == NULL, "pcbs left after teardown");
   CHECK(netif_default == NULL, "netif_default left after teardown");
 }
 
 /* Runs step in thread 0, then in thread 1: both stacks stay alive, the steps
  * never overlap, so a shared stack fails checks instead of racing. */
-static void in_turn(struct worker *w, void (*step)(struct worker *))
-{
+static void in_turn(struct worker *w, void (*step)(struct worker *)) {
   int t;
 
   for (t = 0; t < NTHREADS; t++) {
-    if (t == w->id)
-      step(w);
+    if (t == w->id) step(w);
     pthread_barrier_wait(&barrier);
   }
 }
 
-static void *worker_main(void *arg)
-{
+static void *worker_main(void *arg) {
   struct worker *w = arg;
 
   my_id = w->id;
@@ -716,8 +658,7 @@ static void *worker_main(void *arg)
   return NULL;
 }
 
-static void init_flows(struct worker *w)
-{
+static void init_flows(struct worker *w) {
   if (w->id == 0) {
     set_flow(&w->fa, 0, "10.0.0.2", "192.0.2.10", 40000, 80);
     set_flow(&w->fb, 0, "10.0.0.2", "192.0.2.10", 40001, 81);
@@ -735,8 +676,7 @@ static void init_flows(struct worker *w)
   }
 }
 
-int main(void)
-{
+int main(void) {
   static struct worker workers[NTHREADS];
   pthread_t tids[NTHREADS];
   int i, rc;
@@ -757,8 +697,7 @@ int main(void)
       return 2;
     }
   }
-  for (i = 0; i < NTHREADS; i++)
-    pthread_join(tids[i], NULL);
+  for (i = 0; i < NTHREADS; i++) pthread_join(tids[i], NULL);
   pthread_barrier_destroy(&barrier);
   printf("%d passed, %d failed\n", atomic_load(&total_passed), atomic_load(&total_failed));
   return atomic_load(&total_failed) == 0 ? 0 : 1;

@@ -28,18 +28,18 @@ struct run {
   unsigned nscript, next;
   uv_tcp_t server, conn;
   int conn_open;
-  uint8_t got[2048];                  /* all the client sent */
+  uint8_t got[2048]; /* all the client sent */
   size_t got_len;
 
   struct s5_proxy proxy;
   int results, closed, connected;
   struct s5_proxy_result last;
   char why[200];
-  int close_after_result;             /* the owner closes at once, as sessions do on failure */
+  int close_after_result; /* the owner closes at once, as sessions do on failure */
 };
 
-static struct s5_wctx w;     /* the client's loop and counters (w.loop, w.stats) */
-#define L (&w.loop)           /* the server runs on it too */
+static struct s5_wctx w; /* the client's loop and counters (w.loop, w.stats) */
+#define L (&w.loop)      /* the server runs on it too */
 static struct s5_queue_stats st;
 static struct s5_config cfg;
 
@@ -76,7 +76,7 @@ static void server_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
 
 static void server_accept(uv_stream_t *srv, int status) {
   struct run *r = srv->data;
-  CHECK(status == 0, "accept: %s", status == 0 ? "" : uv_strerror(status));   /* (uv_strerror(0) allocates) */
+  CHECK(status == 0, "accept: %s", status == 0 ? "" : uv_strerror(status)); /* (uv_strerror(0) allocates) */
   uv_tcp_init(L, &r->conn);
   r->conn.data = r;
   r->conn_open = 1;
@@ -99,7 +99,8 @@ static void server_start(struct run *r) {
 
 static int owner_request(void *owner, uint8_t *buf, size_t cap) {
   struct run *r = owner;
-  if (r->proxy.ops->cmd == S5_PROXY_CONNECT) return s5_socks5_write_connect_name(buf, cap, "target.test", 7000);
+  if (r->proxy.ops->cmd == S5_PROXY_CONNECT)
+    return s5_socks5_write_connect_name(buf, cap, "target.test", 7000);
   struct sockaddr_in from = {.sin_family = AF_INET};
   return s5_socks5_write_udp_associate(buf, cap, (struct sockaddr *)&from);
 }
@@ -140,8 +141,8 @@ static void run(struct run *r, const struct s5_proxy_ops *ops, int listen) {
   s5_proxy_init(&r->proxy, &w, &cfg, ops, r);
   char why[160];
   CHECK(s5_proxy_start(&r->proxy, why, sizeof why) == 0, "start: %s", why);
-  while (r->results == 0 || (r->last.outcome == S5_PROXY_GRANTED && ops->cmd == S5_PROXY_ASSOCIATE &&
-                             r->results == 1))
+  while (r->results == 0 ||
+         (r->last.outcome == S5_PROXY_GRANTED && ops->cmd == S5_PROXY_ASSOCIATE && r->results == 1))
     uv_run(L, UV_RUN_ONCE);
   s5_proxy_close(&r->proxy, 0);
   if (r->conn_open) uv_close((uv_handle_t *)&r->conn, conn_closed);
@@ -153,21 +154,28 @@ static void run(struct run *r, const struct s5_proxy_ops *ops, int listen) {
 
 /* ---------------------------------------------------------------- cases */
 
-#define R(s) {s, sizeof s - 1}
-#define CLOSE {NULL, 0}
+#define R(s) \
+  { s, sizeof s - 1 }
+#define CLOSE \
+  { NULL, 0 }
 
 static void test_connect_granted(void) {
-  static const struct reply script[] = {R("\x05\x00"), R("\x05\x00\x00\x01\x7f\x00\x00\x01\x1f\x90" "early")};
+  static const struct reply script[] = {R("\x05\x00"), R("\x05\x00\x00\x01\x7f\x00\x00\x01\x1f\x90"
+                                                         "early")};
   struct run r = {.script = script, .nscript = 2, .close_after_result = 1};
   run(&r, &connect_ops, 1);
   CHECK(r.last.outcome == S5_PROXY_GRANTED, "CONNECT: outcome %d (%s)", r.last.outcome, r.why);
   CHECK(r.proxy.in_len == 5 && memcmp(r.proxy.in, "early", 5) == 0, "the target's first bytes kept (%u)",
         r.proxy.in_len);
-  static const uint8_t want[] = "\x05\x01\x00" "\x05\x01\x00\x03\x0btarget.test\x1b\x58";
+  static const uint8_t want[] =
+    "\x05\x01\x00"
+    "\x05\x01\x00\x03\x0btarget.test\x1b\x58";
   CHECK(r.got_len == sizeof want - 1 && memcmp(r.got, want, sizeof want - 1) == 0,
         "greeting and CONNECT as sent (%zu bytes)", r.got_len);
   CHECK(st.socks5_refused + st.socks5_bad_reply + st.socks5_auth_failed + st.socks5_timeout +
-            st.socks5_connect_failed == 0, "no failure counted");
+            st.socks5_connect_failed ==
+          0,
+        "no failure counted");
 }
 
 static void test_connect_refused(void) {
@@ -183,17 +191,21 @@ static void test_connect_refused(void) {
 static void test_auth(void) {
   snprintf(cfg.socks5.username, sizeof cfg.socks5.username, "user");
   snprintf(cfg.socks5.password, sizeof cfg.socks5.password, "secret");
-  static const struct reply ok[] = {R("\x05\x02"), R("\x01\x00"), R("\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00")};
+  static const struct reply ok[] = {R("\x05\x02"), R("\x01\x00"),
+                                    R("\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00")};
   struct run r = {.script = ok, .nscript = 3, .close_after_result = 1};
   run(&r, &connect_ops, 1);
   CHECK(r.last.outcome == S5_PROXY_GRANTED, "with auth: outcome %d (%s)", r.last.outcome, r.why);
-  CHECK(r.got_len > 4 && memcmp(r.got, "\x05\x01\x02" "\x01\x04user\x06secret", 3 + 13) == 0,
+  CHECK(r.got_len > 4 && memcmp(r.got,
+                                "\x05\x01\x02"
+                                "\x01\x04user\x06secret",
+                                3 + 13) == 0,
         "greeting offers username/password, then the credentials");
   static const struct reply bad[] = {R("\x05\x02"), R("\x01\x01")};
   struct run r2 = {.script = bad, .nscript = 2};
   run(&r2, &connect_ops, 1);
-  CHECK(r2.last.outcome == S5_PROXY_FAILED && r2.last.status == S5_SOCKS5_AUTH_FAILED, "bad credentials: %d %d",
-        r2.last.outcome, r2.last.status);
+  CHECK(r2.last.outcome == S5_PROXY_FAILED && r2.last.status == S5_SOCKS5_AUTH_FAILED,
+        "bad credentials: %d %d", r2.last.outcome, r2.last.status);
   CHECK(strcmp(r2.why, "proxy rejected the username/password") == 0, "why: %s", r2.why);
   CHECK(st.socks5_auth_failed == 1, "socks5_auth_failed %llu", (unsigned long long)st.socks5_auth_failed);
   cfg.socks5.username[0] = cfg.socks5.password[0] = '\0';
@@ -243,12 +255,13 @@ static void test_nobody(void) {
   CHECK(r.last.outcome == S5_PROXY_FAILED && r.last.level == S5_LOG_WARN, "refused connection: %d level %d",
         r.last.outcome, r.last.level);
   CHECK(strncmp(r.why, "proxy connection for UDP failed: ", 33) == 0, "why: %s", r.why);
-  CHECK(st.socks5_connect_failed == 1, "socks5_connect_failed %llu", (unsigned long long)st.socks5_connect_failed);
+  CHECK(st.socks5_connect_failed == 1, "socks5_connect_failed %llu",
+        (unsigned long long)st.socks5_connect_failed);
   CHECK(r.connected == 0, "ops->connected without a connection");
 }
 
 static void test_silent(void) {
-  struct run r = {.nscript = 0};   /* accepts, reads, never answers */
+  struct run r = {.nscript = 0}; /* accepts, reads, never answers */
   run(&r, &connect_ops, 1);
   CHECK(r.last.outcome == S5_PROXY_FAILED, "silent proxy: outcome %d", r.last.outcome);
   CHECK(strcmp(r.why, "connection not established within connect-timeout") == 0, "why: %s", r.why);

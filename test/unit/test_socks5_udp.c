@@ -150,7 +150,7 @@ static void test_header_parse(void) {
   w.port = 65535;
   n = s5_socks5_udp_header_write(buf, sizeof buf, &w);
   CHECK(n > 0 && s5_socks5_udp_header_parse(buf, (size_t)n, &r) == n && strcmp(r.name, "target.test") == 0 &&
-            r.port == 65535,
+          r.port == 65535,
         "round trip by name");
 }
 

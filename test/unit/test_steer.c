@@ -54,8 +54,8 @@ static int run_raw(const uint8_t *pkt, size_t len, uint16_t ethertype, uint32_t 
 
 /* IPv4 header + 8 bytes of L4 (ports) + a little payload. frag: the
  * flags/offset field (MF 0x2000, offset in 8-byte units). */
-static size_t ipv4(uint8_t *p, uint8_t proto, uint32_t src, uint32_t dst, uint16_t sport,
-                   uint16_t dport, uint16_t id, uint16_t frag) {
+static size_t ipv4(uint8_t *p, uint8_t proto, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
+                   uint16_t id, uint16_t frag) {
   memset(p, 0, 48);
   p[0] = 0x45;
   p[2] = 0;
@@ -69,7 +69,7 @@ static size_t ipv4(uint8_t *p, uint8_t proto, uint32_t src, uint32_t dst, uint16
   uint32_t s = htonl(src), d = htonl(dst);
   memcpy(p + 12, &s, 4);
   memcpy(p + 16, &d, 4);
-  if ((frag & 0x1fff) == 0) {   /* a later fragment has payload, not ports, there */
+  if ((frag & 0x1fff) == 0) { /* a later fragment has payload, not ports, there */
     p[20] = (uint8_t)(sport >> 8);
     p[21] = (uint8_t)sport;
     p[22] = (uint8_t)(dport >> 8);
@@ -85,8 +85,8 @@ static size_t ipv4(uint8_t *p, uint8_t proto, uint32_t src, uint32_t dst, uint16
  * they were steered alike; QUEUE() is what the kernel makes of it. */
 #define QUEUE(r) ((int)((uint16_t)(r) % QUEUES))
 
-static long q4(uint8_t proto, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
-               uint16_t id, uint16_t frag) {
+static long q4(uint8_t proto, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint16_t id,
+               uint16_t frag) {
   uint8_t p[64];
   uint32_t raw;
   size_t n = ipv4(p, proto, src, dst, sport, dport, id, frag);
@@ -109,7 +109,7 @@ static size_t ipv6(uint8_t *p, uint8_t proto, uint8_t src_last, uint8_t dst_last
   if (hbh) {
     *nh = 0;
     nh = &p[off];
-    p[off + 1] = 0;   /* (0 + 1) * 8 bytes */
+    p[off + 1] = 0; /* (0 + 1) * 8 bytes */
     off += 8;
   }
   if (frag >= 0) {
@@ -138,8 +138,8 @@ static size_t ipv6(uint8_t *p, uint8_t proto, uint8_t src_last, uint8_t dst_last
   return off;
 }
 
-static long q6(uint8_t proto, uint8_t src, uint8_t dst, uint16_t sport, uint16_t dport, int hbh,
-               long frag, uint32_t id) {
+static long q6(uint8_t proto, uint8_t src, uint8_t dst, uint16_t sport, uint16_t dport, int hbh, long frag,
+               uint32_t id) {
   uint8_t p[128];
   uint32_t raw;
   size_t n = ipv6(p, proto, src, dst, sport, dport, hbh, frag, id);
@@ -151,7 +151,7 @@ static int map_empty(void) {
   union bpf_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.map_fd = (uint32_t)map_fd;
-  attr.key = 0;   /* NULL: the first key */
+  attr.key = 0; /* NULL: the first key */
   attr.next_key = (uint64_t)(uintptr_t)next;
   (void)key;
   return syscall(SYS_bpf, BPF_MAP_GET_NEXT_KEY, &attr, sizeof attr) < 0 && errno == ENOENT;
@@ -226,18 +226,21 @@ static void test_other(void) {
   CHECK(q4(1, A, B, 0, 0, 1, 0) == q4(1, A, C, 0, 0, 2, 0), "ICMP of one source: two queues");
   uint8_t p[4] = {0x45, 0, 0, 4};
   uint32_t raw = 1;
-  CHECK(run_raw(p, sizeof p, 0x88b5, &raw) == 0 && raw == 0, "a truncated IPv4 header: queue 0 (got %u)", raw);
+  CHECK(run_raw(p, sizeof p, 0x88b5, &raw) == 0 && raw == 0, "a truncated IPv4 header: queue 0 (got %u)",
+        raw);
   uint8_t p6[41] = {0x60};
-  p6[6] = 17;   /* UDP, but the packet ends before the ports */
+  p6[6] = 17; /* UDP, but the packet ends before the ports */
   raw = 1;
-  CHECK(run_raw(p6, sizeof p6, 0x88b5, &raw) == 0 && raw == 0, "a truncated IPv6 packet: queue 0 (got %u)", raw);
+  CHECK(run_raw(p6, sizeof p6, 0x88b5, &raw) == 0 && raw == 0, "a truncated IPv6 packet: queue 0 (got %u)",
+        raw);
   uint8_t junk[20] = {0x10};
   CHECK(run_raw(junk, sizeof junk, 0x88b5, NULL) >= 0, "not IP: no failure");
 }
 
 int main(void) {
   char err[256];
-  prog_fd = s5_tun_steer_load(0x5eed, 0, &map_fd, err, sizeof err);   /* 0: the raw hash, as the checks expect */
+  prog_fd =
+    s5_tun_steer_load(0x5eed, 0, &map_fd, err, sizeof err); /* 0: the raw hash, as the checks expect */
   if (prog_fd == -EPERM || prog_fd == -EACCES) {
     printf("SKIP: %s (needs root)\n", err);
     return SKIP;

@@ -10,7 +10,7 @@
  * Otherwise prints one line per failed check, then "N passed, M failed",
  * and exits 1 when anything failed. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE  /* unshare() */
+#define _GNU_SOURCE /* unshare() */
 #endif
 #include "tun.h"
 #include "config.h"
@@ -46,7 +46,7 @@
  * or -errno (-ENODEV when there is no such device). */
 static int queue_attach(int fd) {
   struct ifreq ifr;
-  memset(&ifr, 0, sizeof(ifr));
+  memset(&ifr, 0, sizeof ifr);
   ifr.ifr_flags = IFF_ATTACH_QUEUE;
   return ioctl(fd, TUNSETQUEUE, &ifr) < 0 ? -errno : 0;
 }
@@ -56,27 +56,23 @@ static int link_delete(const char *name) {
   struct nl_conn c;
   struct nl_req r;
   int err = s5_tun_name_check(name);
-  if (err < 0)
-    return err;
-  memset(&ifi, 0, sizeof(ifi));
+  if (err < 0) return err;
+  memset(&ifi, 0, sizeof ifi);
   ifi.ifi_family = AF_UNSPEC;
-  s5_nl_init(&r, RTM_DELLINK, 0, &ifi, sizeof(ifi));
+  s5_nl_init(&r, RTM_DELLINK, 0, &ifi, sizeof ifi);
   err = s5_nl_put_attr(&r, IFLA_IFNAME, name, strlen(name) + 1);
-  if (err < 0)
-    return err;
+  if (err < 0) return err;
   err = s5_nl_open(&c);
-  if (err == 0)
-    err = s5_nl_talk(&c, &r);
+  if (err == 0) err = s5_nl_talk(&c, &r);
   s5_nl_close(&c);
   return err;
 }
 #define UDP_PORT 4242
 
-
 static struct s5_prefix prefix(int family, const char *text, unsigned len) {
   struct s5_prefix p;
 
-  memset(&p, 0, sizeof(p));
+  memset(&p, 0, sizeof p);
   p.family = family;
   p.len = len;
   if (inet_pton(family, text, p.addr) != 1) {
@@ -103,11 +99,10 @@ static int if_get(const char *name, unsigned long req, struct ifreq *ifr) {
   int s = ctl_socket();
   int r;
 
-  memset(ifr, 0, sizeof(*ifr));
-  snprintf(ifr->ifr_name, sizeof(ifr->ifr_name), "%s", name);
+  memset(ifr, 0, sizeof *ifr);
+  snprintf(ifr->ifr_name, sizeof ifr->ifr_name, "%s", name);
   r = ioctl(s, req, ifr);
-  if (r < 0)
-    r = -errno;
+  if (r < 0) r = -errno;
   close(s);
   return r;
 }
@@ -136,8 +131,7 @@ static int if_has_addr(const char *name, int family, const char *addr, const cha
     return 0;
   }
   for (i = list; i != NULL; i = i->ifa_next) {
-    if (i->ifa_addr == NULL || i->ifa_addr->sa_family != family || strcmp(i->ifa_name, name))
-      continue;
+    if (i->ifa_addr == NULL || i->ifa_addr->sa_family != family || strcmp(i->ifa_name, name)) continue;
     if (family == AF_INET) {
       ap = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
       mp = &((struct sockaddr_in *)i->ifa_netmask)->sin_addr;
@@ -145,8 +139,8 @@ static int if_has_addr(const char *name, int family, const char *addr, const cha
       ap = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
       mp = &((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr;
     }
-    if (inet_ntop(family, ap, a, sizeof(a)) && inet_ntop(family, mp, m, sizeof(m)) &&
-        strcmp(a, addr) == 0 && strcmp(m, mask) == 0)
+    if (inet_ntop(family, ap, a, sizeof a) && inet_ntop(family, mp, m, sizeof m) && strcmp(a, addr) == 0 &&
+        strcmp(m, mask) == 0)
       found = 1;
   }
   freeifaddrs(list);
@@ -160,8 +154,7 @@ static int if_gone(const char *name) {
   int i;
 
   for (i = 0; i < 100; i++) {
-    if (if_nametoindex(name) == 0)
-      return 1;
+    if (if_nametoindex(name) == 0) return 1;
     nanosleep(&ts, NULL);
   }
   return 0;
@@ -171,8 +164,7 @@ static void close_all(int *fds, int n) {
   int i;
 
   for (i = 0; i < n; i++)
-    if (fds[i] >= 0 && close(fds[i]) < 0)
-      perror("close");
+    if (fds[i] >= 0 && close(fds[i]) < 0) perror("close");
 }
 
 /* ---- packets ------------------------------------------------------------- */
@@ -180,8 +172,7 @@ static void close_all(int *fds, int n) {
 /* Reads from any queue until a packet of `version` to UDP port UDP_PORT
  * arrives (the kernel also sends IPv6 router solicitations and MLD reports
  * on its own), or 2 s pass. Returns its length, or -1. */
-static int read_udp_packet(const int *fds, int n, int version, uint8_t *buf, size_t cap,
-                           int *queue) {
+static int read_udp_packet(const int *fds, int n, int version, uint8_t *buf, size_t cap, int *queue) {
   struct pollfd p[NQUEUES];
   size_t ihl;
   ssize_t len;
@@ -193,21 +184,15 @@ static int read_udp_packet(const int *fds, int n, int version, uint8_t *buf, siz
       p[i].events = POLLIN;
       p[i].revents = 0;
     }
-    if (poll(p, (nfds_t)n, 2000) <= 0)
-      return -1;
+    if (poll(p, (nfds_t)n, 2000) <= 0) return -1;
     for (i = 0; i < n; i++) {
-      if (!(p[i].revents & POLLIN))
-        continue;
+      if (!(p[i].revents & POLLIN)) continue;
       len = read(fds[i], buf, cap);
-      if (len < 1 || buf[0] >> 4 != version)
-        continue;
+      if (len < 1 || buf[0] >> 4 != version) continue;
       ihl = version == 4 ? (size_t)(buf[0] & 0xF) * 4 : 40;
-      if (version == 4 && (len < (ssize_t)ihl + 8 || buf[9] != IPPROTO_UDP))
-        continue;
-      if (version == 6 && (len < 48 || buf[6] != IPPROTO_UDP))
-        continue;
-      if (buf[ihl + 2] != UDP_PORT >> 8 || buf[ihl + 3] != (UDP_PORT & 0xFF))
-        continue;
+      if (version == 4 && (len < (ssize_t)ihl + 8 || buf[9] != IPPROTO_UDP)) continue;
+      if (version == 6 && (len < 48 || buf[6] != IPPROTO_UDP)) continue;
+      if (buf[ihl + 2] != UDP_PORT >> 8 || buf[ihl + 3] != (UDP_PORT & 0xFF)) continue;
       *queue = i;
       return (int)len;
     }
@@ -219,10 +204,8 @@ static uint16_t ip_checksum(const uint8_t *p, size_t len) {
   uint32_t sum = 0;
   size_t i;
 
-  for (i = 0; i + 1 < len; i += 2)
-    sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-  while (sum >> 16)
-    sum = (sum & 0xFFFF) + (sum >> 16);
+  for (i = 0; i + 1 < len; i += 2) sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
   return (uint16_t)~sum;
 }
 
@@ -236,37 +219,34 @@ static void test_kernel_to_queue(const int *fds, int family, const char *dst) {
   int s, len, queue = -1;
   size_t off;
 
-  memset(&ss, 0, sizeof(ss));
+  memset(&ss, 0, sizeof ss);
   if (family == AF_INET) {
     struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 
     sin->sin_family = AF_INET;
     sin->sin_port = htons(UDP_PORT);
     inet_pton(AF_INET, dst, &sin->sin_addr);
-    sslen = sizeof(*sin);
+    sslen = sizeof *sin;
   } else {
     struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 
     sin6->sin6_family = AF_INET6;
     sin6->sin6_port = htons(UDP_PORT);
     inet_pton(AF_INET6, dst, &sin6->sin6_addr);
-    sslen = sizeof(*sin6);
+    sslen = sizeof *sin6;
   }
   s = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   CHECK(s >= 0, "socket: %s", strerror(errno));
-  if (s < 0)
-    return;
-  CHECK(sendto(s, payload, sizeof(payload), 0, (struct sockaddr *)&ss, sslen) ==
-            (ssize_t)sizeof(payload),
+  if (s < 0) return;
+  CHECK(sendto(s, payload, sizeof payload, 0, (struct sockaddr *)&ss, sslen) == (ssize_t)sizeof payload,
         "sendto %s: %s", dst, strerror(errno));
   close(s);
 
-  len = read_udp_packet(fds, NQUEUES, family == AF_INET ? 4 : 6, buf, sizeof(buf), &queue);
+  len = read_udp_packet(fds, NQUEUES, family == AF_INET ? 4 : 6, buf, sizeof buf, &queue);
   CHECK(len > 0, "no UDP packet to %s on any queue", dst);
-  if (len <= 0)
-    return;
+  if (len <= 0) return;
   off = family == AF_INET ? (size_t)(buf[0] & 0xF) * 4 + 8 : 48;
-  CHECK((size_t)len == off + sizeof(payload) && memcmp(buf + off, payload, sizeof(payload)) == 0,
+  CHECK((size_t)len == off + sizeof payload && memcmp(buf + off, payload, sizeof payload) == 0,
         "packet to %s: length %d, payload differs", dst, len);
   printf("# UDP to %s read from queue %d (%d bytes)\n", dst, queue, len);
 }
@@ -276,7 +256,7 @@ static void test_kernel_to_queue(const int *fds, int family, const char *dst) {
 static void test_queue_to_kernel(int fd) {
   static const char payload[] = "from-tun";
   struct sockaddr_in sin;
-  uint8_t pkt[28 + sizeof(payload)];
+  uint8_t pkt[28 + sizeof payload];
   char got[64];
   struct pollfd p;
   uint16_t sum;
@@ -285,21 +265,19 @@ static void test_queue_to_kernel(int fd) {
 
   s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   CHECK(s >= 0, "socket: %s", strerror(errno));
-  if (s < 0)
-    return;
-  memset(&sin, 0, sizeof(sin));
+  if (s < 0) return;
+  memset(&sin, 0, sizeof sin);
   sin.sin_family = AF_INET;
   sin.sin_port = htons(UDP_PORT);
   inet_pton(AF_INET, "198.18.0.1", &sin.sin_addr);
-  CHECK(bind(s, (struct sockaddr *)&sin, sizeof(sin)) == 0, "bind 198.18.0.1: %s",
-        strerror(errno));
+  CHECK(bind(s, (struct sockaddr *)&sin, sizeof sin) == 0, "bind 198.18.0.1: %s", strerror(errno));
 
   /* IPv4 header 198.18.0.2 -> 198.18.0.1, UDP 5353 -> UDP_PORT, no UDP
    * checksum (allowed for IPv4). */
-  memset(pkt, 0, sizeof(pkt));
+  memset(pkt, 0, sizeof pkt);
   pkt[0] = 0x45;
-  pkt[2] = sizeof(pkt) >> 8;
-  pkt[3] = sizeof(pkt) & 0xFF;
+  pkt[2] = sizeof pkt >> 8;
+  pkt[3] = sizeof pkt & 0xFF;
   pkt[8] = 64;
   pkt[9] = IPPROTO_UDP;
   memcpy(pkt + 12, "\xc6\x12\x00\x02", 4);
@@ -311,17 +289,17 @@ static void test_queue_to_kernel(int fd) {
   pkt[21] = 5353 & 0xFF;
   pkt[22] = UDP_PORT >> 8;
   pkt[23] = UDP_PORT & 0xFF;
-  pkt[24] = (8 + sizeof(payload)) >> 8;
-  pkt[25] = (8 + sizeof(payload)) & 0xFF;
-  memcpy(pkt + 28, payload, sizeof(payload));
+  pkt[24] = (8 + sizeof payload) >> 8;
+  pkt[25] = (8 + sizeof payload) & 0xFF;
+  memcpy(pkt + 28, payload, sizeof payload);
 
-  n = write(fd, pkt, sizeof(pkt));
-  CHECK(n == (ssize_t)sizeof(pkt), "write to queue: %zd (%s)", n, strerror(errno));
+  n = write(fd, pkt, sizeof pkt);
+  CHECK(n == (ssize_t)sizeof pkt, "write to queue: %zd (%s)", n, strerror(errno));
   p.fd = s;
   p.events = POLLIN;
   CHECK(poll(&p, 1, 2000) == 1, "no datagram from the queue reached the socket");
-  n = recv(s, got, sizeof(got), MSG_DONTWAIT);
-  CHECK(n == (ssize_t)sizeof(payload) && memcmp(got, payload, sizeof(payload)) == 0,
+  n = recv(s, got, sizeof got, MSG_DONTWAIT);
+  CHECK(n == (ssize_t)sizeof payload && memcmp(got, payload, sizeof payload) == 0,
         "datagram from queue: %zd bytes", n);
   close(s);
 }
@@ -336,11 +314,10 @@ static void check_queue_fd(int fd, int i) {
   CHECK(fl >= 0 && (fl & O_NONBLOCK), "queue %d not O_NONBLOCK", i);
   fl = fcntl(fd, F_GETFD);
   CHECK(fl >= 0 && (fl & FD_CLOEXEC), "queue %d not FD_CLOEXEC", i);
-  memset(&ifr, 0, sizeof(ifr));
+  memset(&ifr, 0, sizeof ifr);
   CHECK(ioctl(fd, TUNGETIFF, &ifr) == 0, "TUNGETIFF queue %d: %s", i, strerror(errno));
   CHECK(strcmp(ifr.ifr_name, DEV) == 0, "queue %d on \"%s\"", i, ifr.ifr_name);
-  CHECK((ifr.ifr_flags & (IFF_TUN | IFF_NO_PI | IFF_MULTI_QUEUE)) ==
-            (IFF_TUN | IFF_NO_PI | IFF_MULTI_QUEUE),
+  CHECK((ifr.ifr_flags & (IFF_TUN | IFF_NO_PI | IFF_MULTI_QUEUE)) == (IFF_TUN | IFF_NO_PI | IFF_MULTI_QUEUE),
         "queue %d flags 0x%x", i, (unsigned)ifr.ifr_flags);
 }
 
@@ -351,12 +328,11 @@ static void check_ipv6_usable(void) {
   int s = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
   CHECK(s >= 0, "socket6: %s", strerror(errno));
-  if (s < 0)
-    return;
-  memset(&sin6, 0, sizeof(sin6));
+  if (s < 0) return;
+  memset(&sin6, 0, sizeof sin6);
   sin6.sin6_family = AF_INET6;
   inet_pton(AF_INET6, "fc00::1", &sin6.sin6_addr);
-  CHECK(bind(s, (struct sockaddr *)&sin6, sizeof(sin6)) == 0,
+  CHECK(bind(s, (struct sockaddr *)&sin6, sizeof sin6) == 0,
         "bind fc00::1 right after setup: %s (tentative?)", strerror(errno));
   close(s);
 }
@@ -378,7 +354,7 @@ static void test_multi_queue(void) {
     check_queue_fd(fds[i], i);
   }
 
-  r = s5_tun_link_setup(DEV, 8500, &v4, &v6, err, sizeof(err));
+  r = s5_tun_link_setup(DEV, 8500, &v4, &v6, err, sizeof err);
   CHECK(r == 0, "link setup: %d: %s", r, err);
   CHECK(r != 0 || err[0] == '\0', "link setup left err \"%s\"", err);
   CHECK(if_mtu(DEV) == 8500, "mtu %d", if_mtu(DEV));
@@ -388,11 +364,11 @@ static void test_multi_queue(void) {
   check_ipv6_usable();
 
   /* Again, as after a restart with a persistent device. */
-  r = s5_tun_link_setup(DEV, 8500, &v4, &v6, err, sizeof(err));
+  r = s5_tun_link_setup(DEV, 8500, &v4, &v6, err, sizeof err);
   CHECK(r == 0, "second link setup: %d: %s", r, err);
 
   /* Errors name the step. */
-  r = s5_tun_link_setup(DEV, 70000, NULL, NULL, err, sizeof(err));
+  r = s5_tun_link_setup(DEV, 70000, NULL, NULL, err, sizeof err);
   CHECK(r == -EINVAL, "mtu 70000: %d", r);
   CHECK(strncmp(err, "setting MTU 70000 on " DEV ": Invalid argument",
                 strlen("setting MTU 70000 on " DEV ": Invalid argument")) == 0,
@@ -402,13 +378,13 @@ static void test_multi_queue(void) {
     struct s5_prefix bad = v4;
 
     bad.len = 33;
-    r = s5_tun_link_setup(DEV, 0, &bad, NULL, err, sizeof(err));
-    CHECK(r == -EINVAL && strstr(err, "adding address 198.18.0.1/33 to " DEV) == err,
-          "prefix /33: %d \"%s\"", r, err);
+    r = s5_tun_link_setup(DEV, 0, &bad, NULL, err, sizeof err);
+    CHECK(r == -EINVAL && strstr(err, "adding address 198.18.0.1/33 to " DEV) == err, "prefix /33: %d \"%s\"",
+          r, err);
   }
-  r = s5_tun_link_setup("nosuchdev0", 1500, NULL, NULL, err, sizeof(err));
-  CHECK(r == -ENODEV && strcmp(err, "finding nosuchdev0: No such device") == 0,
-        "missing device: %d \"%s\"", r, err);
+  r = s5_tun_link_setup("nosuchdev0", 1500, NULL, NULL, err, sizeof err);
+  CHECK(r == -ENODEV && strcmp(err, "finding nosuchdev0: No such device") == 0, "missing device: %d \"%s\"",
+        r, err);
   /* A tiny err buffer is truncated, not overrun. */
   r = s5_tun_link_setup(DEV, 70000, NULL, NULL, err, 8);
   CHECK(r == -EINVAL && strlen(err) == 7, "short err: \"%s\"", err);
@@ -436,8 +412,7 @@ static void test_persist(void) {
 
   fd = s5_tun_open_queue(DEV, 0);
   CHECK(fd >= 0, "open: %s", strerror(-fd));
-  if (fd < 0)
-    return;
+  if (fd < 0) return;
   r = s5_tun_set_persist(fd, 1);
   CHECK(r == 0, "persist: %s", strerror(-r));
   close(fd);
@@ -449,17 +424,14 @@ static void test_persist(void) {
   CHECK(fd >= 0 && fd2 >= 0, "reopen persistent: %d %d", fd, fd2);
   r = fd >= 0 ? s5_tun_set_persist(fd, 0) : -EBADF;
   CHECK(r == 0, "unpersist: %s", strerror(-r));
-  if (fd >= 0)
-    close(fd);
-  if (fd2 >= 0)
-    close(fd2);
+  if (fd >= 0) close(fd);
+  if (fd2 >= 0) close(fd2);
   CHECK(if_gone(DEV), "device still there after unpersist and close");
 
   /* RTM_DELLINK removes a persistent device, even with no queue open. */
   fd = s5_tun_open_queue(DEV, 0);
   CHECK(fd >= 0, "open: %s", strerror(-fd));
-  if (fd < 0)
-    return;
+  if (fd < 0) return;
   CHECK(s5_tun_set_persist(fd, 1) == 0, "persist again");
   close(fd);
   r = link_delete(DEV);
@@ -471,8 +443,7 @@ static void test_persist(void) {
   /* And with queues open: they stay valid fds, the device goes. */
   fd = s5_tun_open_queue(DEV, 0);
   CHECK(fd >= 0, "open: %s", strerror(-fd));
-  if (fd < 0)
-    return;
+  if (fd < 0) return;
   r = link_delete(DEV);
   CHECK(r == 0, "link delete with queue open: %s", strerror(-r));
   CHECK(if_gone(DEV), "device still there after link delete (queue open)");
@@ -491,26 +462,23 @@ static void test_bad_names(void) {
   CHECK(r == -EINVAL, "template name: %d", r);
   r = s5_tun_open_queue("abcdefghijklmnop", 0);
   CHECK(r == -ENAMETOOLONG, "16-byte name: %d", r);
-  r = s5_tun_open_queue("abcdefghijklmno", 0);  /* 15: fits */
+  r = s5_tun_open_queue("abcdefghijklmno", 0); /* 15: fits */
   CHECK(r >= 0, "15-byte name: %d", r);
-  if (r >= 0)
-    close(r);
+  if (r >= 0) close(r);
   r = s5_tun_open_queue("lo", 0);
   CHECK(r == -EBUSY, "name of loopback: %d", r);
 
   /* A single-queue TUN of the same name is in the way. */
   fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
   CHECK(fd >= 0, "open /dev/net/tun: %s", strerror(errno));
-  if (fd < 0)
-    return;
-  memset(&ifr, 0, sizeof(ifr));
+  if (fd < 0) return;
+  memset(&ifr, 0, sizeof ifr);
   strcpy(ifr.ifr_name, "s5single");
   ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
   CHECK(ioctl(fd, TUNSETIFF, &ifr) == 0, "single-queue TUNSETIFF: %s", strerror(errno));
   r = s5_tun_open_queue("s5single", 0);
   CHECK(r == -EBUSY, "single-queue device in the way: %d", r);
-  if (r >= 0)
-    close(r);
+  if (r >= 0) close(r);
   close(fd);
 
   r = s5_tun_name_check("");
@@ -528,11 +496,10 @@ static void test_link_state(void) {
   fds[0] = s5_tun_open_queue(DEV, 0);
   fds[1] = s5_tun_open_queue(DEV, 0);
   CHECK(fds[0] >= 0 && fds[1] >= 0, "open: %d %d", fds[0], fds[1]);
-  if (fds[0] < 0 || fds[1] < 0)
-    return;
+  if (fds[0] < 0 || fds[1] < 0) return;
   r = s5_tun_link_state(DEV, &st);
-  CHECK(r == 0 && st.exists && strcmp(st.kind, "tun") == 0, "state: %d exists %d kind %s", r,
-        st.exists, st.kind);
+  CHECK(r == 0 && st.exists && strcmp(st.kind, "tun") == 0, "state: %d exists %d kind %s", r, st.exists,
+        st.kind);
   CHECK(st.known && !st.tap && st.multi_queue && !st.persist && st.queues == 2,
         "known %d tap %d mq %d persist %d queues %u", st.known, st.tap, st.multi_queue, st.persist,
         st.queues);
@@ -544,12 +511,12 @@ static void test_link_state(void) {
   CHECK(s5_tun_set_persist(fds[0], 1) == 0, "persist");
   close_all(fds, 2);
   r = s5_tun_link_state(DEV, &st);
-  CHECK(r == 0 && st.exists && st.persist && st.queues == 0, "idle persistent: exists %d persist %d queues %u",
-        st.exists, st.persist, st.queues);
+  CHECK(r == 0 && st.exists && st.persist && st.queues == 0,
+        "idle persistent: exists %d persist %d queues %u", st.exists, st.persist, st.queues);
   CHECK(link_delete(DEV) == 0, "delete");
   r = s5_tun_link_state("lo", &st);
-  CHECK(r == 0 && st.exists && strcmp(st.kind, "tun") != 0 && !st.known, "lo: kind \"%s\" known %d",
-        st.kind, st.known);
+  CHECK(r == 0 && st.exists && strcmp(st.kind, "tun") != 0 && !st.known, "lo: kind \"%s\" known %d", st.kind,
+        st.known);
 }
 
 /* A claim is held once per network namespace; the second asker learns the
@@ -561,19 +528,16 @@ static void test_owner(void) {
   a = s5_owner_claim("dev/" DEV, &holder);
   CHECK(a >= 0, "first claim: %s", strerror(-a));
   b = s5_owner_claim("dev/" DEV, &holder);
-  CHECK(b == -EADDRINUSE && holder == getpid(), "second claim: %d, holder %d (we are %d)", b,
-        (int)holder, (int)getpid());
-  s5_owner_tend(a);   /* takes the asker's connection off the queue */
+  CHECK(b == -EADDRINUSE && holder == getpid(), "second claim: %d, holder %d (we are %d)", b, (int)holder,
+        (int)getpid());
+  s5_owner_tend(a); /* takes the asker's connection off the queue */
   b = s5_owner_claim("dev/other0", &holder);
   CHECK(b >= 0, "another name: %s", strerror(-b));
-  if (b >= 0)
-    close(b);
-  if (a >= 0)
-    close(a);
+  if (b >= 0) close(b);
+  if (a >= 0) close(a);
   b = s5_owner_claim("dev/" DEV, &holder);
   CHECK(b >= 0, "claim after release: %s", strerror(-b));
-  if (b >= 0)
-    close(b);
+  if (b >= 0) close(b);
 }
 
 int main(void) {

@@ -8,7 +8,7 @@
 #ifndef S5_LWIP_ARCH_CC_H
 #define S5_LWIP_ARCH_CC_H
 
-#include <endian.h>   /* BYTE_ORDER, LITTLE_ENDIAN, BIG_ENDIAN from glibc */
+#include <endian.h> /* BYTE_ORDER, LITTLE_ENDIAN, BIG_ENDIAN from glibc */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,8 +38,7 @@ void s5_lwip_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Only reached when assertions are compiled in (S5_LWIP_ASSERT): a broken
  * invariant inside the stack is not survivable, so report it and abort. */
-void s5_lwip_assert(const char *msg, const char *file, int line)
-    __attribute__((noreturn));
+void s5_lwip_assert(const char *msg, const char *file, int line) __attribute__((noreturn));
 #define LWIP_PLATFORM_ASSERT(x) s5_lwip_assert((x), __FILE__, __LINE__)
 
 #endif /* S5_LWIP_ARCH_CC_H */

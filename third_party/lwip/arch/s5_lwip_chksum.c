@@ -22,14 +22,14 @@ u16_t s5_lwip_chksum(const void *dataptr, int len) {
     memcpy(&b, p + 8, 8);
     memcpy(&c, p + 16, 8);
     memcpy(&d, p + 24, 8);
-    sum += (a & 0xffffffffu) + (a >> 32) + (b & 0xffffffffu) + (b >> 32) +
-           (c & 0xffffffffu) + (c >> 32) + (d & 0xffffffffu) + (d >> 32);
+    sum += (a & 0xffffffffu) + (a >> 32) + (b & 0xffffffffu) + (b >> 32) + (c & 0xffffffffu) + (c >> 32) +
+           (d & 0xffffffffu) + (d >> 32);
   }
   for (; len >= 8; len -= 8, p += 8) {
     memcpy(&w, p, 8);
     sum += (w & 0xffffffffu) + (w >> 32);
   }
-  if (len > 0) {   /* the tail, zero-padded as the checksum defines it */
+  if (len > 0) { /* the tail, zero-padded as the checksum defines it */
     w = 0;
     memcpy(&w, p, (size_t)len);
     sum += (w & 0xffffffffu) + (w >> 32);

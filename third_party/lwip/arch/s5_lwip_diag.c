@@ -9,20 +9,18 @@
 
 #include "arch/cc.h"
 
-void s5_lwip_diag(const char *fmt, ...)
-{
+void s5_lwip_diag(const char *fmt, ...) {
   char line[512];
   va_list ap;
 
   va_start(ap, fmt);
-  vsnprintf(line, sizeof(line), fmt, ap);
+  vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   /* lwIP's debug messages carry their own newlines; ours adds none. */
   fputs(line, stderr);
 }
 
-void s5_lwip_assert(const char *msg, const char *file, int line)
-{
+void s5_lwip_assert(const char *msg, const char *file, int line) {
   fprintf(stderr, "lwip: assertion \"%s\" failed at %s:%d\n", msg, file, line);
   abort();
 }

@@ -22,23 +22,21 @@ static __thread uint64_t s5_rand_state;
 static __thread pid_t s5_rand_pid;
 
 /* splitmix64 step: spreads weak fallback entropy over all 64 bits. */
-static uint64_t s5_rand_mix(uint64_t z)
-{
+static uint64_t s5_rand_mix(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 
-static void s5_rand_seed(pid_t pid)
-{
+static void s5_rand_seed(pid_t pid) {
   uint64_t seed = 0;
   struct timespec ts;
 
   /* GRND_NONBLOCK: never stall a worker at early boot; a short or failed
    * read falls back to clock, pid and a per-thread address, which still
    * differ between workers. */
-  if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed)) {
+  if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     seed ^= (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32);
     seed ^= (uint64_t)pid << 16;
@@ -49,13 +47,11 @@ static void s5_rand_seed(pid_t pid)
   s5_rand_pid = pid;
 }
 
-uint32_t s5_lwip_rand(void)
-{
+uint32_t s5_lwip_rand(void) {
   pid_t pid = getpid();
   uint64_t x;
 
-  if (s5_rand_state == 0 || s5_rand_pid != pid)
-    s5_rand_seed(pid);
+  if (s5_rand_state == 0 || s5_rand_pid != pid) s5_rand_seed(pid);
   x = s5_rand_state;
   x ^= x >> 12;
   x ^= x << 25;

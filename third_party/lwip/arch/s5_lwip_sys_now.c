@@ -9,13 +9,11 @@
 
 #include "lwip/sys.h"
 
-u32_t sys_now(void)
-{
+u32_t sys_now(void) {
   struct timespec ts;
 
   /* CLOCK_MONOTONIC cannot fail on Linux with a valid pointer; if it ever
    * did, 0 keeps lwIP's arithmetic defined instead of reading garbage. */
-  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
-    return 0;
+  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) return 0;
   return (u32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
 }
