@@ -268,7 +268,8 @@ static void session_refuse_loop(struct s5_sessions *t) {
   struct s5_wctx *w = t->w;
   S5_STAT_ADD(w->stats, drop_proxy_loop, 1);
   uint64_t now = uv_now(&w->loop);
-  if (t->loop_logged_ms != 0 && now - t->loop_logged_ms < 10000) return; /* once per 10 s */
+  if (t->loop_logged_ms != 0 && now - t->loop_logged_ms < S5_FAILURE_LOG_MS)
+    return; /* as often as failures */
   t->loop_logged_ms = now;
   const struct s5_config *cfg = w->cfg;
   if (cfg->tun.auto_route && cfg->socks5.mark != 0) /* s5tund's own are marked: not routed here */
