@@ -212,7 +212,10 @@ static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) 
   a->u->relay_dead_run = 0;
   a->answered = 1;
   s5_assoc_touch(a);
-  s5_udp_tun_put(w, &from, src.port, &a->client, a->client_port, buf + hlen, nread - (size_t)hlen);
+  const uint8_t *data = buf + hlen;
+  size_t len = nread - (size_t)hlen;
+  if (s5_udp_tun_put(w, &from, src.port, &a->client, a->client_port, data, len) < 0)
+    s5_udp_output(w, &from, src.port, &a->client, a->client_port, data, len);
 }
 
 /* ---------------------------------------------------------------- the association's start */
@@ -237,7 +240,7 @@ static int relay_open(struct s5_assoc *a) {
     close(fd);
     return r;
   }
-  r = s5_udp_sock_init(&a->relay, &a->u->w->loop, fd, a, a->id); /* takes fd */
+  r = s5_udp_sock_init(&a->relay, a->u->w, fd, a, a->id); /* takes fd */
   if (r < 0) return r;
   a->relay_open = 1;
   a->handles_open++;
@@ -405,8 +408,8 @@ struct s5_udp *s5_udp_start(struct s5_wctx *w) {
   }
   u->w = w;
   u->proxy_ops = &assoc_proxy_ops;
-  if (s5_udp_io_start(w) < 0 || s5_udp_tun_start(w, s5_udp_io_batching()) < 0) {
-    s5_udp_io_stop();
+  if (s5_udp_io_start(w) < 0 || s5_udp_tun_start(w, s5_udp_io_batching(w)) < 0) {
+    s5_udp_io_stop(w);
     free(u);
     return NULL;
   }
@@ -430,7 +433,7 @@ void s5_udp_stop(struct s5_udp *u) {
   if (u == NULL) return;
   udp_set_any_dest_handler(NULL, NULL);
   while (u->all != NULL) s5_assoc_end(u->all, "worker stopping");
-  s5_udp_tun_stop();
-  s5_udp_io_stop();
+  s5_udp_tun_stop(u->w);
+  s5_udp_io_stop(u->w);
   free(u);
 }

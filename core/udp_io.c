@@ -83,9 +83,9 @@ struct s5_udp_io {
   uint8_t arena[S5_UDPIO_ARENA];
 };
 
-static __thread struct s5_udp_io *io_self;
+int s5_udp_io_batching(const struct s5_wctx *w) { return w->udp_io != NULL && w->udp_io->batch; }
 
-int s5_udp_io_batching(void) { return io_self != NULL && io_self->batch; }
+static void io_flush(struct s5_udp_io *io);
 
 /* ---------------------------------------------------------------- sending */
 
@@ -122,13 +122,13 @@ static void send_now(struct s5_udp_io *io, struct s5_udp_sock *s, const uint8_t 
 }
 
 void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, const struct pbuf *p) {
-  struct s5_udp_io *io = io_self;
+  struct s5_udp_io *io = s->io;
   size_t len = hlen + p->tot_len;
   if (!io->batch) {
     send_now(io, s, hdr, hlen, p);
     return;
   }
-  if (io->used + len > sizeof io->arena || io->nents == S5_UDPIO_ENTS) s5_udp_io_flush();
+  if (io->used + len > sizeof io->arena || io->nents == S5_UDPIO_ENTS) io_flush(io);
   uint8_t *d = io->arena + io->used;
   if (hlen > 0) memcpy(d, hdr, hlen); /* none for datagrams queued with theirs */
   pbuf_copy_partial(p, d + hlen, p->tot_len, 0);
@@ -226,9 +226,8 @@ static void sock_flush(struct s5_udp_io *io, struct s5_udp_sock *s) {
   send_msgs(io, s, nmsg);
 }
 
-void s5_udp_io_flush(void) {
-  struct s5_udp_io *io = io_self;
-  if (io == NULL) return;
+/* Sends everything queued: once per loop turn, and when the arena is full. */
+static void io_flush(struct s5_udp_io *io) {
   struct s5_udp_sock *s = io->pend;
   io->pend = NULL;
   while (s != NULL) {
@@ -242,7 +241,7 @@ void s5_udp_io_flush(void) {
   io->nents = 0;
 }
 
-static void io_check(uv_check_t *check) { s5_udp_io_flush(); }
+static void io_check(uv_check_t *check) { io_flush(check->data); }
 
 /* ---------------------------------------------------------------- receiving */
 
@@ -290,7 +289,7 @@ static int sock_error(struct s5_udp_sock *s) {
 static void sock_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
   struct s5_udp_sock *s = (struct s5_udp_sock *)handle; /* poll is the first member */
-  struct s5_udp_io *io = io_self;
+  struct s5_udp_io *io = s->io;
   if (status < 0 && sock_error(s) < 0) return;
   unsigned batch = io->batch ? S5_UDPIO_RECV_BATCH : 1;
   for (int round = 0; round < S5_UDPIO_RECV_ROUNDS && !s->closing; round++) {
@@ -318,12 +317,13 @@ static void sock_readable(uv_poll_t *handle, int status, int events) {
 
 /* ---------------------------------------------------------------- sockets */
 
-int s5_udp_sock_init(struct s5_udp_sock *s, uv_loop_t *loop, int fd, void *data, uint64_t id) {
+int s5_udp_sock_init(struct s5_udp_sock *s, struct s5_wctx *w, int fd, void *data, uint64_t id) {
   memset(s, 0, sizeof *s);
+  s->io = w->udp_io;
   s->fd = -1;
   s->head = s->tail = -1;
   s->id = id;
-  int r = uv_poll_init_socket(loop, &s->poll, fd);
+  int r = uv_poll_init_socket(&w->loop, &s->poll, fd);
   if (r < 0) {
     close(fd);
     return r;
@@ -333,7 +333,7 @@ int s5_udp_sock_init(struct s5_udp_sock *s, uv_loop_t *loop, int fd, void *data,
   /* GRO: the kernel may hand several datagrams of the relay over in one
    * read (split again in deliver()); where it cannot, nothing changes. */
   int on = 1;
-  if (io_self->batch && setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof on) < 0)
+  if (s->io->batch && setsockopt(fd, SOL_UDP, UDP_GRO, &on, sizeof on) < 0)
     s5_debug("u%llu relay socket: UDP_GRO: %s (reads stay one datagram each)", (unsigned long long)id,
              strerror(errno));
   return 0;
@@ -346,7 +346,7 @@ int s5_udp_sock_start(struct s5_udp_sock *s, s5_udp_sock_recv_cb on_recv, s5_udp
 }
 
 void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb) {
-  struct s5_udp_io *io = io_self;
+  struct s5_udp_io *io = s->io;
   if (s->closing) return;
   s->closing = 1;
   if (s->pending && io != NULL) { /* its queued datagrams are dropped with it */
@@ -388,7 +388,7 @@ int s5_udp_io_start(struct s5_wctx *w) {
     return -1;
   }
   io->check.data = io;
-  io_self = io;
+  w->udp_io = io;
   return 0;
 }
 
@@ -398,9 +398,9 @@ static void io_closed(uv_handle_t *handle) {
   free(io);
 }
 
-void s5_udp_io_stop(void) {
-  struct s5_udp_io *io = io_self;
+void s5_udp_io_stop(struct s5_wctx *w) {
+  struct s5_udp_io *io = w->udp_io;
   if (io == NULL) return;
-  io_self = NULL;
+  w->udp_io = NULL;
   uv_close((uv_handle_t *)&io->check, io_closed); /* freed when the loop has let go of it */
 }

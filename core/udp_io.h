@@ -37,7 +37,8 @@ typedef void (*s5_udp_sock_recv_cb)(struct s5_udp_sock *s, const uint8_t *buf, s
 typedef void (*s5_udp_sock_err_cb)(struct s5_udp_sock *s, int err);
 
 struct s5_udp_sock {
-  uv_poll_t poll; /* poll.data: the owner's (udp.c: the association) */
+  uv_poll_t poll;       /* poll.data: the owner's (udp.c: the association) */
+  struct s5_udp_io *io; /* the worker's (wctx.h) */
   int fd;
   uint64_t id; /* the owner's id, for logs */
   s5_udp_sock_recv_cb on_recv;
@@ -49,14 +50,14 @@ struct s5_udp_sock {
 
 /* Per worker: call from s5_udp_start / s5_udp_stop. Returns 0 or -1 (logged). */
 int s5_udp_io_start(struct s5_wctx *w);
-void s5_udp_io_stop(void);
+void s5_udp_io_stop(struct s5_wctx *w);
 
 /* 1 when batching and offloads are on (S5TUND_NO_UDP_OFFLOAD not set). */
-int s5_udp_io_batching(void);
+int s5_udp_io_batching(const struct s5_wctx *w);
 
 /* Takes over fd (a UDP socket, non-blocking) for s; data goes to
  * s->poll.data. Returns 0 or a negative libuv error (fd then closed). */
-int s5_udp_sock_init(struct s5_udp_sock *s, uv_loop_t *loop, int fd, void *data, uint64_t id);
+int s5_udp_sock_init(struct s5_udp_sock *s, struct s5_wctx *w, int fd, void *data, uint64_t id);
 
 /* Starts reading (after connect()). Returns 0 or a negative libuv error. */
 int s5_udp_sock_start(struct s5_udp_sock *s, s5_udp_sock_recv_cb on_recv, s5_udp_sock_err_cb on_error);
@@ -68,8 +69,5 @@ void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb);
  * now on the plain path). Counted in bytes_to_proxy when sent, drop_udp
  * when lost (full socket buffer, an ICMP error). */
 void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, const struct pbuf *p);
-
-/* Sends everything queued (also run by the worker's loop once per turn). */
-void s5_udp_io_flush(void);
 
 #endif

@@ -25,13 +25,15 @@
 #include <sys/uio.h>
 
 #include "log.h"
-#include "netif.h"
-#include "udp.h"
 #include "wctx.h"
 
 #include "lwip/inet_chksum.h"
 #include "lwip/opt.h"
 #include "lwip/pbuf.h"
+#include "lwip/prot/ip.h"
+#include "lwip/prot/ip4.h"
+#include "lwip/prot/ip6.h"
+#include "lwip/prot/udp.h"
 
 /* Debian 12's kernel headers predate USO (Linux 6.2); the values are the
  * kernel's (include/uapi/linux/if_tun.h, virtio_net.h). */
@@ -48,7 +50,7 @@
 #define S5_UDPTUN_SEGS 64 /* the kernel's UDP_MAX_SEGMENTS before 6.9 */
 #define S5_UDPTUN_BASE_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) /* tun/queue.c's */
 
-struct udp_tun {
+struct s5_udp_tun {
   int uso;                                 /* GSO UDP writes to the TUN */
   unsigned said_write : 1, said_split : 1; /* the first of each, at debug (tests look) */
   uint16_t ip_id;
@@ -59,22 +61,20 @@ struct udp_tun {
   uint16_t sport, dport;
   size_t seg, total;
   struct virtio_net_hdr vh;
-  uint8_t hdr[40 + 8];
+  uint8_t hdr[IP6_HLEN + UDP_HLEN];
   struct iovec iov[2 + S5_UDPTUN_SEGS];
 };
 
-static __thread struct udp_tun *tun_self;
-
-/* The TUN queue's fd: the netif's (core/netif.h), which lwIP keeps as its state. */
-static int tun_fd(const struct s5_wctx *w) { return ((const struct s5_netif *)w->netif.state)->fd; }
+/* The worker's TUN queue (the netif reads it; this writes to it too). */
+static int tun_fd(const struct s5_wctx *w) { return w->tun_fd; }
 
 int s5_udp_tun_start(struct s5_wctx *w, int batch) {
-  struct udp_tun *t = calloc(1, sizeof *t);
+  struct s5_udp_tun *t = calloc(1, sizeof *t);
   if (t == NULL) {
     s5_error("UDP: out of memory");
     return -1;
   }
-  tun_self = t;
+  w->udp_tun = t;
   if (!w->cfg->tun.offload) return 0; /* no virtio header, no offloads */
   /* The offloads are the device's, set through any of its queues: every
    * worker asks the same. A kernel without USO refuses the whole request
@@ -92,14 +92,14 @@ int s5_udp_tun_start(struct s5_wctx *w, int batch) {
   return 0;
 }
 
-void s5_udp_tun_stop(void) {
-  free(tun_self);
-  tun_self = NULL;
+void s5_udp_tun_stop(struct s5_wctx *w) {
+  free(w->udp_tun);
+  w->udp_tun = NULL;
 }
 
 /* ---------------------------------------------------------------- download */
 
-static int same_flow(const struct udp_tun *t, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+static int same_flow(const struct s5_udp_tun *t, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
                      uint16_t dport) {
   return t->sport == sport && t->dport == dport && ip_addr_cmp(&t->src, src) && ip_addr_cmp(&t->dst, dst);
 }
@@ -108,44 +108,44 @@ static int same_flow(const struct udp_tun *t, const ip_addr_t *src, uint16_t spo
  * complemented: where a partial checksum starts (as netif.c's for TCP). */
 static uint16_t pseudo_partial(const uint8_t *addrs, int alen, size_t udplen) {
   uint32_t sum = s5_lwip_chksum(addrs, alen);
-  sum += lwip_htons(17) + lwip_htons((u16_t)udplen);
+  sum += lwip_htons(IP_PROTO_UDP) + lwip_htons((u16_t)udplen);
   sum = (sum & 0xffff) + (sum >> 16);
   sum = (sum & 0xffff) + (sum >> 16);
   return (uint16_t)sum;
 }
 
 /* IP and UDP header of the run into t->hdr; returns their length. */
-static size_t build_headers(struct udp_tun *t) {
+static size_t build_headers(struct s5_udp_tun *t) {
   uint8_t *h = t->hdr;
-  size_t udplen = 8 + t->total, iphl;
+  size_t udplen = UDP_HLEN + t->total, iphl;
   uint16_t partial;
   if (IP_IS_V6(&t->dst)) {
-    iphl = 40;
-    memset(h, 0, 40);
+    iphl = IP6_HLEN;
+    memset(h, 0, IP6_HLEN);
     h[0] = 0x60;
     h[4] = (uint8_t)(udplen >> 8);
     h[5] = (uint8_t)udplen;
-    h[6] = 17;
+    h[6] = IP_PROTO_UDP;
     h[7] = UDP_TTL;
     memcpy(h + 8, ip_2_ip6(&t->src)->addr, 16);
     memcpy(h + 24, ip_2_ip6(&t->dst)->addr, 16);
     partial = pseudo_partial(h + 8, 32, udplen);
   } else {
-    iphl = 20;
-    size_t tot = 20 + udplen;
+    iphl = IP_HLEN;
+    size_t tot = IP_HLEN + udplen;
     uint16_t id = t->ip_id;
     t->ip_id = (uint16_t)(t->ip_id + t->n); /* the kernel numbers the segments on from id */
-    memset(h, 0, 20);
+    memset(h, 0, IP_HLEN);
     h[0] = 0x45;
     h[2] = (uint8_t)(tot >> 8);
     h[3] = (uint8_t)tot;
     h[4] = (uint8_t)(id >> 8);
     h[5] = (uint8_t)id;
     h[8] = UDP_TTL;
-    h[9] = 17;
+    h[9] = IP_PROTO_UDP;
     memcpy(h + 12, &ip_2_ip4(&t->src)->addr, 4);
     memcpy(h + 16, &ip_2_ip4(&t->dst)->addr, 4);
-    uint16_t sum = inet_chksum(h, 20);
+    uint16_t sum = inet_chksum(h, IP_HLEN);
     memcpy(h + 10, &sum, 2);
     partial = pseudo_partial(h + 12, 8, udplen);
   }
@@ -157,16 +157,16 @@ static size_t build_headers(struct udp_tun *t) {
   u[4] = (uint8_t)(udplen >> 8);
   u[5] = (uint8_t)udplen;
   memcpy(u + 6, &partial, 2);
-  return iphl + 8;
+  return iphl + UDP_HLEN;
 }
 
 void s5_udp_tun_flush(struct s5_wctx *w) {
-  struct udp_tun *t = tun_self;
+  struct s5_udp_tun *t = w->udp_tun;
   if (t == NULL || t->n == 0) return;
   size_t hl = build_headers(t);
   memset(&t->vh, 0, sizeof t->vh);
   t->vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-  t->vh.csum_start = (uint16_t)(hl - 8);
+  t->vh.csum_start = (uint16_t)(hl - UDP_HLEN);
   t->vh.csum_offset = 6;
   if (t->n > 1) {
     t->vh.gso_type = VIRTIO_NET_HDR_GSO_UDP_L4;
@@ -195,17 +195,17 @@ void s5_udp_tun_flush(struct s5_wctx *w) {
   S5_STAT_ADD(w->stats, tun_tx_bytes, (size_t)r - sizeof t->vh + (n - 1) * hl);
 }
 
-void s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
-                    uint16_t dport, const uint8_t *data, size_t len) {
-  struct udp_tun *t = tun_self;
-  size_t iphl = IP_IS_V6(dst) ? 40 : 20;
-  if (!t->uso || len == 0 || iphl + 8 + len > w->cfg->tun.mtu || IP_GET_TYPE(src) != IP_GET_TYPE(dst)) {
+int s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+                   uint16_t dport, const uint8_t *data, size_t len) {
+  struct s5_udp_tun *t = w->udp_tun;
+  size_t iphl = IP_IS_V6(dst) ? IP6_HLEN : IP_HLEN;
+  if (!t->uso || len == 0 || iphl + UDP_HLEN + len > w->cfg->tun.mtu ||
+      IP_GET_TYPE(src) != IP_GET_TYPE(dst)) {
     s5_udp_tun_flush(w); /* what came before goes first */
-    s5_udp_output(w, src, sport, dst, dport, data, len);
-    return;
+    return -1;
   }
   if (t->n > 0 && (t->closed || len > t->seg || t->n == S5_UDPTUN_SEGS ||
-                   iphl + 8 + t->total + len > 0xffff || !same_flow(t, src, sport, dst, dport)))
+                   iphl + UDP_HLEN + t->total + len > 0xffff || !same_flow(t, src, sport, dst, dport)))
     s5_udp_tun_flush(w);
   if (t->n == 0) {
     ip_addr_copy(t->src, *src);
@@ -218,6 +218,7 @@ void s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, con
   t->iov[2 + t->n++] = (struct iovec){(void *)data, len};
   t->total += len;
   if (len < t->seg) t->closed = 1;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- upload */
@@ -225,13 +226,13 @@ void s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, con
 /* One segment of the GSO packet: the headers of pkt with lengths for
  * plen bytes of payload at off, IPv4 id + k. NULL when out of memory. */
 static struct pbuf *segment(const uint8_t *pkt, size_t iphl, int v6, size_t off, size_t plen, unsigned k) {
-  size_t hl = iphl + 8;
+  size_t hl = iphl + UDP_HLEN;
   struct pbuf *q = pbuf_alloc(PBUF_RAW, (u16_t)(hl + plen), PBUF_RAM);
   if (q == NULL) return NULL;
   uint8_t *h = q->payload;
   memcpy(h, pkt, hl);
   memcpy(h + hl, pkt + hl + off, plen);
-  size_t udplen = 8 + plen;
+  size_t udplen = UDP_HLEN + plen;
   if (v6) {
     h[4] = (uint8_t)(udplen >> 8);
     h[5] = (uint8_t)udplen;
@@ -254,21 +255,21 @@ static struct pbuf *segment(const uint8_t *pkt, size_t iphl, int v6, size_t off,
 
 int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size) {
   const uint8_t *pkt = p->payload;
-  if (p->len != p->tot_len || p->len < 28 || gso_size == 0) return -1;
+  if (p->len != p->tot_len || p->len < IP_HLEN + UDP_HLEN || gso_size == 0) return -1;
   int v6 = pkt[0] >> 4 == 6;
   size_t iphl, total;
   if (v6) {
-    iphl = 40; /* the kernel's UDP GSO packets carry no extension headers */
-    if (p->len < 48 || pkt[6] != 17) return -1;
-    total = 40 + ((size_t)pkt[4] << 8 | pkt[5]);
+    iphl = IP6_HLEN; /* the kernel's UDP GSO packets carry no extension headers */
+    if (p->len < IP6_HLEN + UDP_HLEN || pkt[6] != IP_PROTO_UDP) return -1;
+    total = IP6_HLEN + ((size_t)pkt[4] << 8 | pkt[5]);
   } else {
     iphl = (pkt[0] & 0x0f) * 4u;
-    if (pkt[0] >> 4 != 4 || iphl < 20 || pkt[9] != 17) return -1;
+    if (pkt[0] >> 4 != 4 || iphl < IP_HLEN || pkt[9] != IP_PROTO_UDP) return -1;
     total = (size_t)pkt[2] << 8 | pkt[3];
   }
-  if (total > p->len || total < iphl + 8) return -1;
+  if (total > p->len || total < iphl + UDP_HLEN) return -1;
   size_t payload = total - iphl - 8;
-  struct udp_tun *t = tun_self;
+  struct s5_udp_tun *t = w->udp_tun;
   if (t != NULL && !t->said_split) {
     t->said_split = 1;
     s5_debug("UDP: a GSO packet from the TUN split into datagrams of %u bytes (first of its kind)", gso_size);

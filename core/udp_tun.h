@@ -11,7 +11,7 @@
  * whose IP and UDP headers we build ourselves, the payloads pointing into
  * the relay's read buffers (no copy). Datagrams above the MTU (lwIP
  * fragments them) and every datagram where the kernel refuses USO, or
- * S5TUND_NO_UDP_OFFLOAD is set, go through s5_udp_output() as before.
+ * S5TUND_NO_UDP_OFFLOAD is set, go through lwIP as before (the caller, udp.c).
  *
  * The other way, with USO on the device the kernel may hand over one GSO
  * packet for many datagrams of a client that sends with UDP_SEGMENT:
@@ -31,12 +31,14 @@ struct pbuf;
 /* Probes USO on the worker's TUN queue (before privileges are dropped);
  * batch = 0 turns it off (and off on the device). Returns 0 or -1 (logged). */
 int s5_udp_tun_start(struct s5_wctx *w, int batch);
-void s5_udp_tun_stop(void);
+void s5_udp_tun_stop(struct s5_wctx *w);
 
 /* A datagram from src:sport to the client dst:dport (one family). data
- * must stay valid until s5_udp_tun_flush(). */
-void s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
-                    uint16_t dport, const uint8_t *data, size_t len);
+ * must stay valid until s5_udp_tun_flush(). Returns 0, or -1 when it is
+ * not for this path (no USO, above the MTU): the caller sends it through
+ * lwIP (s5_udp_output), after what was collected before it is written. */
+int s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+                   uint16_t dport, const uint8_t *data, size_t len);
 
 /* Writes what s5_udp_tun_put() collected. */
 void s5_udp_tun_flush(struct s5_wctx *w);

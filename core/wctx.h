@@ -19,11 +19,14 @@
 
 struct s5_cfg_snap;
 struct s5_flowq;
+struct s5_udp_io;
+struct s5_udp_tun;
 
 struct s5_wctx {
   uv_loop_t loop;
   struct netif netif; /* the TUN queue as lwIP sees it (core/netif.c) */
   unsigned index;     /* queue number, for logs */
+  int tun_fd;         /* the queue (not owned): netif.c reads it, netif.c and udp_tun.c write it */
 
   const struct s5_config *cfg;  /* the newest configuration; sessions hold the one they started with */
   const struct s5_config *cfg0; /* the start-up one (not a snapshot: never freed here) */
@@ -35,6 +38,9 @@ struct s5_wctx {
 
   int draining; /* no new sessions; the worker ends when the last one does */
   int stopping; /* everything is being closed */
+
+  struct s5_udp_io *udp_io;   /* relay-socket batching (core/udp_io.c), while UDP runs */
+  struct s5_udp_tun *udp_tun; /* UDP to the TUN with USO (core/udp_tun.c), while UDP runs */
 
   struct s5_failures fail; /* s5_wctx_failure() */
   struct {                 /* [log] sessions: this second's line budget (core/sessionlog.c) */

@@ -177,6 +177,7 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
   w->fd = fd;
   s5_relay_init(&w->relay, &w->ctx);
   s5_sessions_init(&w->tcp, &w->ctx, &w->relay);
+  w->ctx.tun_fd = w->fd;
   s5_netif_init(&w->tun, &w->ctx, w->fd);
   return 0;
 }
