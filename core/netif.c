@@ -11,6 +11,7 @@
 
 #include "netif.h"
 
+#include "chksum.h"
 #include "icmp.h"
 #include "log.h"
 #include "udp_tun.h"
@@ -63,17 +64,18 @@ static int netif_tcp_offload(const struct s5_wctx *w, struct pbuf *p, struct vir
   uint8_t *ip = p->payload;
   if (p->len < IP_HLEN) return -1;
   unsigned version = ip[0] >> 4, iphl, total;
-  uint32_t sum;
+  const uint8_t *addrs;
+  int alen;
   if (version == 4) {
     iphl = (ip[0] & 0x0f) * 4u;
     if (ip[S5_IP4_PROTO] != IP_PROTO_TCP) return -1;
     total = ((unsigned)ip[S5_IP4_TOTLEN] << 8 | ip[S5_IP4_TOTLEN + 1]);
-    sum = s5_lwip_chksum(ip + S5_IP4_ADDRS, 8);
+    addrs = ip + S5_IP4_ADDRS, alen = 8;
   } else if (version == 6 && p->len >= IP6_HLEN) {
     iphl = IP6_HLEN; /* lwIP sends TCP without extension headers */
     if (ip[S5_IP6_NEXTH] != IP6_NEXTH_TCP) return -1;
     total = IP6_HLEN + ((unsigned)ip[S5_IP6_PLEN] << 8 | ip[S5_IP6_PLEN + 1]);
-    sum = s5_lwip_chksum(ip + S5_IP6_ADDRS, 32);
+    addrs = ip + S5_IP6_ADDRS, alen = 32;
   } else {
     return -1;
   }
@@ -81,10 +83,7 @@ static int netif_tcp_offload(const struct s5_wctx *w, struct pbuf *p, struct vir
   uint8_t *tcp = ip + iphl;
   unsigned tcphl = (tcp[S5_TCP_OFFSET] >> 4) * 4u, tcplen = total - iphl;
   if (tcphl < TCP_HLEN || p->len < iphl + tcphl) return -1;
-  sum += lwip_htons(IP_PROTO_TCP) + lwip_htons((u16_t)tcplen);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  u16_t partial = (u16_t)sum;
+  u16_t partial = s5_chksum_pseudo_partial(addrs, alen, IP_PROTO_TCP, tcplen);
   memcpy(tcp + S5_TCP_CHKSUM, &partial, 2);
 
   unsigned mss = s5_netif_gso_size(w, version == 6);

@@ -24,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/uio.h>
 
+#include "chksum.h"
 #include "log.h"
 #include "wctx.h"
 
@@ -104,16 +105,6 @@ static int same_flow(const struct s5_udp_tun *t, const ip_addr_t *src, uint16_t 
   return t->sport == sport && t->dport == dport && ip_addr_cmp(&t->src, src) && ip_addr_cmp(&t->dst, dst);
 }
 
-/* The folded pseudo-header sum (addresses, protocol, UDP length), not
- * complemented: where a partial checksum starts (as netif.c's for TCP). */
-static uint16_t pseudo_partial(const uint8_t *addrs, int alen, size_t udplen) {
-  uint32_t sum = s5_lwip_chksum(addrs, alen);
-  sum += lwip_htons(IP_PROTO_UDP) + lwip_htons((u16_t)udplen);
-  sum = (sum & 0xffff) + (sum >> 16);
-  sum = (sum & 0xffff) + (sum >> 16);
-  return (uint16_t)sum;
-}
-
 /* IP and UDP header of the run into t->hdr; returns their length. */
 static size_t build_headers(struct s5_udp_tun *t) {
   uint8_t *h = t->hdr;
@@ -129,7 +120,7 @@ static size_t build_headers(struct s5_udp_tun *t) {
     h[7] = UDP_TTL;
     memcpy(h + 8, ip_2_ip6(&t->src)->addr, 16);
     memcpy(h + 24, ip_2_ip6(&t->dst)->addr, 16);
-    partial = pseudo_partial(h + 8, 32, udplen);
+    partial = s5_chksum_pseudo_partial(h + 8, 32, IP_PROTO_UDP, udplen);
   } else {
     iphl = IP_HLEN;
     size_t tot = IP_HLEN + udplen;
@@ -147,7 +138,7 @@ static size_t build_headers(struct s5_udp_tun *t) {
     memcpy(h + 16, &ip_2_ip4(&t->dst)->addr, 4);
     uint16_t sum = inet_chksum(h, IP_HLEN);
     memcpy(h + 10, &sum, 2);
-    partial = pseudo_partial(h + 12, 8, udplen);
+    partial = s5_chksum_pseudo_partial(h + 12, 8, IP_PROTO_UDP, udplen);
   }
   uint8_t *u = h + iphl;
   u[0] = (uint8_t)(t->sport >> 8);
@@ -268,7 +259,7 @@ int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size) {
     total = (size_t)pkt[2] << 8 | pkt[3];
   }
   if (total > p->len || total < iphl + UDP_HLEN) return -1;
-  size_t payload = total - iphl - 8;
+  size_t payload = total - iphl - UDP_HLEN;
   struct s5_udp_tun *t = w->udp_tun;
   if (t != NULL && !t->said_split) {
     t->said_split = 1;
