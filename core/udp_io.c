@@ -364,6 +364,12 @@ void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb) {
 
 /* ---------------------------------------------------------------- worker glue */
 
+static void io_closed(uv_handle_t *handle) {
+  struct s5_udp_io *io = handle->data;
+  free(io->slots);
+  free(io);
+}
+
 int s5_udp_io_start(struct s5_wctx *w) {
   struct s5_udp_io *io = calloc(1, sizeof *io);
   uint8_t *slots = malloc((size_t)S5_UDPIO_RECV_BATCH * S5_UDPIO_SLOT);
@@ -380,7 +386,6 @@ int s5_udp_io_start(struct s5_wctx *w) {
   if (!io->batch)
     s5_info("UDP: batching and offloads disabled by S5TUND_NO_UDP_OFFLOAD (one datagram per system call)");
   int r = uv_check_init(&w->loop, &io->check);
-  if (r == 0) r = uv_check_start(&io->check, io_check);
   if (r < 0) {
     s5_error("UDP: flush handle: %s", uv_strerror(r));
     free(slots);
@@ -388,14 +393,14 @@ int s5_udp_io_start(struct s5_wctx *w) {
     return -1;
   }
   io->check.data = io;
+  r = uv_check_start(&io->check, io_check);
+  if (r < 0) { /* the handle is the loop's now: freed in its close callback */
+    s5_error("UDP: flush handle: %s", uv_strerror(r));
+    uv_close((uv_handle_t *)&io->check, io_closed);
+    return -1;
+  }
   w->udp_io = io;
   return 0;
-}
-
-static void io_closed(uv_handle_t *handle) {
-  struct s5_udp_io *io = handle->data;
-  free(io->slots);
-  free(io);
 }
 
 void s5_udp_io_stop(struct s5_wctx *w) {
