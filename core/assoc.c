@@ -78,14 +78,50 @@ void s5_assoc_end(struct s5_assoc *a, const char *why) {
 
 /* An association failed at the proxy. Failures while a hold-down runs (the
  * associations that started before it) do not lengthen it. */
+static unsigned hold_next_ms(unsigned ms) {
+  return ms == 0 ? S5_UDP_HOLD_MIN_MS : ms >= S5_UDP_HOLD_MAX_MS / 2 ? S5_UDP_HOLD_MAX_MS : 2 * ms;
+}
+
 void s5_assoc_hold(struct s5_udp *u) {
   uint64_t now = uv_now(&u->w->loop);
   if (now < u->hold_until) return;
-  u->hold_ms = u->hold_ms == 0                        ? S5_UDP_HOLD_MIN_MS
-               : u->hold_ms >= S5_UDP_HOLD_MAX_MS / 2 ? S5_UDP_HOLD_MAX_MS
-                                                      : 2 * u->hold_ms;
+  u->hold_ms = hold_next_ms(u->hold_ms);
   u->hold_until = now + u->hold_ms;
   s5_debug("UDP: new associations refused for %u ms after a failure at the proxy", u->hold_ms);
+}
+
+static struct s5_udp_held *held_find(struct s5_udp *u, const ip_addr_t *client, uint16_t port) {
+  for (unsigned i = 0; i < S5_UDP_HELD_CLIENTS; i++) {
+    struct s5_udp_held *h = &u->held[i];
+    if (h->hold_ms != 0 && h->port == port && ip_addr_cmp(&h->client, client)) return h;
+  }
+  return NULL;
+}
+
+/* Eight slots, taken in turn: a client pushed out by eight others failing
+ * since is the proxy's whole UDP side failing, which s5_assoc_hold covers. */
+unsigned s5_assoc_hold_client(struct s5_udp *u, const ip_addr_t *client, uint16_t port, int *again) {
+  struct s5_udp_held *h = held_find(u, client, port);
+  *again = h != NULL;
+  if (h == NULL) {
+    h = &u->held[u->held_next];
+    u->held_next = (u->held_next + 1) % S5_UDP_HELD_CLIENTS;
+    ip_addr_copy(h->client, *client);
+    h->port = port;
+    h->hold_ms = 0;
+  }
+  uint64_t now = uv_now(&u->w->loop);
+  if (now >= h->until + S5_UDP_HOLD_MAX_MS) h->hold_ms = 0; /* it failed long ago: start over */
+  h->hold_ms = hold_next_ms(h->hold_ms);
+  h->until = now + h->hold_ms;
+  return h->hold_ms;
+}
+
+int s5_assoc_held(struct s5_udp *u, const ip_addr_t *client, uint16_t port) {
+  uint64_t now = uv_now(&u->w->loop);
+  if (now < u->hold_until) return 1;
+  const struct s5_udp_held *h = held_find(u, client, port);
+  return h != NULL && now < h->until;
 }
 
 void s5_assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *why) {

@@ -76,6 +76,17 @@ struct s5_assoc {
   uint8_t hdr[4 + 16 + 2];
 };
 
+/* A client whose relay refused datagrams before any came back: it alone is
+ * held back for a while (its retries would cost an ASSOCIATE each), the
+ * others go on (assoc.c). */
+#define S5_UDP_HELD_CLIENTS 8
+struct s5_udp_held {
+  ip_addr_t client;
+  uint16_t port;
+  unsigned hold_ms; /* 0: a free slot */
+  uint64_t until;
+};
+
 struct s5_udp {
   struct s5_wctx *w;
   const struct s5_proxy_ops *proxy_ops; /* the datagram side's (udp.c): every association's client */
@@ -86,7 +97,9 @@ struct s5_udp {
   unsigned hold_ms;                 /* the last hold-down; 0 once a relay answered */
   unsigned no_associate_logged : 1; /* "the proxy does not support UDP ASSOCIATE" said */
   unsigned relay_worked : 1;        /* a datagram came back through some relay */
-  unsigned relay_dead_run;          /* relays unreachable since the last datagram back */
+  unsigned relay_dead_run;          /* distinct clients' relays unreachable since the last datagram back */
+  unsigned held_next;               /* the slot of held[] the next new client takes */
+  struct s5_udp_held held[S5_UDP_HELD_CLIENTS];
   struct s5_assoc *buckets[S5_UDP_BUCKETS];
 };
 
@@ -112,6 +125,15 @@ void s5_assoc_no_associate(struct s5_assoc *a, const char *why);
 
 /* New associations refused for a while after a failure at the proxy. */
 void s5_assoc_hold(struct s5_udp *u);
+
+/* Only client:port's new associations refused for a while; the hold-down
+ * doubles when the client was held before. Returns its length in ms, and
+ * in *again whether the client was held before (a repeat, not another
+ * client failing). */
+unsigned s5_assoc_hold_client(struct s5_udp *u, const ip_addr_t *client, uint16_t port, int *again);
+
+/* Whether client:port's new associations are refused now (either hold). */
+int s5_assoc_held(struct s5_udp *u, const ip_addr_t *client, uint16_t port);
 
 /* The relay is connected: datagrams flow, the idle timer runs. */
 void s5_assoc_set_ready(struct s5_assoc *a, uint16_t relay_port);

@@ -145,20 +145,27 @@ static int reply_source(const struct s5_assoc *a, const struct s5_socks5_addr *s
   return -1;
 }
 
-/* The relay answers with ICMP errors. When relays of this proxy have been
- * answering, that is the proxy ending this one association (danted does,
- * for one whose datagrams drew an ICMP error from the target: a closed
- * port, say): it costs only itself. A relay that never worked, or relay
- * after relay failing with no datagram back in between, is the proxy's UDP
- * side failing: new associations are held back (udp_hold). */
+/* The relay answers with ICMP errors. That is the proxy ending this one
+ * association (danted does, for one whose datagrams drew an ICMP error from
+ * the target: a closed port, say), or the proxy's UDP side failing. Only
+ * the second holds back new associations of every client (udp_hold), and
+ * it is told apart by clients: relays of several distinct clients refusing
+ * in a row with no datagram back in between (two when no relay of this
+ * worker has worked yet, S5_UDP_RELAY_DEAD_RUN when one has). One client
+ * alone costs only itself: when nothing came back through its relay, that
+ * client is held back (its retries would cost an ASSOCIATE each). */
 static void relay_unreachable(struct s5_assoc *a, int err) {
   struct s5_udp *u = a->u;
-  char why[160];
-  if (a->answered || (u->relay_worked && ++u->relay_dead_run < S5_UDP_RELAY_DEAD_RUN)) {
-    snprintf(why, sizeof why,
-             "the proxy ended the association (its relay refuses datagrams: %s); "
-             "others go on",
-             uv_strerror(err));
+  char why[200];
+  int again = 0;
+  unsigned held_ms = a->answered ? 0 : s5_assoc_hold_client(u, &a->client, a->client_port, &again);
+  unsigned most = u->relay_worked ? S5_UDP_RELAY_DEAD_RUN : 2;
+  if (a->answered || again || ++u->relay_dead_run < most) {
+    int n = snprintf(why, sizeof why,
+                     "the proxy ended the association (its relay refuses datagrams: %s); others go on",
+                     uv_strerror(err));
+    if (held_ms != 0 && n > 0 && (size_t)n < sizeof why)
+      snprintf(why + n, sizeof why - (size_t)n, "; this client held back %u ms", held_ms);
     char c[80], line[300];
     snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
              why);
@@ -363,7 +370,7 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     return;
   }
   if (a != NULL && hdr == hdr_buf) cache_header(a, dst, dport, hdr_buf, hlen);
-  if (a == NULL && uv_now(&w->loop) < u->hold_until) { /* the proxy failed just now */
+  if (a == NULL && s5_assoc_held(u, src, sport)) { /* the proxy failed just now */
     s5_icmp_port_unreachable(w, p);
     return;
   }
