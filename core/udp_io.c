@@ -15,7 +15,11 @@
  * the pages datagrams touch become resident), at most S5_UDPIO_RECV_ROUNDS
  * batches per wake-up so that one busy relay cannot starve the TUN queue
  * (the poll handle is level-triggered and comes back). After each batch
- * the TUN writer is flushed: it holds pointers into the slots. */
+ * the TUN writer is flushed: it holds pointers into the slots.
+ *
+ * Moderation: when a turn found several relay datagrams waiting, the
+ * worker waits [session] udp-coalesce µs before it polls again
+ * (io_moderate), so that the next wake-up finds several too. */
 #include "udp_io.h"
 
 #include <errno.h>
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -46,6 +51,7 @@
 #define S5_UDPIO_GSO_BYTES 65000    /* a GSO message is one IP packet to the kernel */
 #define S5_UDPIO_RECV_BATCH 32
 #define S5_UDPIO_RECV_ROUNDS 4
+#define S5_UDPIO_MODERATE_MIN 2     /* datagrams found waiting in one turn before io_moderate waits */
 #define S5_UDPIO_SLOT (65536 + 512) /* a GRO-coalesced read is at most 64 KiB */
 #define S5_UDPIO_IOV 64             /* header + pbufs on the plain path */
 
@@ -67,7 +73,10 @@ union cmsg_int {
 struct s5_udp_io {
   struct s5_wctx *w;
   uv_check_t check;
-  int batch; /* 0: S5TUND_NO_UDP_OFFLOAD, the plain path */
+  uv_prepare_t moderate;
+  unsigned handles_open;
+  unsigned read_turn; /* datagrams read from relays since the loop last polled */
+  int batch;          /* 0: S5TUND_NO_UDP_OFFLOAD, the plain path */
   struct s5_udp_sock *pend;
   size_t used;
   unsigned nents;
@@ -309,10 +318,37 @@ static void sock_readable(uv_poll_t *handle, int status, int events) {
       s->on_error(s, -err);
       break;
     }
+    io->read_turn += (unsigned)r;
     for (unsigned k = 0; k < (unsigned)r && !s->closing; k++) deliver(io, s, k);
     s5_udp_tun_flush(io->w); /* it points into the slots, which the next batch reuses */
     if ((unsigned)r < batch) break;
   }
+}
+
+/* ---------------------------------------------------------------- moderation */
+
+/* Interrupt moderation, as a network card's rx-usecs. A relay's datagrams
+ * each wake the worker: one wake-up, one recvmmsg and one write to the TUN
+ * (which delivers to the client and wakes it, in this thread) per datagram
+ * or two. When a turn found two or more waiting (they come faster than the
+ * worker wakes), it waits udp-coalesce µs right before it would poll
+ * again, so that the next wake-up reads several and udp_tun.c writes a
+ * flow's run as one GSO packet; it keeps doing so while they keep coming.
+ * One datagram at a time (a request and its answer, a game, a call) never
+ * waits. The wait blocks this worker's loop after everything of the turn
+ * was flushed: its other traffic waits too, at most udp-coalesce (10 ms at
+ * most), and only while its relays are that busy. */
+static void io_moderate(uv_prepare_t *prepare) {
+  struct s5_udp_io *io = prepare->data;
+  struct s5_wctx *w = io->w;
+  unsigned n = io->read_turn;
+  io->read_turn = 0;
+  uint64_t us = w->cfg->session.udp_coalesce;
+  if (n < S5_UDPIO_MODERATE_MIN || us == 0 || w->stopping) return;
+  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+  }
+  S5_STAT_ADD(w->stats, udp_coalesce_waits, 1);
 }
 
 /* ---------------------------------------------------------------- sockets */
@@ -364,10 +400,32 @@ void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb) {
 
 /* ---------------------------------------------------------------- worker glue */
 
+/* The last of its two handles frees it. */
 static void io_closed(uv_handle_t *handle) {
   struct s5_udp_io *io = handle->data;
+  if (--io->handles_open > 0) return;
   free(io->slots);
   free(io);
+}
+
+static void io_close(struct s5_udp_io *io) {
+  uv_close((uv_handle_t *)&io->check, io_closed);
+  uv_close((uv_handle_t *)&io->moderate, io_closed);
+}
+
+/* The flush after every turn and the moderation before every poll. */
+static int io_handles_start(struct s5_wctx *w, struct s5_udp_io *io) {
+  int r = uv_check_init(&w->loop, &io->check);
+  if (r < 0) return r;
+  io->handles_open++;
+  io->check.data = io;
+  r = uv_prepare_init(&w->loop, &io->moderate);
+  if (r < 0) return r;
+  io->handles_open++;
+  io->moderate.data = io;
+  r = uv_check_start(&io->check, io_check);
+  if (r == 0) r = uv_prepare_start(&io->moderate, io_moderate);
+  return r;
 }
 
 int s5_udp_io_start(struct s5_wctx *w) {
@@ -385,18 +443,17 @@ int s5_udp_io_start(struct s5_wctx *w) {
   io->batch = !(off != NULL && off[0] != '\0' && strcmp(off, "0") != 0);
   if (!io->batch)
     s5_info("UDP: batching and offloads disabled by S5TUND_NO_UDP_OFFLOAD (one datagram per system call)");
-  int r = uv_check_init(&w->loop, &io->check);
+  int r = io_handles_start(w, io);
   if (r < 0) {
-    s5_error("UDP: flush handle: %s", uv_strerror(r));
-    free(slots);
-    free(io);
-    return -1;
-  }
-  io->check.data = io;
-  r = uv_check_start(&io->check, io_check);
-  if (r < 0) { /* the handle is the loop's now: freed in its close callback */
-    s5_error("UDP: flush handle: %s", uv_strerror(r));
-    uv_close((uv_handle_t *)&io->check, io_closed);
+    s5_error("UDP: flush and moderation handles: %s", uv_strerror(r));
+    if (io->handles_open == 0) { /* none is the loop's yet */
+      free(slots);
+      free(io);
+    } else if (io->handles_open == 1) { /* the check handle is: freed in its close callback */
+      uv_close((uv_handle_t *)&io->check, io_closed);
+    } else {
+      io_close(io);
+    }
     return -1;
   }
   w->udp_io = io;
@@ -407,5 +464,5 @@ void s5_udp_io_stop(struct s5_wctx *w) {
   struct s5_udp_io *io = w->udp_io;
   if (io == NULL) return;
   w->udp_io = NULL;
-  uv_close((uv_handle_t *)&io->check, io_closed); /* freed when the loop has let go of it */
+  io_close(io); /* freed when the loop has let go of both handles */
 }

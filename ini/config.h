@@ -78,6 +78,7 @@ struct s5_config {
     unsigned tcp_idle_timeout; /* seconds, >= 1 */
     unsigned max_sessions;     /* per worker, 0 = unlimited */
     unsigned udp_idle_timeout; /* seconds, >= 1 */
+    unsigned udp_coalesce;     /* microseconds, 0 = off (udp_io.c) */
     unsigned tcp_buffer;       /* bytes a TCP session holds each way, S5_TCP_BUFFER_MIN..MAX */
   } session;
 

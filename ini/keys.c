@@ -99,6 +99,12 @@ static const struct s5_key keys[] = {
    * datagram either way (or when the proxy closes its control connection). */
   {"session", "udp-idle-timeout", &s5_type_uint, AT(session.udp_idle_timeout), .min = 1, .max = 86400,
    .live = true, .def = "60", .doc = "seconds without a datagram either way before a UDP association ends"},
+  /* Interrupt moderation for the relays' datagrams (udp_io.c), as a NIC's
+   * rx-usecs: only while they queue up. */
+  {"session", "udp-coalesce", &s5_type_uint, AT(session.udp_coalesce), .max = 10000, .live = true,
+   .def = "250",
+   .doc = "microseconds a worker waits before reading relays again after it found two or more datagrams "
+          "waiting, 0 = off"},
   {"session", "tcp-buffer", &s5_type_uint, AT(session.tcp_buffer), .min = S5_TCP_BUFFER_MIN,
    .max = S5_TCP_BUFFER_MAX, .live = true, .def = "524288", .doc = "bytes one TCP session holds each way"},
 

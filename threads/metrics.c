@@ -54,6 +54,7 @@ static const struct {
   {"tcp_handshake_timeout", false, "TCP sessions whose client never completed its handshake."},
   {"udp_active", true, "UDP associations open now."},
   {"udp_total", false, "UDP associations since start."},
+  {"udp_coalesce_waits", false, "Waits of [session] udp-coalesce before reading relays again."},
   {"bytes_to_proxy", false, "Payload bytes sent to the proxy (SOCKS5 handshakes not included)."},
   {"bytes_from_proxy", false, "Payload bytes received from the proxy (SOCKS5 handshakes not included)."},
   {"socks5_connect_failed", false, "Sessions that could not connect to the proxy."},

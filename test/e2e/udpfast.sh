@@ -14,7 +14,12 @@
 #                    as sent, both ways; s5tund's log shows that it took
 #                    and wrote UDP GSO packets on the TUN. Then the same,
 #                    shorter, with S5TUND_NO_UDP_OFFLOAD=1 (the plain
-#                    per-datagram path, forced)
+#                    per-datagram path, forced).
+#                    [session] udp-coalesce: the bursts' echoes, which
+#                    queue up at the relay, made the workers wait
+#                    (udp_coalesce_waits moved); 500 ping-pongs (one
+#                    datagram in flight) made none wait; after a reload
+#                    to udp-coalesce = 0, a burst makes none wait
 #
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
 # Traffic stays inside the two namespaces; everything is removed on exit.
@@ -55,13 +60,20 @@ start_udptarget() {
   fail "udptarget.py did not start"
 }
 
-# The usual configuration, log level debug (the checks read it).
+# The usual configuration, log level debug (the checks read it), a stats
+# socket; the file is $S5_CFG.
 start_s5() {
-  local f=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini
+  S5_CFG=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT CFG_LOG_LEVEL=debug \
-    e2e_write_config "$f"
-  e2e_start_s5tund --config "$f"
+    e2e_write_config "$S5_CFG"
+  printf '\n[stats]\nsocket = %s\n' "$WORK/stats.sock" >>"$S5_CFG"
+  e2e_start_s5tund --config "$S5_CFG"
   e2e_wait_ready "$MODE" "$QUEUES"
+}
+
+waits() {   # udp_coalesce_waits over all queues
+  "$S5TUND" --stats "$WORK/stats.sock" --json |
+    "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"]["udp_coalesce_waits"])'
 }
 
 burst() {   # udpburst.py in C, bounded
@@ -80,11 +92,24 @@ case_udp_burst() {
   e2e_start_dante
   start_s5
   log_has 'UDP segmentation offload on' "USO on the TUN queue"
-  local h
+  local h w0 w1
+  w0=$(waits)
+  burst burst --host "$TGT4" --port "$UDP_PORT" --count 500 --size 100 --window 1
+  w1=$(waits)
+  ((w1 == w0)) || fail "500 ping-pongs (one datagram in flight) made the workers wait $((w1 - w0)) times (udp-coalesce)"
   for h in "$TGT4" "$TGT6"; do
     burst burst --host "$h" --port "$UDP_PORT" --count 10000 --size 1200
     burst gso --host "$h" --port "$UDP_PORT"
   done
+  w0=$(waits)
+  ((w0 > w1)) || fail "the bursts' echoes queued at the relays but no worker waited (udp_coalesce_waits $w0)"
+  log "udp-coalesce: 0 waits for 500 ping-pongs, $((w0 - w1)) waits for the bursts"
+  printf '\n[session]\nudp-coalesce = 0\n' >>"$S5_CFG"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "main configuration reloaded" 10 "'configuration reloaded' line" >/dev/null
+  burst burst --host "$TGT4" --port "$UDP_PORT" --count 10000 --size 1200
+  w1=$(waits)
+  ((w1 == w0)) || fail "with udp-coalesce = 0 (reloaded) the workers waited $((w1 - w0)) times"
   # The client's UDP_SEGMENT sends reached s5tund as GSO packets and the
   # echoes of a run went out as one: the offload paths ran, not a fallback.
   log_has 'GSO packet from the TUN split' "a GSO UDP packet taken from the TUN"

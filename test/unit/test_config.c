@@ -110,6 +110,7 @@ static const char *cfg_diff(const struct s5_config *a, const struct s5_config *b
   if (memcmp(&a->socks5.udp_addr, &b->socks5.udp_addr, sizeof a->socks5.udp_addr) != 0)
     return "socks5.udp_addr";
   if (a->session.udp_idle_timeout != b->session.udp_idle_timeout) return "session.udp_idle_timeout";
+  if (a->session.udp_coalesce != b->session.udp_coalesce) return "session.udp_coalesce";
   if (memcmp(&a->dns.addr, &b->dns.addr, sizeof a->dns.addr) != 0) return "dns.addr";
   if (!prefix_eq(&a->dns.network, &b->dns.network)) return "dns.network";
   if (!prefix_eq(&a->dns.network6, &b->dns.network6)) return "dns.network6";
@@ -239,6 +240,7 @@ static void test_defaults(void) {
   CHECK(c.socks5.udp, "default udp associate");
   CHECK(c.socks5.udp_addr.ss_family == 0, "default udp-address unset");
   CHECK(c.session.udp_idle_timeout == 60, "default udp-idle-timeout");
+  CHECK(c.session.udp_coalesce == 250, "default udp-coalesce");
   CHECK(c.session.tcp_buffer == 512 * 1024, "default tcp-buffer");
   CHECK(c.dns.addr[0].ss_family == 0 && c.dns.addr[1].ss_family == 0, "default dns address unset");
   CHECK(c.dns.network6.family == 0, "default dns network6 unset");
@@ -428,6 +430,7 @@ static const struct bad bad_files[] = {
    "host names are not "
    "looked up"},
   {"bad_udp_idle_timeout.ini", 2, "[session] udp-idle-timeout", "0 is out of range (1..86400)"},
+  {"bad_udp_coalesce.ini", 2, "[session] udp-coalesce", "10001 is out of range (0..10000)"},
   {"bad_tcp_buffer.ini", 2, "[session] tcp-buffer", "8192 is out of range (16384..524288)"},
   {"bad_dns_address.ini", 2, "[dns] address", "not an IPv4 or IPv6 address"},
   {"bad_dns_network_nolen.ini", 2, "[dns] network", "no prefix length"},
