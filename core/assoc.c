@@ -76,12 +76,13 @@ void s5_assoc_end(struct s5_assoc *a, const char *why) {
   if (a->relay_open) s5_udp_sock_close(&a->relay, assoc_handle_closed);
 }
 
-/* An association failed at the proxy. Failures while a hold-down runs (the
- * associations that started before it) do not lengthen it. */
+/* 1 s, doubling to 30 s. */
 static unsigned hold_next_ms(unsigned ms) {
   return ms == 0 ? S5_UDP_HOLD_MIN_MS : ms >= S5_UDP_HOLD_MAX_MS / 2 ? S5_UDP_HOLD_MAX_MS : 2 * ms;
 }
 
+/* An association failed at the proxy. Failures while a hold-down runs (the
+ * associations that started before it) do not lengthen it. */
 void s5_assoc_hold(struct s5_udp *u) {
   uint64_t now = uv_now(&u->w->loop);
   if (now < u->hold_until) return;
