@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "log.h"
 #include "udp_tun.h"
 #include "wctx.h"
@@ -439,8 +440,7 @@ int s5_udp_io_start(struct s5_wctx *w) {
   }
   io->w = w;
   io->slots = slots;
-  const char *off = getenv("S5TUND_NO_UDP_OFFLOAD");
-  io->batch = !(off != NULL && off[0] != '\0' && strcmp(off, "0") != 0);
+  io->batch = !s5_env_flag("S5TUND_NO_UDP_OFFLOAD");
   if (!io->batch)
     s5_info("UDP: batching and offloads disabled by S5TUND_NO_UDP_OFFLOAD (one datagram per system call)");
   int r = io_handles_start(w, io);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "log.h"
 #include "owner.h"
 #include "privileges.h"
@@ -140,14 +141,13 @@ static void unsteer(const struct s5_config *cfg, int fd) {
  * needs no steering. S5TUND_NO_STEERING=1 skips it (to test the fallback,
  * or to compare). */
 static void steer(const struct s5_config *cfg, int fd) {
-  const char *off = getenv("S5TUND_NO_STEERING");
   char err[256];
   int r = 0;
   if (cfg->queues < 2) { /* nothing to steer */
     unsteer(cfg, fd);
     return;
   }
-  if (off != NULL && off[0] != '\0' && strcmp(off, "0") != 0) {
+  if (s5_env_flag("S5TUND_NO_STEERING")) {
     snprintf(err, sizeof err, "disabled by S5TUND_NO_STEERING");
     unsteer(cfg, fd);
   } else if ((r = s5_tun_steer_attach(fd, cfg->queues, err, sizeof err)) == 0) {
