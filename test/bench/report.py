@@ -14,7 +14,6 @@ Speeds are never checked.
 
 import argparse
 import csv
-import json
 import os
 import re
 import sys
@@ -54,15 +53,11 @@ def read_kv_line(path):
 
 def iperf_result(path):
     """(bits/s, bytes, retransmits, error) from an iperf3 --json file."""
-    try:
-        with open(path) as f:
-            d = json.load(f)
-    except (OSError, ValueError) as e:
-        return 0.0, 0, None, "no iperf3 JSON (%s)" % e.__class__.__name__
-    end = d.get("end") or {}
+    end, err = report_udp.iperf_end(path)
+    if end is None:
+        return 0.0, 0, None, err
     recv = end.get("sum_received") or {}
     sent = end.get("sum_sent") or {}
-    err = d.get("error") or ""
     return (float(recv.get("bits_per_second") or 0), int(recv.get("bytes") or 0),
             sent.get("retransmits"), err)
 

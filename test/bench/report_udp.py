@@ -26,17 +26,25 @@ def read_meta(path):
     return d
 
 
-def udp_result(path):
-    """(bits/s, bytes, lost %, error) at the receiver from an iperf3 -u --json file."""
+def iperf_end(path):
+    """(the "end" object, the error) of an iperf3 --json file (TCP and UDP
+    runs alike); (None, why) when there is no JSON."""
     try:
         with open(path) as f:
             d = json.load(f)
     except (OSError, ValueError) as e:
-        return 0.0, 0, None, "no iperf3 JSON (%s)" % e.__class__.__name__
-    end = d.get("end") or {}
+        return None, "no iperf3 JSON (%s)" % e.__class__.__name__
+    return d.get("end") or {}, d.get("error") or ""
+
+
+def udp_result(path):
+    """(bits/s, bytes, lost %, error) at the receiver from an iperf3 -u --json file."""
+    end, err = iperf_end(path)
+    if end is None:
+        return 0.0, 0, None, err
     recv = end.get("sum_received") or end.get("sum") or {}
     return (float(recv.get("bits_per_second") or 0), int(recv.get("bytes") or 0),
-            recv.get("lost_percent"), d.get("error") or "")
+            recv.get("lost_percent"), err)
 
 
 def collect(out, r, runs, clk):
