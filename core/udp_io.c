@@ -401,7 +401,7 @@ void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb) {
 
 /* ---------------------------------------------------------------- worker glue */
 
-/* The last of its two handles frees it. */
+/* The last of its handles frees it. */
 static void io_closed(uv_handle_t *handle) {
   struct s5_udp_io *io = handle->data;
   if (--io->handles_open > 0) return;
@@ -409,9 +409,17 @@ static void io_closed(uv_handle_t *handle) {
   free(io);
 }
 
+/* Closes the handles that were initialised (check first, then moderate);
+ * io is freed when they have closed, at once when none was. */
 static void io_close(struct s5_udp_io *io) {
+  if (io->handles_open == 0) {
+    free(io->slots);
+    free(io);
+    return;
+  }
+  int both = io->handles_open == 2;
   uv_close((uv_handle_t *)&io->check, io_closed);
-  uv_close((uv_handle_t *)&io->moderate, io_closed);
+  if (both) uv_close((uv_handle_t *)&io->moderate, io_closed);
 }
 
 /* The flush after every turn and the moderation before every poll. */
@@ -446,14 +454,7 @@ int s5_udp_io_start(struct s5_wctx *w) {
   int r = io_handles_start(w, io);
   if (r < 0) {
     s5_error("UDP: flush and moderation handles: %s", uv_strerror(r));
-    if (io->handles_open == 0) { /* none is the loop's yet */
-      free(slots);
-      free(io);
-    } else if (io->handles_open == 1) { /* the check handle is: freed in its close callback */
-      uv_close((uv_handle_t *)&io->check, io_closed);
-    } else {
-      io_close(io);
-    }
+    io_close(io);
     return -1;
   }
   w->udp_io = io;
