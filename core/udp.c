@@ -43,6 +43,8 @@
 /* Relays of a proxy that worked and then refuse datagrams this many times in
  * a row, with none answering in between: the proxy's UDP side has failed. */
 #define S5_UDP_RELAY_DEAD_RUN 8
+/* The same on a worker where no relay has answered yet. */
+#define S5_UDP_RELAY_DEAD_RUN_FRESH 2
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -150,8 +152,9 @@ static int reply_source(const struct s5_assoc *a, const struct s5_socks5_addr *s
  * the target: a closed port, say), or the proxy's UDP side failing. Only
  * the second holds back new associations of every client (udp_hold), and
  * it is told apart by clients: relays of several distinct clients refusing
- * in a row with no datagram back in between (two when no relay of this
- * worker has worked yet, S5_UDP_RELAY_DEAD_RUN when one has). One client
+ * in a row with no datagram back in between (S5_UDP_RELAY_DEAD_RUN_FRESH
+ * when no relay of this worker has worked yet, S5_UDP_RELAY_DEAD_RUN when
+ * one has). One client
  * alone costs only itself: when nothing came back through its relay, that
  * client is held back (its retries would cost an ASSOCIATE each). */
 static void relay_unreachable(struct s5_assoc *a, int err) {
@@ -159,7 +162,7 @@ static void relay_unreachable(struct s5_assoc *a, int err) {
   char why[200];
   int again = 0;
   unsigned held_ms = a->answered ? 0 : s5_assoc_hold_client(u, &a->client, a->client_port, &again);
-  unsigned most = u->relay_worked ? S5_UDP_RELAY_DEAD_RUN : 2;
+  unsigned most = u->relay_worked ? S5_UDP_RELAY_DEAD_RUN : S5_UDP_RELAY_DEAD_RUN_FRESH;
   if (a->answered || again || ++u->relay_dead_run < most) {
     int n = snprintf(why, sizeof why,
                      "the proxy ended the association (its relay refuses datagrams: %s); others go on",
