@@ -41,6 +41,33 @@ struct s5_prefix {
   unsigned len;     /* prefix length */
 };
 
+/* [tun] route-exclude / route-include: at most this many prefixes inline;
+ * long lists go into route-exclude-file / route-include-file. */
+#define S5_ROUTE_PREFIXES_MAX 64
+
+struct s5_prefix_list {
+  unsigned n;
+  struct s5_prefix p[S5_ROUTE_PREFIXES_MAX];
+};
+
+/* A file of prefixes, one a line: its path (empty = none), and what it held
+ * when the configuration was read (--check-config prints the counts). The
+ * routes are installed from the file itself (s5_prefix_file_read), read
+ * again at start and at every reload. */
+struct s5_prefix_file {
+  char path[PATH_MAX];
+  unsigned n4, n6;
+};
+
+/* Reads a prefix file: one IPv4 or IPv6 prefix a line (ADDR/LEN or a bare
+ * address), '#' to the end of a line is a comment, blank lines are
+ * skipped. Calls fn (if not NULL) for each prefix; fn returns 0 or -1 (then
+ * reading stops with err left as fn wrote it). Returns the number of
+ * prefixes with *n4 and *n6 set, or -1 with "PATH:LINE: what" in err. */
+typedef int s5_prefix_fn(const struct s5_prefix *p, void *arg, char *err, size_t errlen);
+long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned *n4, unsigned *n6, char *err,
+                         size_t errlen);
+
 struct s5_config {
   enum s5_mode mode;
   unsigned queues;            /* resolved: 1..S5_QUEUES_MAX, never 0 */
@@ -58,8 +85,13 @@ struct s5_config {
     bool kill_switch; /* with auto_route: tunnel-bound traffic blocked while the device is absent */
     struct s5_uid_list exclude_uid; /* with auto_route: these users' traffic stays out of the tunnel */
     struct s5_uid_list include_uid; /* with auto_route: only these users' traffic enters it */
-    char post_up[PATH_MAX];         /* command run once the device is up; empty = none */
-    char pre_down[PATH_MAX];        /* command run before the device goes */
+    bool exclude_local;             /* with auto_route: connected networks and inbound connections stay out */
+    struct s5_prefix_list route_exclude; /* with auto_route: never into the tunnel (wins over include) */
+    struct s5_prefix_list route_include; /* with auto_route: only these into it (empty = everything) */
+    struct s5_prefix_file route_exclude_file;
+    struct s5_prefix_file route_include_file;
+    char post_up[PATH_MAX];  /* command run once the device is up; empty = none */
+    char pre_down[PATH_MAX]; /* command run before the device goes */
   } tun;
 
   struct {

@@ -91,6 +91,19 @@ int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t err
     snprintf(err, errlen, "needs [tun] auto-route = true (it selects which users' traffic auto-route takes)");
     return -1;
   }
+  /* The prefix lists choose what auto-route takes; without it they do nothing. */
+  if (!cfg->tun.auto_route) {
+    const char *set = cfg->tun.route_exclude.n > 0               ? "route-exclude"
+                      : cfg->tun.route_include.n > 0             ? "route-include"
+                      : cfg->tun.route_exclude_file.path[0] != 0 ? "route-exclude-file"
+                      : cfg->tun.route_include_file.path[0] != 0 ? "route-include-file"
+                                                                 : NULL;
+    if (set != NULL) {
+      *key = s5_config_key_find("tun", set);
+      snprintf(err, errlen, "needs [tun] auto-route = true (it selects which destinations auto-route takes)");
+      return -1;
+    }
+  }
   /* Without a mark the proxy connections would be routed into the tunnel. */
   if (cfg->tun.auto_route && cfg->socks5.mark == 0) {
     *key = s5_config_key_find("tun", "auto-route");

@@ -43,6 +43,9 @@ int s5_parse_ifname(const char *text, char *out, size_t outlen, char *err, size_
 
 /* ADDR/LEN of the given family; an empty text clears *out (family 0). */
 int s5_parse_prefix(const char *text, int family, struct s5_prefix *out, char *err, size_t errlen);
+/* A route list's prefix: either family, ADDR/LEN (1..32 or 1..128) or a bare
+ * address, no host bits. */
+int s5_parse_route_prefix(const char *text, struct s5_prefix *out, char *err, size_t errlen);
 
 /* An IPv4 or IPv6 literal (optionally in brackets) stored with the port. */
 int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss, socklen_t *sslen, char *err,

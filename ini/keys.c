@@ -59,6 +59,19 @@ static const struct s5_key keys[] = {
    .doc = "with auto-route: these users' traffic never enters the tunnel (uids, names, ranges 1000-1999)"},
   {"tun", "include-uid", &s5_type_uids, AT(tun.include_uid), .def = "",
    .doc = "with auto-route: only these users' traffic enters the tunnel (not with exclude-uid)"},
+  {"tun", "exclude-local", &s5_type_bool, AT(tun.exclude_local), .def = "true",
+   .doc = "with auto-route: the host's connected networks (every non-default route of the main table) and "
+          "connections into the host from outside the tunnel stay out of it"},
+  /* Live: a reload installs the new lists before it removes the old ones. */
+  {"tun", "route-exclude", &s5_type_prefixes, AT(tun.route_exclude), .live = true, .def = "",
+   .doc = "with auto-route: prefixes that never enter the tunnel, either family, comma-separated (wins over "
+          "route-include)"},
+  {"tun", "route-include", &s5_type_prefixes, AT(tun.route_include), .live = true, .def = "",
+   .doc = "with auto-route: only these prefixes enter the tunnel; empty = everything"},
+  {"tun", "route-exclude-file", &s5_type_prefix_file, AT(tun.route_exclude_file), .live = true, .def = "",
+   .doc = "with auto-route: a file of prefixes to exclude, one a line, # comments (absolute path)"},
+  {"tun", "route-include-file", &s5_type_prefix_file, AT(tun.route_include_file), .live = true, .def = "",
+   .doc = "with auto-route: a file of prefixes to include, one a line, # comments (absolute path)"},
   {"tun", "post-up", &s5_type_text, AT(tun.post_up), .def = "",
    .doc = "command run with /bin/sh once the device is up"},
   {"tun", "pre-down", &s5_type_text, AT(tun.pre_down), .def = "",

@@ -56,11 +56,14 @@ extern const struct s5_key_type s5_type_prefix; /* struct s5_prefix of family; e
 extern const struct s5_key_type s5_type_pool; /* struct s5_prefix: IPv4 network, /30 or wider, no host bits */
 extern const struct s5_key_type
   s5_type_pool6; /* struct s5_prefix: IPv6 network /8../120, no host bits; empty = unset */
-extern const struct s5_key_type s5_type_addr;   /* sockaddr_storage, port max; empty = unset */
-extern const struct s5_key_type s5_type_addrs;  /* sockaddr_storage[2], port max: "A, B", at most one
+extern const struct s5_key_type s5_type_prefixes; /* struct s5_prefix_list: either family, comma-separated */
+extern const struct s5_key_type
+  s5_type_prefix_file;                         /* struct s5_prefix_file: an absolute path, read to check it */
+extern const struct s5_key_type s5_type_addr;  /* sockaddr_storage, port max; empty = unset */
+extern const struct s5_key_type s5_type_addrs; /* sockaddr_storage[2], port max: "A, B", at most one
                                                     IPv4 ([0]) and one IPv6 ([1]); empty = neither */
-extern const struct s5_key_type s5_type_proxy;  /* sockaddr_storage and cfg->socks5.addrlen; keeps its port */
-extern const struct s5_key_type s5_type_port;   /* the port of a sockaddr_storage, 1..65535 */
+extern const struct s5_key_type s5_type_proxy; /* sockaddr_storage and cfg->socks5.addrlen; keeps its port */
+extern const struct s5_key_type s5_type_port;  /* the port of a sockaddr_storage, 1..65535 */
 extern const struct s5_key_type s5_type_listen; /* sockaddr_storage from "ADDR:PORT"; empty = unset */
 
 /* The table (keys.c); keys are identified by their index 0..count-1. */

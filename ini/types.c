@@ -293,6 +293,72 @@ static void prefix_print(const struct s5_key *k, const struct s5_config *cfg, FI
   print_plain(k, out, buf);
 }
 
+/* A prefix as "ADDR/LEN" into buf. */
+static void prefix_text(const struct s5_prefix *p, char *buf, size_t len) {
+  char addr[INET6_ADDRSTRLEN] = "";
+  if (p->family == 0 || inet_ntop(p->family, p->addr, addr, sizeof addr) == NULL) buf[0] = '\0';
+  else snprintf(buf, len, "%s/%u", addr, p->len);
+}
+
+static int prefixes_item(char *item, void *arg, char *err, size_t errlen) {
+  struct s5_prefix_list *l = arg;
+  if (l->n == S5_ROUTE_PREFIXES_MAX) {
+    snprintf(err, errlen,
+             "more than %d prefixes (put long lists into a file: route-exclude-file, "
+             "route-include-file)",
+             S5_ROUTE_PREFIXES_MAX);
+    return -1;
+  }
+  return s5_parse_route_prefix(item, &l->p[l->n++], err, errlen);
+}
+
+/* "10.0.0.0/8, fd00::/8, 192.0.2.1": prefixes of either family. */
+static int prefixes_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                          size_t errlen) {
+  struct s5_prefix_list l;
+  memset(&l, 0, sizeof l);
+  if (list_each(text, prefixes_item, &l, err, errlen) != 0) return -1;
+  *(struct s5_prefix_list *)field(k, cfg) = l;
+  return 0;
+}
+
+static void prefixes_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
+  const struct s5_prefix_list *l = cfield(k, cfg);
+  fprintf(out, "%s =", k->name);
+  for (unsigned i = 0; i < l->n; i++) {
+    char buf[INET6_ADDRSTRLEN + 8];
+    prefix_text(&l->p[i], buf, sizeof buf);
+    fprintf(out, "%s%s", i ? ", " : " ", buf);
+  }
+  fputc('\n', out);
+}
+
+/* A prefix file is read when the configuration is, so that a bad line is a
+ * configuration error (exit 2, or a failed reload) before anything changes. */
+static int prefix_file_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
+                             size_t errlen) {
+  struct s5_prefix_file pf;
+  memset(&pf, 0, sizeof pf);
+  if (s5_parse_text(text, sizeof pf.path - 1, pf.path, sizeof pf.path, err, errlen) != 0) return -1;
+  if (pf.path[0] != '\0') {
+    if (pf.path[0] != '/') {
+      snprintf(err, errlen, "must be an absolute path (it is read again at every reload)");
+      return -1;
+    }
+    if (s5_prefix_file_read(pf.path, NULL, NULL, &pf.n4, &pf.n6, err, errlen) < 0) return -1;
+  }
+  *(struct s5_prefix_file *)field(k, cfg) = pf;
+  return 0;
+}
+
+/* The path, and what the file held as a comment line after it. */
+static void prefix_file_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
+  const struct s5_prefix_file *pf = cfield(k, cfg);
+  print_quoted(k, out, pf->path);
+  if (pf->path[0] != '\0')
+    fprintf(out, "; %u prefixes (%u IPv4, %u IPv6)\n", pf->n4 + pf->n6, pf->n4, pf->n6);
+}
+
 static uint32_t ipv4_host(const uint8_t *a) {
   return ((uint32_t)a[0] << 24) | ((uint32_t)a[1] << 16) | ((uint32_t)a[2] << 8) | a[3];
 }
@@ -478,6 +544,8 @@ const struct s5_key_type s5_type_ifname = {"device name", ifname_parse, text_pri
 const struct s5_key_type s5_type_prefix = {"address/prefix", prefix_parse, prefix_print};
 const struct s5_key_type s5_type_pool = {"IPv4 network", pool_parse, prefix_print};
 const struct s5_key_type s5_type_pool6 = {"IPv6 network", pool6_parse, prefix_print};
+const struct s5_key_type s5_type_prefixes = {"prefix list", prefixes_parse, prefixes_print};
+const struct s5_key_type s5_type_prefix_file = {"file of prefixes", prefix_file_parse, prefix_file_print};
 const struct s5_key_type s5_type_addr = {"address", addr_parse, addr_print};
 const struct s5_key_type s5_type_addrs = {"addresses", addrs_parse, addrs_print};
 const struct s5_key_type s5_type_proxy = {"address", proxy_parse, addr_print};

@@ -246,6 +246,43 @@ int s5_parse_prefix(const char *text, int family, struct s5_prefix *out, char *e
   return 0;
 }
 
+/* A destination prefix for the route lists: either family, "ADDR/LEN" or a
+ * bare address (one host). Host bits must be clear (the kernel would refuse
+ * the route), and /0 is refused: to tunnel everything, leave the include
+ * list empty; to tunnel nothing, do not use auto-route. */
+int s5_parse_route_prefix(const char *text, struct s5_prefix *out, char *err, size_t errlen) {
+  char shown[S5_SHOW_MAX];
+  unsigned char addr[16];
+  const char *slash = strchr(text, '/');
+  size_t alen = slash != NULL ? (size_t)(slash - text) : strlen(text);
+  int family = AF_INET;
+  s5_show(shown, sizeof shown, text);
+  if (pton_n(AF_INET, text, alen, addr) != 1) {
+    family = AF_INET6;
+    if (pton_n(AF_INET6, text, alen, addr) != 1) {
+      snprintf(err, errlen, "%s is not an IPv4 or IPv6 prefix (ADDR/LEN)", shown);
+      return -1;
+    }
+  }
+  unsigned long maxlen = family == AF_INET ? 32 : 128, len = maxlen;
+  char lenmsg[128];
+  if (slash != NULL && s5_parse_uint(slash + 1, 1, maxlen, &len, lenmsg, sizeof lenmsg) != 0) {
+    snprintf(err, errlen, "%s: prefix length: %s", shown, lenmsg);
+    return -1;
+  }
+  for (unsigned bit = (unsigned)len; bit < maxlen; bit++) {
+    if (addr[bit / 8] & (0x80u >> (bit % 8))) {
+      snprintf(err, errlen, "%s has host bits set beyond /%lu", shown, len);
+      return -1;
+    }
+  }
+  memset(out, 0, sizeof *out);
+  out->family = family;
+  memcpy(out->addr, addr, family == AF_INET ? 4 : 16);
+  out->len = (unsigned)len;
+  return 0;
+}
+
 static bool all_zero(const unsigned char *p, size_t n) {
   while (n > 0 && *p == 0) {
     p++;

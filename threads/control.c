@@ -103,10 +103,12 @@ static int check_device(const struct control *c) {
   return -1;
 }
 
-/* SIGHUP: the configuration read again (threads/reload.c); a new stats
- * socket path takes effect at once. */
+/* SIGHUP: the configuration read again (threads/reload.c); auto-route's
+ * prefix lists and a new stats socket path take effect at once. */
 static void control_reload(struct control *c) {
-  if (!s5_reload(c->live, c->stats) || strcmp(c->server->path, c->live->stats.socket) == 0) return;
+  if (!s5_reload(c->live, c->stats)) return;
+  s5_device_reroute(c->live);
+  if (strcmp(c->server->path, c->live->stats.socket) == 0) return;
   s5_stats_server_close(c->server);
   if (s5_stats_server_open(c->server, c->live, c->stats) < 0)
     s5_error("reload: no stats socket until the next reload");

@@ -13,6 +13,7 @@
  * (process mode) until the device is closed; workers and hooks do not
  * inherit them. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "owner.h"
 #include "privileges.h"
 #include "run.h"
+#include "nft.h"
 #include "route.h"
 #include "tun.h"
 
@@ -172,23 +174,97 @@ int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
   return fd;
 }
 
+/* The prefixes of a list and of its file, in one array (the caller frees). */
+struct prefix_vec {
+  size_t n, cap;
+  struct s5_prefix *p;
+};
+
+static int prefix_push(const struct s5_prefix *p, void *arg, char *err, size_t errlen) {
+  struct prefix_vec *v = arg;
+  if (v->n == v->cap) {
+    size_t cap = v->cap ? v->cap * 2 : 256;
+    struct s5_prefix *np = realloc(v->p, cap * sizeof *np);
+    if (np == NULL) {
+      snprintf(err, errlen, "out of memory");
+      return -1;
+    }
+    v->p = np;
+    v->cap = cap;
+  }
+  v->p[v->n++] = *p;
+  return 0;
+}
+
+static int prefixes_gather(const struct s5_prefix_list *l, const struct s5_prefix_file *f,
+                           struct prefix_vec *v, char *err, size_t errlen) {
+  for (unsigned i = 0; i < l->n; i++)
+    if (prefix_push(&l->p[i], v, err, errlen) != 0) return -1;
+  if (f->path[0] == '\0') return 0;
+  return s5_prefix_file_read(f->path, prefix_push, v, NULL, NULL, err, errlen) < 0 ? -1 : 0;
+}
+
+/* What auto-route installs, from cfg; the prefix files are read again
+ * here (a reload re-reads them even when their names did not change). */
+static int route_spec(const struct s5_config *cfg, struct s5_route_spec *spec, struct prefix_vec *ex,
+                      struct prefix_vec *in, char *err, size_t errlen) {
+  const struct s5_uid_list *exu = &cfg->tun.exclude_uid, *inu = &cfg->tun.include_uid;
+  *spec = (struct s5_route_spec){
+    .name = cfg->tun.name,
+    .mark = cfg->socks5.mark,
+    .kill_switch = cfg->tun.kill_switch,
+    .exclude_local = cfg->tun.exclude_local,
+    .users = {inu->n > 0, inu->n > 0 ? inu->n : exu->n, inu->n > 0 ? inu->r : exu->r},
+  };
+  if (prefixes_gather(&cfg->tun.route_exclude, &cfg->tun.route_exclude_file, ex, err, errlen) != 0 ||
+      prefixes_gather(&cfg->tun.route_include, &cfg->tun.route_include_file, in, err, errlen) != 0)
+    return -1;
+  spec->exclude = (struct s5_route_prefixes){ex->n, ex->p};
+  spec->include = (struct s5_route_prefixes){in->n, in->p};
+  return 0;
+}
+
 static int device_route(const struct s5_config *cfg) {
-  char err[256];
-  int ks = cfg->tun.kill_switch;
-  const struct s5_uid_list *ex = &cfg->tun.exclude_uid, *in = &cfg->tun.include_uid;
-  struct s5_route_users users = {in->n > 0, in->n > 0 ? in->n : ex->n, in->n > 0 ? in->r : ex->r};
-  if (s5_route_install(cfg->tun.name, cfg->socks5.mark, ks, &users, err, sizeof err) < 0) {
+  char err[320];
+  struct s5_route_spec spec;
+  struct prefix_vec ex = {0}, in = {0};
+  int r = route_spec(cfg, &spec, &ex, &in, err, sizeof err);
+  if (r == 0) r = s5_route_install(&spec, err, sizeof err);
+  free(ex.p);
+  free(in.p);
+  if (r < 0) {
     s5_error("%s", err);
     return -1;
   }
   s5_info("auto-route: %s traffic but fwmark 0x%x into %s (table %u, rule priority %u), kill switch %s",
-          users.n == 0    ? "all"
-          : users.include ? "include-uid's users'"
-                          : "all users' but exclude-uid's",
+          spec.users.n == 0    ? "all"
+          : spec.users.include ? "include-uid's users'"
+                               : "all users' but exclude-uid's",
           cfg->socks5.mark, cfg->tun.name, S5_ROUTE_TABLE, S5_ROUTE_PREF,
-          ks ? "on: blocked, never sent around the tunnel, until a clean stop"
-             : "off: sent directly while s5tund is down");
+          spec.kill_switch ? "on: blocked, never sent around the tunnel, until a clean stop"
+                           : "off: sent directly while s5tund is down");
+  s5_info("auto-route: %s; destinations: %s, %zu prefixes excluded",
+          spec.exclude_local ? "exclude-local: connected networks and inbound connections stay out "
+                               "(rule priority 5333, nftables table inet " S5_NFT_TABLE ")"
+                             : "exclude-local off: connected networks go into the tunnel too",
+          spec.include.n > 0 ? "only route-include's" : "all", spec.exclude.n);
+  if (spec.include.n > 0) s5_info("auto-route: %zu prefixes included", spec.include.n);
   return 0;
+}
+
+void s5_device_reroute(const struct s5_config *cfg) {
+  if (!cfg->tun.auto_route) return;
+  char err[320];
+  struct s5_route_spec spec;
+  struct prefix_vec ex = {0}, in = {0};
+  int r = route_spec(cfg, &spec, &ex, &in, err, sizeof err);
+  if (r == 0) r = s5_route_update(&spec, err, sizeof err);
+  free(ex.p);
+  free(in.p);
+  if (r < 0) s5_error("reload: %s: the routes stay as they were", err);
+  else
+    s5_info("reload: auto-route's prefixes replaced: %zu excluded, %s", spec.exclude.n,
+            spec.include.n > 0 ? "only route-include's tunnelled" : "all else tunnelled");
 }
 
 int s5_device_open(const struct s5_config *cfg, int *fds) {

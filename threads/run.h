@@ -23,6 +23,10 @@ int s5_device_open_queue(const struct s5_config *cfg, unsigned index);
  * traffic stays blocked. Releases the claims on the device and auto-route. */
 void s5_device_close(const struct s5_config *cfg, int *fds, int clean);
 
+/* After a reload: auto-route's prefix lists (and files, read again) as the
+ * configuration now says; a failure is logged and the routes stay. */
+void s5_device_reroute(const struct s5_config *cfg);
+
 /* Answers those who asked which s5tund holds the device (call now and then
  * from the main loop). */
 void s5_device_tend(void);

@@ -210,6 +210,80 @@ int s5_nl_talk(struct nl_conn *c, struct nl_req *r) {
   return nl_wait_ack(c);
 }
 
+/* ---- batches ----------------------------------------------------------- */
+
+void s5_nl_batch_init(struct nl_batch *b, struct nl_conn *c, int ignore1, int ignore2) {
+  b->c = c;
+  b->ignore[0] = ignore1;
+  b->ignore[1] = ignore2;
+  b->err = 0;
+  b->n = b->sent = 0;
+  b->len = 0;
+  c->why[0] = '\0';
+}
+
+/* Counts the acks for the batch in buf; keeps the first error that matters. */
+static unsigned nl_batch_acks(struct nl_batch *b, const char *buf, size_t len) {
+  const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
+  int left = (int)len; /* signed: see nl_find_ack */
+  unsigned acked = 0;
+  for (; NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+    if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq - b->first >= b->n) continue;
+    acked++;
+    const struct nlmsgerr *e = NLMSG_DATA(h);
+    int err = h->nlmsg_len < NLMSG_LENGTH(sizeof *e) ? -EBADMSG : e->error > 0 ? -EPROTO : e->error;
+    if (err == 0 || err == b->ignore[0] || err == b->ignore[1] || b->err != 0) continue;
+    b->err = err;
+    nl_ack_text(b->c, h);
+  }
+  return acked;
+}
+
+/* Sends the queued requests in one datagram and waits for all their acks. */
+static int nl_batch_flush(struct nl_batch *b) {
+  if (b->n == 0) return 0;
+  struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+  ssize_t n;
+  do n = sendto(b->c->fd, b->u.buf, b->len, 0, (struct sockaddr *)&kernel, sizeof kernel);
+  while (n < 0 && errno == EINTR);
+  if (n < 0) return -errno;
+  if ((size_t)n != b->len) return -EIO;
+  union {
+    struct nlmsghdr h;
+    char buf[NL_REPLY_MAX];
+  } reply;
+  for (unsigned acked = 0; acked < b->n;) {
+    n = nl_recv(b->c, reply.buf, sizeof reply.buf);
+    if (n < 0) return (int)n;
+    acked += nl_batch_acks(b, reply.buf, (size_t)n);
+  }
+  b->sent += b->n;
+  b->n = 0;
+  b->len = 0;
+  return 0;
+}
+
+int s5_nl_batch_add(struct nl_batch *b, const struct nl_req *r) {
+  size_t len = NLMSG_ALIGN(r->u.h.nlmsg_len);
+  if (b->len + len > sizeof b->u.buf || b->n == NL_BATCH_REQS) {
+    int e = nl_batch_flush(b);
+    if (e < 0) return e;
+  }
+  struct nlmsghdr *h = (struct nlmsghdr *)(b->u.buf + b->len);
+  memcpy(h, r->u.buf, r->u.h.nlmsg_len);
+  memset((char *)h + r->u.h.nlmsg_len, 0, len - r->u.h.nlmsg_len);
+  h->nlmsg_seq = ++b->c->seq;
+  if (b->n == 0) b->first = h->nlmsg_seq;
+  b->n++;
+  b->len += len;
+  return 0;
+}
+
+int s5_nl_batch_end(struct nl_batch *b) {
+  int e = nl_batch_flush(b);
+  return e < 0 ? e : b->err;
+}
+
 /* ---- error text --------------------------------------------------------- */
 
 /* "<what>: <strerror>[ (<kernel text>)]", with what already in err. */

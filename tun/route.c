@@ -9,11 +9,14 @@
  * priority removed. Removing goes the other way: rules first, then routes. */
 #include "route.h"
 #include "netlink.h"
+#include "nft.h"
+#include "route_table.h"
 
 #include <errno.h>
 #include <linux/fib_rules.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -25,14 +28,18 @@ static const char *family_name(int family) { return family == AF_INET ? "IPv4" :
 
 /* ---- rules --------------------------------------------------------------- */
 
-/* One policy rule: "[not] [fwmark MARK] [uidrange A-B] lookup TABLE pref
- * PREF". mark < 0: no fwmark selector; uid NULL: no uidrange. */
+/* One policy rule: "[not] [iif DEV] [fwmark MARK] [uidrange A-B] lookup
+ * TABLE [suppress_prefixlength N] pref PREF". mark < 0: no fwmark selector;
+ * !has_uid: no uidrange; iif "": any; !has_suppress: none. */
 struct rule {
   uint32_t table, pref;
   int64_t mark;
   int invert;
   int has_uid;
   uint32_t uid_start, uid_end;
+  char iif[IFNAMSIZ]; /* "" = any */
+  int has_suppress;
+  uint32_t suppress; /* suppress_prefixlength */
 };
 
 static int rule_request(struct nl_conn *c, uint16_t type, uint16_t flags, int family, const struct rule *ru) {
@@ -51,6 +58,8 @@ static int rule_request(struct nl_conn *c, uint16_t type, uint16_t flags, int fa
     struct fib_rule_uid_range range = {ru->uid_start, ru->uid_end};
     s5_nl_put_attr(&r, FRA_UID_RANGE, &range, sizeof range);
   }
+  if (ru->iif[0] != '\0') s5_nl_put_attr(&r, FRA_IIFNAME, ru->iif, strlen(ru->iif) + 1);
+  if (ru->has_suppress) s5_nl_put_attr(&r, FRA_SUPPRESS_PREFIXLEN, &ru->suppress, sizeof ru->suppress);
   return s5_nl_talk(c, &r);
 }
 
@@ -59,8 +68,9 @@ static struct rule rule_main(uint32_t mark) {
   return (struct rule){.table = S5_ROUTE_TABLE, .pref = S5_ROUTE_PREF, .mark = mark, .invert = 1};
 }
 
-/* Rules of ours (our priorities: S5_ROUTE_UID_PREF with the main table or
- * ours, S5_ROUTE_PREF with ours), as a dump lists them. */
+/* Rules of ours (our priorities: S5_ROUTE_LOCAL_PREF with the main table,
+ * S5_ROUTE_UID_PREF with the main table or ours, S5_ROUTE_PREF with ours),
+ * as a dump lists them. */
 struct rule_list {
   unsigned n;
   struct rule r[STALE_MAX];
@@ -74,6 +84,7 @@ static uint32_t attr_u32(const struct rtattr *a) {
 
 static int rule_ours(const struct rule *ru) {
   if (ru->pref == S5_ROUTE_PREF) return ru->table == S5_ROUTE_TABLE;
+  if (ru->pref == S5_ROUTE_LOCAL_PREF) return ru->table == RT_TABLE_MAIN;
   return ru->pref == S5_ROUTE_UID_PREF && (ru->table == S5_ROUTE_TABLE || ru->table == RT_TABLE_MAIN);
 }
 
@@ -92,6 +103,13 @@ static void rule_seen(const struct nlmsghdr *h, void *arg) {
       ru.has_uid = 1;
       ru.uid_start = u->start;
       ru.uid_end = u->end;
+    } else if (a->rta_type == FRA_IIFNAME) {
+      size_t n = strnlen(RTA_DATA(a), RTA_PAYLOAD(a));
+      if (n < sizeof ru.iif) memcpy(ru.iif, RTA_DATA(a), n);
+    } else if (a->rta_type == FRA_SUPPRESS_PREFIXLEN) {
+      ru.suppress = attr_u32(a);
+      /* The kernel lists it only when set; all ones is "not set". */
+      ru.has_suppress = ru.suppress != 0xffffffffu;
     }
   }
   if (!rule_ours(&ru) || l->n >= STALE_MAX) return;
@@ -108,18 +126,27 @@ static int rules_list(struct nl_conn *c, int family, struct rule_list *l) {
 
 static int rule_same(const struct rule *a, const struct rule *b) {
   return a->table == b->table && a->pref == b->pref && a->mark == b->mark && a->invert == b->invert &&
-         a->has_uid == b->has_uid &&
+         a->has_uid == b->has_uid && a->has_suppress == b->has_suppress &&
+         (!a->has_suppress || a->suppress == b->suppress) && strcmp(a->iif, b->iif) == 0 &&
          (!a->has_uid || (a->uid_start == b->uid_start && a->uid_end == b->uid_end));
 }
 
-/* Removes the rules of ours at priority pref (0: both) but keep (NULL: all). */
-static int rules_remove_others(struct nl_conn *c, int family, uint32_t pref, const struct rule *keep) {
+static int rule_kept(const struct rule *ru, const struct rule *keep, unsigned nkeep) {
+  for (unsigned i = 0; i < nkeep; i++)
+    if (rule_same(ru, &keep[i])) return 1;
+  return 0;
+}
+
+/* Removes the rules of ours at priority pref (0: all three) but the nkeep
+ * in keep. */
+static int rules_remove_others(struct nl_conn *c, int family, uint32_t pref, const struct rule *keep,
+                               unsigned nkeep) {
   struct rule_list l;
   int r = rules_list(c, family, &l), removed = 0;
   if (r == -EAFNOSUPPORT) return 0;
   if (r < 0) return r;
   for (unsigned i = 0; i < l.n; i++) {
-    if ((pref != 0 && l.r[i].pref != pref) || (keep != NULL && rule_same(&l.r[i], keep))) continue;
+    if ((pref != 0 && l.r[i].pref != pref) || rule_kept(&l.r[i], keep, nkeep)) continue;
     r = rule_request(c, RTM_DELRULE, 0, family, &l.r[i]);
     if (r < 0 && r != -ENOENT) return r;
     removed += r == 0;
@@ -127,109 +154,25 @@ static int rules_remove_others(struct nl_conn *c, int family, uint32_t pref, con
   return removed;
 }
 
-/* ---- routes -------------------------------------------------------------- */
-
-/* A default route in our table: via the device (ifindex > 0), or, for the
- * kill switch, unreachable at the lowest priority there is. */
-static int route_add(struct nl_conn *c, int family, int ifindex) {
-  struct rtmsg rtm = {
-    .rtm_family = (uint8_t)family,
-    .rtm_table = RT_TABLE_UNSPEC, /* the real table id is in RTA_TABLE */
-    .rtm_protocol = RTPROT_STATIC,
-    .rtm_scope = ifindex > 0 ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
-    .rtm_type = ifindex > 0 ? RTN_UNICAST : RTN_UNREACHABLE,
-  };
-  struct nl_req r;
-  uint32_t table = S5_ROUTE_TABLE, oif = (uint32_t)ifindex, metric = S5_ROUTE_BLOCK_METRIC;
-  s5_nl_init(&r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &rtm, sizeof rtm);
-  s5_nl_put_attr(&r, RTA_TABLE, &table, sizeof table);
-  if (ifindex > 0) s5_nl_put_attr(&r, RTA_OIF, &oif, sizeof oif);
-  else s5_nl_put_attr(&r, RTA_PRIORITY, &metric, sizeof metric);
-  return s5_nl_talk(c, &r);
-}
-
-/* Default routes in our table, as a dump lists them. */
-struct route_list {
-  unsigned n;
-  struct {
-    uint8_t type;
-    uint32_t oif, metric;
-  } r[STALE_MAX];
-};
-
-static void route_seen(const struct nlmsghdr *h, void *arg) {
-  struct route_list *l = arg;
-  const struct rtmsg *rtm = NLMSG_DATA(h);
-  if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof *rtm)) return;
-  uint32_t table = rtm->rtm_table, oif = 0, metric = 0;
-  int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *rtm));
-  for (const struct rtattr *a = RTM_RTA(rtm); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-    if (a->rta_type == RTA_TABLE) table = attr_u32(a);
-    else if (a->rta_type == RTA_OIF) oif = attr_u32(a);
-    else if (a->rta_type == RTA_PRIORITY) metric = attr_u32(a);
-  }
-  if (table != S5_ROUTE_TABLE || rtm->rtm_dst_len != 0 || l->n >= STALE_MAX) return;
-  l->r[l->n].type = rtm->rtm_type;
-  l->r[l->n].oif = oif;
-  l->r[l->n].metric = metric;
-  l->n++;
-}
-
-static int route_del(struct nl_conn *c, int family, uint8_t type, uint32_t oif, uint32_t metric) {
-  struct rtmsg rtm = {
-    .rtm_family = (uint8_t)family,
-    .rtm_table = RT_TABLE_UNSPEC,
-    .rtm_scope = RT_SCOPE_NOWHERE, /* any scope */
-    .rtm_type = type,
-  };
-  struct nl_req r;
-  uint32_t table = S5_ROUTE_TABLE;
-  s5_nl_init(&r, RTM_DELROUTE, 0, &rtm, sizeof rtm);
-  s5_nl_put_attr(&r, RTA_TABLE, &table, sizeof table);
-  if (oif != 0) s5_nl_put_attr(&r, RTA_OIF, &oif, sizeof oif);
-  if (metric != 0) s5_nl_put_attr(&r, RTA_PRIORITY, &metric, sizeof metric);
-  return s5_nl_talk(c, &r);
-}
-
-/* Removes the default routes of our table but the ones to keep (ifindex:
- * the device's; block: the unreachable one), or all (ifindex 0, !block). */
-static int routes_remove_others(struct nl_conn *c, int family, int ifindex, int block) {
-  struct rtmsg rtm = {.rtm_family = (uint8_t)family};
-  struct route_list l = {0};
-  struct nl_req req;
-  s5_nl_init(&req, RTM_GETROUTE, NLM_F_DUMP, &rtm, sizeof rtm);
-  int r = s5_nl_query(c, &req, route_seen, &l), removed = 0;
-  if (r == -EAFNOSUPPORT) return 0;
-  if (r < 0) return r;
-  for (unsigned i = 0; i < l.n; i++) {
-    if (ifindex > 0 && l.r[i].type == RTN_UNICAST && l.r[i].oif == (uint32_t)ifindex &&
-        l.r[i].metric != S5_ROUTE_BLOCK_METRIC)
-      continue;
-    if (block && l.r[i].type == RTN_UNREACHABLE && l.r[i].metric == S5_ROUTE_BLOCK_METRIC) continue;
-    /* IPv6 reports every route with a metric, IPv4 only a non-zero one;
-     * with the type, the device and the metric, the delete is exact. */
-    r = route_del(c, family, l.r[i].type, l.r[i].type == RTN_UNICAST ? l.r[i].oif : 0, l.r[i].metric);
-    if (r < 0 && r != -ESRCH && r != -ENOENT) return r;
-    removed += r == 0;
-  }
-  return removed;
-}
-
 /* ---- public -------------------------------------------------------------- */
 
+/* Everything of ours, as far as it goes: one failure does not keep the
+ * rest in place. Returns how many were removed, or the first -errno. */
 static int remove_all(struct nl_conn *c) {
-  int removed = 0;
+  int removed = 0, first = 0;
   for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
-    int r = rules_remove_others(c, families[i], 0, NULL);
-    if (r < 0) return r;
-    removed += r;
+    int r = rules_remove_others(c, families[i], 0, NULL, 0);
+    if (r < 0 && first == 0) first = r;
+    removed += r > 0 ? r : 0;
   }
   for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
-    int r = routes_remove_others(c, families[i], 0, 0);
-    if (r < 0) return r;
-    removed += r;
+    int r = s5_route_table_clear(c, families[i]);
+    if (r < 0 && first == 0) first = r;
+    removed += r > 0 ? r : 0;
   }
-  return removed;
+  int r = s5_nft_remove(NULL, 0);
+  if (r < 0 && first == 0) first = r;
+  return first < 0 ? first : removed + (r > 0 ? r : 0);
 }
 
 int s5_route_remove(void) {
@@ -248,7 +191,7 @@ int s5_route_remove(void) {
 static int install_uid_rules(struct nl_conn *c, int family, const struct s5_route_users *users, uint32_t mark,
                              char *err, size_t errlen) {
   const char *fam = family_name(family);
-  int r = rules_remove_others(c, family, S5_ROUTE_UID_PREF, NULL);
+  int r = rules_remove_others(c, family, S5_ROUTE_UID_PREF, NULL, 0);
   if (r < 0)
     return s5_nl_fail(
       c, r, err, errlen,
@@ -275,52 +218,91 @@ static int install_uid_rules(struct nl_conn *c, int family, const struct s5_rout
   return 0;
 }
 
-static int install_family(struct nl_conn *c, int family, int ifindex, uint32_t mark, int kill_switch,
-                          const struct s5_route_users *users, const char *name, char *err, size_t errlen) {
-  const char *fam = family_name(family);
-  int include = users != NULL && users->include && users->n > 0;
-  int r = 0;
-  if (kill_switch && (r = route_add(c, family, 0)) < 0)
-    return s5_nl_fail(
-      c, r, err, errlen,
-      s5_nl_what(err, errlen, "auto-route: %s unreachable default route (kill switch) in table %u", fam,
-                 S5_ROUTE_TABLE));
-  if ((r = route_add(c, family, ifindex)) < 0)
-    return s5_nl_fail(
-      c, r, err, errlen,
-      s5_nl_what(err, errlen, "auto-route: %s default route via %s in table %u", fam, name, S5_ROUTE_TABLE));
-  if ((r = install_uid_rules(c, family, users, mark, err, errlen)) < 0) return r;
-  struct rule all = rule_main(mark);
-  r = include ? 0 : rule_request(c, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, family, &all);
-  if (r < 0 && r != -EEXIST) /* EEXIST: an earlier run's, the same: ours now */
-    return s5_nl_fail(
-      c, r, err, errlen,
-      s5_nl_what(err, errlen, "auto-route: %s rule 'not fwmark 0x%x lookup %u'", fam, mark, S5_ROUTE_TABLE));
-  if ((r = rules_remove_others(c, family, S5_ROUTE_PREF, include ? NULL : &all)) < 0)
-    return s5_nl_fail(
-      c, r, err, errlen,
-      s5_nl_what(err, errlen, "auto-route: removing stale %s rules of priority %u", fam, S5_ROUTE_PREF));
-  if ((r = routes_remove_others(c, family, ifindex, kill_switch)) < 0)
-    return s5_nl_fail(
-      c, r, err, errlen,
-      s5_nl_what(err, errlen, "auto-route: removing stale %s routes of table %u", fam, S5_ROUTE_TABLE));
+/* The rules that keep the main table first, at S5_ROUTE_LOCAL_PREF:
+ * "iif DEV lookup main" (what s5tund writes into the device for a client
+ * that is not this host, a router's LAN client, goes back out the way the
+ * main table says, not into the tunnel again), and with exclude-local
+ * "lookup main suppress_prefixlength 0" (every route of the main table
+ * but the default ones: the connected networks, and any added later). */
+static int install_local_rules(struct nl_conn *c, int family, const struct s5_route_spec *spec, char *err,
+                               size_t errlen) {
+  struct rule want[2] = {
+    {.table = RT_TABLE_MAIN, .pref = S5_ROUTE_LOCAL_PREF, .mark = -1},
+    {.table = RT_TABLE_MAIN, .pref = S5_ROUTE_LOCAL_PREF, .mark = -1, .has_suppress = 1}};
+  unsigned n = spec->exclude_local ? 2 : 1;
+  snprintf(want[0].iif, sizeof want[0].iif, "%s", spec->name);
+  for (unsigned i = 0; i < n; i++) {
+    int r = rule_request(c, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, family, &want[i]);
+    if (r < 0 && r != -EEXIST) /* EEXIST: an earlier run's, the same: ours now */
+      return s5_nl_fail(c, r, err, errlen,
+                        s5_nl_what(err, errlen, "auto-route: %s rule '%s lookup main'", family_name(family),
+                                   i == 0 ? "iif DEV" : "suppress_prefixlength 0"));
+  }
+  int r = rules_remove_others(c, family, S5_ROUTE_LOCAL_PREF, want, n);
+  if (r < 0)
+    return s5_nl_fail(c, r, err, errlen,
+                      s5_nl_what(err, errlen, "auto-route: removing stale %s rules of priority %u",
+                                 family_name(family), S5_ROUTE_LOCAL_PREF));
   return 0;
 }
 
-int s5_route_install(const char *name, uint32_t mark, int kill_switch, const struct s5_route_users *users,
-                     char *err, size_t errlen) {
-  struct nl_conn c;
+static int install_family(struct nl_conn *c, int family, int ifindex, const struct s5_route_spec *spec,
+                          char *err, size_t errlen) {
+  const char *fam = family_name(family);
+  int include = spec->users.include && spec->users.n > 0;
+  int r = s5_route_table_set(c, family, ifindex, spec, err, errlen);
+  if (r < 0) return r;
+  if ((r = install_local_rules(c, family, spec, err, errlen)) < 0) return r;
+  if ((r = install_uid_rules(c, family, &spec->users, spec->mark, err, errlen)) < 0) return r;
+  struct rule all = rule_main(spec->mark);
+  r = include ? 0 : rule_request(c, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, family, &all);
+  if (r < 0 && r != -EEXIST) /* EEXIST: an earlier run's, the same: ours now */
+    return s5_nl_fail(c, r, err, errlen,
+                      s5_nl_what(err, errlen, "auto-route: %s rule 'not fwmark 0x%x lookup %u'", fam,
+                                 spec->mark, S5_ROUTE_TABLE));
+  if ((r = rules_remove_others(c, family, S5_ROUTE_PREF, &all, include ? 0 : 1)) < 0)
+    return s5_nl_fail(
+      c, r, err, errlen,
+      s5_nl_what(err, errlen, "auto-route: removing stale %s rules of priority %u", fam, S5_ROUTE_PREF));
+  return 0;
+}
+
+static int device_index(const char *name, char *err, size_t errlen) {
   int ifindex = (int)if_nametoindex(name);
   if (ifindex == 0)
     return s5_nl_fail(NULL, -errno, err, errlen, s5_nl_what(err, errlen, "auto-route: device %s", name));
+  return ifindex;
+}
+
+int s5_route_install(const struct s5_route_spec *spec, char *err, size_t errlen) {
+  struct nl_conn c;
+  int ifindex = device_index(spec->name, err, errlen);
+  if (ifindex < 0) return ifindex;
+  int r = s5_nl_open(&c);
+  if (r < 0) {
+    s5_nl_close(&c);
+    return s5_nl_fail(NULL, r, err, errlen, s5_nl_what(err, errlen, "auto-route: rtnetlink"));
+  }
+  /* Inbound connections are marked before the rules can take their replies. */
+  r = spec->exclude_local ? s5_nft_install(spec->name, spec->mark, err, errlen) : s5_nft_remove(err, errlen);
+  for (size_t i = 0; r >= 0 && i < sizeof families / sizeof *families; i++)
+    r = install_family(&c, families[i], ifindex, spec, err, errlen);
+  if (r < 0) remove_all(&c);
+  s5_nl_close(&c);
+  return r < 0 ? r : 0;
+}
+
+int s5_route_update(const struct s5_route_spec *spec, char *err, size_t errlen) {
+  struct nl_conn c;
+  int ifindex = device_index(spec->name, err, errlen);
+  if (ifindex < 0) return ifindex;
   int r = s5_nl_open(&c);
   if (r < 0) {
     s5_nl_close(&c);
     return s5_nl_fail(NULL, r, err, errlen, s5_nl_what(err, errlen, "auto-route: rtnetlink"));
   }
   for (size_t i = 0; r >= 0 && i < sizeof families / sizeof *families; i++)
-    r = install_family(&c, families[i], ifindex, mark, kill_switch, users, name, err, errlen);
-  if (r < 0) remove_all(&c);
+    r = s5_route_table_set(&c, families[i], ifindex, spec, err, errlen);
   s5_nl_close(&c);
   return r < 0 ? r : 0;
 }

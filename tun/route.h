@@ -3,9 +3,15 @@
  * packets carrying the proxy sockets' mark, so the proxy connections
  * themselves never loop back into the tunnel:
  *
+ *   ip rule  add iif NAME lookup main pref S5_ROUTE_LOCAL_PREF
+ *   ip rule  add lookup main suppress_prefixlength 0 pref S5_ROUTE_LOCAL_PREF
+ *                                                   (exclude-local)
  *   ip rule  add not fwmark MARK lookup S5_ROUTE_TABLE pref S5_ROUTE_PREF
  *   ip route add default dev NAME table S5_ROUTE_TABLE
+ *   ip route add throw PREFIX table S5_ROUTE_TABLE  (each route-exclude)
  *
+ * (with route-include, a route via the device for each included prefix
+ * instead of the default one; see route_table.c),
  * for IPv4 and IPv6. Per-user routing adds rules at S5_ROUTE_UID_PREF, just
  * before: with exclude-uid "uidrange A-B lookup main" for each range (those
  * users go around the tunnel); with include-uid "fwmark MARK lookup main",
@@ -14,7 +20,7 @@
  *
  *   ip route add unreachable default table S5_ROUTE_TABLE metric S5_ROUTE_BLOCK_METRIC
  *
- * behind the device's route: while the device exists its route wins; when
+ * (or one such copy per included prefix) behind the device's route: while the device exists its route wins; when
  * it is gone (s5tund killed) the rule still sends everything unmarked into
  * the table, where it now meets "unreachable" instead of falling through to
  * the main table and out around the proxy. The rules and routes are found
@@ -30,7 +36,10 @@
 #define S5_ROUTE_TABLE 5335u
 #define S5_ROUTE_PREF 5335u
 #define S5_ROUTE_UID_PREF 5334u           /* per-user rules, checked first */
+#define S5_ROUTE_LOCAL_PREF 5333u         /* iif DEV, exclude-local: the main table first */
 #define S5_ROUTE_BLOCK_METRIC 4294967295u /* the kill switch's route: last of all */
+
+struct s5_prefix;
 
 /* [tun] exclude-uid or include-uid: inclusive uid ranges. */
 struct s5_route_users {
@@ -39,16 +48,35 @@ struct s5_route_users {
   const uint32_t (*ranges)[2];
 };
 
-/* Installs routes and rules for both families (kill_switch: with the
- * unreachable route; users: per-user rules, or NULL), then removes whatever
- * else an earlier run left at our priorities and in our table. Returns 0 or
- * -errno with what failed in err (and then leaves nothing of ours behind). */
-int s5_route_install(const char *name, uint32_t mark, int kill_switch, const struct s5_route_users *users,
-                     char *err, size_t errlen);
+/* Prefixes of either family (struct s5_prefix of ini/config.h). */
+struct s5_route_prefixes {
+  size_t n;
+  const struct s5_prefix *p;
+};
 
-/* Removes every rule of our priorities, then every default route in
- * our table (from this run or an earlier one). Returns how many were
- * removed, or -errno. */
+/* What auto-route installs. */
+struct s5_route_spec {
+  const char *name; /* the device */
+  uint32_t mark;    /* the proxy sockets' mark; with exclude_local also inbound connections' replies */
+  int kill_switch;
+  int exclude_local; /* connected networks and inbound connections stay out (nft.h) */
+  struct s5_route_users users;
+  struct s5_route_prefixes exclude, include; /* include empty: everything */
+};
+
+/* Installs routes, rules (and with exclude_local the connection marks) for
+ * both families, then removes whatever else an earlier run left at our
+ * priorities and in our table. Returns 0 or -errno with what failed in err
+ * (and then leaves nothing of ours behind). */
+int s5_route_install(const struct s5_route_spec *spec, char *err, size_t errlen);
+
+/* A reload: the table's prefixes only (the rules stay as they are), the
+ * new routes in before the stale ones go. Returns 0 or -errno with err. */
+int s5_route_update(const struct s5_route_spec *spec, char *err, size_t errlen);
+
+/* Removes every rule of our priorities, every route in our table and the
+ * connection marks (from this run or an earlier one). Returns how many
+ * were removed, or -errno. */
 int s5_route_remove(void);
 
 #endif
