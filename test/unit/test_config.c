@@ -363,7 +363,10 @@ static const struct bad bad_files[] = {
   {"bad_key.ini", 3, "[tun] mtuu",
    "unknown key (expected one of: name, "
    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, kill-switch, exclude-uid, include-uid, "
-   "post-up, pre-down)"},
+   "exclude-local, route-exclude, route-include, route-exclude-file, route-include-file, post-up, pre-down)"},
+  {"bad_route_exclude.ini", 3, "[tun] route-exclude", "\"10.1.0.0/8\" has host bits set beyond /8"},
+  {"bad_route_file.ini", 4, "[tun] route-include-file", "must be an absolute path"},
+  {"bad_route_noauto.ini", 3, "[tun] route-exclude", "needs [tun] auto-route = true"},
   {"bad_key_case.ini", 2, "[tun] MTU", "lowercase: mtu"},
   {"bad_key_section.ini", 2, "[tun] port", "did you mean [socks5] port?"},
   {"bad_key_global.ini", 2, "[tun] queues", "before the first [section]"},
