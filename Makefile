@@ -28,7 +28,7 @@ CTEST_ARGS ?=
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev libnftables-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
-        systemd man-db python3-prometheus-client iperf3 clang-format
+        systemd man-db python3-prometheus-client iperf3 clang-format nftables
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive

@@ -48,7 +48,7 @@ def log(msg):
 
 def open_conn(args):
     return e2elib.connect(args.host, args.port, args.timeout, args.socks5,
-                          args.user, args.password)
+                          args.user, args.password, args.bind)
 
 
 def recv_until_eof(sock, limit=None):
@@ -657,6 +657,8 @@ def main():
         parser.add_argument("--user", default=d(None))
         parser.add_argument("--password", default=d(None))
         parser.add_argument("--seed", type=int, default=d(1))
+        parser.add_argument("--bind", default=d(None),
+                            help="connect from this local address")
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

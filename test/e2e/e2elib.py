@@ -167,9 +167,10 @@ def socks5_handshake(sock, host, port, user=None, password=None):
         raise Socks5Error("CONNECT refused, REP=%d" % rep)
 
 
-def connect(host, port, timeout, socks5=None, user=None, password=None):
+def connect(host, port, timeout, socks5=None, user=None, password=None, bind=None):
     """TCP connection to host:port, directly or through a SOCKS5 proxy
-    (socks5 = 'addr:port' string). Returns a socket with the given timeout."""
+    (socks5 = 'addr:port' string), from the local address bind if given.
+    Returns a socket with the given timeout."""
     if socks5:
         phost, pport = split_hostport(socks5)
         s = socket.socket(family_of(phost), socket.SOCK_STREAM)
@@ -184,6 +185,8 @@ def connect(host, port, timeout, socks5=None, user=None, password=None):
     s = socket.socket(family_of(host), socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
+        if bind:
+            s.bind((bind, 0))
         s.connect((host, port))
     except BaseException:
         s.close()

@@ -159,7 +159,11 @@ autoroute_check_app_to_proxy() {
 
 case_autoroute() {
   local hook=$WORK/hooks.log out i
-  autoroute_ini=("[tun]" "auto-route = true"
+  # exclude-local = false: the proxy sits on the connected network, which
+  # exclude-local would keep out of the tunnel, and this case checks that
+  # an application's unmarked connection to it goes into the tunnel and is
+  # refused there (route.sh covers exclude-local).
+  autoroute_ini=("[tun]" "auto-route = true" "exclude-local = false"
     "post-up = echo \"up \$S5TUND_DEVICE \$S5TUND_QUEUES \$S5TUND_MODE\" >> $hook"
     "pre-down = echo \"down \$S5TUND_DEVICE\" >> $hook"
     "[run]" "user = nobody")

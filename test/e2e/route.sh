@@ -1,0 +1,423 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# s5tund end-to-end tests of auto-route on the topology a user has: a host
+# with a LAN and a default gateway, a LAN client behind it, a remote client
+# beyond the gateway. One case per invocation, same harness as run.sh.
+#
+#   route.sh CASE MODE QUEUES [S5TUND]
+#
+# CASE   host    exclude-local (the host's LAN and its inbound connections
+#                stay out of the tunnel, a network added later too; with
+#                exclude-local = false they fail), then the prefix lists
+#                (10,000 prefixes from a file, include, reload, a bad line)
+#        router  the host as a LAN client's gateway: TCP (100 MB, SHA-256),
+#                UDP and mapped DNS through the proxy; kill -9 blocks the
+#                client's tunnel-bound traffic, local traffic goes on; a
+#                restart serves it again
+# Every path is proved by the logs: the target's (which peer it saw: the
+# proxy's address or the client's own) and danted's.
+#
+#   namespace L (LAN)          namespace C (host, s5tund)       namespace S (gateway side)
+#     lan0 10.210.0.2/24  <->  lan0 10.210.0.1/24               danted 10.200.0.2:1081
+#          fd00:210::2/64           fd00:210::1/64              target.py port 7000 on
+#     default via the host     veth0 10.200.0.1/24  <->  veth0     10.201.0.1 10.202.0.1
+#     target.py port 7000       default via 10.200.0.2            fd00:201::1 fd00:202::1
+#     (the LAN's own service)   target.py port 8000 (the host's   (lo); a remote client
+#                                 own service)                      from 10.201.0.1
+#   a late link L-C (10.215.0.0/24) is joined to C after s5tund started.
+set -eEuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+
+usage() { echo "usage: $0 host|router thread|process QUEUES [S5TUND]" >&2; exit 2; }
+
+CASE=${1:-}
+MODE=${2:-}
+QUEUES=${3:-}
+case $CASE in host|router) ;; *) usage ;; esac
+[[ $MODE == thread || $MODE == process ]] || usage
+[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
+shift 3
+
+e2e_require_root
+e2e_require_tools
+command -v nft >/dev/null 2>&1 || fail "missing tool: nft (run 'make deps')"
+e2e_find_s5tund "${1:-}"
+e2e_init "route-$CASE"
+log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
+
+# Named like C and S so that a run killed hard has it reaped by the next.
+NS_L="s5c-lan-$CASE-$$"
+L_ADDR4=10.210.0.2
+L_ADDR6=fd00:210::2
+H_LAN4=10.210.0.1
+H_LAN6=fd00:210::1
+LATE_H=10.215.0.1
+LATE_L=10.215.0.2
+TGT4B=10.202.0.1     # a second target address in S, for the prefix lists
+TGT6B=fd00:202::1
+H_PORT=8000          # the host's own service
+MARK=0x53
+DNS_ADDR=198.18.0.2
+DNS_POOL=100.64.0.0/10
+NETNS_ETC=/etc/netns/$NS_S
+
+route_exit() {
+  local rc=$?
+  trap - ERR
+  set +e
+  rm -rf "$NETNS_ETC"
+  e2e_ns_destroy "$NS_L"
+  (exit "$rc")    # e2e_cleanup takes the status from $?
+  e2e_cleanup
+}
+trap route_exit EXIT
+
+in_l() { ip netns exec "$NS_L" "$@"; }
+
+# lclient / rclient ARGS...: client.py in L (the LAN) / in S (beyond the gateway).
+lclient() {
+  bg_wait ip netns exec "$NS_L" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/client.py" "$@"
+}
+rclient() {
+  bg_wait ip netns exec "$NS_S" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/client.py" "$@"
+}
+luclient() {
+  bg_wait ip netns exec "$NS_L" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/udpclient.py" "$@"
+}
+
+# expect_fail WHAT CMD...: CMD (a client with a short timeout) must fail.
+expect_fail() {
+  local what=$1
+  shift
+  if "$@" >"$WORK/expect_fail.out" 2>&1; then
+    fail "$what worked: $(oneline "$(tail -3 "$WORK/expect_fail.out")")"
+  fi
+  log "as expected, $what failed: $(oneline "$(tail -1 "$WORK/expect_fail.out")")"
+}
+
+topology_up() {
+  e2e_topology_up
+  ip netns add "$NS_L"
+  in_l ip link set lo up
+  in_l ip link add lan0 type veth peer name lan0 netns "$NS_C"
+  in_l ip addr add "$L_ADDR4/24" dev lan0
+  in_l ip addr add "$L_ADDR6/64" dev lan0 nodad
+  in_c ip addr add "$H_LAN4/24" dev lan0
+  in_c ip addr add "$H_LAN6/64" dev lan0 nodad
+  in_l ip link set lan0 up
+  in_c ip link set lan0 up
+  in_l ip route add default via "$H_LAN4"
+  in_l ip -6 route add default via "$H_LAN6"
+  # The late link: both ends in L for now, L's end addressed.
+  in_l ip link add late0 type veth peer name late1
+  in_l ip addr add "$LATE_L/24" dev late0
+  in_l ip link set late0 up
+  # The host's default gateway is S; S reaches the host's uplink only.
+  in_c ip route add default via "$S_ADDR4"
+  in_c ip -6 route add default via "$S_ADDR6"
+  in_s ip addr add "$TGT4B/32" dev lo
+  in_s ip addr add "$TGT6B/128" dev lo nodad
+  log "topology: LAN $NS_L behind host $NS_C, gateway side $NS_S"
+}
+
+# start_target NS LOG PORT ADDR...: target.py in NS listening on every ADDR.
+start_target() {
+  local ns=$1 tlog=$2 port=$3 ready=$2.ready args=() a
+  shift 3
+  for a in "$@"; do args+=(--listen "$a"); done
+  E2E_LOGS+=("$tlog")
+  ip netns exec "$ns" "$PY" "$E2E_DIR/target.py" "${args[@]}" --port "$port" --ready-file "$ready" >"$tlog" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && return 0
+    sleep 0.1
+  done
+  fail "target.py in $ns did not start"
+}
+
+servers_up() {
+  start_target "$NS_S" "$WORK/target.log" "$TGT_PORT" "$TGT4" "$TGT6" "$TGT4B" "$TGT6B"
+  start_target "$NS_L" "$WORK/lan.log" "$TGT_PORT" "$L_ADDR4" "$L_ADDR6" "$LATE_L"
+  start_target "$NS_C" "$WORK/host.log" "$H_PORT" "$H_LAN4" "$H_LAN6" "$C_ADDR4" "$C_ADDR6"
+  e2e_start_dante
+}
+
+# The routing state auto-route may touch, to compare before and after.
+routing_snapshot() {
+  { in_c ip -4 rule; in_c ip -6 rule; in_c ip -4 route show table all; in_c ip -6 route show table all
+    in_c nft list ruleset; } | grep -v -e "dev $TUN" -e "late1" -e "$LATE_H" -e "fe80::" | sort
+}
+
+# start_s5 EXTRA-INI...: danted over IPv4, the mark, auto-route, and the
+# extra lines (sections included) appended.
+S5_INI=""
+start_s5() {
+  S5_INI=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT CFG_MARK=$MARK \
+    e2e_write_config "$S5_INI"
+  printf '%s\n' "" "[tun]" "auto-route = true" "$@" >>"$S5_INI"
+  e2e_start_s5tund --config "$S5_INI"
+  e2e_wait_device "$MODE" "$QUEUES"
+  # auto-route must carry the traffic, not the harness's routes.
+  in_c ip route del 10.201.0.0/24 dev "$TUN" 2>/dev/null || true
+  in_c ip -6 route del fd00:201::/64 dev "$TUN" 2>/dev/null || true
+  client --host "$TGT4" echo --count 1 --retry-for "$T_START" --timeout 10 >/dev/null
+}
+
+# peer_count LOG PEER: lines of a target's log for connections from PEER.
+peer_count() { grep -cF "('$2', " "$1" 2>/dev/null || true; }
+
+# proved_by LOG PEER N CMD...: CMD works, and the target whose LOG it is saw
+# its connections (N of them) coming from PEER.
+proved_by() {
+  local tlog=$1 peer=$2 n=$3 before after
+  shift 3
+  before=$(peer_count "$tlog" "$peer")
+  "$@" >/dev/null
+  for _ in $(seq 50); do   # the target logs a connection when it ends
+    after=$(peer_count "$tlog" "$peer")
+    ((after - before >= n)) && return 0
+    sleep 0.1
+  done
+  fail "$(basename "$tlog") saw $((after - before)) connection(s) from $peer, expected $n: $*"
+}
+
+# via_proxy HOST: an echo from the host to HOST in S reaches it through
+# danted (the target sees danted's address); direct HOST: from the host's
+# own uplink address.
+via_proxy() {
+  local peer=$S_ADDR4   # danted's external address of the target's family
+  [[ $1 == *:* ]] && peer=$S_ADDR6
+  proved_by "$WORK/target.log" "$peer" 1 client --host "$1" echo --count 1 --timeout 10
+  grep -qF "$1.$TGT_PORT" "$WORK/danted.log" || fail "danted's log shows no connection to $1.$TGT_PORT"
+}
+direct() {
+  local peer=$C_ADDR4
+  [[ $1 == *:* ]] && peer=$C_ADDR6
+  proved_by "$WORK/target.log" "$peer" 1 client --host "$1" echo --count 1 --timeout 10
+}
+
+check_rules() {   # N: rules at priority 5333 per family
+  local fam out n
+  for fam in -4 -6; do
+    out=$(in_c ip "$fam" rule show pref 5333)
+    n=$(grep -c . <<<"$out" || true)
+    ((n == $1)) || fail "ip $fam rule pref 5333: $n rule(s), expected $1: $(oneline "$out")"
+    grep -q "iif $TUN lookup main" <<<"$out" || fail "no 'iif $TUN lookup main' rule ($fam): $(oneline "$out")"
+  done
+}
+
+# ---------------------------------------------------------------- host
+
+# The three paths exclude-local keeps, both families: a LAN client to the
+# host's service, the host to the LAN's service (danted sees nothing of
+# it), a remote client beyond the gateway to the host's service.
+host_paths_work() {
+  local seen
+  seen=$(grep -cF "$L_ADDR4" "$WORK/danted.log" || true)
+  proved_by "$WORK/host.log" "$L_ADDR4" 1 lclient --host "$H_LAN4" --port "$H_PORT" echo --count 1 --timeout 10
+  proved_by "$WORK/host.log" "$L_ADDR6" 1 lclient --host "$H_LAN6" --port "$H_PORT" echo --count 1 --timeout 10
+  proved_by "$WORK/lan.log" "$H_LAN4" 1 client --host "$L_ADDR4" echo --count 1 --timeout 10
+  proved_by "$WORK/lan.log" "$H_LAN6" 1 client --host "$L_ADDR6" echo --count 1 --timeout 10
+  (($(grep -cF "$L_ADDR4" "$WORK/danted.log" || true) == seen)) \
+    || fail "danted saw the LAN's address: $(grep -F "$L_ADDR4" "$WORK/danted.log" | tail -1)"
+  proved_by "$WORK/host.log" "$TGT4" 1 rclient --bind "$TGT4" --host "$C_ADDR4" --port "$H_PORT" echo --count 1 --timeout 10
+  proved_by "$WORK/host.log" "$TGT6" 1 rclient --bind "$TGT6" --host "$C_ADDR6" --port "$H_PORT" echo --count 1 --timeout 10
+  log "exclude-local: LAN client -> host, host -> LAN, remote client -> host all work (IPv4 and IPv6)"
+}
+
+host_paths_fail() {
+  local c=(--count 1 --timeout 3)
+  expect_fail "LAN client -> host's service" lclient --host "$H_LAN4" --port "$H_PORT" echo "${c[@]}"
+  expect_fail "LAN client -> host's service (IPv6)" lclient --host "$H_LAN6" --port "$H_PORT" echo "${c[@]}"
+  expect_fail "host -> LAN's service" client --host "$L_ADDR4" echo "${c[@]}"
+  expect_fail "remote client -> host's service" rclient --bind "$TGT4" --host "$C_ADDR4" --port "$H_PORT" echo "${c[@]}"
+}
+
+# 10,000 random prefixes (none near the test's addresses) and the lines given.
+prefix_file() {
+  local f=$1
+  shift
+  "$PY" - "$f" "$@" <<'EOF'
+import random, sys
+random.seed(5335)
+with open(sys.argv[1], "w") as f:
+    f.write("# generated: 10,000 random prefixes\n\n")
+    n = 0
+    while n < 10000:
+        a = random.getrandbits(32) & 0xffffff00
+        if a >> 24 in (10, 127, 198, 100, 0) or a >> 24 >= 224:
+            continue
+        f.write("%d.%d.%d.%d/24   # random\n" % (a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255))
+        n += 1
+    for line in sys.argv[2:]:
+        f.write(line + "\n")
+EOF
+}
+
+reload_s5() {   # INI lines for [tun] (replacing the earlier extra ones)
+  local n
+  n=$(grep -c "auto-route's prefixes replaced" "$S5LOG" || true)
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT CFG_MARK=$MARK \
+    e2e_write_config "$S5_INI"
+  printf '%s\n' "" "[tun]" "auto-route = true" "$@" >>"$S5_INI"
+  kill -HUP "$S5PID"
+  for _ in $(seq $((T_STEP * 10))); do
+    (($(grep -c "auto-route's prefixes replaced" "$S5LOG" || true) > n)) && return 0
+    sleep 0.1
+  done
+  fail "no 'prefixes replaced' in s5tund's log after SIGHUP"
+}
+
+case_host() {
+  topology_up
+  servers_up
+  local before after out n
+  before=$(routing_snapshot)
+
+  start_s5
+  check_rules 2
+  in_c nft list table inet s5tund >/dev/null || fail "no nftables table inet s5tund"
+  via_proxy "$TGT4"
+  via_proxy "$TGT6"
+  host_paths_work
+  # A network that appears after the start is reached directly too.
+  in_l ip link set late1 netns "$NS_C"
+  in_c ip addr add "$LATE_H/24" dev late1
+  in_c ip link set late1 up
+  proved_by "$WORK/lan.log" "$LATE_H" 1 client --host "$LATE_L" echo --count 1 --timeout 10 --retry-for 10
+  log "a link added after the start is reached directly"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  in_c ip link del late1
+  after=$(routing_snapshot)
+  [[ $before == "$after" ]] || fail "routing after a clean stop differs: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+
+  # exclude-local = false: today's behaviour, everything into the tunnel.
+  start_s5 "exclude-local = false"
+  check_rules 1
+  in_c nft list table inet s5tund >/dev/null 2>&1 && fail "nftables table inet s5tund with exclude-local = false"
+  host_paths_fail
+  e2e_stop_s5tund
+
+  # Prefix lists: 10,000 from a file plus the first target's addresses.
+  local ex=$WORK/exclude.txt inc=$WORK/include.txt bad=$WORK/bad.txt
+  prefix_file "$ex" "$TGT4/32" "$TGT6   # a bare address" "2001:db8::/32"
+  start_s5 "route-exclude-file = $ex" "route-exclude = 192.0.2.0/24"
+  n=$(in_c ip -4 route show table 5335 | grep -c '^throw' || true)
+  ((n >= 9990)) || fail "table 5335 holds $n IPv4 throw routes, expected about 10,000"
+  out=$(grep -m1 "prefixes excluded" "$S5LOG")
+  log "installed: $n IPv4 throw routes; ${out#* info  }"
+  direct "$TGT4"
+  direct "$TGT6"
+  via_proxy "$TGT4B"
+  via_proxy "$TGT6B"
+  host_paths_work
+  # Reload to an include list: only the second target goes in.
+  reload_s5 "route-include = $TGT4B/32, $TGT6B/128"
+  via_proxy "$TGT4B"
+  via_proxy "$TGT6B"
+  direct "$TGT4"
+  direct "$TGT6"
+  # Include from a file, the second target excluded: exclude wins.
+  printf '%s\n' "# both targets' networks" "$TGT4/32" "10.202.0.0/24" "fd00:201::/64" "fd00:202::/64" >"$inc"
+  reload_s5 "route-include-file = $inc" "route-exclude = $TGT4B/32, $TGT6B"
+  via_proxy "$TGT4"
+  via_proxy "$TGT6"
+  direct "$TGT4B"
+  direct "$TGT6B"
+  # A bad line: --check-config exits 2 naming file:line; a reload with it
+  # fails and changes nothing.
+  printf '%s\n' "10.0.0.0/8" "# fine so far" "10.300.0.0/16" >"$bad"
+  local rc=0
+  printf '\n%s\n' "route-exclude-file = $bad" >>"$S5_INI"
+  out=$("$S5TUND" --config "$S5_INI" --check-config 2>&1 >/dev/null) || rc=$?
+  ((rc == 2)) || fail "--check-config with a bad prefix file exited $rc, expected 2"
+  grep -qF "$bad:3: \"10.300.0.0/16\" is not an IPv4 or IPv6 prefix" <<<"$out" || fail "no file:line in: $out"
+  log "bad prefix file: exit 2: $out"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "reload failed, configuration unchanged: .*bad.txt:3" 10 "failed reload naming bad.txt:3" >/dev/null
+  via_proxy "$TGT4"
+  direct "$TGT4B"
+  # --check-config counts what the files hold.
+  printf '%s\n' "[tun]" "auto-route = true" "route-exclude-file = $ex" "[socks5]" "mark = $MARK" >"$WORK/count.ini"
+  out=$("$S5TUND" --config "$WORK/count.ini" --check-config 2>/dev/null | grep -A1 "^route-exclude-file" || true)
+  grep -q "; 10003 prefixes (10001 IPv4, 2 IPv6)" <<<"$out" || fail "--check-config does not count the file: $out"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  after=$(routing_snapshot)
+  [[ $before == "$after" ]] || fail "routing after a clean stop differs: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+  log "prefix lists: excluded direct, others through danted, include, reload both ways, bad line refused"
+}
+
+# ---------------------------------------------------------------- router
+
+case_router() {
+  topology_up
+  # Before danted starts: ip netns exec bind-mounts it over /etc/hosts.
+  mkdir -p "$NETNS_ETC"
+  printf '127.0.0.1 localhost\n%s target.test\n' "$TGT4" >"$NETNS_ETC/hosts"
+  servers_up
+  in_c sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+  # The gateway side knows the LAN (what is forwarded directly comes back).
+  in_s ip route add 10.210.0.0/24 via "$C_ADDR4"
+  in_s ip -6 route add fd00:210::/64 via "$C_ADDR6"
+  E2E_LOGS+=("$WORK/udptarget.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" --port 7001 \
+    --ready-file "$WORK/udptarget.ready" >"$WORK/udptarget.log" 2>&1 &
+  local before after addr i
+  before=$(routing_snapshot)
+
+  start_s5 "route-exclude = 10.202.0.0/24" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL"
+  lclient --host "$TGT4" echo --count 1 --retry-for 20 --timeout 10 >/dev/null
+  # TCP, both families, from the LAN client: through danted.
+  proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$TGT4" echo --count 2 --timeout 10
+  proved_by "$WORK/target.log" "$S_ADDR6" 1 lclient --host "$TGT6" echo --count 2 --timeout 10
+  CLIENT_T=$T_BULK proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$TGT4" bulk --size 100M --direction down
+  CLIENT_T=$T_BULK proved_by "$WORK/target.log" "$S_ADDR6" 1 lclient --host "$TGT6" bulk --size 100M --direction up
+  # An excluded prefix is forwarded directly (the target sees the client).
+  proved_by "$WORK/target.log" "$L_ADDR4" 1 lclient --host "$TGT4B" echo --count 1 --timeout 10
+  # UDP echo and mapped DNS, both through the proxy.
+  for i in $(seq $((T_START * 10))); do [[ -s $WORK/udptarget.ready ]] && break; sleep 0.1; done
+  luclient echo --host "$TGT4" --port 7001 --sizes 1,100,1400 --sources 2
+  luclient echo --host "$TGT6" --port 7001 --sizes 1,100,1232 --sources 2
+  grep -qE "udp(associate|reply)" "$WORK/danted.log" || fail "danted's log shows no UDP association"
+  addr=$(luclient dns --server "$DNS_ADDR" --name target.test --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
+  [[ $addr =~ ^100\. ]] || fail "no mapped address for target.test from the LAN client: '$addr'"
+  proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$addr" echo --count 1 --timeout 10
+  # danted got the name (and resolved it), never the pool address.
+  grep -qF "$addr" "$WORK/danted.log" && fail "danted saw the pool address $addr: CONNECT was not by name"
+  log "router: the LAN client's TCP (100 MB each family), UDP and mapped DNS went through danted"
+
+  # kill -9: the LAN client's tunnel-bound traffic is blocked, not
+  # forwarded around; local and excluded traffic goes on.
+  kill -KILL "$S5PID"
+  wait "$S5PID" 2>/dev/null || true
+  S5PID=""
+  for i in $(seq $((T_STOP * 10))); do e2e_tun_exists || break; sleep 0.1; done
+  e2e_tun_exists && fail "$TUN still exists after kill -9"
+  local n4
+  n4=$(peer_count "$WORK/target.log" "$L_ADDR4")
+  expect_fail "the LAN client's tunnel-bound TCP after kill -9" lclient --host "$TGT4" echo --count 1 --timeout 3
+  expect_fail "the LAN client's tunnel-bound TCP (IPv6) after kill -9" lclient --host "$TGT6" echo --count 1 --timeout 3
+  expect_fail "the host's tunnel-bound TCP after kill -9" client --host "$TGT4" echo --count 1 --timeout 3
+  proved_by "$WORK/target.log" "$L_ADDR4" 1 lclient --host "$TGT4B" echo --count 1 --timeout 10
+  proved_by "$WORK/host.log" "$L_ADDR4" 1 lclient --host "$H_LAN4" --port "$H_PORT" echo --count 1 --timeout 10
+  proved_by "$WORK/lan.log" "$H_LAN4" 1 client --host "$L_ADDR4" echo --count 1 --timeout 10
+  (($(peer_count "$WORK/target.log" "$L_ADDR4") == n4 + 1)) || fail "the target saw the LAN client directly after kill -9"
+  log "after kill -9: tunnel-bound traffic blocked, excluded and local traffic works"
+
+  start_s5 "route-exclude = 10.202.0.0/24" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL"
+  proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$TGT4" echo --count 1 --retry-for 20 --timeout 10
+  proved_by "$WORK/target.log" "$S_ADDR6" 1 lclient --host "$TGT6" echo --count 1 --timeout 10
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  after=$(routing_snapshot)
+  [[ $before == "$after" ]] || fail "routing after a clean stop differs: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+  log "restarted: served again; a clean stop left the routing as it was"
+}
+
+"case_$CASE"
+log "PASS: route $CASE mode=$MODE queues=$QUEUES"
