@@ -2,10 +2,17 @@
 /* Prefix files for [tun] route-exclude-file and route-include-file: see
  * config.h. Read whole at start and at every reload (a country list of
  * 10,000 lines is a few hundred kilobytes), a line at a time. */
+
+/* A prefix, blanks and a comment fit in far less; a longer line is not a
+ * prefix file. */
+#define S5_PREFIX_LINE_MAX 512
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -20,21 +27,46 @@ static char *line_trim(char *line) {
   return line;
 }
 
-long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned *n4, unsigned *n6, char *err,
-                         size_t errlen) {
-  FILE *f = fopen(path, "re");
+/* Only a regular file (or /dev/null, for "none"): a FIFO, a terminal or
+ * /dev/zero would block the daemon or never end. O_NONBLOCK so that opening
+ * a FIFO to find out does not wait for a writer. */
+static FILE *open_regular(const char *path, char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) < 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  if (!S_ISREG(st.st_mode) && !(S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))) {
+    snprintf(err, errlen, "%s: not a regular file", path);
+    close(fd);
+    return NULL;
+  }
+  FILE *f = fdopen(fd, "r");
   if (f == NULL) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return -1;
+    close(fd);
   }
-  char *buf = NULL, what[256];
-  size_t cap = 0;
+  return f;
+}
+
+long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned *n4, unsigned *n6, char *err,
+                         size_t errlen) {
+  FILE *f = open_regular(path, err, errlen);
+  if (f == NULL) return -1;
+  char buf[S5_PREFIX_LINE_MAX], what[256];
   unsigned long lineno = 0;
   long count = 0;
   unsigned c4 = 0, c6 = 0;
   int r = 0;
-  while (r == 0 && getline(&buf, &cap, f) >= 0) {
+  while (r == 0 && fgets(buf, sizeof buf, f) != NULL) {
     lineno++;
+    if (strchr(buf, '\n') == NULL && !feof(f)) {
+      snprintf(err, errlen, "%s:%lu: longer than %d bytes", path, lineno, S5_PREFIX_LINE_MAX - 2);
+      r = -1;
+      break;
+    }
     char *item = line_trim(buf);
     if (*item == '\0') continue;
     struct s5_prefix p;
@@ -53,7 +85,6 @@ long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned
     snprintf(err, errlen, "%s: reading: %s", path, strerror(errno));
     r = -1;
   }
-  free(buf);
   fclose(f);
   if (r != 0) return -1;
   if (n4 != NULL) *n4 = c4;
