@@ -18,6 +18,10 @@
 #   --duration SECS       per iperf3 run (BENCH_DURATION; 8, short 2)
 #   --mtu N               TUN MTU (BENCH_MTU; 8500)
 #   --veth-mtu N          veth MTU (BENCH_VETH_MTU; default: the kernel's, 1500)
+#   --conntrack           connection tracking on in the client namespace, as
+#                         auto-route's exclude-local turns it on (its
+#                         nftables table, mark 0x53): what it costs
+#                         (BENCH_CONNTRACK=1)
 #   --veth-gro on|off     GRO on both veth ends (BENCH_VETH_GRO; off): veth
 #                         then coalesces like a real NIC's NAPI does, which
 #                         sockets with UDP_GRO see as one read (needs ethtool)
@@ -63,6 +67,7 @@ DURATION=${BENCH_DURATION:-}
 MTU=${BENCH_MTU:-8500}
 VETH_MTU=${BENCH_VETH_MTU:-}
 VETH_GRO=${BENCH_VETH_GRO:-off}
+CONNTRACK=${BENCH_CONNTRACK:-0}
 CONC=${BENCH_CONC:-}
 CONN_SECS=${BENCH_CONN_SECS:-}
 KA_CONC=${BENCH_KA_CONC:-32}
@@ -78,6 +83,7 @@ while (($#)); do
   case $opt in
     --short) SHORT=1; shift; continue ;;
     --no-install) NO_INSTALL=1; shift; continue ;;
+    --conntrack) CONNTRACK=1; shift; continue ;;
     -h|--help) usage ;;
     --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds|--tests|--udp-rate|--udp-len|--veth-gro|--udp-family)
       (($# >= 2)) || { echo "bench: $opt needs a value" >&2; exit 2; } ;;
@@ -291,6 +297,16 @@ CLK_TCK=$(getconf CLK_TCK)
 bench_log "s5tund $S5TUND; results in $OUT; cases: ${CASES[*]}"
 
 e2e_topology_up
+if [[ $CONNTRACK == 1 ]]; then
+  # The table exclude-local installs (tun/nft.h), so every packet of the
+  # client namespace is tracked, the tunnel's included.
+  in_c nft -f - <<'NFT' || bench_die "--conntrack: nft failed"
+table inet s5tund {
+  chain inbound { type filter hook input priority mangle; policy accept; iifname != "tun0" ct direction original ct mark set 0x53; }
+  chain replies { type route hook output priority mangle; policy accept; meta mark 0 ct mark 0x53 meta mark set 0x53; }
+}
+NFT
+fi
 if [[ -n $VETH_MTU ]]; then
   in_c ip link set dev veth0 mtu "$VETH_MTU"
   in_s ip link set dev veth0 mtu "$VETH_MTU"

@@ -361,6 +361,9 @@ case_router() {
   printf '127.0.0.1 localhost\n%s target.test\n' "$TGT4" >"$NETNS_ETC/hosts"
   servers_up
   in_c sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+  # Strict reverse-path filtering, as many routers run: s5tund's replies
+  # from tun0 must pass it.
+  in_c sysctl -qw net.ipv4.conf.all.rp_filter=1 net.ipv4.conf.default.rp_filter=1
   # The gateway side knows the LAN (what is forwarded directly comes back).
   in_s ip route add 10.210.0.0/24 via "$C_ADDR4"
   in_s ip -6 route add fd00:210::/64 via "$C_ADDR6"
