@@ -99,6 +99,7 @@ struct s5_udp {
   unsigned relay_worked : 1;        /* a datagram came back through some relay */
   unsigned relay_dead_run;          /* distinct clients' relays unreachable since the last datagram back */
   unsigned held_next;               /* the slot of held[] the next new client takes */
+  unsigned tun_ifindex;             /* the device's, for relay_loops() (udp.c); 0 = not looked up */
   struct s5_udp_held held[S5_UDP_HELD_CLIENTS];
   struct s5_assoc *buckets[S5_UDP_BUCKETS];
 };

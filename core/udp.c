@@ -14,6 +14,7 @@
 #include "udp.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "icmp.h"
 #include "log.h"
 #include "proxy.h"
+#include "route_get.h"
 #include "socks5_udp.h"
 #include "udp_io.h"
 #include "udp_tun.h"
@@ -258,6 +260,45 @@ static int relay_open(struct s5_assoc *a) {
   return getsockname(fd, (struct sockaddr *)&a->udp_local, &slen) < 0 ? -errno : 0;
 }
 
+/* A relay the host routes into our own device (a partial route that
+ * covers it, no mark rule): every datagram sent there would come back in as
+ * a new client, which opens another association, and so on. Refused before
+ * anything is sent, counted as a proxy loop like TCP's, that client held
+ * back. One route lookup per association, none per datagram. */
+static int relay_loops(struct s5_assoc *a, const struct sockaddr_storage *target) {
+  struct s5_udp *u = a->u;
+  if (u->tun_ifindex == 0) u->tun_ifindex = if_nametoindex(a->cfg->tun.name);
+  int oif = s5_route_get_oif((const struct sockaddr *)target, (const struct sockaddr *)&a->udp_local,
+                             a->cfg->socks5.mark);
+  if (oif <= 0 || (unsigned)oif != u->tun_ifindex) return 0; /* no route: connect() will say */
+  S5_STAT_ADD(u->w->stats, drop_proxy_loop, 1);
+  int again;
+  unsigned ms = s5_assoc_hold_client(u, &a->client, a->client_port, &again);
+  char c[80], relay[80], line[320];
+  ip_addr_t ip;
+  memset(&ip, 0, sizeof ip);
+  uint16_t port;
+  if (target->ss_family == AF_INET) {
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)target;
+    ip4_addr_set_u32(ip_2_ip4(&ip), sin->sin_addr.s_addr);
+    IP_SET_TYPE_VAL(ip, IPADDR_TYPE_V4);
+    port = ntohs(sin->sin_port);
+  } else {
+    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)target;
+    IP_SET_TYPE_VAL(ip, IPADDR_TYPE_V6);
+    memcpy(ip_2_ip6(&ip)->addr, &sin6->sin6_addr, 16);
+    port = ntohs(sin6->sin6_port);
+  }
+  snprintf(line, sizeof line,
+           "u%llu %s: refused: the proxy's UDP relay %s is routed into %s, so its datagrams would come back "
+           "as new clients (a loop); route the relay outside the tunnel; this client held back %u ms",
+           (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
+           s5_addr_port_str(&ip, port, relay, sizeof relay), a->cfg->tun.name, ms);
+  s5_wctx_failure(u->w, S5_LOG_WARN, line);
+  s5_assoc_end(a, "relay routed into the tunnel");
+  return 1;
+}
+
 /* The proxy granted UDP ASSOCIATE: datagrams go to its relay from now on. */
 static void assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
   struct sockaddr_storage target;
@@ -266,6 +307,7 @@ static void assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
     s5_assoc_fail(a, "the proxy's UDP relay address is unusable (check [socks5] udp-address)");
     return;
   }
+  if (relay_loops(a, &target)) return;
   socklen_t tlen = target.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
   int r = connect(a->relay.fd, (const struct sockaddr *)&target, tlen) < 0 ? -errno : 0;
   if (r == 0) r = s5_udp_sock_start(&a->relay, relay_recv, relay_error);

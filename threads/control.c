@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "fd_reserve.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -162,6 +163,8 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   struct control c = {live, live, &server, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
   if (c.ifindex == 0)
     s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
+  int rr = s5_fd_reserve_open();
+  if (rr < 0) s5_warn("descriptor reserve for the listeners: /dev/null: %s", strerror(-rr));
   if (s5_stats_server_open(&server, cfg, stats) < 0) {
     close(sfd);
     free(live);
@@ -179,7 +182,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   int result = 0;
   while (result == 0) {
     struct pollfd pfd[2 + S5_METRICS_POLLFDS] = {{.fd = sfd, .events = POLLIN},
-                                                 {.fd = server.fd, .events = POLLIN}};
+                                                 {.fd = s5_stats_server_pollfd(&server), .events = POLLIN}};
     unsigned nm = s5_metrics_pollfds(&metrics, pfd + 2);
     int n = poll(pfd, 2 + nm, control_wait_ms(&c));
     if (n < 0 && errno != EINTR) {

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "http.h"
+#include "fd_reserve.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -322,12 +323,20 @@ static void accept_all(struct s5_metrics_server *m, uint64_t now) {
   for (;;) {
     struct sockaddr_storage peer;
     socklen_t plen = sizeof peer;
-    int fd = accept4(m->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    bool reserved;
+    int fd =
+      s5_accept_reserved(m->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC, &reserved);
+    if (reserved) { /* the reserve took it: closed at once, not left to hang */
+      close(fd);
+      s5_fd_reserve_put();
+      fd = -1;
+      errno = EMFILE;
+    }
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      /* Out of fds: the pending connection stays readable; rest a second
-       * rather than spin on it, and say so once a minute at most. */
+      /* Out of fds: rest a second rather than spin on what stays queued,
+       * and say so once a minute at most. */
       if (m->accept_warned_ms == 0 || now >= m->accept_warned_ms + 60000) {
         s5_warn("metrics: accept: %s (listener paused for 1 s at a time)", strerror(errno));
         m->accept_warned_ms = now;

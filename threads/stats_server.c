@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdbool.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "conntab.h"
+#include "fd_reserve.h"
 #include "log.h"
 #include "stats_server.h"
 
@@ -25,6 +27,7 @@ static int unix_address(const char *path, struct sockaddr_un *sun) {
 int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cfg,
                          const struct s5_stats_area *stats) {
   srv->fd = -1;
+  srv->pause_until_ms = srv->warned_ms = 0;
   snprintf(srv->path, sizeof srv->path, "%s", cfg->stats.socket);
   srv->stats = stats;
   if (srv->path[0] == '\0') return 0;
@@ -108,26 +111,54 @@ static int read_request(int c, char *buf, size_t cap) {
   return (int)n;
 }
 
+static void answer_one(struct s5_stats_server *srv, int c) {
+  struct timeval tv = {.tv_sec = 1};
+  if (setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0)
+    s5_debug("stats socket: SO_SNDTIMEO: %s", strerror(errno));
+  char req[64];
+  read_request(c, req, sizeof req);
+  size_t len = 0;
+  char *doc = strncmp(req, "connections", 11) == 0
+                ? connections_document(srv, strstr(req, "json") != NULL, &len)
+                : stats_document(srv->stats, &len);
+  for (size_t off = 0; doc != NULL && off < len;) {
+    ssize_t n = send(c, doc + off, len - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += (size_t)n;
+  }
+  free(doc);
+}
+
+/* Out of descriptors even with the reserve: the queued connection would
+ * wake the loop at once, again and again; rest the listener a second. */
+static void answer_pause(struct s5_stats_server *srv, int err) {
+  uint64_t now = mono_ms();
+  srv->pause_until_ms = now + 1000;
+  if (srv->warned_ms != 0 && now < srv->warned_ms + 60000) return;
+  srv->warned_ms = now;
+  s5_warn("stats socket: accept: %s (listener paused for 1 s at a time)", strerror(err));
+}
+
+int s5_stats_server_pollfd(const struct s5_stats_server *srv) {
+  return srv->pause_until_ms > mono_ms() ? -1 : srv->fd;
+}
+
 /* The answer is written with a short send timeout: a client that does not
- * read must not hold up the control loop. */
+ * read must not hold up the control loop. At the descriptor limit the
+ * reserve (fd_reserve.h) takes the connection, which is answered as any. */
 void s5_stats_server_answer(struct s5_stats_server *srv) {
-  int c;
-  while ((c = accept4(srv->fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-    struct timeval tv = {.tv_sec = 1};
-    setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    char req[64];
-    read_request(c, req, sizeof req);
-    size_t len = 0;
-    char *doc = strncmp(req, "connections", 11) == 0
-                  ? connections_document(srv, strstr(req, "json") != NULL, &len)
-                  : stats_document(srv->stats, &len);
-    for (size_t off = 0; doc != NULL && off < len;) {
-      ssize_t n = send(c, doc + off, len - off, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      off += (size_t)n;
+  for (;;) {
+    bool reserved;
+    int c = s5_accept_reserved(srv->fd, NULL, NULL, SOCK_CLOEXEC, &reserved);
+    if (c < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (s5_fd_exhausted(errno)) answer_pause(srv, errno);
+      else if (errno != EAGAIN && errno != EWOULDBLOCK) s5_warn("stats socket: accept: %s", strerror(errno));
+      return;
     }
-    free(doc);
+    answer_one(srv, c);
     close(c);
+    if (reserved) s5_fd_reserve_put();
   }
 }
 
@@ -138,6 +169,12 @@ void s5_stats_server_close(struct s5_stats_server *srv) {
   srv->fd = -1;
 }
 
+/* How long --stats and --connections wait for the daemon, for each of
+ * connect, send and every read: the daemon answers in milliseconds, or in
+ * about a second with --connections and a stalled worker. */
+#define S5_STATS_CLIENT_TIMEOUT_S 5
+
+/* Reads to EOF. NULL with errno set on failure (EAGAIN: the timeout). */
 static char *read_all(int fd) {
   size_t cap = 65536, len = 0;
   char *buf = malloc(cap);
@@ -145,16 +182,36 @@ static char *read_all(int fd) {
     if (buf == NULL) return NULL;
     ssize_t n = read(fd, buf + len, cap - len - 1);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) {
+      int err = errno;
+      free(buf);
+      errno = err;
+      return NULL;
+    }
+    if (n == 0) break;
     len += (size_t)n;
-    if (cap - len < 2) buf = realloc(buf, cap *= 2);
+    if (cap - len < 2) {
+      char *bigger = realloc(buf, cap * 2);
+      if (bigger == NULL) free(buf);
+      buf = bigger;
+      cap *= 2;
+    }
   }
   buf[len] = '\0';
   return buf;
 }
 
+static void ask_failed(const char *flag, const char *path, int err) {
+  if (err == EAGAIN || err == EWOULDBLOCK || err == EINPROGRESS)
+    fprintf(stderr,
+            "s5tund: %s %s: no answer within %d s (the daemon is stalled or at its descriptor limit; see its "
+            "log)\n",
+            flag, path, S5_STATS_CLIENT_TIMEOUT_S);
+  else fprintf(stderr, "s5tund: %s %s: %s\n", flag, path, strerror(err));
+}
+
 /* Connects to the stats socket, sends the request line, reads the answer
- * to its end. NULL after printing why (*code set). */
+ * to its end, each step bounded. NULL after printing why (*code set). */
 static char *ask(const char *flag, const char *path, const char *request, int *code) {
   struct sockaddr_un sun;
   *code = 1;
@@ -164,19 +221,30 @@ static char *ask(const char *flag, const char *path, const char *request, int *c
     return NULL;
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
-    fprintf(stderr, "s5tund: %s %s: %s (is s5tund running with [stats] socket = %s?)\n", flag, path,
-            strerror(errno), path);
+  struct timeval tv = {.tv_sec = S5_STATS_CLIENT_TIMEOUT_S};
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0) {
+    ask_failed(flag, path, errno);
     if (fd >= 0) close(fd);
     return NULL;
   }
+  if (connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
+    int err = errno;
+    if (err == EAGAIN || err == EINPROGRESS) ask_failed(flag, path, err);
+    else
+      fprintf(stderr, "s5tund: %s %s: %s (is s5tund running with [stats] socket = %s?)\n", flag, path,
+              strerror(err), path);
+    close(fd);
+    return NULL;
+  }
   if (send(fd, request, strlen(request), MSG_NOSIGNAL) < 0) {
-    fprintf(stderr, "s5tund: %s %s: %s\n", flag, path, strerror(errno));
+    ask_failed(flag, path, errno);
     close(fd);
     return NULL;
   }
   shutdown(fd, SHUT_WR);
   char *doc = read_all(fd);
+  if (doc == NULL) ask_failed(flag, path, errno);
   close(fd);
   if (doc != NULL) *code = 0;
   return doc;

@@ -6,7 +6,8 @@
 #   ops.sh CASE MODE QUEUES [S5TUND]
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
-#          stall | autoroute | syslog | vanish | killswitch | peruser | reload | deadworker | metrics
+#          stall | autoroute | syslog | vanish | killswitch | peruser | reload | deadworker | metrics |
+#          fdlimit
 # MODE     thread | process        (supervise, stall, deadworker: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -21,12 +22,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 [[ ($CASE != supervise && $CASE != stall && $CASE != deadworker) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
@@ -966,6 +967,88 @@ s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); open(sys.argv[2], "w").clos
     || fail "no error naming [stats] http and the port: $(oneline "$(tail -5 "$S5LOG")")"
   e2e_tun_exists && fail "$TUN still exists after the failed start"
   log "port in use: exit 1, $line"
+}
+
+# fdlimit: the control loop at the descriptor limit. Thread mode shares one
+# descriptor table between the workers and the listeners: connections held
+# through the tunnel until the proxy connects fail with EMFILE, then a
+# --stats and a silent client on the stats socket: the main thread must not
+# spin on the queued connection (its CPU time over 3 s, from /proc), and
+# --stats answers (the descriptor reserve takes it). Both modes: a stalled
+# daemon (SIGSTOP) makes --stats fail with a message within its timeout
+# instead of hanging.
+fdlimit_cpu_ticks() {   # utime + stime of the main thread
+  awk '{print $14 + $15}' "/proc/$S5PID/task/$S5PID/stat"
+}
+
+case_fdlimit() {
+  ops_setup
+  local out rc ticks0 ticks1 hz held
+  hz=$(getconf CLK_TCK)
+  if [[ $MODE == thread ]]; then
+    E2E_S5_WRAP=(prlimit --nofile=64:64 --)
+    ops_start
+    E2E_S5_WRAP=()
+  else
+    ops_start
+  fi
+  e2e_wait_ready "$MODE" "$QUEUES"
+  if [[ $MODE == thread ]]; then
+    # Hold connections until the tunnel refuses more (EMFILE at the proxy
+    # connect), then keep them until the file goes.
+    touch "$WORK/hold.on"
+    ip netns exec "$NS_C" "$PY" - "$TGT4" "$TGT_PORT" "$WORK/hold.on" >"$WORK/hold.log" 2>&1 <<'PYEOF' &
+import os, socket, sys, time
+host, port, flag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+held = []
+for i in range(200):
+    try:
+        s = socket.create_connection((host, port), timeout=5)
+        s.sendall(b"ECHO\nx\n")
+        if not s.recv(64):
+            raise OSError("closed")
+        held.append(s)
+    except OSError as e:
+        print("held %d, then %s" % (len(held), e), flush=True)
+        break
+else:
+    print("held %d, never refused" % len(held), flush=True)
+while os.path.exists(flag):
+    time.sleep(0.2)
+PYEOF
+    local hold_pid=$!
+    e2e_wait_log "$WORK/hold.log" "^held" "$T_STEP" "the holder's count" >/dev/null
+    held=$(cat "$WORK/hold.log")
+    [[ $held == *"never refused"* ]] && fail "200 connections held without reaching the descriptor limit: $held"
+    log "at the descriptor limit: $held"
+    # A silent client queued on the stats socket, and --stats.
+    "$PY" -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(6)' \
+      "$STATS_SOCK" &
+    local silent=$!
+    ticks0=$(fdlimit_cpu_ticks)
+    rc=0
+    out=$(timeout 20 "$S5TUND" --stats "$STATS_SOCK" --json 2>&1) || rc=$?
+    ((rc == 0)) || fail "--stats at the descriptor limit exited $rc: $out"
+    grep -q '"tcp_total"' <<<"$out" || fail "--stats at the descriptor limit: no document: $out"
+    sleep 3
+    ticks1=$(fdlimit_cpu_ticks)
+    # Idle, the main thread wakes every so often; spinning costs a full core.
+    ((ticks1 - ticks0 < hz)) || fail "the main thread used $(((ticks1 - ticks0) * 1000 / hz)) ms of CPU in ~3 s at the descriptor limit (spinning?)"
+    log "main thread: $(((ticks1 - ticks0) * 1000 / hz)) ms of CPU in ~3 s at the descriptor limit; --stats answered"
+    wait "$silent" 2>/dev/null || true
+    rm -f "$WORK/hold.on"
+    wait "$hold_pid" 2>/dev/null || true
+  fi
+  # A stalled daemon: --stats fails within its timeout, saying so.
+  kill -STOP "$S5PID"
+  rc=0
+  out=$(timeout 20 "$S5TUND" --stats "$STATS_SOCK" 2>&1) || rc=$?
+  kill -CONT "$S5PID"
+  ((rc == 1)) || fail "--stats against a stopped daemon exited $rc, expected 1: $out"
+  grep -q "no answer within 5 s" <<<"$out" || fail "--stats against a stopped daemon: $out"
+  log "stalled daemon: --stats exit 1: $out"
+  "$S5TUND" --stats "$STATS_SOCK" >/dev/null || fail "--stats after SIGCONT failed"
+  ops_stop_ok
 }
 
 "case_$CASE"

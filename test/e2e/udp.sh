@@ -20,6 +20,8 @@
 #        udp_badrelay  a broken relay (udpbadproxy.py): truncated, oversized,
 #                      fragmented headers dropped; udp-address override and
 #                      an unspecified BND.ADDR
+#        udp_relay_loop a relay address routed into the tunnel: refused and
+#                      counted, no association loop
 #        udp_off_icmp  udp = off -> ICMP port unreachable; icmp = off -> no
 #                      echo reply, icmp = reply -> echo replies
 #        sessionlog    [log] sessions = true: a line per finished session
@@ -58,7 +60,7 @@ CASE=${1:-}
 [[ $# -ge 3 ]] || usage
 MODE=$2 QUEUES=$3
 shift 3
-case $CASE in udp_echo|dns|dns6|sessionlog|connections|udp_teardown|udp_badrelay|udp_off_icmp|udp_closed_port|udp_sshd|udp_one_assoc) ;; *) usage ;; esac
+case $CASE in udp_echo|dns|dns6|sessionlog|connections|udp_teardown|udp_badrelay|udp_relay_loop|udp_off_icmp|udp_closed_port|udp_sshd|udp_one_assoc) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
@@ -335,6 +337,34 @@ start_badudp() {   # BND-ADDR
     sleep 0.1
   done
   fail "udpbadproxy.py did not start"
+}
+
+# udp_relay_loop: the proxy names a relay address that the host routes into
+# the tunnel (10.201.0.55, inside the harness's route into tun0). Each
+# datagram sent there would come back in as a new client and open another
+# association: 20 client datagrams must open at most 20 associations, the
+# loop refused and counted (drop_proxy_loop), never fed.
+case_udp_relay_loop() {
+  e2e_topology_up
+  start_badudp 10.201.0.55
+  start_s5 "$S_ADDR4" "$BADUDP_PORT" "[stats]
+socket = $WORK/stats.sock"
+  e2e_wait_device "$MODE" "$QUEUES"
+  local i
+  for i in $(seq 20); do uclient send --host "$TGT4" --port 7001 --count 1 --gap 0 >/dev/null; done
+  udp_wait_log "is routed into $TUN, so its datagrams would come back as new clients" "$T_STEP" "refused relay loop"
+  sleep 2   # a loop, if any, would go on meanwhile
+  local json total loops fds
+  json=$("$S5TUND" --stats "$WORK/stats.sock" --json)
+  total=$(grep -o '"udp_total":[0-9]*' <<<"$json" | head -1 | cut -d: -f2)
+  loops=$(grep -o '"drop_proxy_loop":[0-9]*' <<<"$json" | head -1 | cut -d: -f2)
+  fds=$(ls "/proc/$S5PID/fd" | wc -l)
+  ((total <= 20)) || fail "20 datagrams opened $total associations (a loop through the tunnel)"
+  ((loops >= 1)) || fail "no proxy loop counted (drop_proxy_loop = $loops)"
+  log "20 datagrams: $total associations, $loops refused as a loop, $fds descriptors in the main process"
+  e2e_require_alive "after a relay routed into the tunnel"
+  e2e_stop_s5tund
+  kill -TERM "$BADUDP_PID" 2>/dev/null || true
 }
 
 case_udp_badrelay() {
