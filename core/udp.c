@@ -267,6 +267,7 @@ static int relay_open(struct s5_assoc *a) {
  * back. One route lookup per association, none per datagram. */
 static int relay_loops(struct s5_assoc *a, const struct sockaddr_storage *target) {
   struct s5_udp *u = a->u;
+  if (a->cfg->tun.netns[0] != '\0') return 0; /* the device is in another namespace than our sockets */
   if (u->tun_ifindex == 0) u->tun_ifindex = if_nametoindex(a->cfg->tun.name);
   int oif = s5_route_get_oif((const struct sockaddr *)target, (const struct sockaddr *)&a->udp_local,
                              a->cfg->socks5.mark);

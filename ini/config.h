@@ -90,6 +90,7 @@ struct s5_config {
     struct s5_prefix_list route_include; /* with auto_route: only these into it (empty = everything) */
     struct s5_prefix_file route_exclude_file;
     struct s5_prefix_file route_include_file;
+    char netns[256];         /* the device in this named network namespace; empty = ours */
     char post_up[PATH_MAX];  /* command run once the device is up; empty = none */
     char pre_down[PATH_MAX]; /* command run before the device goes */
   } tun;

@@ -63,6 +63,28 @@ static int check_dns(const struct s5_config *cfg, int *key, char *err, size_t er
   return 0;
 }
 
+/* [tun] netns: a name `ip netns` could have made (a file in /run/netns),
+ * and no auto-route: nothing outside that namespace is routed. */
+static int check_netns(const struct s5_config *cfg, int *key, char *err, size_t errlen) {
+  const char *n = cfg->tun.netns;
+  if (n[0] == '\0') return 0;
+  *key = s5_config_key_find("tun", "netns");
+  if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0 ||
+      strspn(n,
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+             "0123456789_.-") != strlen(n)) {
+    snprintf(err, errlen, "\"%s\" is not a namespace name (letters, digits, '_', '.', '-')", n);
+    return -1;
+  }
+  if (cfg->tun.auto_route) {
+    snprintf(err, errlen,
+             "set with [tun] auto-route: a namespace of its own needs no routing outside it (its default "
+             "route is the device); remove auto-route");
+    return -1;
+  }
+  return 0;
+}
+
 int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t errlen) {
   bool user = cfg->socks5.username[0] != '\0';
   bool pass = cfg->socks5.password[0] != '\0';
@@ -104,6 +126,7 @@ int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t err
       return -1;
     }
   }
+  if (check_netns(cfg, key, err, errlen) != 0) return -1;
   /* Without a mark the proxy connections would be routed into the tunnel. */
   if (cfg->tun.auto_route && cfg->socks5.mark == 0) {
     *key = s5_config_key_find("tun", "auto-route");

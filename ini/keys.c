@@ -72,6 +72,10 @@ static const struct s5_key keys[] = {
    .doc = "with auto-route: a file of prefixes to exclude, one a line, # comments (absolute path)"},
   {"tun", "route-include-file", &s5_type_prefix_file, AT(tun.route_include_file), .live = true, .def = "",
    .doc = "with auto-route: a file of prefixes to include, one a line, # comments (absolute path)"},
+  /* Checked by s5_config_check: a name as `ip netns` takes it, no auto-route. */
+  {"tun", "netns", &s5_type_text, AT(tun.netns), .def = "",
+   .doc = "create the device in this named network namespace (made if missing) with a default route via "
+          "it; s5tund's proxy sockets stay in its own; empty = its own"},
   {"tun", "post-up", &s5_type_text, AT(tun.post_up), .def = "",
    .doc = "command run with /bin/sh once the device is up"},
   {"tun", "pre-down", &s5_type_text, AT(tun.pre_down), .def = "",

@@ -94,7 +94,7 @@ static void check_stalls(struct control *c) {
  * Restart=on-failure) to start it afresh. Returns -1 then, else 0. */
 static int check_device(const struct control *c) {
   if (c->ifindex == 0) return 0;
-  unsigned now = if_nametoindex(c->cfg->tun.name);
+  unsigned now = s5_device_ifindex(c->cfg);
   /* 0 with EMFILE, ENOMEM...: the lookup itself failed (it needs a socket,
    * and a full fd table is a load the daemon must live through): not an
    * answer, ask again next time. Only "no such device" is one. */
@@ -160,7 +160,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   *live = *cfg;
   struct s5_stats_server server;
   struct s5_metrics_server metrics;
-  struct control c = {live, live, &server, stats, mode, 0, if_nametoindex(cfg->tun.name), stalled};
+  struct control c = {live, live, &server, stats, mode, 0, s5_device_ifindex(cfg), stalled};
   if (c.ifindex == 0)
     s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   int rr = s5_fd_reserve_open();

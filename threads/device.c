@@ -13,11 +13,13 @@
  * (process mode) until the device is closed; workers and hooks do not
  * inherit them. */
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "device_ns.h"
 #include "env.h"
 #include "log.h"
 #include "owner.h"
@@ -165,13 +167,30 @@ static void steer(const struct s5_config *cfg, int fd) {
     err, r == -EPERM || r == -EACCES ? " (start s5tund with CAP_BPF)" : "");
 }
 
-int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
+static int queue_open(const struct s5_config *cfg, unsigned index) {
   int fd = s5_tun_open_queue(cfg->tun.name, cfg->tun.offload ? S5_TUN_OFFLOAD : 0);
   if (fd < 0)
     s5_error("opening queue %u of TUN device %s%s: %s (%s)", index, cfg->tun.name,
              cfg->tun.offload ? " with offloads" : "", strerror(-fd),
              cfg->tun.offload && fd == -EINVAL ? "set [tun] offload = false" : tun_advice(-fd));
   return fd;
+}
+
+/* A queue for a restarted worker: with [tun] netns, the device is there. */
+int s5_device_open_queue(const struct s5_config *cfg, unsigned index) {
+  if (s5_device_ns_enter() < 0) return -1;
+  int fd = queue_open(cfg, index);
+  s5_device_ns_leave();
+  return fd;
+}
+
+unsigned s5_device_ifindex(const struct s5_config *cfg) {
+  if (s5_device_ns_enter() < 0) return 0;
+  unsigned ifindex = if_nametoindex(cfg->tun.name);
+  int err = errno;
+  s5_device_ns_leave();
+  errno = err;
+  return ifindex;
 }
 
 /* The prefixes of a list and of its file, in one array (the caller frees). */
@@ -269,9 +288,10 @@ void s5_device_reroute(const struct s5_config *cfg) {
 
 int s5_device_open(const struct s5_config *cfg, int *fds) {
   unsigned n = 0;
+  if (s5_device_ns_open(cfg) < 0) goto fail;
   if (device_admit(cfg) < 0) goto fail;
   for (; n < cfg->queues; n++) {
-    fds[n] = s5_device_open_queue(cfg, n);
+    fds[n] = queue_open(cfg, n);
     if (fds[n] < 0) goto fail;
   }
   if (cfg->tun.persist) {
@@ -288,7 +308,9 @@ int s5_device_open(const struct s5_config *cfg, int *fds) {
     goto fail;
   }
   if (cfg->tun.auto_route && device_route(cfg) < 0) goto fail;
+  /* With [tun] netns the hooks run in the device's namespace too. */
   if (s5_hook_run(cfg, "post-up", cfg->tun.post_up) < 0) goto fail_routed;
+  if (s5_device_ns_finish(cfg) < 0) goto fail;
   return 0;
 fail_routed:
   /* Nothing was served yet: routing goes back to what it was. */
@@ -296,6 +318,7 @@ fail_routed:
 fail:
   close_queues(fds, n);
   release_claims();
+  s5_device_ns_close(true); /* nothing was served: what we created goes */
   return -1;
 }
 
@@ -310,7 +333,10 @@ void s5_restrict_main(const struct s5_config *cfg) {
 }
 
 void s5_device_close(const struct s5_config *cfg, int *fds, int clean) {
-  s5_hook_run(cfg, "pre-down", cfg->tun.pre_down);
+  if (s5_device_ns_enter() == 0) {
+    s5_hook_run(cfg, "pre-down", cfg->tun.pre_down);
+    s5_device_ns_leave();
+  }
   if (cfg->tun.auto_route && (clean || !cfg->tun.kill_switch)) {
     int r = s5_route_remove();
     if (r < 0) s5_warn("auto-route: removing the rules and routes: %s", strerror(-r));
@@ -324,6 +350,7 @@ void s5_device_close(const struct s5_config *cfg, int *fds, int clean) {
   }
   close_queues(fds, cfg->queues);
   release_claims();
+  s5_device_ns_close(clean);
 }
 
 static void close_queues(int *fds, unsigned n) {

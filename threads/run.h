@@ -23,6 +23,9 @@ int s5_device_open_queue(const struct s5_config *cfg, unsigned index);
  * traffic stays blocked. Releases the claims on the device and auto-route. */
 void s5_device_close(const struct s5_config *cfg, int *fds, int clean);
 
+/* The device's ifindex (in its namespace with [tun] netns), 0 with errno. */
+unsigned s5_device_ifindex(const struct s5_config *cfg);
+
 /* After a reload: auto-route's prefix lists (and files, read again) as the
  * configuration now says; a failure is logged and the routes stay. */
 void s5_device_reroute(const struct s5_config *cfg);

@@ -159,6 +159,47 @@ int s5_tun_link_setup(const char *name, unsigned mtu, const struct s5_prefix *ip
   return r;
 }
 
+/* ---- inside [tun] netns ------------------------------------------------- */
+
+/* A default route via the device in the main table of its namespace. */
+static int route_default(struct nl_conn *c, int family, int ifindex) {
+  struct rtmsg rtm = {
+    .rtm_family = (uint8_t)family,
+    .rtm_table = RT_TABLE_MAIN,
+    .rtm_protocol = RTPROT_STATIC,
+    .rtm_scope = RT_SCOPE_LINK,
+    .rtm_type = RTN_UNICAST,
+  };
+  struct nl_req r;
+  uint32_t oif = (uint32_t)ifindex;
+  s5_nl_init(&r, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE, &rtm, sizeof rtm);
+  s5_nl_put_attr(&r, RTA_OIF, &oif, sizeof oif);
+  return s5_nl_talk(c, &r);
+}
+
+int s5_tun_netns_setup(const char *name, int ipv4, int ipv6, char *err, size_t errlen) {
+  struct nl_conn c;
+  unsigned lo = if_nametoindex("lo"), ifindex = if_nametoindex(name);
+  if (lo == 0 || ifindex == 0) {
+    int r = -errno;
+    return s5_nl_fail(NULL, r, err, errlen, s5_nl_what(err, errlen, "finding %s", lo == 0 ? "lo" : name));
+  }
+  int r = s5_nl_open(&c);
+  size_t used = s5_nl_what(err, errlen, "bringing lo up");
+  if (r == 0) r = link_set_up(&c, (int)lo);
+  if (r == 0 && ipv4) {
+    used = s5_nl_what(err, errlen, "IPv4 default route via %s", name);
+    r = route_default(&c, AF_INET, (int)ifindex);
+  }
+  if (r == 0 && ipv6) {
+    used = s5_nl_what(err, errlen, "IPv6 default route via %s", name);
+    r = route_default(&c, AF_INET6, (int)ifindex);
+  }
+  if (r < 0) s5_nl_fail(&c, r, err, errlen, used);
+  s5_nl_close(&c);
+  return r;
+}
+
 /* ---- what the device is ------------------------------------------------- */
 
 static const struct rtattr *attr_find(const struct rtattr *rta, int len, unsigned short type) {

@@ -80,6 +80,11 @@ int s5_tun_link_setup(const char *name, unsigned mtu, const struct s5_prefix *ip
 /* What a device named `name` is, read with rtnetlink before s5tund touches
  * it. kind is the link kind ("tun", "dummy", "" for none); the rest is
  * filled only for a TUN/TAP device on a kernel that reports it (known). */
+/* [tun] netns: inside the device's namespace, lo up and a default route
+ * via the device for each family it has an address of (nothing else is
+ * routed there: the namespace fails closed without the device). */
+int s5_tun_netns_setup(const char *name, int ipv4, int ipv6, char *err, size_t errlen);
+
 struct s5_tun_state {
   int exists;
   int ifindex;
