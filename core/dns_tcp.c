@@ -103,7 +103,8 @@ static err_t conn_abort(struct s5_dns_conn *c, const char *why) {
   return ERR_ABRT;
 }
 
-/* A message cut short by the client's FIN is a dropped query too. */
+/* A message cut short by the end of the connection (the client's FIN, or
+ * idle in its middle) is a dropped query too. */
 static void conn_count_cut(struct s5_dns_conn *c) {
   const struct s5_dns_frame *f = &c->frame;
   if (f->done || f->prefix_have == 0) return;
@@ -248,7 +249,10 @@ static err_t conn_on_poll(void *arg, struct tcp_pcb *pcb) {
   struct s5_dns_conn *c = arg;
   (void)pcb;
   if (c == NULL || now_ms(c) - c->last_ms < S5_DNS_TCP_IDLE_MS) return ERR_OK;
-  if (c->out_len == 0 && c->in == NULL) return conn_close(c, "idle");
+  if (c->out_len == 0 && c->in == NULL) {
+    conn_count_cut(c);
+    return conn_close(c, "idle");
+  }
   return conn_abort(c, "idle with answers the client does not read");
 }
 
