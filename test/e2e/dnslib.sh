@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: MIT
+# shellcheck shell=bash
 # What udp.sh and dns.sh share, sourced after lib.sh: the mapped resolver's
 # addresses, target.test in S's /etc/hosts, dnsmasq in S, s5tund with extra
 # INI sections at log level debug, udpclient.py in C, and waits on
 # s5tund's log. The caller sets MODE and QUEUES.
 
+# shellcheck disable=SC2034  # used by udp.sh and dns.sh
 DNS_ADDR=198.18.0.2
 DNS_POOL=100.64.0.0/10
 DNS_ADDR6=fc00::53
@@ -64,8 +66,8 @@ uclient() {   # udpclient.py in C, bounded
 
 # udp_wait_log ERE SECONDS WHAT: until s5tund's log has a matching line.
 udp_wait_log() {
-  local i line
-  for i in $(seq $(($2 * 10))); do
+  local line
+  for _ in $(seq $(($2 * 10))); do
     line=$(grep -E -m 1 -- "$1" "$S5LOG" 2>/dev/null || true)
     [[ -n $line ]] && { log "s5tund log: $line"; return 0; }
     sleep 0.1
