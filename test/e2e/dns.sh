@@ -10,8 +10,10 @@
 #                    the answer dig over UDP gets (A and AAAA); dig +keepopen
 #                    asks three names on one connection; pipelined queries,
 #                    queries cut into 1-3 byte pieces and a 65535-byte one
-#                    answered in order; TCP to the answer reaches the target
-#                    through the proxy by name, and the proxy never sees a
+#                    answered in order; a client that does not read is not
+#                    read (bounded), then gets every answer; TCP to the
+#                    answer reaches the target through the proxy by name,
+#                    and the proxy never sees a
 #                    connection to the resolver; a malformed message closes
 #                    its connection (logged, counted); an idle one is closed
 #        dns_hijack  hijack = true: dig over UDP and TCP at dnsmasq's
@@ -127,6 +129,9 @@ case_dns_tcp() {
     log "$(tail -n 1 <<<"$out")"
     dnstcp query --server "$server" --names target.test,c.test --pad 65535 --expect-in "$DNS_POOL" | tail -n 1
   done
+  # A client that does not read its answers is not read either (a bounded
+  # amount is taken), and gets every answer once it reads.
+  dnstcp flood --server "$DNS_ADDR" --count 10000
   # The answers reach the target through the proxy, by name; the resolver's
   # connections never reached the proxy.
   client --host "$a4" echo --count 5

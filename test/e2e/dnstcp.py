@@ -17,22 +17,30 @@ messages after a 2-byte length (RFC 7766), several on one connection.
   dnstcp.py idle --server S --min SECONDS --max SECONDS
       A query, then nothing: the server must close the connection (EOF)
       between --min and --max seconds after the answer.
+  dnstcp.py flood --server S [--count N] [--stall S] [--max-unread B]
+      A small receive buffer; N queries written by a thread while nobody
+      reads the answers for S seconds: the server must stop reading, so it
+      takes (acknowledges) at most B bytes meanwhile (backpressure); then
+      every answer must come, in order, and the connection close cleanly.
 
 Exit status 0 when every check passed, 1 otherwise; the last line says why.
 """
 
 import argparse
+import fcntl
 import ipaddress
 import os
 import random
 import socket
 import struct
 import sys
+import termios
+import threading
 import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from udpclient import TYPES, dns_parse, dns_query_bytes  # noqa: E402
+from udpclient import TYPES, dns_parse, dns_query_bytes, family  # noqa: E402
 
 
 class Fail(Exception):
@@ -160,6 +168,45 @@ def cmd_idle(args):
     log("idle connection closed by the server after %.1f s" % took)
 
 
+def cmd_flood(args):
+    data = b"".join(frame(dns_query_bytes(i & 0xFFFF, "target.test", 1)) for i in range(args.count))
+    s = socket.socket(family(args.server), socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # before connect: the window follows
+    s.settimeout(args.timeout)
+    s.connect((args.server, 53))
+    sent, errors = [0], []
+
+    def writer():
+        try:
+            while sent[0] < len(data):
+                sent[0] += s.send(data[sent[0]:sent[0] + 4096])
+        except OSError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    time.sleep(args.stall)
+    # What the server took (acknowledged) is what was written less what
+    # still waits in our send queue (SIOCOUTQ: unsent and unacknowledged).
+    queued = struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ, b"\0" * 4))[0]
+    taken = sent[0] - queued
+    if taken > args.max_unread:
+        raise Fail("the server took %d of %d bytes while no answer was read (at most %d expected)"
+                   % (taken, len(data), args.max_unread))
+    with s:
+        for i in range(args.count):
+            msg = read_message(s)
+            if msg is None or dns_parse(msg)[0] != i & 0xFFFF:
+                raise Fail("answer %d of %d missing or out of order" % (i, args.count))
+        t.join()
+        if errors:
+            raise Fail("writing: %s" % errors[0])
+        s.shutdown(socket.SHUT_WR)
+        expect_eof(s, "after the client's FIN")
+    log("flood: the server took %d bytes while its answers were not read, then all %d queries (%d bytes) "
+        "answered in order" % (taken, args.count, len(data)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--timeout", type=float, default=10.0)
@@ -182,6 +229,12 @@ def main():
     p.add_argument("--min", type=float, required=True)
     p.add_argument("--max", type=float, required=True)
     p.set_defaults(fn=cmd_idle)
+    p = sub.add_parser("flood")
+    p.add_argument("--server", required=True)
+    p.add_argument("--count", type=int, default=10000)
+    p.add_argument("--stall", type=float, default=2.0)
+    p.add_argument("--max-unread", type=int, default=128 * 1024)
+    p.set_defaults(fn=cmd_flood)
     args = ap.parse_args()
     try:
         args.fn(args)
