@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Mapped DNS: the resolver. A query in, its answer out into the caller's
  * buffer: udp.c sends it back through the worker's lwIP instance like any
- * datagram. The names and addresses are dnsmap.c's.
+ * datagram, dns_tcp.c on its connection. The names and addresses are
+ * dnsmap.c's.
  *
  * Answers (s5_dns_answer_plan() in dns_msg.c decides):
  *   A for a usable name      the name's pool address, TTL 1 s (a name's
@@ -63,8 +64,9 @@ int s5_dns_setup(const struct s5_config *cfg) {
     inet_ntop(AF_INET6, p6->addr, a, sizeof a);
     snprintf(n6, sizeof n6, " and %s/%u", a, p6->len);
   }
-  s5_info("mapped DNS: resolver %s port 53, names mapped into %s/%u%s, %u kept", r, n, cfg->dns.network.len,
-          n6, cfg->dns.cache_size);
+  s5_info("mapped DNS: resolver %s port 53 (UDP and TCP%s), names mapped into %s/%u%s, %u kept", r,
+          cfg->dns.hijack ? "; with port 53 of every other address: hijack" : "", n, cfg->dns.network.len, n6,
+          cfg->dns.cache_size);
   return 0;
 }
 

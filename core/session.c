@@ -159,10 +159,11 @@ static void session_pcb_error(void *arg, err_t err) {
 }
 
 /* The listener's accept callback: the client's ACK completed the handshake
- * we let through. lwIP passes the new pcb's arg, our session. */
+ * we let through. lwIP passes the new pcb's arg: our session, or for a
+ * connection the mapped resolver took at its SYN, that one's. */
 static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   struct s5_session *s = arg;
-  if (err == ERR_OK && s5_dns_tcp_owns(pcb)) return ERR_OK; /* arg is its own (dns_tcp.c) */
+  if (err == ERR_OK && s5_dns_tcp_owns(pcb)) return ERR_OK; /* dns_tcp.c's, served since its SYN */
   if (s == NULL || err != ERR_OK) return ERR_VAL;
   s->state = S5_SESSION_RELAY;
   s5_session_touch(s);
