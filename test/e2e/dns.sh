@@ -15,7 +15,9 @@
 #                    answer reaches the target through the proxy by name,
 #                    and the proxy never sees a
 #                    connection to the resolver; a malformed message closes
-#                    its connection (logged, counted); an idle one is closed
+#                    its connection (logged, counted); an idle one is
+#                    closed; 600 at once: 256 per queue, the rest refused;
+#                    one open at the stop is reset
 #        dns_hijack  hijack = true: dig over UDP and TCP at dnsmasq's
 #                    addresses in S (IPv4, IPv6) gets the mapped answer, from
 #                    the address asked (dig accepts nothing else), each
@@ -151,6 +153,18 @@ case_dns_tcp() {
   dnstcp idle --server "$DNS_ADDR6" --min 9 --max 13
   e2e_require_alive "after DNS over TCP"
   e2e_s5_log_clean
+  # At most 256 connections per worker: with 600 open at once over 2 or
+  # more queues some may be refused (RST), counted and logged; every
+  # accepted one is answered.
+  local acc ref
+  d0=$(counter drop_dns)
+  read -r _ acc _ ref < <(dnstcp many --server "$DNS_ADDR" --count 600)
+  d1=$(counter drop_dns)
+  ((acc + ref == 600 && acc >= 256 && acc <= 256 * QUEUES)) \
+    || fail "600 connections: $acc accepted, $ref refused; expected 256 to $((256 * QUEUES)) accepted"
+  ((d1 - d0 == ref)) || fail "$ref connections refused, drop_dns moved by $((d1 - d0))"
+  ((ref == 0)) || udp_wait_log "dns: TCP from [^ ]+ refused: too many DNS connections on this queue" 10 "refusal line"
+  log "600 DNS connections at once: $acc accepted, $ref refused and counted"
   # A connection still open when s5tund stops is reset with the rest (and
   # freed: a sanitizer build reports leaks at exit).
   local held

@@ -22,6 +22,9 @@ messages after a 2-byte length (RFC 7766), several on one connection.
       reads the answers for S seconds: the server must stop reading, so it
       takes (acknowledges) at most B bytes meanwhile (backpressure); then
       every answer must come, in order, and the connection close cleanly.
+  dnstcp.py many --server S --count N
+      Opens N connections at once, each answering one query; prints
+      "accepted A refused R" (refused: ECONNREFUSED, the server's RST).
 
 Exit status 0 when every check passed, 1 otherwise; the last line says why.
 """
@@ -207,6 +210,27 @@ def cmd_flood(args):
         "answered in order" % (taken, args.count, len(data)))
 
 
+def cmd_many(args):
+    held, refused = [], 0
+    try:
+        for i in range(args.count):
+            try:
+                s = connect(args)
+            except ConnectionRefusedError:
+                refused += 1
+                continue
+            held.append(s)
+            s.sendall(frame(dns_query_bytes(i & 0xFFFF, "many.test", 1)))
+        for i, s in enumerate(held):
+            msg = read_message(s)
+            if msg is None:
+                raise Fail("accepted connection %d of %d got no answer" % (i, len(held)))
+    finally:
+        for s in held:
+            s.close()
+    print("accepted %d refused %d" % (len(held), refused), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--timeout", type=float, default=10.0)
@@ -235,6 +259,10 @@ def main():
     p.add_argument("--stall", type=float, default=2.0)
     p.add_argument("--max-unread", type=int, default=128 * 1024)
     p.set_defaults(fn=cmd_flood)
+    p = sub.add_parser("many")
+    p.add_argument("--server", required=True)
+    p.add_argument("--count", type=int, required=True)
+    p.set_defaults(fn=cmd_many)
     args = ap.parse_args()
     try:
         args.fn(args)
