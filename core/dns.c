@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Mapped DNS: the resolver. A query in, its answer out into the caller's
  * buffer: udp.c sends it back through the worker's lwIP instance like any
- * datagram. The names and addresses are dnsmap.c's.
+ * datagram, dns_tcp.c on its connection. The names and addresses are
+ * dnsmap.c's.
  *
  * Answers (s5_dns_answer_plan() in dns_msg.c decides):
  *   A for a usable name      the name's pool address, TTL 1 s (a name's
@@ -36,9 +37,6 @@
 #include "lwip/pbuf.h"
 
 #define S5_DNS_TTL 1
-/* Queries are small; the part of a datagram beyond this is never needed
- * (header, one question of at most 259 bytes, the start of an OPT record). */
-#define S5_DNS_QUERY_READ 1024
 
 /* "198.18.0.2, fc00::2", the resolver addresses for the start-up line. */
 static void resolvers_text(const struct s5_config *cfg, char *buf, size_t len) {
@@ -66,19 +64,25 @@ int s5_dns_setup(const struct s5_config *cfg) {
     inet_ntop(AF_INET6, p6->addr, a, sizeof a);
     snprintf(n6, sizeof n6, " and %s/%u", a, p6->len);
   }
-  s5_info("mapped DNS: resolver %s port 53, names mapped into %s/%u%s, %u kept", r, n, cfg->dns.network.len,
-          n6, cfg->dns.cache_size);
+  s5_info("mapped DNS: resolver %s port 53 (UDP and TCP%s), names mapped into %s/%u%s, %u kept", r,
+          cfg->dns.hijack ? "; with port 53 of every other address: hijack" : "", n, cfg->dns.network.len, n6,
+          cfg->dns.cache_size);
   return 0;
 }
 
-int s5_dns_is_resolver(const struct s5_config *cfg, const ip_addr_t *dst, uint16_t port) {
-  if (!s5_dnsmap_on() || port != 53) return 0;
+static int is_resolver_addr(const struct s5_config *cfg, const ip_addr_t *dst) {
   const struct sockaddr_storage *v4 = &cfg->dns.addr[0], *v6 = &cfg->dns.addr[1];
   if (IP_IS_V4(dst))
     return v4->ss_family == AF_INET &&
            ip_2_ip4(dst)->addr == ((const struct sockaddr_in *)v4)->sin_addr.s_addr;
   return v6->ss_family == AF_INET6 &&
          memcmp(ip_2_ip6(dst)->addr, &((const struct sockaddr_in6 *)v6)->sin6_addr, 16) == 0;
+}
+
+enum s5_dns_dest s5_dns_dest(const struct s5_config *cfg, const ip_addr_t *dst, uint16_t port) {
+  if (!s5_dnsmap_on() || port != 53) return S5_DNS_PASS;
+  if (is_resolver_addr(cfg, dst)) return S5_DNS_RESOLVER;
+  return cfg->dns.hijack ? S5_DNS_HIJACKED : S5_DNS_PASS;
 }
 
 static int dns_drop(struct s5_wctx *w, const ip_addr_t *src, const char *why) {
@@ -101,13 +105,11 @@ static void dns_log_answer(const struct s5_dns_query *q, unsigned rcode, const u
   }
 }
 
-int s5_dns_answer(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, uint8_t *out, size_t cap) {
-  uint8_t in[S5_DNS_QUERY_READ];
-  size_t len = pbuf_copy_partial(p, in, p->tot_len < sizeof in ? p->tot_len : sizeof in, 0);
-  pbuf_free(p);
-
+int s5_dns_answer(struct s5_wctx *w, const uint8_t *msg, size_t len, const ip_addr_t *src,
+                  enum s5_dns_dest dest, uint8_t *out, size_t cap) {
+  if (dest == S5_DNS_HIJACKED) S5_STAT_ADD(w->stats, dns_hijacked, 1);
   struct s5_dns_query q;
-  enum s5_dns_parse r = s5_dns_parse_query(in, len, &q);
+  enum s5_dns_parse r = s5_dns_parse_query(msg, len < S5_DNS_QUERY_READ ? len : S5_DNS_QUERY_READ, &q);
   if (r == S5_DNS_MALFORMED) return dns_drop(w, src, "malformed");
   unsigned rtype;
   unsigned rcode = s5_dns_answer_plan(r, &q, s5_dnsmap_has_pool6(), &rtype);
@@ -116,8 +118,16 @@ int s5_dns_answer(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, uint8
   if ((rtype == S5_DNS_TYPE_A || rtype == S5_DNS_TYPE_AAAA) &&
       s5_dnsmap_address(q.name, q.name_len, rtype == S5_DNS_TYPE_AAAA, addr) == 0)
     alen = rtype == S5_DNS_TYPE_A ? 4 : 16;
-  int n = s5_dns_build_response(out, cap, in, &q, rcode, alen > 0 ? addr : NULL, alen, S5_DNS_TTL);
+  int n = s5_dns_build_response(out, cap, msg, &q, rcode, alen > 0 ? addr : NULL, alen, S5_DNS_TTL);
   if (n < 0) return dns_drop(w, src, "answer does not fit");
   dns_log_answer(&q, rcode, addr, alen);
   return n;
+}
+
+int s5_dns_answer_pbuf(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, enum s5_dns_dest dest,
+                       uint8_t *out, size_t cap) {
+  uint8_t in[S5_DNS_QUERY_READ];
+  size_t len = pbuf_copy_partial(p, in, p->tot_len < sizeof in ? p->tot_len : sizeof in, 0);
+  pbuf_free(p);
+  return s5_dns_answer(w, in, len, src, dest, out, cap);
 }

@@ -144,3 +144,25 @@ int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg, const st
   }
   return (int)n;
 }
+
+size_t s5_dns_frame_kept(const struct s5_dns_frame *f) {
+  return f->have < sizeof f->msg ? f->have : sizeof f->msg;
+}
+
+size_t s5_dns_frame_feed(struct s5_dns_frame *f, const uint8_t *in, size_t n) {
+  if (f->done) {
+    f->done = 0;
+    f->prefix_have = 0;
+    f->have = 0;
+  }
+  size_t used = 0;
+  while (f->prefix_have < 2 && used < n) f->prefix[f->prefix_have++] = in[used++];
+  if (f->prefix_have < 2) return used;
+  f->len = get16(f->prefix);
+  size_t take = n - used < (size_t)(f->len - f->have) ? n - used : (size_t)(f->len - f->have);
+  size_t keep = f->have < sizeof f->msg ? sizeof f->msg - f->have : 0;
+  if (keep > 0) memcpy(f->msg + f->have, in + used, take < keep ? take : keep);
+  f->have = (uint16_t)(f->have + take);
+  f->done = f->have == f->len;
+  return used + take;
+}

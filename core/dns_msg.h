@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* DNS messages for the mapped resolver (RFC 1035, RFC 6891 for EDNS):
- * parsing a query and building its answer. Pure functions over byte
- * buffers, no I/O, no allocation, so they can be fuzzed on their own. */
+ * parsing a query and building its answer, and cutting a TCP byte stream
+ * into messages (RFC 7766). Pure functions over byte buffers, no I/O, no
+ * allocation, so they can be fuzzed on their own. */
 #ifndef S5_CORE_DNS_MSG_H
 #define S5_CORE_DNS_MSG_H
 
@@ -26,6 +27,10 @@
 /* Our answers fit in this: header, question, one AAAA (or A) record, an
  * OPT record. */
 #define S5_DNS_ANSWER_MAX (12 + (S5_DNS_NAME_MAX + 2) + 4 + 28 + 11)
+
+/* Queries are small; the part of a message beyond this is never needed
+ * (header, one question of at most 259 bytes, the start of an OPT record). */
+#define S5_DNS_QUERY_READ 1024
 
 /* What parsing a query found. */
 enum s5_dns_parse {
@@ -66,5 +71,26 @@ unsigned s5_dns_answer_plan(enum s5_dns_parse r, struct s5_dns_query *q, int aaa
  * Returns the length, or -1 when out is too small. */
 int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg, const struct s5_dns_query *q,
                           unsigned rcode, const uint8_t *addr, size_t addr_len, uint32_t ttl);
+
+/* A TCP stream of messages, each after a 2-byte length (RFC 1035 4.2.2,
+ * RFC 7766): one message at a time, of which only the first
+ * S5_DNS_QUERY_READ bytes are kept (the rest is counted and skipped, as a
+ * datagram's is), so a reader's memory does not depend on what it is sent.
+ * Zero it to start. */
+struct s5_dns_frame {
+  uint8_t msg[S5_DNS_QUERY_READ]; /* the message's first bytes */
+  uint16_t len;                   /* its length, from the prefix */
+  uint16_t have;                  /* bytes of it received (kept or skipped) */
+  uint8_t prefix[2];
+  uint8_t prefix_have; /* bytes of the prefix received */
+  uint8_t done;        /* a whole message is in: the next feed starts another */
+};
+
+/* Takes bytes of the stream, stopping at the end of a message. Returns how
+ * many of the n it used; f->done tells whether a message is complete: its
+ * first s5_dns_frame_kept(f) bytes are in f->msg (a length of 0 is a
+ * message too, empty, and the caller's to refuse). */
+size_t s5_dns_frame_feed(struct s5_dns_frame *f, const uint8_t *in, size_t n);
+size_t s5_dns_frame_kept(const struct s5_dns_frame *f);
 
 #endif

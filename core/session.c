@@ -159,9 +159,11 @@ static void session_pcb_error(void *arg, err_t err) {
 }
 
 /* The listener's accept callback: the client's ACK completed the handshake
- * we let through. lwIP passes the new pcb's arg, our session. */
+ * we let through. lwIP passes the new pcb's arg: our session, or for a
+ * connection the mapped resolver took at its SYN, that one's. */
 static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   struct s5_session *s = arg;
+  if (err == ERR_OK && s5_dns_tcp_owns(pcb)) return ERR_OK; /* dns_tcp.c's, served since its SYN */
   if (s == NULL || err != ERR_OK) return ERR_VAL;
   s->state = S5_SESSION_RELAY;
   s5_session_touch(s);
@@ -324,6 +326,9 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
     S5_STAT_ADD(w->stats, drop_draining, 1);
     return ERR_MEM;
   }
+  /* The mapped resolver's: answered here, before any proxy work. */
+  enum s5_dns_dest dns = s5_dns_dest(w->cfg, &pcb->local_ip, pcb->local_port);
+  if (dns != S5_DNS_PASS) return s5_dns_tcp_accept(&t->dns, pcb, dns);
   unsigned max = w->cfg->session.max_sessions;
   if (max != 0 && w->stats->tcp_active >= max) {
     S5_STAT_ADD(w->stats, drop_max_sessions, 1);
@@ -366,6 +371,7 @@ void s5_sessions_init(struct s5_sessions *t, struct s5_wctx *w, struct s5_relay 
   memset(t, 0, sizeof *t);
   t->w = w;
   t->relay = relay;
+  s5_dns_tcp_init(&t->dns, w);
 }
 
 /* The one listening pcb: SYNs to every address and port end up here. */
@@ -401,4 +407,5 @@ void s5_sessions_stop(struct s5_sessions *t) {
   sessions_close_listener(t);
   t->drained = NULL; /* a reset is no drain coming to its end */
   while (t->list != NULL) s5_session_abort(t->list, NULL);
+  s5_dns_tcp_stop(&t->dns);
 }

@@ -8,13 +8,16 @@
  * refused CONNECT looks to the client like a refused connection.
  * A worker's sessions are a table (struct s5_sessions, session.c): the
  * listener that takes every SYN and the list of live sessions. The worker
- * drives the table; the table tells it when a drain is over. */
+ * drives the table; the table tells it when a drain is over. A SYN to
+ * the mapped resolver's port 53 never becomes a session: the table hands
+ * it to core/dns_tcp.c, which answers it in s5tund. */
 #ifndef S5_CORE_SESSION_H
 #define S5_CORE_SESSION_H
 
 #include <stdint.h>
 #include <uv.h>
 
+#include "dns_tcp.h"
 #include "lwip/err.h"
 #include "proxy.h"
 #include "sessionlog.h"
@@ -82,6 +85,7 @@ struct s5_sessions {
   struct s5_relay *relay;   /* what its sessions relay with */
   struct tcp_pcb *listener; /* takes SYNs to every address and port */
   struct s5_session *list;  /* all live sessions */
+  struct s5_dns_tcp dns;    /* connections the mapped resolver takes instead (core/dns_tcp.c) */
   uint64_t next_id;
   uint64_t loop_logged_ms;    /* last "connection to the proxy itself" warning */
   void (*drained)(void *arg); /* s5_sessions_drain() */

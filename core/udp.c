@@ -364,11 +364,12 @@ static const struct s5_proxy_ops assoc_proxy_ops = {
 /* ---------------------------------------------------------------- from lwIP */
 
 /* A query for the mapped resolver: the resolver makes the answer, which
- * goes back like any datagram to the client. */
+ * goes back like any datagram to the client, from the address it asked
+ * (with [dns] hijack, any address's port 53). */
 static void udp_dns_query(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, u16_t sport,
-                          const ip_addr_t *dst, u16_t dport) {
+                          const ip_addr_t *dst, u16_t dport, enum s5_dns_dest dest) {
   uint8_t answer[S5_DNS_ANSWER_MAX];
-  int n = s5_dns_answer(w, p, src, answer, sizeof answer);
+  int n = s5_dns_answer_pbuf(w, p, src, dest, answer, sizeof answer);
   if (n > 0) s5_udp_output(w, dst, dport, src, sport, answer, (size_t)n);
 }
 
@@ -398,8 +399,9 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
                          u16_t dport) {
   struct s5_udp *u = arg;
   struct s5_wctx *w = u->w;
-  if (s5_dns_is_resolver(w->cfg, dst, dport)) {
-    udp_dns_query(w, p, src, sport, dst, dport);
+  enum s5_dns_dest dns = s5_dns_dest(w->cfg, dst, dport);
+  if (dns != S5_DNS_PASS) {
+    udp_dns_query(w, p, src, sport, dst, dport, dns);
     return;
   }
   if (!w->cfg->socks5.udp || w->stopping) {

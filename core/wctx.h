@@ -2,7 +2,7 @@
 /* The worker context: what every module of one worker reaches (its loop,
  * its configuration, its counters, its lwIP netif, its failure limiter),
  * and nothing else. The modules below the worker (netif.c, session.c,
- * relay.c, handshake.c, proxy.c, udp.c, assoc.c, dns.c, icmp.c,
+ * relay.c, handshake.c, proxy.c, udp.c, assoc.c, dns.c, dns_tcp.c, icmp.c,
  * sessionlog.c) take this instead of the worker, so that none of them can
  * reach up into it: the worker (core/worker.c) creates them, drives them,
  * and is told what it needs to know through callbacks. Touched only by the worker's own thread. */

@@ -121,6 +121,7 @@ struct s5_config {
     struct s5_prefix network;        /* IPv4 pool of mapped addresses */
     struct s5_prefix network6;       /* IPv6 pool; family 0 = AAAA not mapped */
     unsigned cache_size;             /* names kept, 1..pool size */
+    bool hijack;                     /* port 53 of every address is the resolver's (needs addr) */
   } dns;
 
   struct {

@@ -23,9 +23,15 @@ static int prefix_holds(const struct s5_prefix *p, const uint8_t a[16]) {
   return 1;
 }
 
-/* Mapped DNS: the pool must hold cache-size names, and the resolver's own
- * address must not be one of the addresses it hands out. */
+/* Mapped DNS: hijack needs the resolver, the pool must hold cache-size
+ * names, and the resolver's own address must not be one of the addresses
+ * it hands out. */
 static int check_dns(const struct s5_config *cfg, int *key, char *err, size_t errlen) {
+  if (cfg->dns.hijack && cfg->dns.addr[0].ss_family == 0 && cfg->dns.addr[1].ss_family == 0) {
+    *key = s5_config_key_find("dns", "hijack");
+    snprintf(err, errlen, "needs [dns] address: the mapped resolver is what answers the queries it takes");
+    return -1;
+  }
   const struct s5_prefix *net = &cfg->dns.network;
   if (net->family != AF_INET || net->len < 1 || net->len > 30)
     return 0; /* the parser refused anything else */

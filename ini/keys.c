@@ -137,6 +137,11 @@ static const struct s5_key keys[] = {
    * 3 MB); s5_config_check() holds it to the pool's size. */
   {"dns", "cache-size", &s5_type_uint, AT(dns.cache_size), .min = 1, .max = 1000000, .def = "10000",
    .doc = "names kept (at most the pool size), least recently used recycled"},
+  /* Read per datagram and per SYN, so it is live; s5_config_check() wants
+   * an address with it. */
+  {"dns", "hijack", &s5_type_bool, AT(dns.hijack), .live = true, .def = "false",
+   .doc = "answer DNS (UDP and TCP) to port 53 of every address entering the device with the mapped "
+          "resolver, not only at address"},
 
   {"log", "level", &s5_type_enum, AT(log.level), .words = level_words, .live = true, .def = "info",
    .doc = "error, warn, info or debug"},

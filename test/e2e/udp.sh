@@ -53,6 +53,8 @@ set -eEuo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
+# shellcheck source=dnslib.sh
+source "$HERE/dnslib.sh"
 
 usage() { echo "usage: $0 CASE thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
@@ -65,10 +67,6 @@ case $CASE in udp_echo|dns|dns6|sessionlog|connections|udp_teardown|udp_badrelay
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
 UDP_PORTS=(7001 7002)
-DNS_ADDR=198.18.0.2
-DNS_POOL=100.64.0.0/10
-DNS_ADDR6=fc00::53
-DNS_POOL6=fdff:5335::/96
 BADUDP_PORT=1090
 
 e2e_require_root
@@ -78,23 +76,7 @@ e2e_find_s5tund "${1:-}"
 e2e_init "$CASE"
 log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
 
-# /etc/netns/<S>/hosts is bind-mounted over /etc/hosts by `ip netns exec`:
-# the proxies in S resolve target.test there. Removed on exit.
-NETNS_ETC=/etc/netns/$NS_S
-udp_exit() {
-  local rc=$?
-  trap - ERR
-  set +e
-  rm -rf "$NETNS_ETC"
-  (exit "$rc")    # e2e_cleanup takes the status from $?
-  e2e_cleanup
-}
-trap udp_exit EXIT
-
-udp_hosts() {
-  mkdir -p "$NETNS_ETC"
-  printf '127.0.0.1 localhost\n%s target.test\n' "$TGT4" >"$NETNS_ETC/hosts"
-}
+udp_install_exit   # dnslib.sh: the hosts file in S goes on exit too
 
 start_udptarget() {
   local ready=$WORK/udptarget.ready p args=()
@@ -109,48 +91,6 @@ start_udptarget() {
   done
   fail "udptarget.py did not start"
 }
-
-start_dnsmasq() {
-  E2E_LOGS+=("$WORK/dnsmasq.log")
-  ip netns exec "$NS_S" dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces \
-    --listen-address="$TGT4" --listen-address="$TGT6" --except-interface=veth0 \
-    --address=/example.test/"$TGT4" --address=/example.test/"$TGT6" \
-    --pid-file="$WORK/dnsmasq.pid" --log-queries --log-facility=- \
-    --user=root --group=root >"$WORK/dnsmasq.log" 2>&1 &
-  for _ in $(seq $((T_START * 10))); do
-    in_s ss -Hlun "sport = :53" | grep -qF "$TGT4" && { log "dnsmasq on $TGT4 and [$TGT6] port 53"; return 0; }
-    sleep 0.1
-  done
-  fail "dnsmasq does not listen on $TGT4:53"
-}
-
-# start_s5 PROXY_ADDR PROXY_PORT EXTRA-INI: the usual configuration plus
-# EXTRA-INI (whole sections) appended; log level debug (the teardown checks
-# read association lines from the log).
-start_s5() {
-  local f=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini
-  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$1 CFG_PROXY_PORT=$2 CFG_LOG_LEVEL=debug \
-    e2e_write_config "$f"
-  printf '\n%s\n' "$3" >>"$f"
-  e2e_start_s5tund --config "$f"
-}
-
-uclient() {   # udpclient.py in C, bounded
-  bg_wait ip netns exec "$NS_C" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/udpclient.py" "$@"
-}
-
-# udp_wait_log ERE SECONDS WHAT: until s5tund's log has a matching line.
-udp_wait_log() {
-  local i line
-  for i in $(seq $(($2 * 10))); do
-    line=$(grep -E -m 1 -- "$1" "$S5LOG" 2>/dev/null || true)
-    [[ -n $line ]] && { log "s5tund log: $line"; return 0; }
-    sleep 0.1
-  done
-  fail "no $3 in s5tund's log within $2s"
-}
-
-udp_count_log() { grep -cE -- "$1" "$S5LOG" 2>/dev/null || true; }
 
 # ---------------------------------------------------------------- cases
 

@@ -17,9 +17,12 @@
  *     and the question byte for byte, and is a response (parsing it again
  *     says MALFORMED, so two resolvers can never ping-pong);
  *   - the table maps a usable name to an address that maps back to it.
- * The table is small (8 names over a /28), so recycling is exercised too. */
+ * The table is small (8 names over a /28), so recycling is exercised too.
+ * The input is also read as a TCP stream of length-prefixed messages
+ * (s5_dns_frame_feed, RFC 7766), in pieces it chooses (check_frames). */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dns_msg.h"
@@ -74,7 +77,34 @@ static void check_response(const uint8_t *out, int n, const uint8_t *msg, const 
   FUZZ_CHECK(s5_dns_parse_query(out, (size_t)n, &again) == S5_DNS_MALFORMED, "response parses as a query");
 }
 
+/* The same bytes as a TCP stream (dns_tcp.c), cut into pieces of 1..64
+ * bytes that the input itself chooses: every message the reader completes
+ * is the next one of the stream (its first S5_DNS_QUERY_READ bytes), and
+ * the reader takes every byte, always moving on. */
+static void check_frames(const uint8_t *data, size_t size) {
+  struct s5_dns_frame *f = calloc(1, sizeof *f);
+  if (f == NULL) abort();
+  size_t off = 0, next = 0; /* next: where the stream's next message's length is */
+  while (off < size) {
+    size_t piece = 1 + data[off] % 64;
+    if (piece > size - off) piece = size - off;
+    size_t used = s5_dns_frame_feed(f, data + off, piece);
+    FUZZ_CHECK(used > 0 && used <= piece, "%zu of %zu bytes used", used, piece);
+    off += used;
+    if (!f->done) continue;
+    size_t len = (size_t)data[next] << 8 | data[next + 1];
+    size_t kept = len < S5_DNS_QUERY_READ ? len : S5_DNS_QUERY_READ;
+    FUZZ_CHECK(f->len == len && s5_dns_frame_kept(f) == kept && memcmp(f->msg, data + next + 2, kept) == 0,
+               "message at %zu: %u bytes, %zu kept, expected %zu", next, (unsigned)f->len,
+               s5_dns_frame_kept(f), len);
+    next += 2 + len;
+    FUZZ_CHECK(off == next, "message ends at %zu, the reader is at %zu", next, off);
+  }
+  free(f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  check_frames(data, size);
   if (table == NULL) {
     static const uint8_t net[4] = {100, 64, 0, 0};
     static const uint8_t net6[16] = {0xfd, 0xff, 0x53, 0x35};

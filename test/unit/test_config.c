@@ -119,6 +119,7 @@ static const char *cfg_diff(const struct s5_config *a, const struct s5_config *b
   if (memcmp(&a->tun.include_uid, &b->tun.include_uid, sizeof a->tun.include_uid) != 0)
     return "tun.include_uid";
   if (a->dns.cache_size != b->dns.cache_size) return "dns.cache_size";
+  if (a->dns.hijack != b->dns.hijack) return "dns.hijack";
   if (a->log.level != b->log.level) return "log.level";
   if (strcmp(a->log.file, b->log.file) != 0) return "log.file";
   if (a->tun.offload != b->tun.offload) return "tun.offload";
@@ -246,6 +247,7 @@ static void test_defaults(void) {
   CHECK(c.dns.network6.family == 0, "default dns network6 unset");
   CHECK(is_prefix(&c.dns.network, AF_INET, "100.64.0.0", 10), "default dns network");
   CHECK(c.dns.cache_size == 10000, "default dns cache-size");
+  CHECK(!c.dns.hijack, "default dns hijack false");
   CHECK(c.tun.kill_switch, "default kill-switch true");
   CHECK(c.queues_configured == 0, "default queues as written: 0");
 }
@@ -450,6 +452,7 @@ static const struct bad bad_files[] = {
    "300 is more than the "
    "254 addresses of [dns] network /24"},
   {"bad_dns_address_in_pool.ini", 2, "[dns] address", "inside [dns] network"},
+  {"bad_dns_hijack.ini", 3, "[dns] hijack", "needs [dns] address"},
   {"bad_stats_http_port.ini", 2, "[stats] http",
    "port: 0 is out of range "
    "(1..65535)"},

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit test for the mapped resolver's pure parts: core/dns_msg.c (query
- * parsing, answers), core/dns_table.c (mapping, LRU recycling, sharing
+ * parsing, answers, TCP framing), core/dns_table.c (mapping, LRU recycling, sharing
  * across fork) and core/icmp.c (echo request filter). Prints one line per
  * failed check and "N passed, M failed"; exits 1 on failure. */
 #include "dns_msg.h"
@@ -179,6 +179,64 @@ static void test_plan(void) {
   CHECK(s5_dns_answer_plan(r, &q, 1, &rtype) == 0 && rtype == 0, "TXT: no data");
 }
 
+/* Feeds n bytes in pieces of `step`; returns the messages completed, the
+ * last one's kept bytes in *last. */
+static int feed_all(struct s5_dns_frame *f, const uint8_t *s, size_t n, size_t step, uint8_t *last,
+                    size_t *last_len) {
+  int msgs = 0;
+  for (size_t off = 0; off < n;) {
+    size_t piece = n - off < step ? n - off : step;
+    size_t used = s5_dns_frame_feed(f, s + off, piece);
+    if (used == 0 && !f->done) return -1; /* it must always make progress */
+    off += used;
+    if (f->done) {
+      msgs++;
+      *last_len = s5_dns_frame_kept(f);
+      memcpy(last, f->msg, *last_len);
+    }
+  }
+  return msgs;
+}
+
+/* TCP framing (RFC 7766): messages after a 2-byte length, in any pieces. */
+static void test_frame(void) {
+  uint8_t q[600], s[4000], last[S5_DNS_QUERY_READ];
+  size_t qn = make_query(q, "target.test", 1, 1), n = 0, last_len = 0;
+  for (int i = 0; i < 3; i++) { /* three queries back to back (pipelined) */
+    s[n++] = (uint8_t)(qn >> 8);
+    s[n++] = (uint8_t)qn;
+    memcpy(s + n, q, qn);
+    n += qn;
+  }
+  size_t steps[] = {1, 2, 3, qn + 1, qn + 2, sizeof s};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+    struct s5_dns_frame f = {0};
+    int msgs = feed_all(&f, s, n, steps[i], last, &last_len);
+    CHECK(msgs == 3 && last_len == qn && memcmp(last, q, qn) == 0, "pieces of %zu: %d messages", steps[i],
+          msgs);
+  }
+  /* 2000 bytes: the first S5_DNS_QUERY_READ kept, the rest skipped; the
+   * message after it is read whole. An empty message is a message. */
+  struct s5_dns_frame f = {0};
+  uint8_t big[2 + 2000 + 2 + 2];
+  memset(big, 0x5a, sizeof big);
+  big[0] = 2000 >> 8;
+  big[1] = 2000 & 0xff;
+  big[2002] = 0;
+  big[2003] = 0;
+  big[2004] = 0;
+  big[2005] = 0;
+  size_t used = s5_dns_frame_feed(&f, big, sizeof big);
+  CHECK(used == 2002 && f.done && f.len == 2000 && s5_dns_frame_kept(&f) == S5_DNS_QUERY_READ,
+        "long message: %zu used, %zu kept", used, s5_dns_frame_kept(&f));
+  used = s5_dns_frame_feed(&f, big + 2002, 4);
+  CHECK(used == 2 && f.done && f.len == 0 && s5_dns_frame_kept(&f) == 0, "empty message");
+  used = s5_dns_frame_feed(&f, big + 2004, 2);
+  CHECK(used == 2 && f.done && f.len == 0, "another empty message");
+  used = s5_dns_frame_feed(&f, big, 1);
+  CHECK(used == 1 && !f.done && f.prefix_have == 1, "half a length: waits");
+}
+
 static void test_table(void) {
   static const uint8_t net[4] = {100, 64, 0, 0};
   CHECK(s5_dns_pool_size(10) == 4194302 && s5_dns_pool_size(30) == 2 && s5_dns_pool_size(31) == 0,
@@ -326,6 +384,7 @@ int main(void) {
   test_parse();
   test_build();
   test_plan();
+  test_frame();
   test_table();
   test_table6();
   test_icmp();
