@@ -14,6 +14,10 @@
 #                UDP and mapped DNS through the proxy; kill -9 blocks the
 #                client's tunnel-bound traffic, local traffic goes on; a
 #                restart serves it again
+#        netns   [tun] netns: programs in a namespace of s5tund's go through
+#                the proxy (IPv4, IPv6, UDP, a mapped name) and nowhere else;
+#                the proxy sockets stay in the host namespace; kill -9 fails
+#                closed; a clean stop removes what s5tund made, and only that
 # Every path is proved by the logs: the target's (which peer it saw: the
 # proxy's address or the client's own) and danted's.
 #
@@ -31,12 +35,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 host|router thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 host|router|netns thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in host|router) ;; *) usage ;; esac
+case $CASE in host|router|netns) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 shift 3
@@ -63,13 +67,15 @@ MARK=0x53
 DNS_ADDR=198.18.0.2
 DNS_POOL=100.64.0.0/10
 NETNS_ETC=/etc/netns/$NS_S
+NS_N="s5c-named-$CASE-$$"   # [tun] netns (the netns case)
 
 route_exit() {
   local rc=$?
   trap - ERR
   set +e
-  rm -rf "$NETNS_ETC"
+  rm -rf "$NETNS_ETC" "/etc/netns/$NS_N"
   e2e_ns_destroy "$NS_L"
+  [[ -e /run/netns/$NS_N ]] && e2e_ns_destroy "$NS_N"
   (exit "$rc")    # e2e_cleanup takes the status from $?
   e2e_cleanup
 }
@@ -420,6 +426,123 @@ case_router() {
   after=$(routing_snapshot)
   [[ $before == "$after" ]] || fail "routing after a clean stop differs: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
   log "restarted: served again; a clean stop left the routing as it was"
+}
+
+# ---------------------------------------------------------------- netns
+
+in_n() { ip netns exec "$NS_N" "$@"; }
+nclient() {
+  bg_wait ip netns exec "$NS_N" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/client.py" "$@"
+}
+nuclient() {
+  bg_wait ip netns exec "$NS_N" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/udpclient.py" "$@"
+}
+
+# s5tund in C without a mount namespace of its own (ip netns exec would
+# give it one): the namespace it makes must be seen by `ip netns exec`.
+start_s5_netns() {
+  local ini=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini i
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT e2e_write_config "$ini"
+  printf '%s\n' "" "[tun]" "netns = $NS_N" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" \
+    "[stats]" "socket = $WORK/stats.sock" >>"$ini"
+  S5LOG=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).log
+  S5_RUNS=$((${S5_RUNS:-0} + 1))
+  E2E_LOGS+=("$S5LOG")
+  nsenter --net="/run/netns/$NS_C" -- "$S5TUND" --config "$ini" >"$S5LOG" 2>&1 &
+  S5PID=$!
+  e2e_wait_log "$S5LOG" "ready: $TUN" "$T_START" "s5tund ready" >/dev/null
+  in_n ip link show dev "$TUN" up >/dev/null || fail "$TUN is not up in $NS_N"
+  in_c ip link show dev "$TUN" >/dev/null 2>&1 && fail "$TUN exists in the host namespace too"
+  nclient --host "$TGT4" echo --count 1 --retry-for "$T_START" --timeout 10 >/dev/null
+  log "s5tund (pid $S5PID) serves $TUN in $NS_N"
+}
+
+netns_proxied() {   # what runs in the namespace goes through danted
+  proved_by "$WORK/target.log" "$S_ADDR4" 1 nclient --host "$TGT4" echo --count 2 --timeout 10
+  proved_by "$WORK/target.log" "$S_ADDR6" 1 nclient --host "$TGT6" echo --count 2 --timeout 10
+}
+
+case_netns() {
+  topology_up
+  mkdir -p "$NETNS_ETC"
+  printf '127.0.0.1 localhost\n%s target.test\n' "$TGT4" >"$NETNS_ETC/hosts"
+  servers_up
+  E2E_LOGS+=("$WORK/udptarget.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" --port 7001 \
+    --ready-file "$WORK/udptarget.ready" >"$WORK/udptarget.log" 2>&1 &
+  local out addr i hold
+
+  # 1. s5tund makes the namespace.
+  start_s5_netns
+  grep -q "netns $NS_N: created" "$S5LOG" || fail "s5tund did not say it created $NS_N"
+  netns_proxied
+  for i in $(seq $((T_START * 10))); do [[ -s $WORK/udptarget.ready ]] && break; sleep 0.1; done
+  nuclient echo --host "$TGT4" --port 7001 --sizes 1,100,1400 --sources 2
+  nuclient echo --host "$TGT6" --port 7001 --sizes 1,100,1232 --sources 2
+  grep -qE "udp(associate|reply)" "$WORK/danted.log" || fail "danted's log shows no UDP association"
+  # A name, as a program there resolves it: /etc/resolv.conf names the resolver.
+  out=$(in_n cat /etc/resolv.conf)
+  grep -qx "nameserver $DNS_ADDR" <<<"$out" || fail "resolv.conf in $NS_N: $(oneline "$out")"
+  addr=$(nuclient dns --server "$DNS_ADDR" --name target.test --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
+  proved_by "$WORK/target.log" "$S_ADDR4" 1 nclient --host "$addr" echo --count 1 --timeout 10
+  grep -qF "$addr" "$WORK/danted.log" && fail "danted saw the pool address $addr"
+  # Nothing but the device: the routes, and the LAN that the host reaches
+  # directly is out of reach (danted cannot reach it either).
+  out=$(in_n ip -4 route; in_n ip -6 route | grep -v '^fe80::\|^multicast\|^ff00::')
+  grep -v -e "^default dev $TUN" -e "dev $TUN proto kernel" <<<"$out" | grep -q . \
+    && fail "routes in $NS_N besides the device: $(oneline "$out")"
+  expect_fail "a LAN host from $NS_N" nclient --host "$L_ADDR4" echo --count 1 --timeout 3
+  # The proxy sockets stay in the host namespace: hold a connection, look.
+  nclient --host "$TGT4" hold --hold 8 >/dev/null 2>&1 &
+  hold=$!
+  for i in $(seq 50); do
+    out=$(in_c ss -Htn state established "dst $S_ADDR4:$DANTE_PORT")
+    [[ -n $out ]] && break
+    sleep 0.1
+  done
+  [[ -n $out ]] || fail "no proxy connection in the host namespace"
+  [[ -z $(in_n ss -Htn "dst $S_ADDR4:$DANTE_PORT") ]] || fail "a proxy connection in $NS_N"
+  kill "$hold" 2>/dev/null || true
+  wait "$hold" 2>/dev/null || true
+  log "proxy sockets in the host namespace: $(oneline "$out")"
+  "$S5TUND" --stats "$WORK/stats.sock" >/dev/null || fail "--stats does not answer"
+  if [[ $MODE == process ]]; then   # a restarted worker: its sockets stay home too
+    local w n0
+    n0=$(grep -cE "worker [0-9]+ started" "$S5LOG")
+    w=$(e2e_workers | head -1)
+    kill -KILL "$w"
+    for i in $(seq $((T_START * 10))); do
+      (($(grep -cE "worker [0-9]+ started" "$S5LOG") > n0)) && break
+      sleep 0.1
+    done
+    (($(grep -cE "worker [0-9]+ started" "$S5LOG") > n0)) || fail "no worker restarted after kill -9 of $w"
+    for i in 1 2 3 4; do nclient --host "$TGT4" echo --count 1 --retry-for 20 --timeout 10 >/dev/null; done
+    netns_proxied
+  fi
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  [[ -e /run/netns/$NS_N ]] && fail "a clean stop left the namespace s5tund made"
+  [[ -e /etc/netns/$NS_N ]] && fail "a clean stop left /etc/netns/$NS_N"
+  log "run 1: IPv4, IPv6, UDP and a mapped name through danted; a clean stop removed the namespace"
+
+  # 2. A namespace that exists, with a resolv.conf of its own: used, left.
+  ip netns add "$NS_N"
+  mkdir -p "/etc/netns/$NS_N"
+  echo "nameserver 192.0.2.53" >"/etc/netns/$NS_N/resolv.conf"
+  start_s5_netns
+  netns_proxied
+  kill -KILL "$S5PID"
+  wait "$S5PID" 2>/dev/null || true
+  S5PID=""
+  for i in $(seq $((T_STOP * 10))); do in_n ip link show dev "$TUN" >/dev/null 2>&1 || break; sleep 0.1; done
+  expect_fail "TCP from $NS_N after kill -9" nclient --host "$TGT4" echo --count 1 --timeout 3
+  start_s5_netns
+  netns_proxied
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  [[ -e /run/netns/$NS_N ]] || fail "a clean stop removed a namespace s5tund did not make"
+  [[ $(cat "/etc/netns/$NS_N/resolv.conf") == "nameserver 192.0.2.53" ]] || fail "the admin's resolv.conf changed"
+  log "run 2: an existing namespace used and left; kill -9 fails closed; restart serves again"
 }
 
 "case_$CASE"

@@ -365,7 +365,10 @@ static const struct bad bad_files[] = {
   {"bad_key.ini", 3, "[tun] mtuu",
    "unknown key (expected one of: name, "
    "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, kill-switch, exclude-uid, include-uid, "
-   "exclude-local, route-exclude, route-include, route-exclude-file, route-include-file, post-up, pre-down)"},
+   "exclude-local, route-exclude, route-include, route-exclude-file, route-include-file, netns, post-up, "
+   "pre-down)"},
+  {"bad_netns_autoroute.ini", 3, "[tun] netns", "set with [tun] auto-route"},
+  {"bad_netns_name.ini", 2, "[tun] netns", "\"a/b\" is not a namespace name"},
   {"bad_route_exclude.ini", 3, "[tun] route-exclude", "\"10.1.0.0/8\" has host bits set beyond /8"},
   {"bad_route_file.ini", 4, "[tun] route-include-file", "must be an absolute path"},
   {"bad_route_noauto.ini", 3, "[tun] route-exclude", "needs [tun] auto-route = true"},
@@ -987,6 +990,7 @@ static void test_every_key(void) {
   struct run r;
 
   every_round_trip("every_key_include.ini");
+  every_round_trip("every_key_netns.ini");
   if (!load_ok(conf("every_key.ini"), &c)) return;
   first = print_text(&c);
   write_text(scratch("every_printed.ini"), first);

@@ -393,6 +393,8 @@ static void test_every_key(void) {
   for (int i = 0; i < every.n && i < def.n; i++) {
     /* include-uid excludes exclude-uid: it is set in every_key_include.ini. */
     if (strcmp(every.e[i].name, "include-uid") == 0) continue;
+    /* netns excludes auto-route: it is set in every_key_netns.ini. */
+    if (strcmp(every.e[i].name, "netns") == 0) continue;
     CHECK(strcmp(every.e[i].value, def.e[i].value) != 0, "every_key.ini leaves [%s] %s at its default %s",
           every.e[i].section, every.e[i].name, def.e[i].value);
   }
@@ -402,6 +404,10 @@ static void test_every_key(void) {
   CHECK(s5_config_load_file(&c, path_of("test/unit/configs/every_key_include.ini"), err, sizeof err) == 0 &&
           c.tun.include_uid.n == 2 && c.tun.exclude_uid.n == 0,
         "every_key_include.ini sets include-uid (and not exclude-uid): %s", err);
+  s5_config_defaults(&c);
+  CHECK(s5_config_load_file(&c, path_of("test/unit/configs/every_key_netns.ini"), err, sizeof err) == 0 &&
+          strcmp(c.tun.netns, "s5every") == 0,
+        "every_key_netns.ini sets netns: %s", err);
 }
 
 /* The table itself: sections contiguous (one [section] block each). */
