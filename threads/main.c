@@ -19,6 +19,7 @@
 #include "config.h"
 #include "conntab.h"
 #include "dns.h"
+#include "exec.h"
 #include "log.h"
 #include "privileges.h"
 #include "reload.h"
@@ -69,6 +70,7 @@ static int stats_command(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--stats") == 0 || strcmp(argv[1], "--connections") == 0))
     return stats_command(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "exec") == 0) return s5_exec_command(argc, argv);
   mallopt(M_TRIM_THRESHOLD, S5_MALLOC_TRIM_THRESHOLD); /* before any thread or worker */
 
   static struct s5_config cfg; /* read-only once loaded; every worker reads it */

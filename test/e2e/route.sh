@@ -18,6 +18,9 @@
 #                the proxy (IPv4, IPv6, UDP, a mapped name) and nowhere else;
 #                the proxy sockets stay in the host namespace; kill -9 fails
 #                closed; a clean stop removes what s5tund made, and only that
+#        exec    s5tund exec -- COMMAND: TCP and UDP through the proxy, the
+#                command's exit status (0, 3, 130 on Ctrl-C, 137 killed),
+#                two at once, nothing left behind
 # Every path is proved by the logs: the target's (which peer it saw: the
 # proxy's address or the client's own) and danted's.
 #
@@ -35,12 +38,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 host|router|netns thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 host|router|netns|exec thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in host|router|netns) ;; *) usage ;; esac
+case $CASE in host|router|netns|exec) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 shift 3
@@ -543,6 +546,80 @@ case_netns() {
   [[ -e /run/netns/$NS_N ]] || fail "a clean stop removed a namespace s5tund did not make"
   [[ $(cat "/etc/netns/$NS_N/resolv.conf") == "nameserver 192.0.2.53" ]] || fail "the admin's resolv.conf changed"
   log "run 2: an existing namespace used and left; kill -9 fails closed; restart serves again"
+}
+
+# ---------------------------------------------------------------- exec
+
+EXEC_INI=""
+# s5exec ARGS...: s5tund exec in C (no mount namespace of ours around it).
+s5exec() {
+  nsenter --net="/run/netns/$NS_C" -- "$S5TUND" exec --config "$EXEC_INI" "$@"
+}
+
+exec_nothing_left() {
+  local left
+  left=$(ls /run/netns /etc/netns 2>/dev/null | grep '^s5exec-' || true)
+  [[ -z $left ]] || fail "left behind: $(oneline "$left")"
+  in_c ip link show dev "$TUN" >/dev/null 2>&1 && fail "$TUN left in the host namespace"
+  pgrep -f "s5tund --config $EXEC_INI" >/dev/null && fail "an s5tund of exec still runs"
+  return 0
+}
+
+case_exec() {
+  topology_up
+  mkdir -p "$NETNS_ETC"
+  printf '127.0.0.1 localhost\n%s target.test\n' "$TGT4" >"$NETNS_ETC/hosts"
+  servers_up
+  E2E_LOGS+=("$WORK/udptarget.log" "$WORK/exec.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" --port 7001 \
+    --ready-file "$WORK/udptarget.ready" >"$WORK/udptarget.log" 2>&1 &
+  EXEC_INI=$WORK/exec.ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT CFG_LOG_LEVEL=warn \
+    e2e_write_config "$EXEC_INI"
+  printf '%s\n' "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" >>"$EXEC_INI"
+  local rc i p1 p2 pg addr
+  # TCP, both families, and UDP through danted; the exit status is the command's.
+  proved_by "$WORK/target.log" "$S_ADDR4" 1 s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT4" echo --count 2 --timeout 10
+  proved_by "$WORK/target.log" "$S_ADDR6" 1 s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT6" echo --count 2 --timeout 10
+  for i in $(seq $((T_START * 10))); do [[ -s $WORK/udptarget.ready ]] && break; sleep 0.1; done
+  s5exec -- "$PY" "$E2E_DIR/udpclient.py" echo --host "$TGT4" --port 7001 --sizes 1,100,1400 --sources 2 >>"$WORK/exec.log" 2>&1 \
+    || fail "UDP through exec failed: $(tail -3 "$WORK/exec.log")"
+  grep -qE "udp(associate|reply)" "$WORK/danted.log" || fail "danted's log shows no UDP association"
+  # A name: the command's /etc/resolv.conf names the mapped resolver.
+  s5exec -- sh -c "grep -qx 'nameserver $DNS_ADDR' /etc/resolv.conf" || fail "the command's resolv.conf is not the mapped resolver's"
+  addr=$(s5exec -- "$PY" "$E2E_DIR/udpclient.py" dns --server "$DNS_ADDR" --name target.test --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
+  [[ $addr =~ ^100\. ]] || fail "no mapped address for target.test in exec: '$addr'"
+  exec_nothing_left
+  rc=0; s5exec -- sh -c 'exit 3' || rc=$?
+  ((rc == 3)) || fail "exec -- sh -c 'exit 3' returned $rc"
+  rc=0; s5exec -- /nonexistent/command 2>>"$WORK/exec.log" || rc=$?
+  ((rc == 127)) || fail "exec of a missing command returned $rc, expected 127"
+  # Ctrl-C: SIGINT to the foreground process group (exec and the command;
+  # the tunnel has a group of its own): the command ends, exit 130.
+  setsid bash -c 'exec "$@"' _ nsenter --net="/run/netns/$NS_C" -- "$S5TUND" exec --config "$EXEC_INI" -- sleep 60 >>"$WORK/exec.log" 2>&1 &
+  p1=$!
+  for i in $(seq $((T_START * 10))); do pgrep -x sleep -s "$p1" >/dev/null 2>&1 && break; sleep 0.1; done
+  pgrep -x sleep -s "$p1" >/dev/null || fail "the command of exec did not start"
+  pg=$(ps -o pgid= -p "$p1" | tr -d ' ')
+  kill -INT -- "-$pg"
+  rc=0; wait "$p1" || rc=$?
+  ((rc == 130)) || fail "Ctrl-C: exec returned $rc, expected 130"
+  exec_nothing_left
+  # The command killed: 137, and the tunnel still stops cleanly.
+  s5exec -- sh -c 'kill -KILL $$' >>"$WORK/exec.log" 2>&1 && rc=0 || rc=$?
+  ((rc == 137)) || fail "a killed command: exec returned $rc, expected 137"
+  exec_nothing_left
+  # Two at once, each its own namespace and device.
+  s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT4" echo --count 20 --timeout 10 >>"$WORK/exec.log" 2>&1 &
+  p1=$!
+  s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT6" echo --count 20 --timeout 10 >>"$WORK/exec.log" 2>&1 &
+  p2=$!
+  rc=0; wait "$p1" || rc=$?
+  ((rc == 0)) || fail "the first of two execs at once returned $rc: $(tail -5 "$WORK/exec.log")"
+  rc=0; wait "$p2" || rc=$?
+  ((rc == 0)) || fail "the second of two execs at once returned $rc: $(tail -5 "$WORK/exec.log")"
+  exec_nothing_left
+  log "exec: TCP (IPv4, IPv6), UDP and a mapped name through danted; exit 0, 3, 127, 130, 137; two at once; nothing left"
 }
 
 "case_$CASE"
