@@ -71,6 +71,7 @@ DNS_ADDR=198.18.0.2
 DNS_POOL=100.64.0.0/10
 NETNS_ETC=/etc/netns/$NS_S
 NS_N="s5c-named-$CASE-$$"   # [tun] netns (the netns case)
+METRICS_PORT=9553
 
 route_exit() {
   local rc=$?
@@ -447,7 +448,7 @@ start_s5_netns() {
   local ini=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini i
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT e2e_write_config "$ini"
   printf '%s\n' "" "[tun]" "netns = $NS_N" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" \
-    "[stats]" "socket = $WORK/stats.sock" >>"$ini"
+    "[stats]" "socket = $WORK/stats.sock" "http = 127.0.0.1:$METRICS_PORT" "[log]" "sessions = true" >>"$ini"
   S5LOG=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).log
   S5_RUNS=$((${S5_RUNS:-0} + 1))
   E2E_LOGS+=("$S5LOG")
@@ -505,6 +506,13 @@ case_netns() {
   done
   [[ -n $out ]] || fail "no proxy connection in the host namespace"
   [[ -z $(in_n ss -Htn "dst $S_ADDR4:$DANTE_PORT") ]] || fail "a proxy connection in $NS_N"
+  # The operator's views, as for the daemon: --connections lists the held
+  # session, Prometheus answers in the host namespace, sessions are logged.
+  out=$("$S5TUND" --connections "$WORK/stats.sock")
+  grep -q "$TGT4:$TGT_PORT" <<<"$out" || fail "--connections does not list the held session: $(oneline "$out")"
+  in_c "$PY" -c 'import sys, urllib.request; d = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode(); sys.exit(0 if "s5tund_tcp_total" in d else 1)' \
+    "http://127.0.0.1:$METRICS_PORT/metrics" || fail "no metrics at 127.0.0.1:$METRICS_PORT in the host namespace"
+  e2e_wait_log "$S5LOG" "session s[0-9]+ tcp .* -> $TGT4:$TGT_PORT via" 10 "a session line" >/dev/null
   kill "$hold" 2>/dev/null || true
   wait "$hold" 2>/dev/null || true
   log "proxy sockets in the host namespace: $(oneline "$out")"
@@ -576,7 +584,7 @@ case_exec() {
   EXEC_INI=$WORK/exec.ini
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT CFG_LOG_LEVEL=warn \
     e2e_write_config "$EXEC_INI"
-  printf '%s\n' "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" >>"$EXEC_INI"
+  printf '%s\n' "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "[stats]" "socket = $WORK/exec.sock" >>"$EXEC_INI"
   local rc i p1 p2 pg addr
   # TCP, both families, and UDP through danted; the exit status is the command's.
   proved_by "$WORK/target.log" "$S_ADDR4" 1 s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT4" echo --count 2 --timeout 10
@@ -590,6 +598,9 @@ case_exec() {
   addr=$(s5exec -- "$PY" "$E2E_DIR/udpclient.py" dns --server "$DNS_ADDR" --name target.test --expect-in "$DNS_POOL" --print-address | tail -n 2 | head -n 1)
   [[ $addr =~ ^100\. ]] || fail "no mapped address for target.test in exec: '$addr'"
   exec_nothing_left
+  # The stats socket as for the daemon, asked from inside the command.
+  s5exec -- "$S5TUND" --stats "$WORK/exec.sock" >"$WORK/exec.stats" || fail "--stats during exec failed"
+  grep -q "total" "$WORK/exec.stats" || fail "--stats during exec: $(oneline "$(cat "$WORK/exec.stats")")"
   rc=0; s5exec -- sh -c 'exit 3' || rc=$?
   ((rc == 3)) || fail "exec -- sh -c 'exit 3' returned $rc"
   rc=0; s5exec -- /nonexistent/command 2>>"$WORK/exec.log" || rc=$?
