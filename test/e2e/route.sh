@@ -383,7 +383,7 @@ case_router() {
   local before after addr i
   before=$(routing_snapshot)
 
-  start_s5 "route-exclude = 10.202.0.0/24" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL"
+  start_s5 "route-exclude = 10.202.0.0/24" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "hijack = true"
   lclient --host "$TGT4" echo --count 1 --retry-for 20 --timeout 10 >/dev/null
   # TCP, both families, from the LAN client: through danted.
   proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$TGT4" echo --count 2 --timeout 10
@@ -402,6 +402,15 @@ case_router() {
   proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$addr" echo --count 1 --timeout 10
   # danted got the name (and resolved it), never the pool address.
   grep -qF "$addr" "$WORK/danted.log" && fail "danted saw the pool address $addr: CONNECT was not by name"
+  # DNS capture: the LAN client asks some other resolver, over UDP and TCP,
+  # both families; the mapped resolver answers in its place.
+  local dnsq server proto
+  for server in "$TGT4" "$TGT6"; do
+    for proto in +notcp +tcp; do
+      dnsq=$(in_l timeout 20 dig "$proto" +short +tries=2 +time=3 "@$server" target.test A)
+      [[ $dnsq == "$addr" ]] || fail "hijack: dig $proto @$server target.test from the LAN client gave '$dnsq', expected $addr"
+    done
+  done
   log "router: the LAN client's TCP (100 MB each family), UDP and mapped DNS went through danted"
 
   # kill -9: the LAN client's tunnel-bound traffic is blocked, not
