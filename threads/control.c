@@ -134,9 +134,15 @@ static int handle_signal(struct control *c, int sig) {
   }
 }
 
-static int control_wait_ms(const struct control *c) {
+/* The mode's next tick, the listeners' next deadline, at most the period. */
+static int control_wait_ms(const struct control *c, const struct s5_stats_server *server,
+                           const struct s5_metrics_server *metrics) {
   long t = c->mode->next_tick ? c->mode->next_tick(c->mode->arg) : -1;
-  return (t < 0 || t > S5_CONTROL_PERIOD_MS) ? S5_CONTROL_PERIOD_MS : (int)t;
+  int w = (t < 0 || t > S5_CONTROL_PERIOD_MS) ? S5_CONTROL_PERIOD_MS : (int)t;
+  int ws = s5_stats_server_wait_ms(server), wm = s5_metrics_wait_ms(metrics);
+  if (ws >= 0 && ws < w) w = ws;
+  if (wm >= 0 && wm < w) w = wm;
+  return w;
 }
 
 int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
@@ -181,10 +187,10 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
 
   int result = 0;
   while (result == 0) {
-    struct pollfd pfd[2 + S5_METRICS_POLLFDS] = {{.fd = sfd, .events = POLLIN},
-                                                 {.fd = s5_stats_server_pollfd(&server), .events = POLLIN}};
-    unsigned nm = s5_metrics_pollfds(&metrics, pfd + 2);
-    int n = poll(pfd, 2 + nm, control_wait_ms(&c));
+    struct pollfd pfd[1 + S5_CTL_POLLFDS + S5_METRICS_POLLFDS] = {{.fd = sfd, .events = POLLIN}};
+    unsigned ns = s5_stats_server_pollfds(&server, pfd + 1);
+    unsigned nm = s5_metrics_pollfds(&metrics, pfd + 1 + ns);
+    int n = poll(pfd, 1 + ns + nm, control_wait_ms(&c, &server, &metrics));
     if (n < 0 && errno != EINTR) {
       s5_error("poll: %s", strerror(errno));
       result = -1;
@@ -193,8 +199,8 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     struct signalfd_siginfo si;
     while (result == 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
       result = handle_signal(&c, (int)si.ssi_signo);
-    if (n > 0 && pfd[1].revents) s5_stats_server_answer(&server);
-    s5_metrics_serve(&metrics, pfd + 2, n > 0 ? nm : 0);
+    s5_stats_server_serve(&server, pfd + 1, n > 0 ? ns : 0);
+    s5_metrics_serve(&metrics, pfd + 1 + ns, n > 0 ? nm : 0);
     if (mode->tick) mode->tick(mode->arg);
     s5_device_tend();
     check_ready(&c);

@@ -12,11 +12,9 @@
  * s5tund_reload_failures_total, s5tund_last_reload_timestamp_seconds) and
  * s5tund_queue_ready{queue}.
  *
- * A connection goes READ (until the parser has an answer) -> WRITE (the
- * answer, in as many non-blocking writes as the peer takes) -> DRAIN
- * (write side shut, whatever the peer still sends is read and dropped until
- * its EOF, so that closing with unread bytes does not reset the answer away)
- * -> closed; the deadline closes it in any state. */
+ * The connections are a ctl_server's (ctl_server.h), as the stats
+ * socket's: this file says only what a request is (http.c) and what
+ * answers it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -30,7 +28,7 @@
 #include <unistd.h>
 
 #include "http.h"
-#include "fd_reserve.h"
+#include "ctl_server.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -191,37 +189,8 @@ char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_confi
 
 /* ---- connections ---- */
 
-static const char *sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t len);
+/* ---- the connections (ctl_server.h) ---- */
 
-enum conn_state { CONN_FREE, CONN_READ, CONN_WRITE, CONN_DRAIN };
-
-struct s5_metrics_conn {
-  int fd;
-  enum conn_state state;
-  uint64_t opened_ms, deadline_ms;
-  size_t got; /* request bytes in req */
-  char req[S5_HTTP_HEAD_MAX];
-  char *out; /* the answer, head and body */
-  size_t out_len, out_off;
-  char peer[INET6_ADDRSTRLEN + 16]; /* for the (debug) log */
-};
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static void conn_close(struct s5_metrics_conn *c, const char *why) {
-  if (why != NULL) s5_debug("metrics: %s: connection closed: %s", c->peer, why);
-  close(c->fd);
-  free(c->out);
-  c->out = NULL;
-  c->fd = -1;
-  c->state = CONN_FREE;
-}
-
-/* The head and body of an answer; a 200 carries the document. */
 static char *answer(const struct s5_metrics_server *m, enum s5_http_result r, size_t *len) {
   char *body = NULL;
   size_t blen = 0;
@@ -248,138 +217,25 @@ static char *answer(const struct s5_metrics_server *m, enum s5_http_result r, si
   return out;
 }
 
-static void conn_respond(struct s5_metrics_server *m, struct s5_metrics_conn *c, enum s5_http_result r) {
+/* The ctl_server's question: is the request complete, and what answers it. */
+static enum s5_ctl_verdict metrics_request(struct s5_ctl_server *s, struct s5_ctl_conn *c, bool eof) {
+  struct s5_metrics_server *m = s->owner;
+  enum s5_http_result r = s5_http_parse(c->req, c->got, sizeof c->req);
+  if (r == S5_HTTP_NEED_MORE) return S5_CTL_MORE; /* at eof: closed as incomplete */
+  (void)eof;
   c->out = answer(m, r, &c->out_len);
-  if (c->out == NULL) {
-    conn_close(c, "out of memory for the answer");
-    return;
-  }
   if (r != S5_HTTP_OK) s5_debug("metrics: %s: answered %d %s", c->peer, (int)r, s5_http_reason(r));
-  c->out_off = 0;
-  c->state = CONN_WRITE;
+  return S5_CTL_ANSWER;
 }
 
-static void conn_read(struct s5_metrics_server *m, struct s5_metrics_conn *c) {
-  for (;;) {
-    ssize_t n = recv(c->fd, c->req + c->got, sizeof c->req - c->got, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n <= 0) {
-      conn_close(c, n == 0 ? "end of stream before a complete request" : strerror(errno));
-      return;
-    }
-    c->got += (size_t)n;
-    enum s5_http_result r = s5_http_parse(c->req, c->got, sizeof c->req);
-    if (r != S5_HTTP_NEED_MORE) {
-      conn_respond(m, c, r);
-      return;
-    }
-  }
+static enum s5_ctl_verdict metrics_pending(struct s5_ctl_server *s, struct s5_ctl_conn *c, bool late) {
+  (void)s, (void)c, (void)late;
+  return S5_CTL_ANSWER; /* never asked: metrics answers at once */
 }
 
-static void conn_write(struct s5_metrics_conn *c) {
-  while (c->out_off < c->out_len) {
-    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n < 0) {
-      conn_close(c, strerror(errno));
-      return;
-    }
-    c->out_off += (size_t)n;
-  }
-  free(c->out);
-  c->out = NULL;
-  if (shutdown(c->fd, SHUT_WR) < 0) {
-    conn_close(c, strerror(errno));
-    return;
-  }
-  c->state = CONN_DRAIN;
-}
-
-static void conn_drain(struct s5_metrics_conn *c) {
-  char sink[4096];
-  for (;;) {
-    ssize_t n = recv(c->fd, sink, sizeof sink, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    conn_close(c, NULL); /* the peer's EOF (or an error): done */
-    return;
-  }
-}
-
-/* A free slot, or the oldest connection still reading its request or
- * already answered (a slow or idle client gives way to a new one), or none. */
-static struct s5_metrics_conn *conn_slot(struct s5_metrics_server *m) {
-  struct s5_metrics_conn *oldest = NULL;
-  for (unsigned i = 0; i < S5_METRICS_CONNS; i++) {
-    struct s5_metrics_conn *c = &m->conns[i];
-    if (c->state == CONN_FREE) return c;
-    if (c->state != CONN_WRITE && (oldest == NULL || c->opened_ms < oldest->opened_ms)) oldest = c;
-  }
-  if (oldest != NULL) conn_close(oldest, "pushed out by a new connection (all slots busy)");
-  return oldest;
-}
-
-static void accept_all(struct s5_metrics_server *m, uint64_t now) {
-  for (;;) {
-    struct sockaddr_storage peer;
-    socklen_t plen = sizeof peer;
-    bool reserved;
-    int fd =
-      s5_accept_reserved(m->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC, &reserved);
-    if (reserved) { /* the reserve took it: closed at once, not left to hang */
-      close(fd);
-      s5_fd_reserve_put();
-      fd = -1;
-      errno = EMFILE;
-    }
-    if (fd < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
-      /* Out of fds: rest a second rather than spin on what stays queued,
-       * and say so once a minute at most. */
-      if (m->accept_warned_ms == 0 || now >= m->accept_warned_ms + 60000) {
-        s5_warn("metrics: accept: %s (listener paused for 1 s at a time)", strerror(errno));
-        m->accept_warned_ms = now;
-      }
-      m->accept_pause_until_ms = now + 1000;
-      return;
-    }
-    struct s5_metrics_conn *c = conn_slot(m);
-    if (c == NULL) { /* every slot is writing an answer */
-      char who[INET6_ADDRSTRLEN + 16];
-      s5_debug("metrics: %s: connection refused: %u connections busy", sockaddr_text(&peer, who, sizeof who),
-               S5_METRICS_CONNS);
-      close(fd);
-      continue;
-    }
-    c->fd = fd;
-    sockaddr_text(&peer, c->peer, sizeof c->peer);
-    c->state = CONN_READ;
-    c->opened_ms = now;
-    c->deadline_ms = now + S5_METRICS_DEADLINE_MS;
-    c->got = 0;
-  }
-}
+static const struct s5_ctl_ops metrics_ops = {metrics_request, metrics_pending};
 
 /* ---- the listener ---- */
-
-static const char *sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t len) {
-  char addr[INET6_ADDRSTRLEN] = "?";
-  if (ss->ss_family == AF_INET) {
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-    inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr);
-    snprintf(buf, len, "%s:%u", addr, ntohs(sin->sin_port));
-  } else if (ss->ss_family == AF_INET6) {
-    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-    inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof addr);
-    snprintf(buf, len, "[%s]:%u", addr, ntohs(sin6->sin6_port));
-  } else {
-    snprintf(buf, len, "?");
-  }
-  return buf;
-}
 
 static bool is_loopback(const struct sockaddr_storage *ss) {
   if (ss->ss_family == AF_INET)
@@ -394,17 +250,11 @@ int s5_metrics_open(struct s5_metrics_server *m, const struct s5_config *cfg,
   const struct sockaddr_storage *ss = &cfg->stats.http;
   char where[INET6_ADDRSTRLEN + 16];
   memset(m, 0, sizeof *m);
-  m->fd = -1;
+  m->ctl.fd = -1;
   m->cfg = cfg;
   m->stats = stats;
   if (ss->ss_family != AF_INET && ss->ss_family != AF_INET6) return 0;
-  sockaddr_text(ss, where, sizeof where);
-  m->conns = calloc(S5_METRICS_CONNS, sizeof *m->conns);
-  if (m->conns == NULL) {
-    s5_error("[stats] http %s: out of memory", where);
-    return -1;
-  }
-  for (unsigned i = 0; i < S5_METRICS_CONNS; i++) m->conns[i].fd = -1;
+  s5_ctl_sockaddr_text(ss, where, sizeof where);
   int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
   socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
@@ -412,11 +262,15 @@ int s5_metrics_open(struct s5_metrics_server *m, const struct s5_config *cfg,
       bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 64) < 0) {
     s5_error("[stats] http %s: %s", where, strerror(errno));
     if (fd >= 0) close(fd);
-    free(m->conns);
-    m->conns = NULL;
     return -1;
   }
-  m->fd = fd;
+  if (s5_ctl_init(&m->ctl, fd, "metrics", &metrics_ops, m) < 0) {
+    s5_error("[stats] http %s: out of memory", where);
+    close(fd);
+    return -1;
+  }
+  m->ctl.deadline_ms = S5_METRICS_DEADLINE_MS;
+  m->ctl.reserve_closes = true;
   if (!is_loopback(ss))
     s5_warn(
       "[stats] http %s is not a loopback address: whoever reaches it reads the counters "
@@ -427,43 +281,13 @@ int s5_metrics_open(struct s5_metrics_server *m, const struct s5_config *cfg,
 }
 
 unsigned s5_metrics_pollfds(const struct s5_metrics_server *m, struct pollfd *pfd) {
-  if (m->fd < 0) return 0;
-  pfd[0] = (struct pollfd){.fd = m->accept_pause_until_ms > now_ms() ? -1 : m->fd, .events = POLLIN};
-  for (unsigned i = 0; i < S5_METRICS_CONNS; i++) {
-    const struct s5_metrics_conn *c = &m->conns[i];
-    short ev = c->state == CONN_WRITE ? POLLOUT : POLLIN;
-    pfd[1 + i] = (struct pollfd){.fd = c->state == CONN_FREE ? -1 : c->fd, .events = ev};
-  }
-  return S5_METRICS_POLLFDS;
+  return s5_ctl_pollfds(&m->ctl, pfd);
 }
+
+int s5_metrics_wait_ms(const struct s5_metrics_server *m) { return s5_ctl_wait_ms(&m->ctl); }
 
 void s5_metrics_serve(struct s5_metrics_server *m, const struct pollfd *pfd, unsigned n) {
-  if (m->fd < 0) return;
-  uint64_t now = now_ms();
-  bool events = n == S5_METRICS_POLLFDS; /* 0: poll timed out or failed, only the deadlines */
-  for (unsigned i = 0; events && i < S5_METRICS_CONNS; i++) {
-    struct s5_metrics_conn *c = &m->conns[i];
-    if (c->state == CONN_FREE || pfd[1 + i].fd != c->fd || pfd[1 + i].revents == 0) continue;
-    if (c->state == CONN_READ) conn_read(m, c);
-    /* An answer is written at once, without waiting for the next turn. */
-    if (c->state == CONN_WRITE) conn_write(c);
-    else if (c->state == CONN_DRAIN) conn_drain(c);
-  }
-  for (unsigned i = 0; i < S5_METRICS_CONNS; i++) {
-    struct s5_metrics_conn *c = &m->conns[i];
-    if (c->state != CONN_FREE && now >= c->deadline_ms)
-      conn_close(c,
-                 c->state == CONN_READ ? "deadline reached before a complete request" : "deadline reached");
-  }
-  if (events && pfd[0].revents != 0) accept_all(m, now);
+  s5_ctl_serve(&m->ctl, pfd, n);
 }
 
-void s5_metrics_close(struct s5_metrics_server *m) {
-  if (m->fd < 0) return;
-  for (unsigned i = 0; i < S5_METRICS_CONNS; i++)
-    if (m->conns[i].state != CONN_FREE) conn_close(&m->conns[i], NULL);
-  close(m->fd);
-  free(m->conns);
-  m->conns = NULL;
-  m->fd = -1;
-}
+void s5_metrics_close(struct s5_metrics_server *m) { s5_ctl_close(&m->ctl); }

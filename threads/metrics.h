@@ -19,21 +19,17 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "ctl_server.h"
 #include "stats.h"
 
-#define S5_METRICS_CONNS 16
+#define S5_METRICS_CONNS S5_CTL_CONNS
 #define S5_METRICS_DEADLINE_MS 5000
-#define S5_METRICS_POLLFDS (1 + S5_METRICS_CONNS)
-
-struct s5_metrics_conn;
+#define S5_METRICS_POLLFDS S5_CTL_POLLFDS
 
 struct s5_metrics_server {
-  int fd; /* the listener; -1 when [stats] http is empty */
+  struct s5_ctl_server ctl; /* its fd: -1 when [stats] http is empty */
   const struct s5_config *cfg;
   const struct s5_stats_area *stats;
-  struct s5_metrics_conn *conns;  /* S5_METRICS_CONNS slots */
-  uint64_t accept_pause_until_ms; /* out of fds: the listener rests until then */
-  uint64_t accept_warned_ms;      /* when that was last logged */
 };
 
 /* Returns 0 (also when [stats] http is empty), or -1 after logging. */
@@ -47,6 +43,9 @@ unsigned s5_metrics_pollfds(const struct s5_metrics_server *m, struct pollfd *pf
 /* Handles what poll() said about those n entries (revents may all be 0)
  * and closes connections past their deadline. Call once per loop turn. */
 void s5_metrics_serve(struct s5_metrics_server *m, const struct pollfd *pfd, unsigned n);
+
+/* The longest the control loop may sleep for this server, ms; -1: any. */
+int s5_metrics_wait_ms(const struct s5_metrics_server *m);
 
 void s5_metrics_close(struct s5_metrics_server *m);
 

@@ -12,9 +12,20 @@
 #include <unistd.h>
 
 #include "conntab.h"
-#include "fd_reserve.h"
+#include "ctl_server.h"
 #include "log.h"
 #include "stats_server.h"
+
+/* --connections: every worker writes its list on its own loop; at most
+ * this long for all of them (a stalled worker is named in the answer). */
+#define S5_CONNECTIONS_WAIT_MS 1000
+/* Older clients send no request line: nothing within this long is "stats". */
+#define S5_STATS_READ_MS 200
+/* A connection's whole life: the answer is ready at once (or within
+ * S5_CONNECTIONS_WAIT_MS), the rest is a client that reads slowly. */
+#define S5_STATS_DEADLINE_MS 3000
+
+static const struct s5_ctl_ops stats_ops;
 
 static int unix_address(const char *path, struct sockaddr_un *sun) {
   memset(sun, 0, sizeof *sun);
@@ -26,8 +37,8 @@ static int unix_address(const char *path, struct sockaddr_un *sun) {
 
 int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cfg,
                          const struct s5_stats_area *stats) {
-  srv->fd = -1;
-  srv->pause_until_ms = srv->warned_ms = 0;
+  srv->ctl.fd = -1;
+  srv->conn_req = 0;
   snprintf(srv->path, sizeof srv->path, "%s", cfg->stats.socket);
   srv->stats = stats;
   if (srv->path[0] == '\0') return 0;
@@ -47,7 +58,14 @@ int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cf
     close(fd);
     return -1;
   }
-  srv->fd = fd;
+  if (s5_ctl_init(&srv->ctl, fd, "stats socket", &stats_ops, srv) < 0) {
+    s5_error("stats socket %s: out of memory", srv->path);
+    close(fd);
+    unlink(srv->path);
+    return -1;
+  }
+  srv->ctl.read_ms = S5_STATS_READ_MS;
+  srv->ctl.deadline_ms = S5_STATS_DEADLINE_MS;
   return 0;
 }
 
@@ -69,104 +87,72 @@ static char *stats_document(const struct s5_stats_area *stats, size_t *len) {
   return NULL;
 }
 
-/* --connections: every worker writes its list on its own loop; at most
- * this long for all of them (a stalled worker is named in the answer). */
-#define S5_CONNECTIONS_WAIT_MS 1000
-
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-static char *connections_document(struct s5_stats_server *srv, int json, size_t *len) {
-  uint64_t req = s5_conntab_request();
-  if (srv->poke != NULL) srv->poke(srv->poke_arg);
-  for (uint64_t end = mono_ms() + S5_CONNECTIONS_WAIT_MS; mono_ms() < end;) {
-    unsigned done = 0;
-    for (unsigned i = 0; i < srv->stats->queues; i++) done += (unsigned)s5_conntab_answered(i, req);
-    if (done == srv->stats->queues) break;
-    poll(NULL, 0, 2);
-  }
+static char *connections_document(uint64_t req, int json, size_t *len) {
   char *doc = NULL;
   FILE *out = open_memstream(&doc, len);
   if (out == NULL) return NULL;
-  s5_conntab_render(out, req, json, mono_ms());
+  s5_conntab_render(out, req, json, s5_ctl_now_ms());
   fclose(out);
   return doc;
 }
 
-/* What the client asks for: "stats" (or nothing within a moment, as older
- * clients send), "connections table" or "connections json". */
-static int read_request(int c, char *buf, size_t cap) {
-  struct pollfd p = {.fd = c, .events = POLLIN};
-  size_t n = 0;
-  while (n + 1 < cap && poll(&p, 1, 200) > 0) {
-    ssize_t r = recv(c, buf + n, cap - 1 - n, 0);
-    if (r <= 0) break;
-    n += (size_t)r;
-    if (memchr(buf, '\n', n) != NULL) break;
+/* What the client asks for: "stats" (or nothing, as older clients send),
+ * "connections table" or "connections json". One --connections request is
+ * in flight at a time (a new one empties every queue's list): clients that
+ * ask meanwhile share it. */
+static enum s5_ctl_verdict stats_request(struct s5_ctl_server *s, struct s5_ctl_conn *c, bool eof) {
+  struct s5_stats_server *srv = s->owner;
+  if (memchr(c->req, '\n', c->got) == NULL && !eof) return S5_CTL_MORE;
+  if (c->got < 11 || strncmp(c->req, "connections", 11) != 0) {
+    c->out = stats_document(srv->stats, &c->out_len);
+    return S5_CTL_ANSWER;
   }
-  buf[n] = '\0';
-  return (int)n;
-}
-
-static void answer_one(struct s5_stats_server *srv, int c) {
-  struct timeval tv = {.tv_sec = 1};
-  if (setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0)
-    s5_debug("stats socket: SO_SNDTIMEO: %s", strerror(errno));
-  char req[64];
-  read_request(c, req, sizeof req);
-  size_t len = 0;
-  char *doc = strncmp(req, "connections", 11) == 0
-                ? connections_document(srv, strstr(req, "json") != NULL, &len)
-                : stats_document(srv->stats, &len);
-  for (size_t off = 0; doc != NULL && off < len;) {
-    ssize_t n = send(c, doc + off, len - off, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    off += (size_t)n;
+  if (srv->conn_req == 0) {
+    srv->conn_req = s5_conntab_request();
+    srv->conn_until_ms = s5_ctl_now_ms() + S5_CONNECTIONS_WAIT_MS;
+    if (srv->poke != NULL) srv->poke(srv->poke_arg);
   }
-  free(doc);
+  c->token = srv->conn_req;
+  c->wait_until_ms = srv->conn_until_ms;
+  return S5_CTL_LATER;
 }
 
-/* Out of descriptors even with the reserve: the queued connection would
- * wake the loop at once, again and again; rest the listener a second. */
-static void answer_pause(struct s5_stats_server *srv, int err) {
-  uint64_t now = mono_ms();
-  srv->pause_until_ms = now + 1000;
-  if (srv->warned_ms != 0 && now < srv->warned_ms + 60000) return;
-  srv->warned_ms = now;
-  s5_warn("stats socket: accept: %s (listener paused for 1 s at a time)", strerror(err));
-}
-
-int s5_stats_server_pollfd(const struct s5_stats_server *srv) {
-  return srv->pause_until_ms > mono_ms() ? -1 : srv->fd;
-}
-
-/* The answer is written with a short send timeout: a client that does not
- * read must not hold up the control loop. At the descriptor limit the
- * reserve (fd_reserve.h) takes the connection, which is answered as any. */
-void s5_stats_server_answer(struct s5_stats_server *srv) {
-  for (;;) {
-    bool reserved;
-    int c = s5_accept_reserved(srv->fd, NULL, NULL, SOCK_CLOEXEC, &reserved);
-    if (c < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (s5_fd_exhausted(errno)) answer_pause(srv, errno);
-      else if (errno != EAGAIN && errno != EWOULDBLOCK) s5_warn("stats socket: accept: %s", strerror(errno));
-      return;
-    }
-    answer_one(srv, c);
-    close(c);
-    if (reserved) s5_fd_reserve_put();
+static bool request_shared(const struct s5_ctl_server *s, const struct s5_ctl_conn *self) {
+  for (unsigned i = 0; i < S5_CTL_CONNS; i++) {
+    const struct s5_ctl_conn *c = &s->conns[i];
+    if (c != self && c->state == S5_CTL_WAIT && c->token == self->token) return true;
   }
+  return false;
+}
+
+static enum s5_ctl_verdict stats_pending(struct s5_ctl_server *s, struct s5_ctl_conn *c, bool late) {
+  struct s5_stats_server *srv = s->owner;
+  unsigned done = 0;
+  for (unsigned i = 0; i < srv->stats->queues; i++) done += (unsigned)s5_conntab_answered(i, c->token);
+  if (done < srv->stats->queues && !late) return S5_CTL_LATER;
+  size_t n = c->got < sizeof c->req ? c->got : sizeof c->req - 1;
+  c->req[n] = '\0';
+  c->out = connections_document(c->token, strstr(c->req, "json") != NULL, &c->out_len);
+  if (!request_shared(s, c) && srv->conn_req == c->token) srv->conn_req = 0;
+  return S5_CTL_ANSWER;
+}
+
+static const struct s5_ctl_ops stats_ops = {stats_request, stats_pending};
+
+unsigned s5_stats_server_pollfds(const struct s5_stats_server *srv, struct pollfd *pfd) {
+  return s5_ctl_pollfds(&srv->ctl, pfd);
+}
+
+int s5_stats_server_wait_ms(const struct s5_stats_server *srv) { return s5_ctl_wait_ms(&srv->ctl); }
+
+void s5_stats_server_serve(struct s5_stats_server *srv, const struct pollfd *pfd, unsigned n) {
+  s5_ctl_serve(&srv->ctl, pfd, n);
 }
 
 void s5_stats_server_close(struct s5_stats_server *srv) {
-  if (srv->fd < 0) return;
-  close(srv->fd);
+  if (srv->ctl.fd < 0) return;
+  s5_ctl_close(&srv->ctl);
   unlink(srv->path);
-  srv->fd = -1;
 }
 
 /* How long --stats and --connections wait for the daemon, for each of

@@ -1,30 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /* The stats socket: a unix stream socket that answers every connection
- * with one JSON document (core/stats.h) and closes it. */
+ * with one JSON document (core/stats.h), or the open sessions, and closes
+ * it; served without blocking the control loop (ctl_server.h). */
 #ifndef S5_THREADS_STATS_SERVER_H
 #define S5_THREADS_STATS_SERVER_H
 
 #include <stdint.h>
 
 #include "config.h"
+#include "ctl_server.h"
 #include "stats.h"
 
 struct s5_stats_server {
-  int fd;         /* -1 when no socket is configured */
-  char path[108]; /* a copy: a reload may change the configuration's */
+  struct s5_ctl_server ctl; /* its fd: -1 when no socket is configured */
+  char path[108];           /* a copy: a reload may change the configuration's */
   const struct s5_stats_area *stats;
   void (*poke)(void *arg); /* --connections: ask every worker for its list */
   void *poke_arg;
-  uint64_t pause_until_ms; /* out of descriptors even with the reserve: not polled until then */
-  uint64_t warned_ms;      /* the last warning about it */
+  uint64_t conn_req;      /* the --connections request in flight, 0 = none */
+  uint64_t conn_until_ms; /* when its answer goes out with what has come */
 };
 
 /* Returns 0 (also when [stats] socket is empty), or -1 after logging. */
 int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cfg,
                          const struct s5_stats_area *stats);
-/* The descriptor to poll for connections: -1 while resting (see answer). */
-int s5_stats_server_pollfd(const struct s5_stats_server *srv);
-void s5_stats_server_answer(struct s5_stats_server *srv);
+/* As ctl_server.h's: what to poll, how long the loop may sleep, serve. */
+unsigned s5_stats_server_pollfds(const struct s5_stats_server *srv, struct pollfd *pfd);
+int s5_stats_server_wait_ms(const struct s5_stats_server *srv);
+void s5_stats_server_serve(struct s5_stats_server *srv, const struct pollfd *pfd, unsigned n);
 void s5_stats_server_close(struct s5_stats_server *srv);
 
 /* The client side, for `s5tund --stats [SOCKET] [--json]`: prints the

@@ -7,7 +7,7 @@
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
 #          stall | autoroute | syslog | vanish | killswitch | peruser | reload | deadworker | metrics |
-#          fdlimit
+#          fdlimit | stats_slow
 # MODE     thread | process        (supervise, stall, deadworker: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -22,12 +22,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit|stats_slow thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit|stats_slow) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 [[ ($CASE != supervise && $CASE != stall && $CASE != deadworker) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
@@ -967,6 +967,59 @@ s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); open(sys.argv[2], "w").clos
     || fail "no error naming [stats] http and the port: $(oneline "$(tail -5 "$S5LOG")")"
   e2e_tun_exists && fail "$TUN still exists after the failed start"
   log "port in use: exit 1, $line"
+}
+
+# stats_slow: clients of the stats socket that never send (60 of them, held
+# open) and that trickle a byte every 150 ms without ever ending their
+# request (4) must not hold up the control loop: meanwhile --stats answers,
+# a SIGHUP is handled (the reload's log line), and SIGTERM stops the daemon.
+case_stats_slow() {
+  ops_setup
+  ops_start
+  e2e_wait_ready "$MODE" "$QUEUES"
+  touch "$WORK/slow.on"
+  "$PY" - "$STATS_SOCK" "$WORK/slow.on" >"$WORK/slow.log" 2>&1 <<'PYEOF' &
+import os, socket, sys, threading, time
+path, flag = sys.argv[1], sys.argv[2]
+def trickle(s):
+    try:
+        while os.path.exists(flag):
+            s.send(b"c")
+            time.sleep(0.15)
+    except OSError:
+        pass
+for i in range(4):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    threading.Thread(target=trickle, args=(s,), daemon=True).start()
+silent = []
+for i in range(60):   # without waiting for the backlog: EAGAIN is fine
+    s = socket.socket(socket.AF_UNIX)
+    s.setblocking(False)
+    try:
+        s.connect(path)
+    except OSError:
+        pass
+    silent.append(s)
+print("holding", flush=True)
+while os.path.exists(flag):
+    time.sleep(0.1)
+PYEOF
+  local slow=$! rc=0 out n0
+  e2e_wait_log "$WORK/slow.log" "^holding" "$T_STEP" "the slow clients" >/dev/null
+  n0=$(grep -c "configuration reloaded" "$S5LOG" || true)
+  kill -HUP "$S5PID"
+  for _ in $(seq 100); do
+    (($(grep -c "configuration reloaded" "$S5LOG" || true) > n0)) && break
+    sleep 0.1
+  done
+  (($(grep -c "configuration reloaded" "$S5LOG" || true) > n0)) || fail "SIGHUP not handled within 10 s among slow stats clients"
+  out=$(timeout 20 "$S5TUND" --stats "$STATS_SOCK" --json 2>&1) || rc=$?
+  ((rc == 0)) || fail "--stats among silent and trickling clients exited $rc: $out"
+  log "among 60 silent and 4 trickling stats clients: --stats answered, SIGHUP handled"
+  ops_stop_ok
+  rm -f "$WORK/slow.on"
+  wait "$slow" 2>/dev/null || true
 }
 
 # fdlimit: the control loop at the descriptor limit. Thread mode shares one
