@@ -10,7 +10,6 @@
  * becomes a session (core/session.c), which connects through the proxy
  * (core/handshake.c) and then relays bytes both ways (core/relay.c). */
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,17 +19,12 @@
 #include "conntab.h"
 #include "dns.h"
 #include "log.h"
+#include "memtrim.h"
 #include "privileges.h"
 #include "reload.h"
 #include "run.h"
 #include "stats.h"
 #include "stats_server.h"
-
-/* Free heap malloc keeps before giving pages back to the kernel. By default
- * (128 KiB) every burst of 64 KiB packets freed and allocated again costs
- * page faults: 9-13k per GB uploaded, none with this. The price is at most
- * this much idle heap per worker after a burst. */
-#define S5_MALLOC_TRIM_THRESHOLD (8 << 20)
 
 /* [run] limit-nofile: the soft limit to n, the hard one raised to n if it
  * is lower (needs CAP_SYS_RESOURCE; the kernel's ceiling is fs.nr_open).
@@ -69,7 +63,7 @@ static int stats_command(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--stats") == 0 || strcmp(argv[1], "--connections") == 0))
     return stats_command(argc, argv);
-  mallopt(M_TRIM_THRESHOLD, S5_MALLOC_TRIM_THRESHOLD); /* before any thread or worker */
+  s5_memtrim_setup(); /* before any thread or worker; a refusal is logged, not fatal */
 
   static struct s5_config cfg; /* read-only once loaded; every worker reads it */
   switch (s5_args_load(&cfg, argc, argv)) {

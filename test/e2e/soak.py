@@ -193,17 +193,36 @@ async def rss_round(args, d, hold, base):
     return peak
 
 
+def rss_parts(d):
+    """RssAnon, RssFile and RssShmem (KiB) summed over the process tree, for
+    the log: heap is anonymous; code first run under load stays as file pages."""
+    parts = {"RssAnon": 0, "RssFile": 0, "RssShmem": 0}
+    for p in d.pids():
+        try:
+            with open("/proc/%d/status" % p) as f:
+                for line in f:
+                    k = line.split(":")[0]
+                    if k in parts:
+                        parts[k] += int(line.split()[1])
+        except OSError:
+            pass
+    return "anon %(RssAnon)d, file %(RssFile)d, shmem %(RssShmem)d" % parts
+
+
 def rss_settled(d, fd0, settle):
     """Sessions and fds back to the baseline; then RSS, polled until it stops
     falling (idle handing back) or settle seconds pass: the lowest seen."""
     wait_for(lambda: d.stats()["tcp_active"] == 0,
              lambda: "tcp_active back to 0 (now %d)" % d.stats()["tcp_active"], 120)
     wait_for(lambda: d.fds() == fd0, lambda: "fds back to %d (now %d)" % (fd0, d.fds()), 120)
-    low = d.rss_kib()
+    low, parts = d.rss_kib(), rss_parts(d)
     deadline = time.monotonic() + settle
     while time.monotonic() < deadline:
         time.sleep(0.5)
-        low = min(low, d.rss_kib())
+        rss = d.rss_kib()
+        if rss < low:
+            low, parts = rss, rss_parts(d)
+    log("  settled: RSS %d KiB (%s)" % (low, parts))
     return low
 
 
