@@ -33,7 +33,8 @@ struct s5_memtrim {
 };
 
 /* At start, before any thread or worker: malloc's busy threshold. Returns
- * 0, or -1 when malloc refused it (the default then holds). */
+ * 0, or -1 when malloc refused it (the default then holds; idle workers
+ * then skip their own arena's step too). */
 int s5_memtrim_setup(void);
 
 /* Once a period: 1 when the worker has just gone idle after a busy period

@@ -63,7 +63,7 @@ static int stats_command(int argc, char **argv) {
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--stats") == 0 || strcmp(argv[1], "--connections") == 0))
     return stats_command(argc, argv);
-  s5_memtrim_setup(); /* before any thread or worker; a refusal is logged, not fatal */
+  s5_memtrim_setup(); /* before any thread or worker; refused (a sanitizer), the default holds */
 
   static struct s5_config cfg; /* read-only once loaded; every worker reads it */
   switch (s5_args_load(&cfg, argc, argv)) {
