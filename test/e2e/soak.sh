@@ -103,21 +103,6 @@ e2e_start_target
 [[ $CASE == soak ]] && start_udptarget
 e2e_start_dante
 
-if [[ $CASE == load ]]; then
-  # A limit-nofile the kernel cannot grant (above fs.nr_open): exit 1 at
-  # start-up, naming the key, and no device left behind.
-  bad=$WORK/nofile-too-high.ini
-  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
-    e2e_write_config "$bad"
-  printf '%s\n' "" "[run]" "limit-nofile = $(($(cat /proc/sys/fs/nr_open) + 64))" >>"$bad"
-  rc=0
-  out=$(in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$bad" 2>&1) || rc=$?
-  ((rc == 1)) || fail "limit-nofile above fs.nr_open: exit status $rc, expected 1: $(oneline "$out")"
-  grep -q "limit-nofile" <<<"$out" || fail "limit-nofile above fs.nr_open: the error does not name the key: $(oneline "$out")"
-  e2e_tun_exists && fail "limit-nofile above fs.nr_open: $TUN left behind"
-  log "limit-nofile above fs.nr_open: exit 1: $(oneline "$out")"
-fi
-
 ini=$WORK/s5tund.ini
 CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
   e2e_write_config "$ini"
