@@ -253,18 +253,22 @@ void s5_relay_init(struct s5_relay *r, struct s5_wctx *w) {
   r->w = w;
 }
 
-void s5_relay_stop(struct s5_relay *r) {
-  if (r->rbuf_cur != NULL) {
-    free(r->rbuf_cur);
-    r->rbuf_cur = NULL;
-    r->rbuf_out--;
-  }
+void s5_relay_drop_cache(struct s5_relay *r) {
   while (r->rbuf_cache != NULL) {
     struct s5_rbuf *b = r->rbuf_cache;
     r->rbuf_cache = b->next;
     free(b);
   }
   r->rbuf_cached = 0;
+}
+
+void s5_relay_stop(struct s5_relay *r) {
+  if (r->rbuf_cur != NULL) {
+    free(r->rbuf_cur);
+    r->rbuf_cur = NULL;
+    r->rbuf_out--;
+  }
+  s5_relay_drop_cache(r);
   /* Buffers lwIP still references are freed when it frees them. */
   if (r->rbuf_out != 0) s5_warn("%u read buffers still held by lwIP at stop", r->rbuf_out);
 }

@@ -40,6 +40,10 @@ void s5_relay_init(struct s5_relay *r, struct s5_wctx *w);
  * lwIP still references are freed when it frees them). */
 void s5_relay_stop(struct s5_relay *r);
 
+/* The worker went idle after a load: the unused read buffers it kept for
+ * the next burst go back to malloc (up to 1 MiB a worker). */
+void s5_relay_drop_cache(struct s5_relay *r);
+
 /* From the worker's check handle, after every poll phase: the deferred
  * writes of every session that queued some. */
 void s5_relay_flush_pending(struct s5_relay *r);

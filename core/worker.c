@@ -62,6 +62,14 @@ void s5_worker_reload(struct s5_worker *w) { uv_async_send(&w->reload_async); }
 
 /* ---- timers ---- */
 
+/* Once a period: a worker that went idle after a load lets go of its
+ * spare read buffers; the last of the process to go idle trims the heap. */
+static void worker_idle_check(struct s5_worker *w) {
+  if (w->ctx.draining || !s5_memtrim_went_idle(&w->trim, w->ctx.stats)) return;
+  s5_relay_drop_cache(&w->relay);
+  if (s5_memtrim_release()) S5_STAT_ADD(w->ctx.stats, mem_trims, 1);
+}
+
 static void worker_tick(uv_timer_t *timer) {
   struct s5_worker *w = timer->data;
   struct s5_wctx *ctx = &w->ctx;
@@ -70,7 +78,8 @@ static void worker_tick(uv_timer_t *timer) {
    * the TUN queue fails (core/netif.c). */
   if (!s5_netif_failing(&w->tun)) S5_STAT_SET(ctx->stats, heartbeat_ms, uv_now(&ctx->loop));
   tcp_tmr();
-  if (++w->lwip_ticks % 4 == 0) {
+  if (++w->lwip_ticks % (S5_MEMTRIM_PERIOD_MS / S5_LWIP_TICK_MS) == 0) worker_idle_check(w);
+  if (w->lwip_ticks % 4 == 0) {
     ip_reass_tmr();
     ip6_reass_tmr();
     if (ctx->slog.dropped > 0 && uv_now(&ctx->loop) - ctx->slog.second_ms >= 1000) s5_session_log_tick(ctx);
@@ -105,6 +114,7 @@ static void worker_shutdown(struct s5_worker *w) {
   w->udp = NULL;
   s5_netif_stop(&w->tun);
   s5_relay_stop(&w->relay);
+  s5_memtrim_stop(&w->trim);
   uv_walk(&ctx->loop, worker_close_handle, NULL);
 }
 

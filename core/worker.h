@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "memtrim.h"
 #include "netif.h"
 #include "relay.h"
 #include "session.h"
@@ -36,6 +37,7 @@ struct s5_worker {
   uv_timer_t drain_timer;                       /* stop: ends the drain at drain-timeout */
   uv_check_t flush_check;                       /* end of each loop iteration: deferred writes */
   unsigned lwip_ticks;
+  struct s5_memtrim trim; /* idle after a load: free heap back to the kernel */
 
   struct s5_sessions tcp; /* the listener and the live sessions */
   struct s5_udp *udp;     /* the UDP associations (core/udp.c), NULL until started */

@@ -10,7 +10,6 @@
  * becomes a session (core/session.c), which connects through the proxy
  * (core/handshake.c) and then relays bytes both ways (core/relay.c). */
 #include <errno.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,34 +20,74 @@
 #include "dns.h"
 #include "exec.h"
 #include "log.h"
+#include "memtrim.h"
 #include "privileges.h"
 #include "reload.h"
 #include "run.h"
 #include "stats.h"
 #include "stats_server.h"
 
-/* Free heap malloc keeps before giving pages back to the kernel. By default
- * (128 KiB) every burst of 64 KiB packets freed and allocated again costs
- * page faults: 9-13k per GB uploaded, none with this. The price is at most
- * this much idle heap per worker after a burst. */
-#define S5_MALLOC_TRIM_THRESHOLD (8 << 20)
+/* What a configuration needs to run at all, in open files of one process
+ * (thread mode holds everything in one; process mode's supervisor holds
+ * every queue): a fixed part (stdio, the log, the stats and metrics
+ * sockets, the control loop, netlink, the claim on the device) and per
+ * queue its fd, its loop's (epoll, eventfd, libuv's reserve fd) and room
+ * for a few sessions (a socket to the proxy each, two per UDP association).
+ * Below it a start fails, or serves next to nothing, far from the cause. */
+#define S5_NOFILE_FIXED 32
+#define S5_NOFILE_PER_QUEUE 8
 
-/* [run] limit-nofile: the soft limit to n, the hard one raised to n if it
- * is lower (needs CAP_SYS_RESOURCE; the kernel's ceiling is fs.nr_open).
- * Before any worker exists, so threads and forked workers all get it. */
-static int raise_nofile(unsigned n) {
-  struct rlimit rl;
-  if (n == 0) return 0;
-  if (getrlimit(RLIMIT_NOFILE, &rl) < 0) rl.rlim_max = 0;
-  rl.rlim_cur = n;
-  if (rl.rlim_max < n) rl.rlim_max = n;
-  if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+static unsigned long long nofile_floor(unsigned queues) {
+  return S5_NOFILE_FIXED + (unsigned long long)S5_NOFILE_PER_QUEUE * queues;
+}
+
+/* The hard limit cannot be raised (no CAP_SYS_RESOURCE: a container, a
+ * unit's LimitNOFILE=, a login session; or n above fs.nr_open): the soft
+ * limit to the hard one, with a warning: fewer connections rather than no
+ * daemon. Only a hard limit below what the configuration needs at all
+ * stops the start. */
+static int nofile_to_hard(unsigned n, unsigned queues, struct rlimit rl) {
+  unsigned long long hard = rl.rlim_max, need = nofile_floor(queues);
+  if (hard < need) {
     s5_error(
-      "[run] limit-nofile = %u: setrlimit(RLIMIT_NOFILE): %s%s", n, strerror(errno),
-      errno == EPERM ? " (raising the hard limit needs CAP_SYS_RESOURCE; see also sysctl fs.nr_open)" : "");
+      "[run] limit-nofile = %u: the hard limit of open files is %llu and cannot be raised (needs "
+      "CAP_SYS_RESOURCE), below the minimum of %llu for %u %s",
+      n, hard, need, queues, queues == 1 ? "queue" : "queues");
     return -1;
   }
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) < 0) {
+    s5_error("[run] limit-nofile: setrlimit(RLIMIT_NOFILE) to the hard limit %llu: %s", hard,
+             strerror(errno));
+    return -1;
+  }
+  s5_warn(
+    "[run] limit-nofile = %u: the hard limit of open files is %llu and cannot be raised (needs "
+    "CAP_SYS_RESOURCE; at most sysctl fs.nr_open): running with %llu",
+    n, hard, hard);
   return 0;
+}
+
+/* [run] limit-nofile: the soft limit to n, the hard one raised to n if it
+ * is lower; where it cannot be, nofile_to_hard(). Before any worker exists,
+ * so threads and forked workers all get it. */
+static int raise_nofile(unsigned n, unsigned queues) {
+  if (n == 0) return 0;
+  if (n < nofile_floor(queues)) {
+    s5_error("[run] limit-nofile = %u: below the minimum of %llu open files for %u %s", n,
+             nofile_floor(queues), queues, queues == 1 ? "queue" : "queues");
+    return -1;
+  }
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+    s5_error("[run] limit-nofile: getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+    return -1;
+  }
+  struct rlimit want = {.rlim_cur = n, .rlim_max = rl.rlim_max < n ? n : rl.rlim_max};
+  if (setrlimit(RLIMIT_NOFILE, &want) == 0) return 0;
+  if (errno == EPERM && rl.rlim_max < n) return nofile_to_hard(n, queues, rl);
+  s5_error("[run] limit-nofile = %u: setrlimit(RLIMIT_NOFILE): %s", n, strerror(errno));
+  return -1;
 }
 
 /* s5tund --stats|--connections [SOCKET] [--json]: a client of a running daemon. */
@@ -71,7 +110,7 @@ int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--stats") == 0 || strcmp(argv[1], "--connections") == 0))
     return stats_command(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "exec") == 0) return s5_exec_command(argc, argv);
-  mallopt(M_TRIM_THRESHOLD, S5_MALLOC_TRIM_THRESHOLD); /* before any thread or worker */
+  s5_memtrim_setup(); /* before any thread or worker; refused (a sanitizer), the default holds */
 
   static struct s5_config cfg; /* read-only once loaded; every worker reads it */
   switch (s5_args_load(&cfg, argc, argv)) {
@@ -84,7 +123,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "s5tund: opening log file %s: %s\n", cfg.log.file, strerror(-r));
     return 1;
   }
-  if (raise_nofile(cfg.run.limit_nofile) < 0) return 1;
+  if (raise_nofile(cfg.run.limit_nofile, cfg.queues) < 0) return 1;
   /* A proxy that goes away mid-write must cost one session, not the daemon. */
   signal(SIGPIPE, SIG_IGN);
 

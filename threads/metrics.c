@@ -56,6 +56,8 @@ static const struct {
   {"udp_coalesce_waits", false, "Waits of [session] udp-coalesce before reading relays again."},
   {"dns_hijacked", false,
    "DNS queries to port 53 of another address answered by the mapped resolver ([dns] hijack)."},
+  {"mem_trims", false,
+   "Times free heap was handed back to the kernel when the worker went idle after a load."},
   {"bytes_to_proxy", false, "Payload bytes sent to the proxy (SOCKS5 handshakes not included)."},
   {"bytes_from_proxy", false, "Payload bytes received from the proxy (SOCKS5 handshakes not included)."},
   {"socks5_connect_failed", false, "Sessions that could not connect to the proxy."},

@@ -49,7 +49,7 @@ from e2elib import stats_doc as stats  # noqa: E402
 COUNTERS = [
     "tun_rx_packets", "tun_rx_bytes", "tun_tx_packets", "tun_tx_bytes",
     "tcp_active", "tcp_total", "tcp_handshake_timeout", "udp_active", "udp_total",
-    "udp_coalesce_waits", "dns_hijacked",
+    "udp_coalesce_waits", "dns_hijacked", "mem_trims",
     "bytes_to_proxy", "bytes_from_proxy",
     "socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
     "socks5_bad_reply", "socks5_timeout",

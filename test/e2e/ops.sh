@@ -7,7 +7,7 @@
 #
 # CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
 #          stall | autoroute | syslog | vanish | killswitch | peruser | reload | deadworker | metrics |
-#          fdlimit | stats_slow
+#          fdlimit | stats_slow | nofile
 # MODE     thread | process        (supervise, stall, deadworker: process only)
 # QUEUES   number of TUN queues
 # S5TUND   the binary; default $S5TUND, then build/s5tund
@@ -22,12 +22,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit|stats_slow thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit|stats_slow|nofile thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit|stats_slow) ;; *) usage ;; esac
+case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit|stats_slow|nofile) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 [[ ($CASE != supervise && $CASE != stall && $CASE != deadworker) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
@@ -1102,6 +1102,90 @@ PYEOF
   log "stalled daemon: --stats exit 1: $out"
   "$S5TUND" --stats "$STATS_SOCK" >/dev/null || fail "--stats after SIGCONT failed"
   ops_stop_ok
+# nofile: [run] limit-nofile = 65536 where the hard limit of open files is
+# lower and cannot be raised (prlimit 1024:4096, CAP_SYS_RESOURCE out of the
+# bounding and inheritable sets, as in a container): s5tund starts, every
+# process of it runs with 4096 (soft and hard), it serves, and it logs one
+# warning naming 65536 and 4096. As root (CAP_SYS_RESOURCE), a limit above
+# fs.nr_open is the same: the hard limit, a warning. A hard limit below what
+# the queues need at all (nofile_floor in threads/main.c: 32 + 8 a queue),
+# and a limit-nofile below it: exit 1 with one error line, no device.
+NOFILE_NOCAP=(setpriv --bounding-set -sys_resource --inh-caps -sys_resource --)
+
+nofile_limits_all() {   # every process of the daemon runs with soft = hard = $1
+  local pid lim
+  for pid in "$S5PID" $(e2e_workers); do
+    lim=$(awk '/^Max open files/ {print $4, $5}' "/proc/$pid/limits")
+    [[ $lim == "$1 $1" ]] || fail "process $pid of s5tund: open files $lim, expected $1 $1"
+  done
+}
+
+nofile_warned() {   # LIMIT HARD: the one warning (and nothing else at warn or above)
+  local line bad
+  line=$(e2e_wait_log "$S5LOG" "warn .*\[run\] limit-nofile = $1: the hard limit of open files is $2 .*running with $2" 10 \
+    "warning naming limit-nofile = $1 and the hard limit $2")
+  bad=$(grep -E '^[0-9T:.-]+ (error|warn) ' "$S5LOG" | grep -vF "${line#* warn  }" || true)
+  [[ -z $bad ]] || fail "more than the one warning: $(oneline "$bad")"
+  [[ $(grep -c "limit-nofile" "$S5LOG") == 1 ]] || fail "limit-nofile logged more than once: $(oneline "$(grep "limit-nofile" "$S5LOG")")"
+  log "${line#* warn  }"
+}
+
+nofile_refused() {   # WHAT REGEX PRLIMIT-ARGS...: exit 1 naming the key, no device
+  local what=$1 re=$2 ini=$WORK/nofile-refused.ini rc=0 out
+  shift 2
+  cp "$WORK/nofile.ini" "$ini"
+  printf '%s\n' "limit-nofile = $NOFILE_REFUSED" >>"$ini"
+  out=$(in_c timeout -k 5 "$T_STOP" prlimit "$@" "${NOFILE_NOCAP[@]}" "$S5TUND" --config "$ini" 2>&1) || rc=$?
+  ((rc == 1)) || fail "$what: exit status $rc, expected 1: $(oneline "$out")"
+  grep -Eq "error main \[run\] limit-nofile = $NOFILE_REFUSED: $re" <<<"$out" \
+    || fail "$what: no error line matching /$re/: $(oneline "$out")"
+  e2e_tun_exists && fail "$what: $TUN left behind"
+  log "$what: exit 1: $(oneline "$(grep -F "limit-nofile" <<<"$out")")"
+}
+
+case_nofile() {
+  local need=$((32 + 8 * QUEUES)) nr_open cap
+  ops_setup
+  # limit-nofile goes last, so that each run can append its own.
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$MS_PORT \
+    e2e_write_config "$WORK/nofile.ini"
+  printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[run]" >>"$WORK/nofile.ini"
+  STATS_SOCK=$WORK/stats.sock
+
+  cp "$WORK/nofile.ini" "$WORK/nofile-65536.ini"
+  echo "limit-nofile = 65536" >>"$WORK/nofile-65536.ini"
+  E2E_S5_WRAP=(prlimit --nofile=1024:4096 "${NOFILE_NOCAP[@]}")
+  e2e_start_s5tund --config "$WORK/nofile-65536.ini"
+  E2E_S5_WRAP=()
+  e2e_wait_ready "$MODE" "$QUEUES"
+  cap=$(awk '/^CapBnd:/ {print $2}' "/proc/$S5PID/status")
+  ((0x$cap & (1 << 24))) && fail "s5tund has CAP_SYS_RESOURCE in its bounding set ($cap): the case tests nothing"
+  nofile_limits_all 4096
+  nofile_warned 65536 4096
+  client --host "$TGT4" concurrent 100
+  client --host "$TGT6" echo --count 3
+  ops_stop_ok
+  log "hard limit 4096 without CAP_SYS_RESOURCE: ran with 4096 open files and served"
+
+  # As root, a limit the kernel cannot grant (above fs.nr_open): the same.
+  nr_open=$(cat /proc/sys/fs/nr_open)
+  cp "$WORK/nofile.ini" "$WORK/nofile-nr_open.ini"
+  echo "limit-nofile = $((nr_open + 64))" >>"$WORK/nofile-nr_open.ini"
+  E2E_S5_WRAP=(prlimit --nofile=1024:4096)
+  e2e_start_s5tund --config "$WORK/nofile-nr_open.ini"
+  E2E_S5_WRAP=()
+  e2e_wait_ready "$MODE" "$QUEUES"
+  nofile_limits_all 4096
+  nofile_warned $((nr_open + 64)) 4096
+  ops_stop_ok
+
+  # Too low to run at all: a hard limit below what the queues need, and a
+  # limit-nofile below it.
+  NOFILE_REFUSED=65536 nofile_refused "hard limit $((need - 1))" \
+    "the hard limit of open files is $((need - 1)) and cannot be raised .*below the minimum of $need for $QUEUES queues?$" \
+    --nofile=$((need - 1)):$((need - 1))
+  NOFILE_REFUSED=$((need - 1)) nofile_refused "limit-nofile $((need - 1))" \
+    "below the minimum of $need open files for $QUEUES queues?$" --nofile=1024:4096
 }
 
 "case_$CASE"

@@ -12,6 +12,16 @@ Runs in the client namespace; standard library only.
     every connection exchanges a second token, then all are closed and the
     daemon must return to no session and its baseline fd count.
 
+  soak.py rss --hold 2000 --rounds 5 --pid PID --stats SOCK
+
+    Memory handed back after a load: RSS of the daemon's process tree idle,
+    then a load of ROUNDS x HOLD connections (HOLD open through the tunnel
+    at once, each exchanging a token with the target's ECHO, then closed),
+    then idle again; the same load once more. After each load, once every
+    session and fd is gone, RSS must come back within --rss-tolerance
+    percent of the idle figure (or --rss-floor KiB above it, whichever is
+    more), within --settle seconds.
+
   soak.py soak --seconds S --pid PID --stats SOCK [--every 5] [--warmup W]
 
     Mixed traffic for S seconds: TCP connections churning (echo, upload and
@@ -164,6 +174,90 @@ def cmd_load(args):
         log("FAILED: %s%s" % ("" if isinstance(e, Fail) else type(e).__name__ + ": ", e))
         return 1
     log("PASS: load %d" % args.n)
+    return 0
+
+
+# ====================================================================== rss
+
+async def rss_round(args, d, hold, base):
+    """HOLD connections open at once (each echoing a token), then closed; the
+    tree's RSS at the moment they are all open."""
+    hosts = [args.host, args.host6] if args.host6 else [args.host]
+    conns, errors = {}, []
+    sem = asyncio.Semaphore(args.opening)
+    await asyncio.gather(*[load_open(base + i, hosts[i % len(hosts)], args.port, sem,
+                                     args.timeout, conns, errors) for i in range(hold)])
+    peak = d.rss_kib()
+    await asyncio.gather(*[load_close(rw) for rw in conns.values()])
+    check(not errors, "%d of %d connections failed: %s" % (len(errors), hold, errors[:5]))
+    return peak
+
+
+def rss_parts(d):
+    """RssAnon, RssFile and RssShmem (KiB) summed over the process tree, for
+    the log: heap is anonymous; code first run under load stays as file pages."""
+    parts = {"RssAnon": 0, "RssFile": 0, "RssShmem": 0}
+    for p in d.pids():
+        try:
+            with open("/proc/%d/status" % p) as f:
+                for line in f:
+                    k = line.split(":")[0]
+                    if k in parts:
+                        parts[k] += int(line.split()[1])
+        except OSError:
+            pass
+    return "anon %(RssAnon)d, file %(RssFile)d, shmem %(RssShmem)d" % parts
+
+
+def rss_settled(d, fd0, settle):
+    """Sessions and fds back to the baseline; then RSS, polled until it stops
+    falling (idle handing back) or settle seconds pass: the lowest seen."""
+    wait_for(lambda: d.stats()["tcp_active"] == 0,
+             lambda: "tcp_active back to 0 (now %d)" % d.stats()["tcp_active"], 120)
+    wait_for(lambda: d.fds() == fd0, lambda: "fds back to %d (now %d)" % (fd0, d.fds()), 120)
+    low, parts = d.rss_kib(), rss_parts(d)
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        rss = d.rss_kib()
+        if rss < low:
+            low, parts = rss, rss_parts(d)
+    log("  settled: RSS %d KiB (%s)" % (low, parts))
+    return low
+
+
+def cmd_rss(args):
+    d = Daemon(args.pid, args.stats, None)
+    try:
+        d.warm_queues(args.host, args.port)
+        fd0 = d.fds()
+        idle = rss_settled(d, fd0, args.settle)
+        limit = max(idle * (100 + args.rss_tolerance) // 100, idle + args.rss_floor)
+        log("idle: %d fds, RSS %d KiB; after each load RSS must be at most %d KiB; a load is "
+            "%d rounds of %d connections held at once" % (fd0, idle, limit, args.rounds, args.hold))
+        figures = []
+        for run in (1, 2):
+            t0 = time.monotonic()
+            peak = 0
+            for r in range(args.rounds):
+                base = ((run - 1) * args.rounds + r) * args.hold
+                peak = max(peak, asyncio.run(rss_round(args, d, args.hold, base)))
+            after = rss_settled(d, fd0, args.settle)
+            log("load %d: %d connections in %.0f s; RSS peak %d KiB, after %d KiB (idle %d)"
+                % (run, args.rounds * args.hold, time.monotonic() - t0, peak, after, idle))
+            figures.append((peak, after))
+        log("RESULT rss hold=%d rounds=%d rss_kib_idle=%d rss_kib_peak1=%d rss_kib_after1=%d "
+            "rss_kib_peak2=%d rss_kib_after2=%d trims=%s"
+            % (args.hold, args.rounds, idle, figures[0][0], figures[0][1], figures[1][0],
+               figures[1][1], d.stats().get("mem_trims", "-")))
+        for run, (peak, after) in enumerate(figures, 1):
+            check(after <= limit, "load %d: RSS %d KiB once idle again, more than %d KiB (idle %d "
+                  "KiB + %d%% or + %d KiB; peak %d KiB)" % (run, after, limit, idle,
+                                                           args.rss_tolerance, args.rss_floor, peak))
+    except (Fail, OSError, ValueError) as e:
+        log("FAILED: %s%s" % ("" if isinstance(e, Fail) else type(e).__name__ + ": ", e))
+        return 1
+    log("PASS: rss")
     return 0
 
 
@@ -439,6 +533,14 @@ def main():
     p.add_argument("--n", type=int, default=10000)
     p.add_argument("--opening", type=int, default=200)
     p.add_argument("--timeout", type=float, default=120)
+    p = sub.add_parser("rss", parents=[common])
+    p.add_argument("--hold", type=int, default=2000)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--opening", type=int, default=200)
+    p.add_argument("--timeout", type=float, default=120)
+    p.add_argument("--settle", type=float, default=5, help="seconds RSS is watched once idle")
+    p.add_argument("--rss-tolerance", type=int, default=25, help="percent")
+    p.add_argument("--rss-floor", type=int, default=1024, help="KiB")
     p = sub.add_parser("soak", parents=[common])
     p.add_argument("--seconds", type=int, default=600)
     p.add_argument("--every", type=int, default=5)
@@ -457,7 +559,7 @@ def main():
         if not args.warmup:
             args.warmup = max(10, args.seconds // 5)
         return cmd_soak(args)
-    return cmd_load(args)
+    return cmd_rss(args) if args.cmd == "rss" else cmd_load(args)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #
 #   soak.sh load MODE QUEUES [S5TUND]     10,000 TCP connections held at once
 #   soak.sh soak MODE QUEUES [S5TUND]     mixed traffic for SOAK_SECONDS (600)
+#   soak.sh rss MODE QUEUES [S5TUND]      RSS back near idle after a load, twice
 #
 # Both through danted (a real SOCKS5 server; it spreads its clients over
 # child processes, so 10,000 connections fit in its per-process fd limit,
@@ -14,7 +15,7 @@
 # both modes, `make soak-short` for 60 s each (CI).
 #
 # Environment: SOAK_SECONDS (600), SOAK_EVERY (sample period, 5 s),
-# LOAD_N (10000), SOAK_NOFILE (s5tund's limit-nofile; lower it to see the
+# LOAD_N (10000), RSS_HOLD and RSS_ROUNDS (2000 x 5 a load), SOAK_NOFILE (s5tund's limit-nofile; lower it to see the
 # load case fail), E2E_KEEP=1 keeps the work directory.
 # Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
 set -eEuo pipefail
@@ -23,12 +24,12 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$HERE/lib.sh"
 
-usage() { echo "usage: $0 load|soak thread|process QUEUES [S5TUND]" >&2; exit 2; }
+usage() { echo "usage: $0 load|soak|rss thread|process QUEUES [S5TUND]" >&2; exit 2; }
 
 CASE=${1:-}
 MODE=${2:-}
 QUEUES=${3:-}
-[[ $CASE == load || $CASE == soak ]] || usage
+[[ $CASE == load || $CASE == soak || $CASE == rss ]] || usage
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 shift 3
@@ -36,6 +37,8 @@ shift 3
 SOAK_SECONDS=${SOAK_SECONDS:-600}
 SOAK_EVERY=${SOAK_EVERY:-5}
 LOAD_N=${LOAD_N:-10000}
+RSS_HOLD=${RSS_HOLD:-2000}
+RSS_ROUNDS=${RSS_ROUNDS:-5}
 [[ $SOAK_SECONDS =~ ^[1-9][0-9]*$ ]] || { echo "SOAK_SECONDS must be a positive number" >&2; exit 2; }
 # The case's own bound (lib.sh's watchdog): the traffic plus the set-up,
 # the settling and the checks.
@@ -58,6 +61,9 @@ fi
 e2e_init "$CASE"
 if [[ $CASE == load ]]; then
   log "case load mode=$MODE queues=$QUEUES n=$LOAD_N binary=$S5TUND"
+elif [[ $CASE == rss ]]; then
+  log "case rss mode=$MODE queues=$QUEUES load=${RSS_ROUNDS}x$RSS_HOLD binary=$S5TUND"
+  LOAD_N=$RSS_HOLD
 else
   log "case soak mode=$MODE queues=$QUEUES seconds=$SOAK_SECONDS binary=$S5TUND"
 fi
@@ -65,7 +71,7 @@ fi
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 NOFILE=$(ulimit -n)
 ((NOFILE > 65536)) && NOFILE=65536
-if [[ $CASE == load ]] && ((NOFILE < LOAD_N + 1000)); then
+if [[ $CASE != soak ]] && ((NOFILE < LOAD_N + 1000)); then
   skip "open files limited to $NOFILE here (no CAP_SYS_RESOURCE to raise it): $LOAD_N connections need more"
 fi
 NOFILE=${SOAK_NOFILE:-$NOFILE}   # lower it to see the load case fail
@@ -97,21 +103,6 @@ e2e_start_target
 [[ $CASE == soak ]] && start_udptarget
 e2e_start_dante
 
-if [[ $CASE == load ]]; then
-  # A limit-nofile the kernel cannot grant (above fs.nr_open): exit 1 at
-  # start-up, naming the key, and no device left behind.
-  bad=$WORK/nofile-too-high.ini
-  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
-    e2e_write_config "$bad"
-  printf '%s\n' "" "[run]" "limit-nofile = $(($(cat /proc/sys/fs/nr_open) + 64))" >>"$bad"
-  rc=0
-  out=$(in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$bad" 2>&1) || rc=$?
-  ((rc == 1)) || fail "limit-nofile above fs.nr_open: exit status $rc, expected 1: $(oneline "$out")"
-  grep -q "limit-nofile" <<<"$out" || fail "limit-nofile above fs.nr_open: the error does not name the key: $(oneline "$out")"
-  e2e_tun_exists && fail "limit-nofile above fs.nr_open: $TUN left behind"
-  log "limit-nofile above fs.nr_open: exit 1: $(oneline "$out")"
-fi
-
 ini=$WORK/s5tund.ini
 CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
   e2e_write_config "$ini"
@@ -130,6 +121,8 @@ soakpy() {
 
 if [[ $CASE == load ]]; then
   soakpy load --n "$LOAD_N"
+elif [[ $CASE == rss ]]; then
+  soakpy rss --hold "$RSS_HOLD" --rounds "$RSS_ROUNDS"
 else
   soakpy soak --seconds "$SOAK_SECONDS" --every "$SOAK_EVERY" --settle $((UDP_IDLE + 120))
 fi
