@@ -205,6 +205,13 @@ static int pton_n(int family, const char *text, size_t len, void *addr) {
   return inet_pton(family, buf, addr);
 }
 
+static void prefix_set(struct s5_prefix *out, int family, const unsigned char *addr, unsigned len) {
+  memset(out, 0, sizeof *out);
+  out->family = family;
+  memcpy(out->addr, addr, family == AF_INET ? 4 : 16);
+  out->len = len;
+}
+
 int s5_parse_prefix(const char *text, int family, struct s5_prefix *out, char *err, size_t errlen) {
   const char *name = family == AF_INET ? "IPv4" : "IPv6";
   unsigned long maxlen = family == AF_INET ? 32 : 128;
@@ -239,10 +246,7 @@ int s5_parse_prefix(const char *text, int family, struct s5_prefix *out, char *e
     snprintf(err, errlen, "prefix length: %s", lenmsg);
     return -1;
   }
-  memset(out, 0, sizeof *out);
-  out->family = family;
-  memcpy(out->addr, addr, family == AF_INET ? 4 : 16);
-  out->len = (unsigned)len;
+  prefix_set(out, family, addr, (unsigned)len);
   return 0;
 }
 
@@ -276,10 +280,7 @@ int s5_parse_route_prefix(const char *text, struct s5_prefix *out, char *err, si
       return -1;
     }
   }
-  memset(out, 0, sizeof *out);
-  out->family = family;
-  memcpy(out->addr, addr, family == AF_INET ? 4 : 16);
-  out->len = (unsigned)len;
+  prefix_set(out, family, addr, (unsigned)len);
   return 0;
 }
 

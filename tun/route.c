@@ -267,22 +267,24 @@ static int install_family(struct nl_conn *c, int family, int ifindex, const stru
   return 0;
 }
 
-static int device_index(const char *name, char *err, size_t errlen) {
-  int ifindex = (int)if_nametoindex(name);
+/* The device's index and a netlink conversation, for install and update.
+ * Returns the ifindex, or -errno with err (nothing left open). */
+static int route_begin(const struct s5_route_spec *spec, struct nl_conn *c, char *err, size_t errlen) {
+  int ifindex = (int)if_nametoindex(spec->name);
   if (ifindex == 0)
-    return s5_nl_fail(NULL, -errno, err, errlen, s5_nl_what(err, errlen, "auto-route: device %s", name));
+    return s5_nl_fail(NULL, -errno, err, errlen, s5_nl_what(err, errlen, "auto-route: device %s", spec->name));
+  int r = s5_nl_open(c);
+  if (r < 0) {
+    s5_nl_close(c);
+    return s5_nl_fail(NULL, r, err, errlen, s5_nl_what(err, errlen, "auto-route: rtnetlink"));
+  }
   return ifindex;
 }
 
 int s5_route_install(const struct s5_route_spec *spec, char *err, size_t errlen) {
   struct nl_conn c;
-  int ifindex = device_index(spec->name, err, errlen);
+  int ifindex = route_begin(spec, &c, err, errlen), r;
   if (ifindex < 0) return ifindex;
-  int r = s5_nl_open(&c);
-  if (r < 0) {
-    s5_nl_close(&c);
-    return s5_nl_fail(NULL, r, err, errlen, s5_nl_what(err, errlen, "auto-route: rtnetlink"));
-  }
   /* Inbound connections are marked before the rules can take their replies. */
   r = spec->exclude_local ? s5_nft_install(spec->name, spec->mark, err, errlen) : s5_nft_remove(err, errlen);
   for (size_t i = 0; r >= 0 && i < sizeof families / sizeof *families; i++)
@@ -294,13 +296,8 @@ int s5_route_install(const struct s5_route_spec *spec, char *err, size_t errlen)
 
 int s5_route_update(const struct s5_route_spec *spec, char *err, size_t errlen) {
   struct nl_conn c;
-  int ifindex = device_index(spec->name, err, errlen);
+  int ifindex = route_begin(spec, &c, err, errlen), r = 0;
   if (ifindex < 0) return ifindex;
-  int r = s5_nl_open(&c);
-  if (r < 0) {
-    s5_nl_close(&c);
-    return s5_nl_fail(NULL, r, err, errlen, s5_nl_what(err, errlen, "auto-route: rtnetlink"));
-  }
   for (size_t i = 0; r >= 0 && i < sizeof families / sizeof *families; i++)
     r = s5_route_table_set(&c, families[i], ifindex, spec, err, errlen);
   s5_nl_close(&c);

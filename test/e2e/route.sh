@@ -87,16 +87,18 @@ trap route_exit EXIT
 
 in_l() { ip netns exec "$NS_L" "$@"; }
 
-# lclient / rclient ARGS...: client.py in L (the LAN) / in S (beyond the gateway).
-lclient() {
-  bg_wait ip netns exec "$NS_L" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/client.py" "$@"
+# ns_py NS SCRIPT ARGS...: one of our Python clients in NS, bounded.
+ns_py() {
+  local ns=$1 script=$2
+  shift 2
+  bg_wait ip netns exec "$ns" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/$script" "$@"
 }
-rclient() {
-  bg_wait ip netns exec "$NS_S" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/client.py" "$@"
-}
-luclient() {
-  bg_wait ip netns exec "$NS_L" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/udpclient.py" "$@"
-}
+# client.py / udpclient.py in L (the LAN), S (beyond the gateway), N ([tun] netns).
+lclient() { ns_py "$NS_L" client.py "$@"; }
+rclient() { ns_py "$NS_S" client.py "$@"; }
+luclient() { ns_py "$NS_L" udpclient.py "$@"; }
+nclient() { ns_py "$NS_N" client.py "$@"; }
+nuclient() { ns_py "$NS_N" udpclient.py "$@"; }
 
 # expect_fail WHAT CMD...: CMD (a client with a short timeout) must fail.
 expect_fail() {
@@ -444,12 +446,6 @@ case_router() {
 # ---------------------------------------------------------------- netns
 
 in_n() { ip netns exec "$NS_N" "$@"; }
-nclient() {
-  bg_wait ip netns exec "$NS_N" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/client.py" "$@"
-}
-nuclient() {
-  bg_wait ip netns exec "$NS_N" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/udpclient.py" "$@"
-}
 
 # s5tund in C without a mount namespace of its own (ip netns exec would
 # give it one): the namespace it makes must be seen by `ip netns exec`.
