@@ -272,7 +272,8 @@ static int install_family(struct nl_conn *c, int family, int ifindex, const stru
 static int route_begin(const struct s5_route_spec *spec, struct nl_conn *c, char *err, size_t errlen) {
   int ifindex = (int)if_nametoindex(spec->name);
   if (ifindex == 0)
-    return s5_nl_fail(NULL, -errno, err, errlen, s5_nl_what(err, errlen, "auto-route: device %s", spec->name));
+    return s5_nl_fail(NULL, -errno, err, errlen,
+                      s5_nl_what(err, errlen, "auto-route: device %s", spec->name));
   int r = s5_nl_open(c);
   if (r < 0) {
     s5_nl_close(c);
