@@ -103,7 +103,9 @@ static void usage(FILE *out) {
     "Usage: s5tund [OPTION]...\n"
     "       s5tund --stats [SOCKET] [--json]\n"
     "       s5tund --connections [SOCKET] [--json]\n"
+    "       s5tund exec [OPTION]... -- COMMAND [ARG]...\n"
     "Carry TCP and UDP from a multi-queue TUN device to a SOCKS5 proxy.\n"
+    "exec: run COMMAND in a network namespace whose only way out is the proxy.\n"
     "\n",
     out);
   for (i = 0; i < FLAG_COUNT; i++) {
