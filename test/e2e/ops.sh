@@ -1102,6 +1102,8 @@ PYEOF
   log "stalled daemon: --stats exit 1: $out"
   "$S5TUND" --stats "$STATS_SOCK" >/dev/null || fail "--stats after SIGCONT failed"
   ops_stop_ok
+}
+
 # nofile: [run] limit-nofile = 65536 where the hard limit of open files is
 # lower and cannot be raised (prlimit 1024:4096, CAP_SYS_RESOURCE out of the
 # bounding and inheritable sets, as in a container): s5tund starts, every
