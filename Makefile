@@ -24,11 +24,13 @@ CTEST_ARGS ?=
 # only, but for Prometheus's own parser of /metrics: python3-prometheus-client).
 # systemd and man-db: systemd-analyze verify of the installed unit and its
 # Documentation= (ctest install.verify). iperf3: UDP with large datagrams
-# through the tunnel (e2e.udp_one_assoc).
+# through the tunnel (e2e.udp_one_assoc). apache2-utils: ab, short
+# connections reusing ports through the tunnel (e2e.port_reuse).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
-        systemd man-db python3-prometheus-client iperf3 clang-format
+        systemd man-db python3-prometheus-client iperf3 clang-format \
+        apache2-utils
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
