@@ -111,7 +111,7 @@ static size_t build(uint8_t *buf, uint16_t sport, uint32_t seq, uint32_t ack, ui
     t[21] = 4;
     put16(t + 22, 1460);
   }
-  memcpy(t + tcpl, data, len);
+  if (len > 0) memcpy(t + tcpl, data, len);
   memcpy(pseudo, client_addr, 4);
   memcpy(pseudo + 4, dialled_addr, 4);
   pseudo[9] = 6;
