@@ -616,9 +616,10 @@ case_tcp_buffer() {
 # - ab -n E2E_AB_N (20000) -c 200 (HTTP/1.0; target.py answers a GET and
 #   closes first), whose ephemeral ports come round within the 2 s
 #   (without the patch: about 3,600 SYN retransmissions): no failed
-#   request, no SYN retransmission, and at most 200 new TIME_WAIT sockets
-#   in C, i.e. ab closed first only what it still had open when it exited
-#   (a few), not the 20,000: the TIME_WAITs were lwIP's.
+#   request, no SYN retransmission, and new TIME_WAIT sockets in C for at
+#   most a tenth of the connections: ab closed first only some of those it
+#   still had open when it exited (10 to 170 in trials), so the TIME_WAITs
+#   were lwIP's.
 syn_retrans() { in_c nstat -asz TcpExtTCPSynRetrans | awk '$1 == "TcpExtTCPSynRetrans" { print $2 }'; }
 tw_in_c() { in_c ss -Htan state time-wait dst "$TGT4" | wc -l; }
 
@@ -656,7 +657,7 @@ case_port_reuse() {
   [[ $complete == "$n" && $failed == 0 ]] || fail "ab: $complete of $n requests complete, $failed failed"
   if grep -q '^Non-2xx responses' <<<"$out"; then fail "ab: $(grep '^Non-2xx responses' <<<"$out")"; fi
   ((after == before)) || fail "ab: $((after - before)) SYN retransmissions through the tunnel"
-  ((tw1 - tw0 <= 200)) || fail "$((tw1 - tw0)) new sockets in TIME_WAIT in C: ab closed first, lwIP's TIME_WAIT went untested"
+  ((tw1 - tw0 <= n / 10)) || fail "$((tw1 - tw0)) new sockets in TIME_WAIT in C: ab closed first, lwIP's TIME_WAIT went untested"
   e2e_require_alive "after port reuse"
   e2e_s5_log_clean "$S5LOG"
 }
