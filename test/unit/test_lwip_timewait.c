@@ -17,7 +17,11 @@
  * - seqno below rcv_nxt: an ACK of the old connection, no new pcb
  *   (lwIP's behaviour); seqno equal to rcv_nxt, and a SYN with ACK above
  *   it: a RST (in the old window), no new pcb;
- * - no listener: the TIME_WAIT pcb answers as before and stays.
+ * - no listener: the TIME_WAIT pcb answers as before and stays;
+ * - an application that still holds the TIME_WAIT pcb (it shut down only
+ *   its sending side, as s5tund does while it finishes the proxy side) is
+ *   told through its err callback, with ERR_CLSD, before the pcb is freed;
+ *   one that closed it gets no callback.
  *
  * Without the patch the first group fails (an ACK or RST instead of a
  * SYN-ACK). Output: one line per failed check, then "N passed, M failed". */
@@ -178,8 +182,10 @@ static void expect_one(uint16_t cport, uint8_t flags, uint32_t ack, const char *
 
 static struct tcp_pcb *listener;
 static err_t verdict = ERR_OK; /* what the syn callback answers */
-static int syn_calls, accepts, received;
+static int syn_calls, accepts, received, err_calls;
 static struct tcp_pcb *syn_pcb, *accept_pcb;
+static err_t last_err;
+static void *last_err_arg;
 
 static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) {
   if (p == NULL) return ERR_OK;
@@ -189,10 +195,18 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) 
   return ERR_OK;
 }
 
+static void on_err(void *arg, err_t err) {
+  err_calls++;
+  last_err = err;
+  last_err_arg = arg;
+}
+
 static err_t on_syn(void *arg, struct tcp_pcb *pcb) {
   syn_calls++;
   syn_pcb = pcb;
+  tcp_arg(pcb, NULL);
   tcp_recv(pcb, on_recv);
+  tcp_err(pcb, on_err);
   return verdict;
 }
 
@@ -260,9 +274,11 @@ static struct tcp_pcb *handshake(uint16_t cport, uint32_t isn, uint32_t *srv, co
 
 /* A connection from cport with ISN isn: "hello" from the client, then our
  * side closes first (FIN), the client acknowledges it and sends its FIN:
- * our pcb is in TIME_WAIT. Returns it (NULL on failure); *rcv_nxt is the
- * sequence number after the client's FIN. */
-static struct tcp_pcb *to_timewait(uint16_t cport, uint32_t isn, uint32_t *rcv_nxt) {
+ * our pcb is in TIME_WAIT. With hold, our side only shuts down its sending
+ * side (tcp_shutdown) and keeps the pcb, its err callback set, arg hold;
+ * else it closes it (tcp_close). Returns the pcb (NULL on failure);
+ * *rcv_nxt is the sequence number after the client's FIN. */
+static struct tcp_pcb *to_timewait_as(uint16_t cport, uint32_t isn, uint32_t *rcv_nxt, void *hold) {
   const char *hello = "hello";
   uint32_t srv = 0, c = isn + 1;
   struct tcp_pcb *pcb, *tw;
@@ -273,11 +289,16 @@ static struct tcp_pcb *to_timewait(uint16_t cport, uint32_t isn, uint32_t *rcv_n
   feed(cport, c, srv + 1, TCP_ACK | TCP_PSH, hello);
   c += (uint32_t)strlen(hello);
   CHECK(received == got + (int)strlen(hello), "first connection: data not received");
-  tcp_arg(pcb, NULL);
-  tcp_recv(pcb, NULL);
   cap_n = 0;
-  CHECK(tcp_close(pcb) == ERR_OK, "tcp_close failed");
-  CHECK(cap_n >= 1, "tcp_close sent nothing, expected our FIN");
+  if (hold != NULL) {
+    tcp_arg(pcb, hold);
+    CHECK(tcp_shutdown(pcb, 0, 1) == ERR_OK, "tcp_shutdown failed");
+    CHECK(cap_n >= 1, "tcp_shutdown sent nothing, expected our FIN");
+  } else {
+    tcp_recv(pcb, NULL);
+    CHECK(tcp_close(pcb) == ERR_OK, "tcp_close failed");
+    CHECK(cap_n >= 1, "tcp_close sent nothing, expected our FIN");
+  }
   feed(cport, c, srv + 2, TCP_ACK, NULL); /* the client acknowledges our FIN */
   feed(cport, c, srv + 2, TCP_FIN | TCP_ACK, NULL);
   c++;
@@ -288,6 +309,10 @@ static struct tcp_pcb *to_timewait(uint16_t cport, uint32_t isn, uint32_t *rcv_n
   if (tw != NULL) CHECK(tw->rcv_nxt == c, "TIME_WAIT rcv_nxt %u, expected %u", tw->rcv_nxt, c);
   *rcv_nxt = c;
   return tw;
+}
+
+static struct tcp_pcb *to_timewait(uint16_t cport, uint32_t isn, uint32_t *rcv_nxt) {
+  return to_timewait_as(cport, isn, rcv_nxt, NULL);
 }
 
 /* After a new SYN was taken on cport (SYN-ACK in *s): the old pcb is gone,
@@ -311,6 +336,7 @@ static void check_new_connection(uint16_t cport, uint32_t isn, const struct seg 
   feed(cport, isn + 6, s->seq + 1, TCP_ACK | TCP_PSH, "more");
   CHECK(received == got + 9, "%s: data after the old TIME_WAIT's expiry not received", what);
   tcp_recv(pcb, NULL);
+  tcp_err(pcb, NULL);
   tcp_abort(pcb);
   CHECK(tcp_active_pcbs == NULL && tcp_tw_pcbs == NULL, "%s: pcbs left", what);
 }
@@ -342,6 +368,7 @@ static void step_reuse(void) {
   CHECK(syn_calls == syns + 1, "SYN above rcv_nxt: syn callback called %d times, expected once",
         syn_calls - syns);
   expect_one(cport, TCP_SYN | TCP_ACK, isn + 1, "SYN above rcv_nxt");
+  CHECK(err_calls == 0, "SYN above rcv_nxt: err callback of the closed pcb called (%d)", (int)last_err);
   if (syn_calls != syns + 1 || !reply(0, cport, &s) || s.flags != (TCP_SYN | TCP_ACK)) return;
   check_new_connection(cport, isn, &s, "SYN above rcv_nxt");
 }
@@ -370,6 +397,34 @@ static void step_reuse_held(void) {
   expect_one(cport, TCP_SYN | TCP_ACK, isn + 1, "held: released SYN-ACK");
   if (!reply(0, cport, &s) || s.flags != (TCP_SYN | TCP_ACK)) return;
   check_new_connection(cport, isn, &s, "held");
+}
+
+/* The application still holds the pcb in TIME_WAIT (it shut down only
+ * its sending side): the new SYN tells it through the err callback
+ * (ERR_CLSD, its arg) before the pcb goes, then the new connection starts. */
+static void step_reuse_app_holds(void) {
+  const uint16_t cport = 40003;
+  static int holder;
+  uint32_t nxt = 0, isn;
+  int errs = err_calls, syns;
+  struct tcp_pcb *tw = to_timewait_as(cport, 0x30000000u, &nxt, &holder);
+  struct seg s;
+
+  if (tw == NULL) return;
+  CHECK(err_calls == errs, "app holds: err callback called on the way to TIME_WAIT");
+  CHECK(tw->callback_arg == &holder && !(tw->flags & TF_RXCLOSED),
+        "app holds: the pcb is not the app's any more");
+  syns = syn_calls;
+  isn = nxt + 0x00100000u;
+  feed(cport, isn, 0, TCP_SYN, NULL);
+  CHECK(err_calls == errs + 1, "app holds: err callback called %d times, expected once", err_calls - errs);
+  CHECK(last_err == ERR_CLSD, "app holds: err callback got %d, expected ERR_CLSD", (int)last_err);
+  CHECK(last_err_arg == &holder, "app holds: err callback got another arg");
+  CHECK(syn_calls == syns + 1, "app holds: syn callback called %d times, expected once", syn_calls - syns);
+  expect_one(cport, TCP_SYN | TCP_ACK, isn + 1, "app holds");
+  if (syn_calls != syns + 1 || !reply(0, cport, &s) || s.flags != (TCP_SYN | TCP_ACK)) return;
+  check_new_connection(cport, isn, &s, "app holds");
+  CHECK(err_calls == errs + 1, "app holds: err callback called again");
 }
 
 /* Without a listener the TIME_WAIT pcb answers a new SYN as before (here
@@ -404,6 +459,7 @@ int main(void) {
 
   step_reuse();
   step_reuse_held();
+  step_reuse_app_holds();
   step_no_listener();
 
   printf("%d passed, %d failed\n", passed, failed);
