@@ -16,6 +16,12 @@ retransmitted during the round (TcpExt TCPSynRetrans of the namespace,
 /proc/net/netstat: a count, not a time) or a wrong answer is a failure,
 and ends the run.
 
+With --upload N (for badproxy's fin-slow-read port) the round sends no
+command: it reads the proxy's bytes until its EOF, then sends N bytes of
+its own before its FIN, which wait in s5tund while the proxy does not read:
+s5tund's side of the connection is then in TIME_WAIT while s5tund still
+holds it, finishing the proxy side, when the next round reuses the port.
+
 Prints one line per round and a summary with the connect times; exit
 status 0 when every round passed, 1 otherwise.
 """
@@ -71,11 +77,17 @@ def one_round(args, fam, rnd):
         except OSError as e:
             return None, "connect after %.3f s: %s" % (time.monotonic() - t0, e)
         took = time.monotonic() - t0
-        s.sendall(b"DOWNLOAD %d %d\n" % (SIZE, rnd))
-        got = e2elib.read_all(s)
-        want = b"".join(e2elib.stream(rnd, SIZE))
-        if got != want:
-            return took, "answer of %d bytes, not the %d expected" % (len(got), SIZE)
+        if args.upload:
+            got = e2elib.read_all(s)
+            if not got:
+                return took, "nothing from the proxy before its EOF"
+            s.sendall(bytes(args.upload))
+        else:
+            s.sendall(b"DOWNLOAD %d %d\n" % (SIZE, rnd))
+            got = e2elib.read_all(s)
+            want = b"".join(e2elib.stream(rnd, SIZE))
+            if got != want:
+                return took, "answer of %d bytes, not the %d expected" % (len(got), SIZE)
         s.shutdown(socket.SHUT_WR)
         if not wait_closed(s, args.timeout):
             return took, "our FIN not acknowledged within %.0f s" % args.timeout
@@ -96,6 +108,8 @@ def main():
     ap.add_argument("--gaps", default="0",
                     help="pauses before the next round, seconds, comma-separated, cycled")
     ap.add_argument("--timeout", type=float, default=10.0)
+    ap.add_argument("--upload", type=int, default=0,
+                    help="bytes to send after the answer's EOF (badproxy fin-slow-read)")
     args = ap.parse_args()
     gaps = [float(g) for g in args.gaps.split(",")]
     fam = e2elib.family_of(args.host)

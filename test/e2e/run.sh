@@ -619,7 +619,20 @@ case_tcp_buffer() {
 #   request, no SYN retransmission, and new TIME_WAIT sockets in C for at
 #   most a tenth of the connections: ab closed first only some of those it
 #   still had open when it exited (10 to 170 in trials), so the TIME_WAITs
-#   were lwIP's.
+#   were lwIP's;
+# - the port reused while s5tund still holds the old connection's pcb in
+#   TIME_WAIT: through badproxy's fin-slow-read port (DATA and a FIN, then
+#   0.5 s without reading), reuse.py sends 400 KiB after the proxy's EOF
+#   and its FIN, which lwIP acknowledges while most of the bytes still wait
+#   in s5tund for the proxy, so s5tund has not closed the pcb yet; the
+#   next connection from the port, 0.1 s later (Linux's initial sequence
+#   numbers advance 15.6 per microsecond: at once, the new SYN would not
+#   yet be above the 400 KiB, and lwIP, without timestamps, rightly keeps
+#   the TIME_WAIT), ends that TIME_WAIT. lwIP must hand the
+#   pcb back (ERR_CLSD, seen in s5tund's debug log) rather than free it
+#   under the session, and s5tund must still deliver every byte to the
+#   proxy and end with a FIN (badproxy logs 409600 bytes and an EOF for
+#   both connections), the SYN answered at once.
 syn_retrans() { in_c nstat -asz TcpExtTCPSynRetrans | awk '$1 == "TcpExtTCPSynRetrans" { print $2 }'; }
 tw_in_c() { in_c ss -Htan state time-wait dst "$TGT4" | wc -l; }
 
@@ -659,6 +672,30 @@ case_port_reuse() {
   ((after == before)) || fail "ab: $((after - before)) SYN retransmissions through the tunnel"
   ((tw1 - tw0 <= n / 10)) || fail "$((tw1 - tw0)) new sockets in TIME_WAIT in C: ab closed first, lwIP's TIME_WAIT went untested"
   e2e_require_alive "after port reuse"
+  e2e_s5_log_clean "$S5LOG"
+
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
+  e2e_start_badproxy
+  CFG_LOG_LEVEL=debug start_with_config "$S_ADDR4" "$BP_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  before=$(syn_retrans)
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/reuse.py" --host "$TGT4" \
+    --port "$BP_PORT_FIN_SLOW_READ" --src-port 41002 --count 2 --gaps 0.1 --upload 409600 --timeout 10 \
+    || fail "port 41002 reused while s5tund held the old connection: not answered at once"
+  after=$(syn_retrans)
+  ((after == before)) || fail "$((after - before)) SYN retransmissions from port 41002"
+  local i got=0
+  for i in $(seq $((T_START * 10))); do
+    got=$(grep -c 'fin-slow-read: .* client-end=eof after 409600 bytes' "$BP_LOG" || true)
+    ((got >= 2)) && break
+    sleep 0.1
+  done
+  ((got == 2)) || fail "badproxy did not get both uploads whole with a FIN: $(oneline "$(grep fin-slow-read "$BP_LOG")")"
+  grep -q 'client side ended (lwIP error -15)' "$S5LOG" \
+    || fail "no ERR_CLSD in s5tund's log: the port was not reused while s5tund held the TIME_WAIT pcb (the case tested nothing)"
+  log "port reused while s5tund held the old TIME_WAIT pcb: handed back (ERR_CLSD), both uploads whole, FIN to the proxy"
+  e2e_require_alive "after port reuse through badproxy"
   e2e_s5_log_clean "$S5LOG"
 }
 
