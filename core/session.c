@@ -143,8 +143,9 @@ void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q) {
 
 /* lwIP freed the pcb (RST from the client, or retransmissions gave up; or,
  * ERR_CLSD, the client connection closed in order on both sides before the
- * session let go of it: the last ACK of LAST_ACK, or a new connection from
- * the same client port ending its TIME_WAIT, lwIP patch 0008). */
+ * session let go of it: the last ACK of LAST_ACK, the end of its TIME_WAIT
+ * (lwIP patch 0009), or a new connection from the same client port ending
+ * that TIME_WAIT early (patch 0008)). */
 static void session_pcb_error(void *arg, err_t err) {
   struct s5_session *s = arg;
   if (s == NULL) return;

@@ -632,7 +632,11 @@ case_tcp_buffer() {
 #   pcb back (ERR_CLSD, seen in s5tund's debug log) rather than free it
 #   under the session, and s5tund must still deliver every byte to the
 #   proxy and end with a FIN (badproxy logs 409600 bytes and an EOF for
-#   both connections), the SYN answered at once.
+#   both connections), the SYN answered at once. Then the same through
+#   port 7008, whose 3 s without reading outlast the 2-s TIME_WAIT, and no
+#   reuse: lwIP must hand the pcb back when the TIME_WAIT expires (patch
+#   0009; before it, a heap-use-after-free in tcp_recved()) and the bytes
+#   still reach the proxy whole.
 syn_retrans() { in_c nstat -asz TcpExtTCPSynRetrans | awk '$1 == "TcpExtTCPSynRetrans" { print $2 }'; }
 tw_in_c() { in_c ss -Htan state time-wait dst "$TGT4" | wc -l; }
 
@@ -687,7 +691,7 @@ case_port_reuse() {
   ((after == before)) || fail "$((after - before)) SYN retransmissions from port 41002"
   local i got=0
   for i in $(seq $((T_START * 10))); do
-    got=$(grep -c 'fin-slow-read: .* client-end=eof after 409600 bytes' "$BP_LOG" || true)
+    got=$(grep -c 'fin-slow-read 0.5 s: .* client-end=eof after 409600 bytes' "$BP_LOG" || true)
     ((got >= 2)) && break
     sleep 0.1
   done
@@ -695,6 +699,18 @@ case_port_reuse() {
   grep -q 'client side ended (lwIP error -15)' "$S5LOG" \
     || fail "no ERR_CLSD in s5tund's log: the port was not reused while s5tund held the TIME_WAIT pcb (the case tested nothing)"
   log "port reused while s5tund held the old TIME_WAIT pcb: handed back (ERR_CLSD), both uploads whole, FIN to the proxy"
+
+  local clsd
+  clsd=$(grep -c 'client side ended (lwIP error -15)' "$S5LOG" || true)
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/reuse.py" --host "$TGT4" \
+    --port "$BP_PORT_FIN_SLOWER_READ" --src-port 41003 --count 1 --upload 409600 --timeout 10 \
+    || fail "the connection through badproxy's port $BP_PORT_FIN_SLOWER_READ failed"
+  e2e_wait_log "$BP_LOG" 'fin-slow-read 3.0 s: ' "$T_START" "badproxy's line for port $BP_PORT_FIN_SLOWER_READ" >/dev/null
+  grep -q 'fin-slow-read 3.0 s: .* client-end=eof after 409600 bytes' "$BP_LOG" \
+    || fail "the upload held beyond the TIME_WAIT did not reach the proxy whole: $(oneline "$(grep 'fin-slow-read 3.0' "$BP_LOG")")"
+  (($(grep -c 'client side ended (lwIP error -15)' "$S5LOG" || true) > clsd)) \
+    || fail "no ERR_CLSD when the held TIME_WAIT pcb expired"
+  log "TIME_WAIT expired while s5tund held the pcb: handed back (ERR_CLSD), upload whole, FIN to the proxy"
   e2e_require_alive "after port reuse through badproxy"
   e2e_s5_log_clean "$S5LOG"
 }

@@ -21,7 +21,9 @@
  * - an application that still holds the TIME_WAIT pcb (it shut down only
  *   its sending side, as s5tund does while it finishes the proxy side) is
  *   told through its err callback, with ERR_CLSD, before the pcb is freed;
- *   one that closed it gets no callback.
+ *   one that closed it gets no callback;
+ * - the same application is told when the TIME_WAIT simply expires (lwIP
+ *   patch 0009): ERR_CLSD once, instead of a pcb freed under it.
  *
  * Without the patch the first group fails (an ACK or RST instead of a
  * SYN-ACK). Output: one line per failed check, then "N passed, M failed". */
@@ -427,6 +429,25 @@ static void step_reuse_app_holds(void) {
   CHECK(err_calls == errs + 1, "app holds: err callback called again");
 }
 
+/* The application still holds the pcb in TIME_WAIT and no SYN comes: when
+ * the TIME_WAIT expires, the err callback says so (ERR_CLSD, once). */
+static void step_expiry_app_holds(void) {
+  const uint16_t cport = 40004;
+  static int holder;
+  uint32_t nxt = 0;
+  int errs = err_calls, i;
+  struct tcp_pcb *tw = to_timewait_as(cport, 0x40000000u, &nxt, &holder);
+
+  if (tw == NULL) return;
+  for (i = 0; i < TW_TICKS && err_calls == errs; i++) tcp_tmr();
+  CHECK(err_calls == errs + 1, "expiry: err callback called %d times, expected once", err_calls - errs);
+  CHECK(last_err == ERR_CLSD, "expiry: err callback got %d, expected ERR_CLSD", (int)last_err);
+  CHECK(last_err_arg == &holder, "expiry: err callback got another arg");
+  CHECK(tcp_tw_pcbs == NULL, "expiry: the pcb is still in TIME_WAIT");
+  for (i = 0; i < TW_TICKS; i++) tcp_tmr();
+  CHECK(err_calls == errs + 1, "expiry: err callback called again");
+}
+
 /* Without a listener the TIME_WAIT pcb answers a new SYN as before (here
  * with an ACK: beyond the old window) and stays; it expires on time. */
 static void step_no_listener(void) {
@@ -460,6 +481,7 @@ int main(void) {
   step_reuse();
   step_reuse_held();
   step_reuse_app_holds();
+  step_expiry_app_holds();
   step_no_listener();
 
   printf("%d passed, %d failed\n", passed, failed);
