@@ -141,13 +141,23 @@ void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q) {
   }
 }
 
-/* lwIP freed the pcb (RST from the client, or retransmissions gave up). */
+/* lwIP freed the pcb (RST from the client, or retransmissions gave up; or,
+ * ERR_CLSD, the client connection closed in order on both sides before the
+ * session let go of it: the last ACK of LAST_ACK, the end of its TIME_WAIT
+ * (lwIP patch 0009), or a new connection from the same client port ending
+ * that TIME_WAIT early (patch 0008)). */
 static void session_pcb_error(void *arg, err_t err) {
   struct s5_session *s = arg;
   if (s == NULL) return;
   s->pcb = NULL;
   s5_debug("s%llu client side ended (lwIP error %d)", (unsigned long long)s->id, (int)err);
   if (s->state == S5_SESSION_CLOSED) return;
+  if (err == ERR_CLSD && s->client_eof && s->proxy_eof) {
+    /* Nothing more to exchange with the client: the relay still writes
+     * what the client sent to the proxy and half-closes it, then finishes
+     * the session (relay_check_done) as it would have with the pcb. */
+    return;
+  }
   if (err == ERR_RST) {
     session_ended(s, "reset by the client");
   } else {

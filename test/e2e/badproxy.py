@@ -37,6 +37,14 @@ peer in a single run:
                             and lwIP queues them as that many pbufs while the
                             client does not read), then a FIN; logs how
                             s5tund ended its side.
+  port 7007  fin-slow-read  answers success, sends DATA, half-closes, then
+                            reads nothing for SLOW_READ (0.5 s) with a 4 KiB
+                            receive buffer, so that what the client sends
+                            afterwards waits in s5tund; then reads until
+                            s5tund ends its side and logs how many bytes
+                            came and how it ended (e2e.port_reuse).
+  port 7008  fin-slow-read  the same, SLOWER_READ (3 s) without reading:
+                            longer than lwIP's 2-s TIME_WAIT.
   any other  relay          an honest proxy: connects to the requested
                             address (REP 5 "connection refused" when that
                             fails), answers success and relays both ways. An
@@ -78,6 +86,9 @@ PORT_TRICKLE_FIN = 7006
 TRICKLE_FILL = 256 * 1024   # trickle-fin: that many pattern bytes, then DATA,
 TRICKLE_CHUNK = 300         # in pieces of this size
 FILL = 1 << 20   # fill-rst: more than lwIP's send buffer (512 KiB) and a client's window
+PORT_FIN_SLOW_READ, PORT_FIN_SLOWER_READ = 7007, 7008
+SLOW_READ = 0.5    # fin-slow-read: seconds without reading; well under lwIP's 2-s TIME_WAIT
+SLOWER_READ = 3.0  # and on 7008, beyond it
 
 
 def log(msg):
@@ -139,6 +150,27 @@ def handle(conn, n):
             conn.shutdown(socket.SHUT_WR)
             what = "trickle-fin: %d bytes in pieces of %d, then a FIN, client-end=%s" % (
                 len(data), TRICKLE_CHUNK, read_to_end(conn))
+            conn.close()
+        elif port in (PORT_FIN_SLOW_READ, PORT_FIN_SLOWER_READ):
+            pause = SLOW_READ if port == PORT_FIN_SLOW_READ else SLOWER_READ
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            reply(conn, 0)
+            conn.sendall(DATA)
+            conn.shutdown(socket.SHUT_WR)
+            time.sleep(pause)
+            got, end = 0, "eof"
+            try:
+                while True:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    got += len(chunk)
+            except ConnectionResetError:
+                end = "reset"
+            except OSError as e:
+                end = "error %s" % e
+            what = "fin-slow-read %.1f s: sent %d bytes and a FIN, then client-end=%s after %d bytes" % (
+                pause, len(DATA), end, got)
             conn.close()
         elif port == PORT_DATA_FIN:
             reply(conn, 0)

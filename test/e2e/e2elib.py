@@ -38,6 +38,8 @@ terminated by "\\n", then:
                        ended (the tests of resets and timeouts wait for it).
   LATER <ms> <tag>     the target sends nothing for ms milliseconds, then
                        "LATE <tag>\n", and closes.
+  GET <path> HTTP/1.x  an HTTP request (ab's): the target reads the header,
+                       answers "200 OK" with a short body and closes.
 """
 
 import collections

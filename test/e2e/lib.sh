@@ -44,6 +44,8 @@ BP_PORT=1082                  # badproxy.py (the misbehaving SOCKS5 server)
   BP_PORT_FILL_RST=7005
   BP_FILL=1048576               # badproxy.FILL
   BP_PORT_TRICKLE_FIN=7006
+  BP_PORT_FIN_SLOW_READ=7007
+  BP_PORT_FIN_SLOWER_READ=7008
   BP_TRICKLE_FILL=262144        # badproxy.TRICKLE_FILL
   BP_DATA='badproxy: these bytes come before the end\n'
 }

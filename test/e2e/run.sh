@@ -600,6 +600,121 @@ case_tcp_buffer() {
   e2e_s5_log_clean "$S5LOG"
 }
 
+# port_reuse: a client reusing its source port right after a connection
+# the target closed first, so that s5tund's side of the old connection
+# (lwIP's pcb) is in TIME_WAIT for 2*TCP_MSL = 2 s (lwIP patch 0008). The
+# client's kernel ends in CLOSED and reuses the 4-tuple at once, with a SYN
+# above the old connection's sequence numbers, which must get its SYN-ACK
+# at once, as from a Linux server. Without the patch lwIP refuses it with a
+# RST (a SYN inside the old receive window: a port reused within
+# milliseconds) or answers with an ACK of the old connection and ignores
+# the client's RST, and the client waits for its SYN retransmission (1 s,
+# then 3 s). Checked by counting, not timing: every connect succeeds and
+# the client namespace's TcpExtTCPSynRetrans does not move.
+# - reuse.py: 20 rounds from one source port, IPv4 and IPv6, alternately at
+#   once and 100 ms after the previous close (beyond the old window);
+# - ab -n E2E_AB_N (20000) -c 200 (HTTP/1.0; target.py answers a GET and
+#   closes first), whose ephemeral ports come round within the 2 s
+#   (without the patch: about 3,600 SYN retransmissions): no failed
+#   request, no SYN retransmission, and new TIME_WAIT sockets in C for at
+#   most a tenth of the connections: ab closed first only some of those it
+#   still had open when it exited (10 to 170 in trials), so the TIME_WAITs
+#   were lwIP's;
+# - the port reused while s5tund still holds the old connection's pcb in
+#   TIME_WAIT: through badproxy's fin-slow-read port (DATA and a FIN, then
+#   0.5 s without reading), reuse.py sends 400 KiB after the proxy's EOF
+#   and its FIN, which lwIP acknowledges while most of the bytes still wait
+#   in s5tund for the proxy, so s5tund has not closed the pcb yet; the
+#   next connection from the port, 0.1 s later (Linux's initial sequence
+#   numbers advance 15.6 per microsecond: at once, the new SYN would not
+#   yet be above the 400 KiB, and lwIP, without timestamps, rightly keeps
+#   the TIME_WAIT), ends that TIME_WAIT. lwIP must hand the
+#   pcb back (ERR_CLSD, seen in s5tund's debug log) rather than free it
+#   under the session, and s5tund must still deliver every byte to the
+#   proxy and end with a FIN (badproxy logs 409600 bytes and an EOF for
+#   both connections), the SYN answered at once. Then the same through
+#   port 7008, whose 3 s without reading outlast the 2-s TIME_WAIT, and no
+#   reuse: lwIP must hand the pcb back when the TIME_WAIT expires (patch
+#   0009; before it, a heap-use-after-free in tcp_recved()) and the bytes
+#   still reach the proxy whole.
+syn_retrans() { in_c nstat -asz TcpExtTCPSynRetrans | awk '$1 == "TcpExtTCPSynRetrans" { print $2 }'; }
+tw_in_c() { in_c ss -Htan state time-wait dst "$TGT4" | wc -l; }
+
+case_port_reuse() {
+  local n=${E2E_AB_N:-20000} before after out complete failed rate tw0 tw1 host sport=41000
+  command -v ab >/dev/null 2>&1 || fail "ab is missing (apache2-utils; run 'make deps')"
+  e2e_topology_up
+  e2e_start_target
+  DANTE_LOG_SESSIONS=0 e2e_start_dante
+  start_with_config "$S_ADDR4" "$DANTE_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+
+  before=$(syn_retrans)
+  [[ -n $before ]] || fail "no TcpExtTCPSynRetrans from nstat in C"
+  for host in "$TGT4" "$TGT6"; do
+    bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/reuse.py" --host "$host" \
+      --port "$TGT_PORT" --src-port "$sport" --count 20 --gaps 0,0.1 --timeout 10 \
+      || fail "port $sport reused towards $host: not answered at once"
+    sport=$((sport + 1))
+  done
+  after=$(syn_retrans)
+  ((after == before)) || fail "$((after - before)) SYN retransmissions from the reused ports"
+  log "40 connections from 2 reused ports answered at once, no SYN retransmitted"
+
+  tw0=$(tw_in_c)
+  before=$(syn_retrans)
+  out=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" ab -r -q -s 10 -n "$n" -c 200 \
+    "http://$TGT4:$TGT_PORT/" 2>&1) || fail "ab failed: $(oneline "$(tail -n 5 <<<"$out")")"
+  after=$(syn_retrans)
+  tw1=$(tw_in_c)
+  complete=$(awk '/^Complete requests:/ { print $3 }' <<<"$out")
+  failed=$(awk '/^Failed requests:/ { print $3 }' <<<"$out")
+  rate=$(awk '/^Requests per second:/ { print $4 }' <<<"$out")
+  log "ab -n $n -c 200: $complete complete, $failed failed, $rate requests/s, $((after - before)) SYN retransmissions; TIME_WAIT sockets in C $tw0 -> $tw1"
+  [[ $complete == "$n" && $failed == 0 ]] || fail "ab: $complete of $n requests complete, $failed failed"
+  if grep -q '^Non-2xx responses' <<<"$out"; then fail "ab: $(grep '^Non-2xx responses' <<<"$out")"; fi
+  ((after == before)) || fail "ab: $((after - before)) SYN retransmissions through the tunnel"
+  ((tw1 - tw0 <= n / 10)) || fail "$((tw1 - tw0)) new sockets in TIME_WAIT in C: ab closed first, lwIP's TIME_WAIT went untested"
+  e2e_require_alive "after port reuse"
+  e2e_s5_log_clean "$S5LOG"
+
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
+  e2e_start_badproxy
+  CFG_LOG_LEVEL=debug start_with_config "$S_ADDR4" "$BP_PORT"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  before=$(syn_retrans)
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/reuse.py" --host "$TGT4" \
+    --port "$BP_PORT_FIN_SLOW_READ" --src-port 41002 --count 2 --gaps 0.1 --upload 409600 --timeout 10 \
+    || fail "port 41002 reused while s5tund held the old connection: not answered at once"
+  after=$(syn_retrans)
+  ((after == before)) || fail "$((after - before)) SYN retransmissions from port 41002"
+  local i got=0
+  for i in $(seq $((T_START * 10))); do
+    got=$(grep -c 'fin-slow-read 0.5 s: .* client-end=eof after 409600 bytes' "$BP_LOG" || true)
+    ((got >= 2)) && break
+    sleep 0.1
+  done
+  ((got == 2)) || fail "badproxy did not get both uploads whole with a FIN: $(oneline "$(grep fin-slow-read "$BP_LOG")")"
+  grep -q 'client side ended (lwIP error -15)' "$S5LOG" \
+    || fail "no ERR_CLSD in s5tund's log: the port was not reused while s5tund held the TIME_WAIT pcb (the case tested nothing)"
+  log "port reused while s5tund held the old TIME_WAIT pcb: handed back (ERR_CLSD), both uploads whole, FIN to the proxy"
+
+  local clsd
+  clsd=$(grep -c 'client side ended (lwIP error -15)' "$S5LOG" || true)
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/reuse.py" --host "$TGT4" \
+    --port "$BP_PORT_FIN_SLOWER_READ" --src-port 41003 --count 1 --upload 409600 --timeout 10 \
+    || fail "the connection through badproxy's port $BP_PORT_FIN_SLOWER_READ failed"
+  e2e_wait_log "$BP_LOG" 'fin-slow-read 3.0 s: ' "$T_START" "badproxy's line for port $BP_PORT_FIN_SLOWER_READ" >/dev/null
+  grep -q 'fin-slow-read 3.0 s: .* client-end=eof after 409600 bytes' "$BP_LOG" \
+    || fail "the upload held beyond the TIME_WAIT did not reach the proxy whole: $(oneline "$(grep 'fin-slow-read 3.0' "$BP_LOG")")"
+  (($(grep -c 'client side ended (lwIP error -15)' "$S5LOG" || true) > clsd)) \
+    || fail "no ERR_CLSD when the held TIME_WAIT pcb expired"
+  log "TIME_WAIT expired while s5tund held the pcb: handed back (ERR_CLSD), upload whole, FIN to the proxy"
+  e2e_require_alive "after port reuse through badproxy"
+  e2e_s5_log_clean "$S5LOG"
+}
+
 # max_sessions: max-sessions = 3 on one queue: three connections open and
 # echoing, the fourth refused (RST to its SYN), one closed, then a new one
 # accepted and the next refused again.

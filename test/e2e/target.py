@@ -93,6 +93,23 @@ async def do_later(reader, writer, ms, tag):
     return "later %d ms %s answered" % (ms, tag)
 
 
+HTTP_BODY = b"s5tund e2e target\n"
+
+
+async def do_http(reader, writer, line):
+    """GET (HTTP/1.0 or 1.1, what ab sends): reads the header up to its
+    blank line, answers 200 with a short body and closes, like an HTTP/1.0
+    server without keep-alive: the target closes first."""
+    if not line.rstrip().endswith((b"HTTP/1.0", b"HTTP/1.1")):
+        raise ValueError("not an HTTP request: %r" % line[:80])
+    while (await reader.readuntil(b"\n")).strip():
+        pass
+    writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n"
+                 b"Connection: close\r\n\r\n%s" % (len(HTTP_BODY), HTTP_BODY))
+    await writer.drain()
+    return "http %s" % line.split()[1][:60].decode("ascii", "replace")
+
+
 async def handle(reader, writer):
     stats["conns"] += 1
     stats["active"] += 1
@@ -115,6 +132,8 @@ async def handle(reader, writer):
             what = await do_later(reader, writer, int(words[1]), words[2])
         elif cmd == "HOLD" and len(words) == 2:
             what, alive = await do_hold(reader, writer, words[1])
+        elif cmd == "GET" and len(words) == 3:
+            what = await do_http(reader, writer, line)
         else:
             writer.write(b"ERR unknown command\n")
             what = "bad command %r" % line[:80]

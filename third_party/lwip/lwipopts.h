@@ -159,7 +159,9 @@ unsigned short s5_lwip_chksum(const void *dataptr, int len); /* u16_t is not dec
 /* TIME_WAIT lasts 2*TCP_MSL. Its job, keeping old duplicates of a closed
  * connection away from a new one on the same ports, hardly arises between
  * a host and its own TUN, while at thousands of connections per second the
- * default 2 min would keep hundreds of thousands of dead pcbs in memory. */
+ * default 2 min would keep hundreds of thousands of dead pcbs in memory.
+ * A client that reuses its port within those 2 s gets its SYN-ACK at once
+ * (patch 0008: a SYN above the old rcv_nxt ends the TIME_WAIT). */
 #define TCP_MSL 1000UL
 /* The 4-tuple index of active and TIME_WAIT pcbs (patch 0007): 4096
  * buckets, 32 KiB of thread-local storage in every thread of the process;
