@@ -594,6 +594,10 @@ case_exec() {
   # TCP, both families, and UDP through danted; the exit status is the command's.
   proved_by "$WORK/target.log" "$S_ADDR4" 1 s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT4" echo --count 2 --timeout 10
   proved_by "$WORK/target.log" "$S_ADDR6" 1 s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT6" echo --count 2 --timeout 10
+  # A program that is not ours: curl, by IPv4 address and by a mapped name.
+  proved_by "$WORK/target.log" "$S_ADDR4" 1 s5exec -- curl -sS --max-time 10 -o "$WORK/curl.out" "http://$TGT4:$TGT_PORT/"
+  proved_by "$WORK/target.log" "$S_ADDR4" 1 s5exec -- curl -sS --max-time 10 -o "$WORK/curl2.out" "http://target.test:$TGT_PORT/"
+  [[ -s $WORK/curl.out && -s $WORK/curl2.out ]] || fail "curl through exec got no body"
   for i in $(seq $((T_START * 10))); do [[ -s $WORK/udptarget.ready ]] && break; sleep 0.1; done
   s5exec -- "$PY" "$E2E_DIR/udpclient.py" echo --host "$TGT4" --port 7001 --sizes 1,100,1400 --sources 2 >>"$WORK/exec.log" 2>&1 \
     || fail "UDP through exec failed: $(tail -3 "$WORK/exec.log")"
