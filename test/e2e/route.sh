@@ -590,7 +590,7 @@ case_exec() {
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT CFG_LOG_LEVEL=warn \
     e2e_write_config "$EXEC_INI"
   printf '%s\n' "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "[stats]" "socket = $WORK/exec.sock" >>"$EXEC_INI"
-  local rc i p1 p2 pg addr
+  local rc i p1 p2 pg addr out
   # TCP, both families, and UDP through danted; the exit status is the command's.
   proved_by "$WORK/target.log" "$S_ADDR4" 1 s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT4" echo --count 2 --timeout 10
   proved_by "$WORK/target.log" "$S_ADDR6" 1 s5exec -- "$PY" "$E2E_DIR/client.py" --host "$TGT6" echo --count 2 --timeout 10
@@ -610,6 +610,10 @@ case_exec() {
   # The stats socket as for the daemon, asked from inside the command.
   s5exec -- "$S5TUND" --stats "$WORK/exec.sock" >"$WORK/exec.stats" || fail "--stats during exec failed"
   grep -q "total" "$WORK/exec.stats" || fail "--stats during exec: $(oneline "$(cat "$WORK/exec.stats")")"
+  # Started through sudo: the command runs as that user and group, with
+  # the caller's environment; the tunnel itself stays root.
+  out=$(SUDO_UID=65534 SUDO_GID=65534 S5_EXEC_PROBE=kept s5exec -- sh -c 'echo "$(id -u) $(id -g) $S5_EXEC_PROBE"')
+  [[ $out == "65534 65534 kept" ]] || fail "exec with SUDO_UID/SUDO_GID = 65534: the command printed '$out'"
   rc=0; s5exec -- sh -c 'exit 3' || rc=$?
   ((rc == 3)) || fail "exec -- sh -c 'exit 3' returned $rc"
   rc=0; s5exec -- /nonexistent/command 2>>"$WORK/exec.log" || rc=$?
