@@ -502,19 +502,20 @@ case_netns() {
     && fail "routes in $NS_N besides the device: $(oneline "$out")"
   expect_fail "a LAN host from $NS_N" nclient --host "$L_ADDR4" echo --count 1 --timeout 3
   # The proxy sockets stay in the host namespace: hold a connection, look.
+  # (--connections lists the held session once it is open: the operator's
+  # view works as for the daemon.)
   nclient --host "$TGT4" hold --hold 8 >/dev/null 2>&1 &
   hold=$!
   for i in $(seq 50); do
-    out=$(in_c ss -Htn state established "dst $S_ADDR4:$DANTE_PORT")
-    [[ -n $out ]] && break
+    out=$("$S5TUND" --connections "$WORK/stats.sock")
+    grep -q "tcp .*$TGT4:$TGT_PORT" <<<"$out" && break
     sleep 0.1
   done
+  grep -q "tcp .*$TGT4:$TGT_PORT" <<<"$out" || fail "--connections does not list the held session: $(oneline "$out")"
+  out=$(in_c ss -Htn state established "dst $S_ADDR4:$DANTE_PORT")
   [[ -n $out ]] || fail "no proxy connection in the host namespace"
   [[ -z $(in_n ss -Htn "dst $S_ADDR4:$DANTE_PORT") ]] || fail "a proxy connection in $NS_N"
-  # The operator's views, as for the daemon: --connections lists the held
-  # session, Prometheus answers in the host namespace, sessions are logged.
-  out=$("$S5TUND" --connections "$WORK/stats.sock")
-  grep -q "$TGT4:$TGT_PORT" <<<"$out" || fail "--connections does not list the held session: $(oneline "$out")"
+  # Prometheus answers in the host namespace, sessions are logged.
   in_c "$PY" -c 'import sys, urllib.request; d = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode(); sys.exit(0 if "s5tund_tcp_total" in d else 1)' \
     "http://127.0.0.1:$METRICS_PORT/metrics" || fail "no metrics at 127.0.0.1:$METRICS_PORT in the host namespace"
   e2e_wait_log "$S5LOG" "session s[0-9]+ tcp .* -> $TGT4:$TGT_PORT via" 10 "a session line" >/dev/null
