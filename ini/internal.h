@@ -43,6 +43,17 @@ int s5_parse_ifname(const char *text, char *out, size_t outlen, char *err, size_
 
 /* ADDR/LEN of the given family; an empty text clears *out (family 0). */
 int s5_parse_prefix(const char *text, int family, struct s5_prefix *out, char *err, size_t errlen);
+/* What types.c shares with the types defined elsewhere (prefixes.c): a
+ * key's field, its "name = value" line (quoted where needed), and a
+ * comma-separated list walked item by item, blanks trimmed. */
+struct s5_key;
+void *s5_key_field(const struct s5_key *k, struct s5_config *cfg);
+const void *s5_key_cfield(const struct s5_key *k, const struct s5_config *cfg);
+void s5_key_print_plain(const struct s5_key *k, FILE *out, const char *value);
+void s5_key_print_quoted(const struct s5_key *k, FILE *out, const char *value);
+int s5_list_each(const char *text, int (*fn)(char *item, void *arg, char *err, size_t errlen), void *arg,
+                 char *err, size_t errlen);
+
 /* A route list's prefix: either family, ADDR/LEN (1..32 or 1..128) or a bare
  * address, no host bits. */
 int s5_parse_route_prefix(const char *text, struct s5_prefix *out, char *err, size_t errlen);

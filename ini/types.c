@@ -17,14 +17,14 @@
 #include "internal.h"
 #include "keys.h"
 
-static void *field(const struct s5_key *k, struct s5_config *cfg) { return (char *)cfg + k->offset; }
+void *s5_key_field(const struct s5_key *k, struct s5_config *cfg) { return (char *)cfg + k->offset; }
 
-static const void *cfield(const struct s5_key *k, const struct s5_config *cfg) {
+const void *s5_key_cfield(const struct s5_key *k, const struct s5_config *cfg) {
   return (const char *)cfg + k->offset;
 }
 
 /* "name = value", or "name =" for an empty value. */
-static void print_plain(const struct s5_key *k, FILE *out, const char *value) {
+void s5_key_print_plain(const struct s5_key *k, FILE *out, const char *value) {
   fprintf(out, "%s =%s%s\n", k->name, value[0] != '\0' ? " " : "", value);
 }
 
@@ -32,23 +32,23 @@ static void print_plain(const struct s5_key *k, FILE *out, const char *value) {
 
 static int bool_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                       size_t errlen) {
-  return s5_parse_bool(text, field(k, cfg), err, errlen);
+  return s5_parse_bool(text, s5_key_field(k, cfg), err, errlen);
 }
 
 static void bool_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  print_plain(k, out, *(const bool *)cfield(k, cfg) ? "true" : "false");
+  s5_key_print_plain(k, out, *(const bool *)s5_key_cfield(k, cfg) ? "true" : "false");
 }
 
 static int uint_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                       size_t errlen) {
   unsigned long n;
   if (s5_parse_uint(text, k->min, k->max, &n, err, errlen) != 0) return -1;
-  *(unsigned *)field(k, cfg) = (unsigned)n;
+  *(unsigned *)s5_key_field(k, cfg) = (unsigned)n;
   return 0;
 }
 
 static void uint_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  fprintf(out, "%s = %u\n", k->name, *(const unsigned *)cfield(k, cfg));
+  fprintf(out, "%s = %u\n", k->name, *(const unsigned *)s5_key_cfield(k, cfg));
 }
 
 /* queues = 0 means one queue per online CPU, clamped to what the TUN driver
@@ -63,18 +63,18 @@ static unsigned online_cpus(void) {
 static int queues_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                         size_t errlen) {
   if (uint_parse(k, cfg, text, err, errlen) != 0) return -1;
-  unsigned n = *(unsigned *)field(k, cfg);
+  unsigned n = *(unsigned *)s5_key_field(k, cfg);
   cfg->queues = n == 0 ? online_cpus() : n;
   return 0;
 }
 
 static int mark_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                       size_t errlen) {
-  return s5_parse_u32(text, field(k, cfg), err, errlen);
+  return s5_parse_u32(text, s5_key_field(k, cfg), err, errlen);
 }
 
 static void mark_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  fprintf(out, "%s = %lu\n", k->name, (unsigned long)*(const uint32_t *)cfield(k, cfg));
+  fprintf(out, "%s = %lu\n", k->name, (unsigned long)*(const uint32_t *)s5_key_cfield(k, cfg));
 }
 
 /* An enum field holds the word's index; a bool field (two words) holds
@@ -83,19 +83,19 @@ static int enum_parse(const struct s5_key *k, struct s5_config *cfg, const char 
                       size_t errlen) {
   int i;
   if (s5_parse_word(text, k->words, &i, err, errlen) != 0) return -1;
-  if (k->size == sizeof(bool)) *(bool *)field(k, cfg) = i != 0;
-  else memcpy(field(k, cfg), &i, sizeof i);
+  if (k->size == sizeof(bool)) *(bool *)s5_key_field(k, cfg) = i != 0;
+  else memcpy(s5_key_field(k, cfg), &i, sizeof i);
   return 0;
 }
 
 static void enum_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
   int i = 0;
-  if (k->size == sizeof(bool)) i = *(const bool *)cfield(k, cfg);
-  else memcpy(&i, cfield(k, cfg), sizeof i);
+  if (k->size == sizeof(bool)) i = *(const bool *)s5_key_cfield(k, cfg);
+  else memcpy(&i, s5_key_cfield(k, cfg), sizeof i);
   int n = 0;
   while (k->words[n] != NULL) n++;
-  print_plain(k, out,
-              i >= 0 && i < n ? k->words[i] : ""); /* "" fails to load: never silently another value */
+  s5_key_print_plain(k, out,
+                     i >= 0 && i < n ? k->words[i] : ""); /* "" fails to load: never silently another value */
 }
 
 /* ---- text ---- */
@@ -104,7 +104,7 @@ static void enum_print(const struct s5_key *k, const struct s5_config *cfg, FILE
  * the rest of the field, so equal values are equal bytes. */
 static int text_store(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                       size_t errlen) {
-  char *p = field(k, cfg);
+  char *p = s5_key_field(k, cfg);
   if (s5_parse_text(text, k->size - 1, p, k->size, err, errlen) != 0) return -1;
   size_t len = strlen(p);
   memset(p + len, 0, k->size - len);
@@ -121,9 +121,9 @@ static bool needs_quotes(const char *s) {
          strchr(s, ';') != NULL;
 }
 
-static void print_quoted(const struct s5_key *k, FILE *out, const char *value) {
+void s5_key_print_quoted(const struct s5_key *k, FILE *out, const char *value) {
   if (!needs_quotes(value)) {
-    print_plain(k, out, value);
+    s5_key_print_plain(k, out, value);
     return;
   }
   fprintf(out, "%s = \"", k->name);
@@ -135,12 +135,12 @@ static void print_quoted(const struct s5_key *k, FILE *out, const char *value) {
 }
 
 static void text_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  print_quoted(k, out, cfield(k, cfg));
+  s5_key_print_quoted(k, out, s5_key_cfield(k, cfg));
 }
 
 /* The password is never printed: the output may go into a bug report. */
 static void secret_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  print_plain(k, out, *(const char *)cfield(k, cfg) != '\0' ? "***" : "");
+  s5_key_print_plain(k, out, *(const char *)s5_key_cfield(k, cfg) != '\0' ? "***" : "");
 }
 
 /* A user that does not exist is a configuration error, found when the file
@@ -175,8 +175,8 @@ static int user_parse(const struct s5_key *k, struct s5_config *cfg, const char 
 
 /* Calls fn for each item of a comma-separated list, blanks around it
  * trimmed. Returns 0, or -1 with err set (by fn, or for an empty item). */
-static int list_each(const char *text, int (*fn)(char *item, void *arg, char *err, size_t errlen), void *arg,
-                     char *err, size_t errlen) {
+int s5_list_each(const char *text, int (*fn)(char *item, void *arg, char *err, size_t errlen), void *arg,
+                 char *err, size_t errlen) {
   char buf[1024];
   if (strlen(text) >= sizeof buf) {
     snprintf(err, errlen, "too long");
@@ -251,26 +251,26 @@ static int uids_item(char *item, void *arg, char *err, size_t errlen) {
 static int uids_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                       size_t errlen) {
   struct s5_uid_list l = {0};
-  if (list_each(text, uids_item, &l, err, errlen) != 0) return -1;
-  *(struct s5_uid_list *)field(k, cfg) = l;
+  if (s5_list_each(text, uids_item, &l, err, errlen) != 0) return -1;
+  *(struct s5_uid_list *)s5_key_field(k, cfg) = l;
   return 0;
 }
 
 /* As numbers: names were resolved when read. */
 static void uids_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  const struct s5_uid_list *l = cfield(k, cfg);
+  const struct s5_uid_list *l = s5_key_cfield(k, cfg);
   char buf[S5_UID_RANGES_MAX * 24] = "";
   for (unsigned i = 0; i < l->n; i++) {
     size_t n = strlen(buf);
     if (l->r[i][0] == l->r[i][1]) snprintf(buf + n, sizeof buf - n, "%s%u", i ? ", " : "", l->r[i][0]);
     else snprintf(buf + n, sizeof buf - n, "%s%u-%u", i ? ", " : "", l->r[i][0], l->r[i][1]);
   }
-  print_plain(k, out, buf);
+  s5_key_print_plain(k, out, buf);
 }
 
 static int ifname_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                         size_t errlen) {
-  char *p = field(k, cfg);
+  char *p = s5_key_field(k, cfg);
   if (s5_parse_ifname(text, p, k->size, err, errlen) != 0) return -1;
   size_t len = strlen(p);
   memset(p + len, 0, k->size - len);
@@ -281,82 +281,16 @@ static int ifname_parse(const struct s5_key *k, struct s5_config *cfg, const cha
 
 static int prefix_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                         size_t errlen) {
-  return s5_parse_prefix(text, k->family, field(k, cfg), err, errlen);
+  return s5_parse_prefix(text, k->family, s5_key_field(k, cfg), err, errlen);
 }
 
 static void prefix_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  const struct s5_prefix *p = cfield(k, cfg);
+  const struct s5_prefix *p = s5_key_cfield(k, cfg);
   char buf[INET6_ADDRSTRLEN + 8] = "";
   char addr[INET6_ADDRSTRLEN];
   if (p->family != 0 && inet_ntop(p->family, p->addr, addr, sizeof addr) != NULL)
     snprintf(buf, sizeof buf, "%s/%u", addr, p->len);
-  print_plain(k, out, buf);
-}
-
-/* A prefix as "ADDR/LEN" into buf. */
-static void prefix_text(const struct s5_prefix *p, char *buf, size_t len) {
-  char addr[INET6_ADDRSTRLEN] = "";
-  if (p->family == 0 || inet_ntop(p->family, p->addr, addr, sizeof addr) == NULL) buf[0] = '\0';
-  else snprintf(buf, len, "%s/%u", addr, p->len);
-}
-
-static int prefixes_item(char *item, void *arg, char *err, size_t errlen) {
-  struct s5_prefix_list *l = arg;
-  if (l->n == S5_ROUTE_PREFIXES_MAX) {
-    snprintf(err, errlen,
-             "more than %d prefixes (put long lists into a file: route-exclude-file, "
-             "route-include-file)",
-             S5_ROUTE_PREFIXES_MAX);
-    return -1;
-  }
-  return s5_parse_route_prefix(item, &l->p[l->n++], err, errlen);
-}
-
-/* "10.0.0.0/8, fd00::/8, 192.0.2.1": prefixes of either family. */
-static int prefixes_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
-                          size_t errlen) {
-  struct s5_prefix_list l;
-  memset(&l, 0, sizeof l);
-  if (list_each(text, prefixes_item, &l, err, errlen) != 0) return -1;
-  *(struct s5_prefix_list *)field(k, cfg) = l;
-  return 0;
-}
-
-static void prefixes_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  const struct s5_prefix_list *l = cfield(k, cfg);
-  fprintf(out, "%s =", k->name);
-  for (unsigned i = 0; i < l->n; i++) {
-    char buf[INET6_ADDRSTRLEN + 8];
-    prefix_text(&l->p[i], buf, sizeof buf);
-    fprintf(out, "%s%s", i ? ", " : " ", buf);
-  }
-  fputc('\n', out);
-}
-
-/* A prefix file is read when the configuration is, so that a bad line is a
- * configuration error (exit 2, or a failed reload) before anything changes. */
-static int prefix_file_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
-                             size_t errlen) {
-  struct s5_prefix_file pf;
-  memset(&pf, 0, sizeof pf);
-  if (s5_parse_text(text, sizeof pf.path - 1, pf.path, sizeof pf.path, err, errlen) != 0) return -1;
-  if (pf.path[0] != '\0') {
-    if (pf.path[0] != '/') {
-      snprintf(err, errlen, "must be an absolute path (it is read again at every reload)");
-      return -1;
-    }
-    if (s5_prefix_file_read(pf.path, NULL, NULL, &pf.n4, &pf.n6, err, errlen) < 0) return -1;
-  }
-  *(struct s5_prefix_file *)field(k, cfg) = pf;
-  return 0;
-}
-
-/* The path, and what the file held as a comment line after it. */
-static void prefix_file_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  const struct s5_prefix_file *pf = cfield(k, cfg);
-  print_quoted(k, out, pf->path);
-  if (pf->path[0] != '\0')
-    fprintf(out, "; %u prefixes (%u IPv4, %u IPv6)\n", pf->n4 + pf->n6, pf->n4, pf->n6);
+  s5_key_print_plain(k, out, buf);
 }
 
 static uint32_t ipv4_host(const uint8_t *a) {
@@ -385,7 +319,7 @@ static int pool_parse(const struct s5_key *k, struct s5_config *cfg, const char 
              (net >> 16) & 0xff, (net >> 8) & 0xff, net & 0xff);
     return -1;
   }
-  *(struct s5_prefix *)field(k, cfg) = p;
+  *(struct s5_prefix *)s5_key_field(k, cfg) = p;
   return 0;
 }
 
@@ -395,7 +329,7 @@ static int pool6_parse(const struct s5_key *k, struct s5_config *cfg, const char
                        size_t errlen) {
   struct s5_prefix p;
   if (*text == '\0') {
-    memset(field(k, cfg), 0, sizeof p);
+    memset(s5_key_field(k, cfg), 0, sizeof p);
     return 0;
   }
   if (s5_parse_prefix(text, AF_INET6, &p, err, errlen) != 0) return -1;
@@ -409,7 +343,7 @@ static int pool6_parse(const struct s5_key *k, struct s5_config *cfg, const char
       return -1;
     }
   }
-  *(struct s5_prefix *)field(k, cfg) = p;
+  *(struct s5_prefix *)s5_key_field(k, cfg) = p;
   return 0;
 }
 
@@ -426,21 +360,21 @@ static int addr_parse(const struct s5_key *k, struct s5_config *cfg, const char 
                       size_t errlen) {
   socklen_t len;
   if (*text == '\0') {
-    memset(field(k, cfg), 0, sizeof(struct sockaddr_storage));
+    memset(s5_key_field(k, cfg), 0, sizeof(struct sockaddr_storage));
     return 0;
   }
-  return s5_parse_ip(text, (uint16_t)k->max, field(k, cfg), &len, err, errlen);
+  return s5_parse_ip(text, (uint16_t)k->max, s5_key_field(k, cfg), &len, err, errlen);
 }
 
 /* The address without its port; empty when unset (family 0). */
 static void addr_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  const struct sockaddr_storage *ss = cfield(k, cfg);
+  const struct sockaddr_storage *ss = s5_key_cfield(k, cfg);
   char buf[INET6_ADDRSTRLEN] = "";
   const void *a = NULL;
   if (ss->ss_family == AF_INET) a = &((const struct sockaddr_in *)ss)->sin_addr;
   if (ss->ss_family == AF_INET6) a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
   if (a == NULL || inet_ntop(ss->ss_family, a, buf, sizeof buf) == NULL) buf[0] = '\0';
-  print_plain(k, out, buf);
+  s5_key_print_plain(k, out, buf);
 }
 
 /* One item of an address list: at most one of each family. */
@@ -468,13 +402,13 @@ static int addrs_parse(const struct s5_key *k, struct s5_config *cfg, const char
                        size_t errlen) {
   struct addrs_acc acc = {.k = k};
   memset(acc.got, 0, sizeof acc.got);
-  if (list_each(text, addrs_item, &acc, err, errlen) != 0) return -1;
-  memcpy(field(k, cfg), acc.got, sizeof acc.got);
+  if (s5_list_each(text, addrs_item, &acc, err, errlen) != 0) return -1;
+  memcpy(s5_key_field(k, cfg), acc.got, sizeof acc.got);
   return 0;
 }
 
 static void addrs_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  const struct sockaddr_storage *ss = cfield(k, cfg);
+  const struct sockaddr_storage *ss = s5_key_cfield(k, cfg);
   char buf[2 * INET6_ADDRSTRLEN + 4] = "";
   for (int i = 0; i < 2; i++) {
     char a[INET6_ADDRSTRLEN];
@@ -484,20 +418,20 @@ static void addrs_print(const struct s5_key *k, const struct s5_config *cfg, FIL
     size_t n = strlen(buf);
     snprintf(buf + n, sizeof buf - n, "%s%s", n > 0 ? ", " : "", a);
   }
-  print_plain(k, out, buf);
+  s5_key_print_plain(k, out, buf);
 }
 
 /* The proxy: address and port are two keys but one sockaddr, so each keeps
  * the other half (the defaults set the address first). */
 static int proxy_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                        size_t errlen) {
-  struct sockaddr_storage *ss = field(k, cfg);
+  struct sockaddr_storage *ss = s5_key_field(k, cfg);
   return s5_parse_ip(text, s5_sockaddr_port(ss), ss, &cfg->socks5.addrlen, err, errlen);
 }
 
 static int port_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                       size_t errlen) {
-  struct sockaddr_storage *ss = field(k, cfg);
+  struct sockaddr_storage *ss = s5_key_field(k, cfg);
   unsigned long n;
   if (s5_parse_uint(text, 1, 65535, &n, err, errlen) != 0) return -1;
   if (ss->ss_family == AF_INET) ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)n);
@@ -506,21 +440,21 @@ static int port_parse(const struct s5_key *k, struct s5_config *cfg, const char 
 }
 
 static void port_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  fprintf(out, "%s = %u\n", k->name, (unsigned)s5_sockaddr_port(cfield(k, cfg)));
+  fprintf(out, "%s = %u\n", k->name, (unsigned)s5_sockaddr_port(s5_key_cfield(k, cfg)));
 }
 
 /* A listening address with its port: "ADDR:PORT", "[V6]:PORT"; empty unsets it. */
 static int listen_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                         size_t errlen) {
   if (*text == '\0') {
-    memset(field(k, cfg), 0, sizeof(struct sockaddr_storage));
+    memset(s5_key_field(k, cfg), 0, sizeof(struct sockaddr_storage));
     return 0;
   }
-  return s5_parse_listen(text, field(k, cfg), err, errlen);
+  return s5_parse_listen(text, s5_key_field(k, cfg), err, errlen);
 }
 
 static void listen_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  const struct sockaddr_storage *ss = cfield(k, cfg);
+  const struct sockaddr_storage *ss = s5_key_cfield(k, cfg);
   char addr[INET6_ADDRSTRLEN] = "", buf[INET6_ADDRSTRLEN + 16] = "";
   const void *a = NULL;
   if (ss->ss_family == AF_INET) a = &((const struct sockaddr_in *)ss)->sin_addr;
@@ -528,7 +462,7 @@ static void listen_print(const struct s5_key *k, const struct s5_config *cfg, FI
   if (a != NULL && inet_ntop(ss->ss_family, a, addr, sizeof addr) != NULL)
     snprintf(buf, sizeof buf, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr,
              (unsigned)s5_sockaddr_port(ss));
-  print_plain(k, out, buf);
+  s5_key_print_plain(k, out, buf);
 }
 
 const struct s5_key_type s5_type_bool = {"bool", bool_parse, bool_print};
@@ -544,8 +478,6 @@ const struct s5_key_type s5_type_ifname = {"device name", ifname_parse, text_pri
 const struct s5_key_type s5_type_prefix = {"address/prefix", prefix_parse, prefix_print};
 const struct s5_key_type s5_type_pool = {"IPv4 network", pool_parse, prefix_print};
 const struct s5_key_type s5_type_pool6 = {"IPv6 network", pool6_parse, prefix_print};
-const struct s5_key_type s5_type_prefixes = {"prefix list", prefixes_parse, prefixes_print};
-const struct s5_key_type s5_type_prefix_file = {"file of prefixes", prefix_file_parse, prefix_file_print};
 const struct s5_key_type s5_type_addr = {"address", addr_parse, addr_print};
 const struct s5_key_type s5_type_addrs = {"addresses", addrs_parse, addrs_print};
 const struct s5_key_type s5_type_proxy = {"address", proxy_parse, addr_print};
