@@ -243,15 +243,24 @@ static int route_spec(const struct s5_config *cfg, struct s5_route_spec *spec, s
   return 0;
 }
 
+/* The spec from cfg (the files read again), given to install or update;
+ * spec keeps the counts for the log, not the prefixes. */
+static int route_apply(const struct s5_config *cfg,
+                       int (*apply)(const struct s5_route_spec *, char *, size_t), struct s5_route_spec *spec,
+                       char *err, size_t errlen) {
+  struct prefix_vec ex = {0}, in = {0};
+  int r = route_spec(cfg, spec, &ex, &in, err, errlen);
+  if (r == 0) r = apply(spec, err, errlen);
+  free(ex.p);
+  free(in.p);
+  spec->exclude.p = spec->include.p = NULL;
+  return r;
+}
+
 static int device_route(const struct s5_config *cfg) {
   char err[320];
   struct s5_route_spec spec;
-  struct prefix_vec ex = {0}, in = {0};
-  int r = route_spec(cfg, &spec, &ex, &in, err, sizeof err);
-  if (r == 0) r = s5_route_install(&spec, err, sizeof err);
-  free(ex.p);
-  free(in.p);
-  if (r < 0) {
+  if (route_apply(cfg, s5_route_install, &spec, err, sizeof err) < 0) {
     s5_error("%s", err);
     return -1;
   }
@@ -275,12 +284,8 @@ void s5_device_reroute(const struct s5_config *cfg) {
   if (!cfg->tun.auto_route) return;
   char err[320];
   struct s5_route_spec spec;
-  struct prefix_vec ex = {0}, in = {0};
-  int r = route_spec(cfg, &spec, &ex, &in, err, sizeof err);
-  if (r == 0) r = s5_route_update(&spec, err, sizeof err);
-  free(ex.p);
-  free(in.p);
-  if (r < 0) s5_error("reload: %s: the routes stay as they were", err);
+  if (route_apply(cfg, s5_route_update, &spec, err, sizeof err) < 0)
+    s5_error("reload: %s: the routes stay as they were", err);
   else
     s5_info("reload: auto-route's prefixes replaced: %zu excluded, %s", spec.exclude.n,
             spec.include.n > 0 ? "only route-include's tunnelled" : "all else tunnelled");
