@@ -61,6 +61,7 @@ static int rt_same(const struct rt *a, const struct rt *b) {
 
 /* 1 if a prefix in the sorted excludes covers (equals or holds) p. */
 static int excluded(const struct rt_vec *ex, const struct rt *p) {
+  if (ex->n == 0) return 0; /* and ex->v may be NULL, which bsearch must not get */
   for (unsigned len = 0; len <= p->len; len++) {
     struct rt key = {.len = (uint8_t)len};
     for (unsigned bit = 0; bit < len; bit++) key.addr[bit / 8] |= p->addr[bit / 8] & (0x80u >> (bit % 8));
@@ -184,7 +185,7 @@ static int table_prune(struct nl_conn *c, int family, const struct rt_vec *have,
   int e = 0, removed = 0;
   for (size_t i = 0; e == 0 && i < have->n; i++) {
     const struct rt *w =
-      want != NULL ? bsearch(&have->v[i], want->v, want->n, sizeof *want->v, rt_cmp) : NULL;
+      want != NULL && want->n > 0 ? bsearch(&have->v[i], want->v, want->n, sizeof *want->v, rt_cmp) : NULL;
     if (w != NULL && rt_same(w, &have->v[i])) continue;
     struct nl_req req;
     rt_request(&req, family, RTM_DELROUTE, 0, &have->v[i]);
