@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conntab.h"
-#include "log.h"
-#include "privileges.h"
-#include "sessionlog.h"
+#include "shared/conntab.h"
+#include "base/log.h"
+#include "base/privileges.h"
+#include "ctx/sessionlog.h"
 #include "tun.h"
-#include "udp.h"
+#include "udp/udp.h"
 #include "worker.h"
 
 #include "lwip/init.h"
@@ -43,7 +43,7 @@ static void worker_take_config(struct s5_worker *w) {
 static void worker_reload_requested(uv_async_t *async) { worker_take_config(async->data); }
 
 /* --connections: one pass over this worker's sessions and associations
- * into its queue's list (core/conntab.h), when one was asked for. */
+ * into its queue's list (core/shared/conntab.h), when one was asked for. */
 static void worker_list_connections(struct s5_worker *w) {
   struct s5_connq *q = s5_conntab_queue(w->ctx.index);
   uint64_t req = q != NULL ? s5_conntab_pending(q) : 0;
@@ -75,7 +75,7 @@ static void worker_tick(uv_timer_t *timer) {
   struct s5_wctx *ctx = &w->ctx;
   s5_failures_tick(&ctx->fail, uv_now(&ctx->loop));
   /* The watchdog judges a queue served, not a loop turning: no beat while
-   * the TUN queue fails (core/netif.c). */
+   * the TUN queue fails (core/netif/netif.c). */
   if (!s5_netif_failing(&w->tun)) S5_STAT_SET(ctx->stats, heartbeat_ms, uv_now(&ctx->loop));
   tcp_tmr();
   if (++w->lwip_ticks % (S5_MEMTRIM_PERIOD_MS / S5_LWIP_TICK_MS) == 0) worker_idle_check(w);

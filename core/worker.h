@@ -6,9 +6,9 @@
  * stop_async, which exists so that other threads can ask it to stop.
  *
  * The worker sits on top of the modules it drives: it creates the context
- * they share (core/wctx.h), the netif (core/netif.h), the session table
- * (core/session.h), the relay (core/relay.h) and the UDP associations
- * (core/udp.h), runs their timers and ends them in order. None of them
+ * they share (core/ctx/wctx.h), the netif (core/netif/netif.h), the session table
+ * (core/tcp/session.h), the relay (core/tcp/relay.h) and the UDP associations
+ * (core/udp/udp.h), runs their timers and ends them in order. None of them
  * reaches back into it: the one thing it learns from below, that a drain
  * is over, comes through a callback it hands the session table. */
 #ifndef S5_CORE_WORKER_H
@@ -18,12 +18,12 @@
 #include <uv.h>
 
 #include "config.h"
-#include "memtrim.h"
-#include "netif.h"
-#include "relay.h"
-#include "session.h"
-#include "stats.h"
-#include "wctx.h"
+#include "ctx/memtrim.h"
+#include "netif/netif.h"
+#include "tcp/relay.h"
+#include "tcp/session.h"
+#include "shared/stats.h"
+#include "ctx/wctx.h"
 
 struct s5_worker {
   struct s5_wctx ctx;                           /* what the modules below share: loop, config, stats, netif */
@@ -40,7 +40,7 @@ struct s5_worker {
   struct s5_memtrim trim; /* idle after a load: free heap back to the kernel */
 
   struct s5_sessions tcp; /* the listener and the live sessions */
-  struct s5_udp *udp;     /* the UDP associations (core/udp.c), NULL until started */
+  struct s5_udp *udp;     /* the UDP associations (core/udp/udp.c), NULL until started */
   /* Last, with their large buffers, which init leaves untouched. */
   struct s5_relay relay; /* the sessions' flush list and read buffers */
   struct s5_netif tun;   /* the TUN queue's packet pump */
@@ -59,7 +59,7 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
 int s5_worker_run(struct s5_worker *w, int handle_signals);
 
 /* Process mode, before run: sessions are entered in the queue's shared
- * flow table (core/flowtab.h), so that the supervisor can reset their
+ * flow table (core/shared/flowtab.h), so that the supervisor can reset their
  * clients if this worker dies. */
 void s5_worker_track_flows(struct s5_worker *w, struct s5_flowq *flows);
 
@@ -73,7 +73,7 @@ void s5_worker_close(struct s5_worker *w);
  * (thread mode: from the main thread, after publishing it). */
 void s5_worker_reload(struct s5_worker *w);
 
-/* Asks the worker to answer a --connections request (core/conntab.h; thread
+/* Asks the worker to answer a --connections request (core/shared/conntab.h; thread
  * mode: from the main thread; process mode: SIGUSR2). */
 void s5_worker_list(struct s5_worker *w);
 

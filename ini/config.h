@@ -127,7 +127,7 @@ struct s5_config {
   struct {
     enum s5_log_level level;
     char file[PATH_MAX];              /* empty = stderr, "syslog" = syslog */
-    bool sessions;                    /* a line per finished session (core/sessionlog.c) */
+    bool sessions;                    /* a line per finished session (core/ctx/sessionlog.c) */
     unsigned sessions_max_per_second; /* per worker; the rest counted */
   } log;
 

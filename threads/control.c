@@ -11,7 +11,7 @@
 
 #include "control.h"
 #include "fd_reserve.h"
-#include "log.h"
+#include "base/log.h"
 #include "metrics.h"
 #include "notify.h"
 #include "reload.h"

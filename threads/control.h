@@ -7,7 +7,7 @@
 #define S5_THREADS_CONTROL_H
 
 #include "config.h"
-#include "stats.h"
+#include "shared/stats.h"
 
 struct s5_control_mode {
   void *arg;
@@ -15,7 +15,7 @@ struct s5_control_mode {
   int (*on_child)(void *arg);
   /* SIGHUP arrived, after the main log was reopened (may be NULL). */
   void (*on_hangup)(void *arg);
-  /* --connections: ask every worker for its list (core/conntab.h). */
+  /* --connections: ask every worker for its list (core/shared/conntab.h). */
   void (*on_list)(void *arg);
   /* Milliseconds until tick is wanted, or -1 for never. */
   long (*next_tick)(void *arg);

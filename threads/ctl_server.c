@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "fd_reserve.h"
-#include "log.h"
+#include "base/log.h"
 
 uint64_t s5_ctl_now_ms(void) {
   struct timespec ts;

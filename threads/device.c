@@ -20,10 +20,10 @@
 #include <unistd.h>
 
 #include "device_ns.h"
-#include "env.h"
-#include "log.h"
+#include "base/env.h"
+#include "base/log.h"
 #include "owner.h"
-#include "privileges.h"
+#include "base/privileges.h"
 #include "run.h"
 #include "nft.h"
 #include "route.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "netns.h"
 #include "tun.h"
 

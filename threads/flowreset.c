@@ -9,7 +9,7 @@
  * dropped), which only the dead worker's lwIP knew.
  *
  * So the client is made to say it. For each flow the dead worker had (its
- * queue's shared table, core/flowtab.h) the supervisor writes into the TUN
+ * queue's shared table, core/shared/flowtab.h) the supervisor writes into the TUN
  * a bare ACK from the remote to the client whose sequence number is outside
  * the client's window. The client's TCP answers an unacceptable segment
  * with an ACK showing its expected sequence number (RFC 793 p.69; Linux:
@@ -52,7 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 
 #define S5_RESET_ROUNDS 3
 #define S5_RESET_ROUND_MS 600 /* above Linux's 500 ms per-socket limit on such ACKs */

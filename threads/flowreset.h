@@ -5,8 +5,8 @@
 #define S5_THREADS_FLOWRESET_H
 
 #include "config.h"
-#include "flowtab.h"
-#include "stats.h"
+#include "shared/flowtab.h"
+#include "shared/stats.h"
 
 struct s5_flowreset;
 

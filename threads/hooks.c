@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "run.h"
 
 #define S5_HOOK_TIMEOUT_MS 30000

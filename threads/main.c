@@ -6,9 +6,9 @@
  * and nothing in core/ reaches up to threads/.
  *
  * Following one packet: tun/ opens the queues; threads/ starts a worker per
- * queue (core/worker.c); core/netif.c reads the packet into lwIP; a SYN
- * becomes a session (core/session.c), which connects through the proxy
- * (core/handshake.c) and then relays bytes both ways (core/relay.c). */
+ * queue (core/worker.c); core/netif/netif.c reads the packet into lwIP; a SYN
+ * becomes a session (core/tcp/session.c), which connects through the proxy
+ * (core/tcp/handshake.c) and then relays bytes both ways (core/tcp/relay.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,15 +16,15 @@
 #include <sys/resource.h>
 
 #include "config.h"
-#include "conntab.h"
-#include "dns.h"
+#include "shared/conntab.h"
+#include "dns/dns.h"
 #include "exec.h"
-#include "log.h"
-#include "memtrim.h"
-#include "privileges.h"
+#include "base/log.h"
+#include "ctx/memtrim.h"
+#include "base/privileges.h"
 #include "reload.h"
 #include "run.h"
-#include "stats.h"
+#include "shared/stats.h"
 #include "stats_server.h"
 
 /* What a configuration needs to run at all, in open files of one process

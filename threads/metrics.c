@@ -2,7 +2,7 @@
 /* The Prometheus endpoint (see metrics.h): the document, then the listener
  * and its connections.
  *
- * The document has one family per counter of core/stats.h, each sample
+ * The document has one family per counter of core/shared/stats.h, each sample
  * labelled with its queue and no total series (sum() in PromQL gives it,
  * and equals the totals of --stats --json). A counter NAME is
  * s5tund_NAME_total (tcp_total is s5tund_tcp_total: "_total" once); the
@@ -29,7 +29,7 @@
 
 #include "http.h"
 #include "ctl_server.h"
-#include "log.h"
+#include "base/log.h"
 #include "metrics.h"
 
 #ifndef S5_VERSION
@@ -92,7 +92,7 @@ static const struct {
 
 #define COUNTER_COUNT (sizeof counters / sizeof counters[0])
 _Static_assert(sizeof counter_docs / sizeof counter_docs[0] == COUNTER_COUNT,
-               "a counter of core/stats.h has no line in counter_docs (metrics.c)");
+               "a counter of core/shared/stats.h has no line in counter_docs (metrics.c)");
 
 /* A growing text buffer; a failed allocation sticks (text becomes NULL). */
 struct text {

@@ -20,7 +20,7 @@
 
 #include "config.h"
 #include "ctl_server.h"
-#include "stats.h"
+#include "shared/stats.h"
 
 #define S5_METRICS_CONNS S5_CTL_CONNS
 #define S5_METRICS_DEADLINE_MS 5000

@@ -9,7 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "notify.h"
 
 /* One datagram to $NOTIFY_SOCKET; '@' at the start names an abstract socket. */

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "log.h"
+#include "base/log.h"
 #include "run.h"
 #include "worker.h"
 

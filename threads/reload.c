@@ -6,8 +6,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "config_slot.h"
-#include "log.h"
+#include "shared/config_slot.h"
+#include "base/log.h"
 
 static int reload_argc;
 static char **reload_argv;

@@ -3,14 +3,14 @@
  * configuration again exactly as at start (the --config file, then the
  * flags), keeps what cannot change while running (one warning per key: the
  * key table says which are live), and publishes the result in the config
- * slot (core/config_slot.h), from which every worker takes it for the
+ * slot (core/shared/config_slot.h), from which every worker takes it for the
  * sessions it opens from then on. A file that does not load changes
  * nothing: the error is logged with file:line:key and counted. */
 #ifndef S5_THREADS_RELOAD_H
 #define S5_THREADS_RELOAD_H
 
 #include "config.h"
-#include "stats.h"
+#include "shared/stats.h"
 
 /* main(): the command line to read again, and the config slot. Returns 0
  * or -1 (logged). */

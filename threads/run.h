@@ -6,7 +6,7 @@
 #define S5_THREADS_RUN_H
 
 #include "config.h"
-#include "stats.h"
+#include "shared/stats.h"
 
 /* Claims the device (and auto-route), refuses a device in use, opens
  * cfg->queues queues of the TUN device, configures its link, installs
@@ -35,7 +35,7 @@ void s5_device_reroute(const struct s5_config *cfg);
 void s5_device_tend(void);
 
 /* [run] user: the main thread keeps only the capabilities it still needs
- * (core/privileges.h); a failure is logged and the daemon goes on. */
+ * (core/base/privileges.h); a failure is logged and the daemon goes on. */
 void s5_restrict_main(const struct s5_config *cfg);
 
 /* Runs a [tun] post-up/pre-down command with /bin/sh. Returns 0 or -1 (logged). */

@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conntab.h"
+#include "shared/conntab.h"
 #include "ctl_server.h"
-#include "log.h"
+#include "base/log.h"
 #include "stats_server.h"
 
 /* --connections: every worker writes its list on its own loop; at most

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The stats socket: a unix stream socket that answers every connection
- * with one JSON document (core/stats.h), or the open sessions, and closes
+ * with one JSON document (core/shared/stats.h), or the open sessions, and closes
  * it; served without blocking the control loop (ctl_server.h). */
 #ifndef S5_THREADS_STATS_SERVER_H
 #define S5_THREADS_STATS_SERVER_H
@@ -9,7 +9,7 @@
 
 #include "config.h"
 #include "ctl_server.h"
-#include "stats.h"
+#include "shared/stats.h"
 
 struct s5_stats_server {
   struct s5_ctl_server ctl; /* its fd: -1 when no socket is configured */

@@ -17,7 +17,7 @@
 
 #include "control.h"
 #include "flowreset.h"
-#include "log.h"
+#include "base/log.h"
 #include "run.h"
 #include "worker.h"
 

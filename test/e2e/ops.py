@@ -45,7 +45,7 @@ import e2elib  # noqa: E402
 from e2elib import Fail, check, wait_for  # noqa: E402
 from e2elib import stats_doc as stats  # noqa: E402
 
-# The counters of one queue, in the order of core/stats.h.
+# The counters of one queue, in the order of core/shared/stats.h.
 COUNTERS = [
     "tun_rx_packets", "tun_rx_bytes", "tun_tx_packets", "tun_tx_bytes",
     "tcp_active", "tcp_total", "tcp_handshake_timeout", "udp_active", "udp_total",

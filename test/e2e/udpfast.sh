@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# s5tund end-to-end tests for the batched UDP path (core/udp_io.c,
-# core/udp_tun.c): one case per invocation, the topology and rules of
+# s5tund end-to-end tests for the batched UDP path (core/udp/udp_io.c,
+# core/netif/udp_tun.c): one case per invocation, the topology and rules of
 # udp.sh (danted as the proxy, udptarget.py echoing).
 #
 #   udpfast.sh CASE MODE QUEUES [S5TUND]

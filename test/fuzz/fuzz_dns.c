@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: the mapped resolver's message handling (core/dns_msg.c) and
- * the name table behind it (core/dns_table.c). The input is one UDP
+/* Fuzz target: the mapped resolver's message handling (core/dns/dns_msg.c) and
+ * the name table behind it (core/dns/dns_table.c). The input is one UDP
  * payload sent to the resolver address, i.e. exactly what a client on the
  * TUN controls.
  *
- * It follows core/dns.c's s5_dns_answer(): parse (at most the 1024 bytes
+ * It follows core/dns/dns.c's s5_dns_answer(): parse (at most the 1024 bytes
  * dns.c copies out of the pbuf), choose the rcode and the record with the
  * same function (s5_dns_answer_plan), with an IPv6 pool or without one
  * (the input's first byte decides), build the response into a buffer of
@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dns_msg.h"
-#include "dns_table.h"
+#include "dns/dns_msg.h"
+#include "dns/dns_table.h"
 #include "fuzz_check.h"
 
 #define QUERY_READ 1024 /* dns.c: S5_DNS_QUERY_READ */

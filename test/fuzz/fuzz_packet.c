@@ -3,9 +3,9 @@
  *
  * What runs is the daemon's own worker: s5_worker_init() and
  * s5_worker_run() (core/worker.c) with their lwIP instance, the TUN netif
- * and its read/write path (core/netif.c), the any-destination listener and
- * s5_session_on_syn() (core/session.c), the relay (core/relay.c), the UDP
- * associations (core/udp.c), the mapped resolver (core/dns.c) and the ICMP
+ * and its read/write path (core/netif/netif.c), the any-destination listener and
+ * s5_session_on_syn() (core/tcp/session.c), the relay (core/tcp/relay.c), the UDP
+ * associations (core/udp/udp.c), the mapped resolver (core/dns/dns.c) and the ICMP
  * filter; and its orderly stop (s5_worker_stop(): drain, sessions and pcbs
  * aborted, netif removed). The TUN queue is one end of a SOCK_DGRAM
  * socketpair: the fuzzer writes packets into the other end, the worker
@@ -13,8 +13,8 @@
  * dropped (the last TCP segment is remembered, see OP_REPLY).
  *
  * Two things are not the real ones, to keep runs deterministic:
- *   - s5_handshake_start() (core/handshake.c, which starts the session's
- *     SOCKS5 client, core/proxy.c) is replaced by the one below: the
+ *   - s5_handshake_start() (core/tcp/handshake.c, which starts the session's
+ *     SOCKS5 client, core/socks5/proxy.c) is replaced by the one below: the
  *     session gets one end of an AF_UNIX stream socketpair as its proxy
  *     socket, and the input decides when the "proxy" completes the
  *     handshake, refuses, sends, reads, half-closes or closes. The SOCKS5
@@ -76,11 +76,11 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "dns.h"
+#include "dns/dns.h"
 #include "fuzz_check.h"
-#include "log.h"
-#include "session.h"
-#include "stats.h"
+#include "base/log.h"
+#include "tcp/session.h"
+#include "shared/stats.h"
 #include "worker.h"
 
 #include "lwip/ip4_frag.h"

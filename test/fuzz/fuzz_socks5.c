@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: the SOCKS5 replies a proxy sends to s5tund (core/socks5.c):
+/* Fuzz target: the SOCKS5 replies a proxy sends to s5tund (core/socks5/socks5.c):
  * method selection, RFC 1929 status, CONNECT reply; and the client-side
  * encoders with names, users and passwords taken from the input.
  *
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "socks5.h"
+#include "socks5/socks5.h"
 
 enum { P_METHOD, P_AUTH, P_REPLY };
 

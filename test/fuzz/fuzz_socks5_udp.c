@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: SOCKS5 UDP ASSOCIATE (core/socks5_udp.c): the header in
+/* Fuzz target: SOCKS5 UDP ASSOCIATE (core/socks5/socks5_udp.c): the header in
  * front of every datagram the relay sends back (the input is one such
  * datagram), the UDP ASSOCIATE reply with its bound address (the input as
  * bytes from the control connection), and the encoders fed with what the
@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 
 #include "fuzz_check.h"
-#include "socks5_udp.h"
+#include "socks5/socks5_udp.h"
 
 static void check_addr(const struct s5_socks5_addr *a) {
   FUZZ_CHECK(a->family == AF_INET || a->family == AF_INET6 || a->family == AF_UNSPEC, "family %d", a->family);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit test for the mapped resolver's pure parts: core/dns_msg.c (query
- * parsing, answers, TCP framing), core/dns_table.c (mapping, LRU recycling, sharing
- * across fork) and core/icmp.c (echo request filter). Prints one line per
+/* Unit test for the mapped resolver's pure parts: core/dns/dns_msg.c (query
+ * parsing, answers, TCP framing), core/dns/dns_table.c (mapping, LRU recycling, sharing
+ * across fork) and core/netif/icmp.c (echo request filter). Prints one line per
  * failed check and "N passed, M failed"; exits 1 on failure. */
-#include "dns_msg.h"
-#include "dns_table.h"
-#include "icmp.h"
+#include "dns/dns_msg.h"
+#include "dns/dns_table.h"
+#include "netif/icmp.h"
 
 #include <stdarg.h>
 #include <stdio.h>

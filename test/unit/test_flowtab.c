@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* core/flowtab.c: the shared per-queue flow tables (slots reused, a full
+/* core/shared/flowtab.c: the shared per-queue flow tables (slots reused, a full
  * table refused, take empties, shared across fork) and the probe segments
  * (every field and both checksums, IPv4 and IPv6). */
 #include <stdint.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "flowtab.h"
+#include "shared/flowtab.h"
 
 static struct s5_flow flow4(uint16_t client_port) {
   struct s5_flow f;

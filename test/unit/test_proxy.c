@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The SOCKS5 client (core/proxy.c) against a scripted SOCKS5 server on
+/* The SOCKS5 client (core/socks5/proxy.c) against a scripted SOCKS5 server on
  * 127.0.0.1 in the same libuv loop: what the client sends, what it makes
  * of each reply (granted with the bound address, refused with REP as its
  * own field, authentication failed, no UDP ASSOCIATE, the connection lost
@@ -13,8 +13,8 @@
 #include <uv.h>
 
 #include "check.h"
-#include "proxy.h"
-#include "wctx.h"
+#include "socks5/proxy.h"
+#include "ctx/wctx.h"
 
 /* One case: what the server answers to each message it reads (len 0: it
  * closes the connection instead), and what the client reported. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit test for core/socks5.c: exact encoder bytes, parser answers on valid,
+/* Unit test for core/socks5/socks5.c: exact encoder bytes, parser answers on valid,
  * truncated, refused and malformed replies. Prints one line per failed check
  * and "N passed, M failed" at the end; exits 1 when anything failed. */
-#include "socks5.h"
+#include "socks5/socks5.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

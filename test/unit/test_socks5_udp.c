@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit test for core/socks5_udp.c: UDP ASSOCIATE request bytes, replies
+/* Unit test for core/socks5/socks5_udp.c: UDP ASSOCIATE request bytes, replies
  * with their bound address, and the datagram header both ways, including
  * truncated, fragmented and malformed headers at every length. Prints one
  * line per failed check and "N passed, M failed"; exits 1 on failure. */
-#include "socks5_udp.h"
+#include "socks5/socks5_udp.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -46,9 +46,9 @@
 #define LWIP_IPV4 1
 #define LWIP_IPV6 1
 #define LWIP_TCP 1 /* terminated here and carried to the SOCKS5 proxy */
-#define LWIP_UDP 1 /* datagrams to any destination go to core/udp.c (patch 0003) */
+#define LWIP_UDP 1 /* datagrams to any destination go to core/udp/udp.c (patch 0003) */
 #define LWIP_ICMP \
-  1 /* echo replies ([tun] icmp = reply; core/netif.c drops echo requests otherwise) and protocol-unreachable */
+  1 /* echo replies ([tun] icmp = reply; core/netif/netif.c drops echo requests otherwise) and protocol-unreachable */
 #define LWIP_RAW 0      /* no raw pcbs */
 #define LWIP_DNS 0      /* the proxy resolves, if anyone does */
 #define LWIP_ARP 0      /* TUN is layer 3: no ARP ... */

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+#include "base/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+enum s5_log_level s5_log_level = S5_LOG_INFO;
+
+static int log_fd = STDERR_FILENO; /* -1: syslog */
+static char log_path[PATH_MAX];    /* the file, for reopening; "" = none */
+static __thread int log_queue = -1;
+
+static const char *const level_names[] = {"error", "warn", "info", "debug"};
+static const int syslog_levels[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
+
+static void log_open_syslog(void) { openlog("s5tund", LOG_PID | LOG_NDELAY, LOG_DAEMON); }
+
+int s5_log_open(const struct s5_config *cfg) {
+  s5_log_level = cfg->log.level;
+  if (cfg->log.file[0] == '\0') return 0;
+  if (strcmp(cfg->log.file, "syslog") == 0) {
+    log_open_syslog();
+    log_fd = -1;
+    return 0;
+  }
+  int fd = open(cfg->log.file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) return -errno;
+  log_fd = fd;
+  snprintf(log_path, sizeof log_path, "%s", cfg->log.file);
+  return 0;
+}
+
+int s5_log_apply(const struct s5_config *cfg) {
+  __atomic_store_n(&s5_log_level, cfg->log.level, __ATOMIC_RELAXED);
+  if (strcmp(cfg->log.file, log_path) == 0) return 0;
+  if (log_path[0] == '\0' || cfg->log.file[0] == '\0' || strcmp(cfg->log.file, "syslog") == 0) return -1;
+  int fd = open(cfg->log.file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) return -errno;
+  int r = dup3(fd, log_fd, O_CLOEXEC) < 0 ? -errno : 0;
+  close(fd);
+  if (r == 0) snprintf(log_path, sizeof log_path, "%s", cfg->log.file);
+  return r;
+}
+
+int s5_log_can_apply(const struct s5_config *cur, const struct s5_config *next) {
+  if (strcmp(cur->log.file, next->log.file) == 0) return 1;
+  int cur_file = cur->log.file[0] != '\0' && strcmp(cur->log.file, "syslog") != 0;
+  int next_file = next->log.file[0] != '\0' && strcmp(next->log.file, "syslog") != 0;
+  return cur_file && next_file;
+}
+
+int s5_log_fd(void) { return log_fd; }
+
+/* glibc keeps the syslog socket's fd number to itself: once a new worker
+ * process has closed it with the other inherited fds, syslog(3) would write
+ * to (and on an error close) whatever fd took that number next, the TUN
+ * queue's among them. So the worker lets glibc close it first and opens a
+ * socket of its own afterwards. */
+void s5_log_child_close(void) {
+  if (log_fd < 0) closelog();
+}
+
+void s5_log_child_open(void) {
+  if (log_fd < 0) log_open_syslog();
+}
+
+/* dup2() swaps the file under the same fd number atomically, so writers on
+ * other threads never see a closed fd. */
+void s5_log_reopen(void) {
+  if (log_path[0] == '\0') return;
+  int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    s5_error("reopening log %s: %s", log_path, strerror(errno));
+    return;
+  }
+  if (dup3(fd, log_fd, O_CLOEXEC) < 0) s5_error("reopening log %s: %s", log_path, strerror(errno));
+  close(fd);
+}
+
+void s5_log_set_queue(int queue) { log_queue = queue; }
+
+/* Formats the whole line first and writes it with one write(2), so lines
+ * from different threads and processes never interleave. */
+void s5_log_write(enum s5_log_level level, const char *fmt, ...) {
+  char line[1024];
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  localtime_r(&ts.tv_sec, &tm);
+
+  int n = 0;
+  if (log_fd >= 0) { /* syslog stamps time and level itself */
+    n = (int)strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
+    n += snprintf(line + n, sizeof line - n, ".%03ld %-5s ", ts.tv_nsec / 1000000, level_names[level]);
+  }
+  if (log_queue >= 0) n += snprintf(line + n, sizeof line - n, "q%d ", log_queue);
+  else n += snprintf(line + n, sizeof line - n, "main ");
+
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(line + n, sizeof line - n, fmt, ap);
+  va_end(ap);
+  n = (m < 0 || (size_t)(n + m) >= sizeof line - 1) ? (int)sizeof line - 2 : n + m;
+  line[n++] = '\n';
+
+  int saved = errno; /* callers often log right before returning -errno */
+  if (log_fd < 0) {
+    line[n - 1] = '\0';
+    syslog(syslog_levels[level], "%s", line);
+  } else {
+    ssize_t unused = write(log_fd, line, (size_t)n);
+    (void)unused;
+  }
+  errno = saved;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* [log] sessions (sessionlog.h): the line, its budget per second, and a
+ * record's --connections entry. */
+#include "ctx/sessionlog.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/addr.h"
+#include "shared/conntab.h"
+#include "base/log.h"
+#include "ctx/wctx.h"
+
+void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *c) {
+  memset(c, 0, sizeof *c);
+  c->udp = r->kind == 'u';
+  c->v6 = IP_IS_V6(&r->client);
+  c->id = r->id;
+  if (c->v6) memcpy(c->client, ip_2_ip6(&r->client)->addr, 16);
+  else memcpy(c->client, &ip_2_ip4(&r->client)->addr, 4);
+  c->has_dest = r->dest_port != 0;
+  if (c->has_dest && IP_IS_V6(&r->dest)) memcpy(c->dest, ip_2_ip6(&r->dest)->addr, 16);
+  else if (c->has_dest) memcpy(c->dest, &ip_2_ip4(&r->dest)->addr, 4);
+  c->client_port = r->client_port;
+  c->dest_port = r->dest_port;
+  c->bytes_up = r->bytes_up;
+  c->bytes_down = r->bytes_down;
+  c->started_ms = r->started_ms;
+  if (r->name != NULL) snprintf(c->name, sizeof c->name, "%s", r->name);
+}
+
+int s5_session_log_on(const struct s5_config *cfg) {
+  return cfg->log.sessions && s5_log_enabled(S5_LOG_INFO);
+}
+
+static void proxy_text(const struct s5_config *cfg, char *buf, size_t len) {
+  const struct sockaddr_storage *ss = &cfg->socks5.addr;
+  char a[INET6_ADDRSTRLEN] = "?";
+  if (ss->ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof a);
+    snprintf(buf, len, "[%s]:%u", a, ntohs(((const struct sockaddr_in6 *)ss)->sin6_port));
+  } else {
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof a);
+    snprintf(buf, len, "%s:%u", a, ntohs(((const struct sockaddr_in *)ss)->sin_port));
+  }
+}
+
+/* A token bucket refilled each second of the worker's loop clock. */
+static int session_log_allowed(struct s5_wctx *w, const struct s5_config *cfg) {
+  uint64_t now = uv_now(&w->loop);
+  if (now - w->slog.second_ms >= 1000) {
+    s5_session_log_tick(w);
+    w->slog.second_ms = now;
+    w->slog.lines = 0;
+  }
+  if (w->slog.lines < cfg->log.sessions_max_per_second) {
+    w->slog.lines++;
+    return 1;
+  }
+  w->slog.dropped++;
+  S5_STAT_ADD(w->stats, session_log_dropped, 1);
+  return 0;
+}
+
+void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct s5_session_record *r) {
+  if (!s5_session_log_on(cfg) || !session_log_allowed(w, cfg)) return;
+  char client[S5_ADDR_STRLEN], dest[S5_ADDR_STRLEN], proxy[S5_ADDR_STRLEN];
+  s5_addr_port_str(&r->client, r->client_port, client, sizeof client);
+  s5_addr_port_str(&r->dest, r->dest_port, dest, sizeof dest);
+  proxy_text(cfg, proxy, sizeof proxy);
+  uint64_t ms = uv_now(&w->loop) - r->started_ms;
+  s5_info("session %c%llu %s %s -> %s%s%s%s via %s: %llu bytes up, %llu down, %llu.%03llu s, %s", r->kind,
+          (unsigned long long)r->id, r->kind == 's' ? "tcp" : "udp", client, dest, r->name ? " (" : "",
+          r->name ? r->name : "", r->name ? ")" : "", proxy, (unsigned long long)r->bytes_up,
+          (unsigned long long)r->bytes_down, (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000),
+          r->end);
+}
+
+void s5_session_log_tick(struct s5_wctx *w) {
+  if (w->slog.dropped == 0) return;
+  s5_info(
+    "session log: %llu lines over [log] sessions-max-per-second left out (counted in session_log_dropped)",
+    (unsigned long long)w->slog.dropped);
+  w->slog.dropped = 0;
+}

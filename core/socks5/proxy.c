@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/* The SOCKS5 client (see proxy.h for the design): one exchange with the
+ * proxy, for a TCP session's CONNECT or a UDP association's ASSOCIATE.
+ * Everything the two requests share is here once: the socket (SO_MARK),
+ * the connect-timeout, the reply parsing, the failure texts with their
+ * counters, and the closing of the handles. What differs is the request
+ * itself (ops->request) and a word or two in the log lines. */
+#include "socks5/proxy.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ctx/wctx.h"
+
+/* The client a handle or request belongs to: they are its members, so no
+ * data pointer is needed (sock.data is the owner's, for the relay). */
+#define S5_PROXY_OF(ptr, member) ((struct s5_proxy *)((char *)(ptr)-offsetof(struct s5_proxy, member)))
+
+/* The words the log lines use for either request. */
+struct proxy_words {
+  const char *conn; /* the TCP connection */
+  const char *hs;   /* the exchange */
+  const char *req;  /* the request */
+  const char *what; /* what the request sets up */
+};
+
+static const struct proxy_words words[] = {
+  [S5_PROXY_CONNECT] = {"proxy connection", "SOCKS5 handshake", "CONNECT", "connection"},
+  [S5_PROXY_ASSOCIATE] = {"proxy connection for UDP", "SOCKS5 handshake for UDP", "UDP ASSOCIATE",
+                          "UDP association"},
+};
+
+static const struct proxy_words *proxy_words(const struct s5_proxy *p) { return &words[p->ops->cmd]; }
+
+static int with_auth(const struct s5_proxy *p) { return p->cfg->socks5.username[0] != '\0'; }
+
+/* ---------------------------------------------------------------- outcomes */
+
+/* No more timeouts or replies; the owner decides when to close. */
+static void proxy_stop(struct s5_proxy *p) {
+  p->step = S5_PROXY_ENDED;
+  uv_timer_stop(&p->timer);
+  if (p->sock_open) uv_read_stop((uv_stream_t *)&p->sock);
+}
+
+static void proxy_report(struct s5_proxy *p, enum s5_proxy_outcome outcome, const char *why) {
+  struct s5_proxy_result r = {.outcome = outcome, .level = S5_LOG_INFO, .why = why};
+  p->ops->result(p->owner, &r);
+}
+
+/* The caller counted the failure already. */
+static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, uint8_t rep,
+                       const char *why) {
+  proxy_stop(p);
+  struct s5_proxy_result r = {
+    .outcome = S5_PROXY_FAILED, .level = level, .why = why, .status = status, .rep = rep};
+  p->ops->result(p->owner, &r);
+}
+
+/* The exchange failed on what the server said (or did not let us say). */
+static void proxy_rejected(struct s5_proxy *p, int status, uint8_t rep) {
+  char why[160];
+  struct s5_queue_stats *st = p->w->stats;
+  if (status == S5_SOCKS5_REFUSED) {
+    S5_STAT_ADD(st, socks5_refused, 1);
+    snprintf(why, sizeof why, "proxy refused %s: %s", proxy_words(p)->req, s5_socks5_strrep(rep));
+  } else if (status == S5_SOCKS5_AUTH_FAILED) {
+    S5_STAT_ADD(st, socks5_auth_failed, 1);
+    snprintf(why, sizeof why, "proxy rejected the username/password");
+  } else if (status == S5_SOCKS5_NO_METHOD) {
+    S5_STAT_ADD(st, socks5_auth_failed, 1);
+    snprintf(why, sizeof why, "proxy accepts none of our authentication methods (%s)",
+             with_auth(p) ? "username/password" : "none: configure [socks5] username");
+  } else {
+    S5_STAT_ADD(st, socks5_bad_reply, 1);
+    snprintf(why, sizeof why, "%s failed: %s", proxy_words(p)->hs, s5_socks5_strerror(status));
+  }
+  proxy_fail(p, S5_LOG_INFO, status, rep, why);
+}
+
+static void proxy_granted(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
+  p->step = S5_PROXY_DONE;
+  uv_timer_stop(&p->timer);
+  if (p->ops->cmd == S5_PROXY_CONNECT)
+    uv_read_stop((uv_stream_t *)&p->sock); /* the relay reads once the client is connected too */
+  else p->in_len = 0;                      /* from now on a read sink */
+  struct s5_proxy_result r = {.outcome = S5_PROXY_GRANTED, .level = S5_LOG_INFO, .bnd = *bnd};
+  p->ops->result(p->owner, &r);
+}
+
+/* ---------------------------------------------------------------- messages out */
+
+static int proxy_send(struct s5_proxy *p, const uint8_t *msg, int len) {
+  if (len < 0) return len;
+  uv_buf_t b = uv_buf_init((char *)msg, (unsigned)len);
+  return uv_try_write((uv_stream_t *)&p->sock, &b, 1) == len ? 0 : -1;
+}
+
+static int proxy_put_auth(const struct s5_proxy *p, uint8_t *msg, size_t cap) {
+  return s5_socks5_write_auth(msg, cap, p->cfg->socks5.username, p->cfg->socks5.password);
+}
+
+static int proxy_send_auth(struct s5_proxy *p) {
+  uint8_t msg[S5_SOCKS5_MAX_MSG];
+  return proxy_send(p, msg, proxy_put_auth(p, msg, sizeof msg));
+}
+
+static int proxy_send_request(struct s5_proxy *p) {
+  uint8_t msg[S5_SOCKS5_MAX_MSG];
+  return proxy_send(p, msg, p->ops->request(p->owner, msg, sizeof msg));
+}
+
+/* The first flight: the greeting, and with [socks5] pipeline the
+ * authentication and the request too, saving a round trip or two per
+ * connection with servers that read requests as a stream (most do; RFC
+ * 1928 does not promise it, hence an option). */
+static int proxy_send_first(struct s5_proxy *p) {
+  uint8_t msg[3 * S5_SOCKS5_MAX_MSG];
+  int len = s5_socks5_write_greeting(msg, sizeof msg, with_auth(p));
+  if (len < 0 || !p->pipeline) return proxy_send(p, msg, len);
+  int n = with_auth(p) ? proxy_put_auth(p, msg + len, sizeof msg - (size_t)len) : 0;
+  if (n < 0) return n;
+  len += n;
+  n = p->ops->request(p->owner, msg + len, sizeof msg - (size_t)len);
+  if (n < 0) return n;
+  return proxy_send(p, msg, len + n);
+}
+
+/* ---------------------------------------------------------------- replies in */
+
+/* One reply of the current step at the start of in[]: its length, or a
+ * negative s5_socks5_status. A refused CONNECT is final once REP is known;
+ * an ASSOCIATE reply is read whole, for its bound address. */
+static int proxy_parse_one(const struct s5_proxy *p, uint8_t *rep, struct s5_socks5_addr *bnd) {
+  if (p->step == S5_PROXY_METHOD) return s5_socks5_parse_method(p->in, p->in_len, with_auth(p));
+  if (p->step == S5_PROXY_AUTH) return s5_socks5_parse_auth(p->in, p->in_len);
+  if (p->ops->cmd == S5_PROXY_CONNECT) return s5_socks5_parse_reply(p->in, p->in_len, rep);
+  return s5_socks5_parse_reply_addr(p->in, p->in_len, rep, bnd);
+}
+
+/* A reply came: on to the next step, sending what it lets go. Returns 0,
+ * or -1 when the exchange is over (granted or failed). */
+static int proxy_next(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
+  int sent = 0;
+  if (p->step == S5_PROXY_METHOD && with_auth(p)) {
+    p->step = S5_PROXY_AUTH;
+    if (!p->pipeline) sent = proxy_send_auth(p);
+  } else if (p->step == S5_PROXY_METHOD || p->step == S5_PROXY_AUTH) {
+    p->step = S5_PROXY_REPLY;
+    if (!p->pipeline) sent = proxy_send_request(p);
+  } else {
+    proxy_granted(p, bnd);
+    return -1;
+  }
+  if (sent < 0) {
+    proxy_rejected(p, S5_SOCKS5_BAD_MESSAGE, 0);
+    return -1;
+  }
+  return 0;
+}
+
+/* Parses as many complete replies as in[] holds. */
+static void proxy_parse(struct s5_proxy *p) {
+  while (p->step >= S5_PROXY_METHOD && p->step <= S5_PROXY_REPLY) {
+    uint8_t rep = 0;
+    struct s5_socks5_addr bnd;
+    memset(&bnd, 0, sizeof bnd);
+    int r = proxy_parse_one(p, &rep, &bnd);
+    if (r == S5_SOCKS5_NEED_MORE && p->in_len < sizeof p->in) return;
+    if (r == S5_SOCKS5_NEED_MORE) r = S5_SOCKS5_BAD_MESSAGE; /* no reply is that long */
+    if (r < 0) {
+      proxy_rejected(p, r, rep);
+      return;
+    }
+    memmove(p->in, p->in + r, p->in_len - (size_t)r);
+    p->in_len = (uint16_t)(p->in_len - r);
+    if (proxy_next(p, &bnd) < 0) return;
+  }
+}
+
+/* The connection ended or failed: during the exchange a failure; after a
+ * granted ASSOCIATE the end of the association. */
+static void proxy_read_failed(struct s5_proxy *p, int err) {
+  int eof = err == UV_EOF;
+  if (p->step == S5_PROXY_DONE) {
+    proxy_stop(p);
+    proxy_report(p, S5_PROXY_LOST, eof ? "proxy closed the control connection" : "control connection failed");
+    return;
+  }
+  if (eof && p->step == S5_PROXY_REPLY && p->ops->cmd == S5_PROXY_ASSOCIATE) {
+    /* It took the greeting (and credentials) and hung up on the request. */
+    proxy_stop(p);
+    S5_STAT_ADD(p->w->stats, socks5_refused, 1);
+    proxy_report(p, S5_PROXY_NO_ASSOCIATE,
+                 "the proxy closed the connection on UDP ASSOCIATE (no UDP support)");
+    return;
+  }
+  S5_STAT_ADD(p->w->stats, socks5_bad_reply, 1);
+  proxy_fail(p, S5_LOG_INFO, 0, 0,
+             eof ? "proxy closed the connection during the SOCKS5 handshake" : uv_strerror(err));
+}
+
+static void proxy_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+  struct s5_proxy *p = S5_PROXY_OF(handle, sock);
+  if (p->step == S5_PROXY_DONE) {
+    *buf = uv_buf_init((char *)p->in, sizeof p->in); /* read and ignored */
+    return;
+  }
+  *buf = uv_buf_init((char *)p->in + p->in_len, sizeof p->in - p->in_len);
+}
+
+static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  struct s5_proxy *p = S5_PROXY_OF(stream, sock);
+  if (nread == 0 || p->step == S5_PROXY_ENDED) return;
+  if (nread < 0) {
+    proxy_read_failed(p, (int)nread);
+    return;
+  }
+  if (p->step == S5_PROXY_DONE) return; /* RFC 1928 defines nothing here: ignored */
+  p->in_len = (uint16_t)(p->in_len + nread);
+  proxy_parse(p);
+}
+
+/* ---------------------------------------------------------------- connecting */
+
+static void proxy_connected(uv_connect_t *req, int status) {
+  struct s5_proxy *p = S5_PROXY_OF(req, connect_req);
+  if (status == UV_ECANCELED || p->step != S5_PROXY_CONNECTING) return;
+  if (status < 0) {
+    S5_STAT_ADD(p->w->stats, socks5_connect_failed, 1);
+    char why[160];
+    snprintf(why, sizeof why, "%s failed: %s", proxy_words(p)->conn, uv_strerror(status));
+    proxy_fail(p, S5_LOG_WARN, 0, 0, why);
+    return;
+  }
+  if (p->ops->connected != NULL && p->ops->connected(p->owner) != 0) return;
+  p->step = S5_PROXY_METHOD;
+  int r = proxy_send_first(p);
+  if (r == 0) r = uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read);
+  if (r < 0) proxy_fail(p, S5_LOG_INFO, 0, 0, "sending SOCKS5 greeting failed");
+}
+
+static void proxy_timed_out(uv_timer_t *timer) {
+  struct s5_proxy *p = S5_PROXY_OF(timer, timer);
+  S5_STAT_ADD(p->w->stats, socks5_timeout, 1);
+  char why[160];
+  if (p->step == S5_PROXY_CONNECTING) { /* the proxy itself does not answer */
+    snprintf(why, sizeof why, "%s not established within connect-timeout", proxy_words(p)->conn);
+    proxy_fail(p, S5_LOG_WARN, 0, 0, why);
+    return;
+  }
+  snprintf(why, sizeof why, "%s not established within connect-timeout", proxy_words(p)->what);
+  proxy_fail(p, S5_LOG_INFO, 0, 0, why);
+}
+
+/* A socket to the proxy, SO_MARK set, adopted by p->sock. */
+static int proxy_open_socket(struct s5_proxy *p, char *why, size_t cap) {
+  const struct s5_config *cfg = p->cfg;
+  int fd = socket(cfg->socks5.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    int r = -errno;
+    snprintf(why, cap, "socket to proxy: %s", strerror(errno));
+    return r;
+  }
+  if (cfg->socks5.mark != 0 &&
+      setsockopt(fd, SOL_SOCKET, SO_MARK, &cfg->socks5.mark, sizeof cfg->socks5.mark) < 0) {
+    int r = -errno;
+    snprintf(why, cap, "SO_MARK %u on proxy socket: %s", cfg->socks5.mark, strerror(errno));
+    close(fd);
+    return r;
+  }
+  int r = uv_tcp_open(&p->sock, fd);
+  if (r < 0) {
+    snprintf(why, cap, "adopting proxy socket: %s", uv_strerror(r));
+    close(fd);
+  }
+  return r;
+}
+
+int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
+  p->step = S5_PROXY_CONNECTING;
+  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  int r = uv_tcp_init(&p->w->loop, &p->sock);
+  if (r < 0) {
+    snprintf(why, cap, "proxy socket: %s", uv_strerror(r));
+    return r;
+  }
+  p->sock.data = p->owner;
+  p->sock_open = 1;
+  p->handles_open++;
+  r = proxy_open_socket(p, why, cap);
+  if (r < 0) return r;
+  uv_tcp_nodelay(&p->sock, 1);
+  r =
+    uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)&p->cfg->socks5.addr, proxy_connected);
+  if (r < 0) snprintf(why, cap, "connecting to proxy: %s", uv_strerror(r));
+  return r;
+}
+
+void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
+                   const struct s5_proxy_ops *ops, void *owner) {
+  p->w = w;
+  p->cfg = cfg;
+  p->ops = ops;
+  p->owner = owner;
+  p->step = S5_PROXY_CONNECTING;
+  /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
+   * waits for the replies before it. */
+  p->pipeline = ops->cmd == S5_PROXY_CONNECT && cfg->socks5.pipeline;
+  uv_timer_init(&w->loop, &p->timer);
+  p->handles_open = 1;
+}
+
+/* ---------------------------------------------------------------- closing */
+
+static void proxy_release(struct s5_proxy *p) {
+  if (--p->handles_open == 0) p->ops->closed(p->owner);
+}
+
+static void proxy_timer_closed(uv_handle_t *handle) { proxy_release(S5_PROXY_OF(handle, timer)); }
+
+static void proxy_sock_closed(uv_handle_t *handle) { proxy_release(S5_PROXY_OF(handle, sock)); }
+
+void s5_proxy_close(struct s5_proxy *p, int reset) {
+  if (p->closing) return;
+  p->closing = 1;
+  p->step = S5_PROXY_ENDED;
+  uv_timer_stop(&p->timer);
+  uv_close((uv_handle_t *)&p->timer, proxy_timer_closed);
+  if (!p->sock_open) return;
+  /* A RST rather than a FIN: the proxy drops the far end at once too. */
+  if (reset && uv_tcp_close_reset(&p->sock, proxy_sock_closed) == 0) return;
+  uv_close((uv_handle_t *)&p->sock, proxy_sock_closed);
+}

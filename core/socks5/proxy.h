@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* The SOCKS5 client: one TCP connection to the proxy, the greeting, RFC
+ * 1929 authentication if configured, one request (CONNECT for a TCP
+ * session, UDP ASSOCIATE for a UDP association) and its reply. TCP
+ * sessions (handshake.c) and UDP associations (udp.c) both use it, so the
+ * connection, its connect-timeout, the failure texts and counters and the
+ * closing of its handles exist once.
+ *
+ * Lifecycle, driven by the owner (a session or an association) that embeds
+ * the struct:
+ *   s5_proxy_init   timer initialised; from here on it must be closed
+ *   s5_proxy_start  socket, connect, connect-timeout started
+ *   ops->result     called once: granted (with the bound address) or
+ *                   failed (with why, log level, status and REP); for
+ *                   UDP ASSOCIATE possibly again later (S5_PROXY_LOST)
+ *   s5_proxy_close  handles closed; ops->closed once both have
+ * After a granted CONNECT the connection is the owner's to relay over
+ * (sock.data is the owner throughout; the client finds itself from the
+ * handle), with whatever the proxy sent beyond the reply in in[]. After a
+ * granted UDP ASSOCIATE the client keeps reading the connection, only to
+ * tell the owner when it ends (RFC 1928: the association lives as long).
+ *
+ * Messages are tiny and each is sent only after the server answered the
+ * previous one, so they always fit the fresh socket's send buffer:
+ * uv_try_write() without a request suffices. */
+#ifndef S5_CORE_PROXY_H
+#define S5_CORE_PROXY_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "base/log.h"
+#include "socks5/socks5.h"
+#include "socks5/socks5_udp.h"
+
+struct s5_wctx;
+struct s5_config;
+
+enum s5_proxy_cmd { S5_PROXY_CONNECT, S5_PROXY_ASSOCIATE };
+
+/* Where the exchange is: the reply awaited next. */
+enum s5_proxy_step {
+  S5_PROXY_CONNECTING, /* TCP connect */
+  S5_PROXY_METHOD,     /* method selection */
+  S5_PROXY_AUTH,       /* RFC 1929 status */
+  S5_PROXY_REPLY,      /* the request's reply */
+  S5_PROXY_DONE,       /* granted */
+  S5_PROXY_ENDED,      /* failed, lost, or closing: no more callbacks */
+};
+
+enum s5_proxy_outcome {
+  S5_PROXY_GRANTED,      /* bnd set */
+  S5_PROXY_FAILED,       /* why, level, status, rep set; counted in socks5_* */
+  S5_PROXY_NO_ASSOCIATE, /* UDP ASSOCIATE answered by closing the connection
+                          * (no UDP support, OpenSSH's ssh -D); counted as
+                          * socks5_refused, why set */
+  S5_PROXY_LOST,         /* after a granted UDP ASSOCIATE: the connection ended; why set */
+};
+
+struct s5_proxy_result {
+  enum s5_proxy_outcome outcome;
+  enum s5_log_level level;   /* how loud a failure is (s5_wctx_failure) */
+  const char *why;           /* for the log; valid during the callback */
+  int status;                /* an s5_socks5_status, 0 when the connection itself failed */
+  uint8_t rep;               /* the server's REP when status is S5_SOCKS5_REFUSED */
+  struct s5_socks5_addr bnd; /* BND.ADDR and BND.PORT when granted */
+};
+
+struct s5_proxy_ops {
+  enum s5_proxy_cmd cmd;
+  /* The request into buf (cap bytes): its length, or < 0 when it cannot be
+   * made (a mapped address whose name is gone). */
+  int (*request)(void *owner, uint8_t *buf, size_t cap);
+  /* Optional: the TCP connection is up, before the greeting. Returns 0 to
+   * go on, or -1 when the owner ended itself (and closed the client). */
+  int (*connected)(void *owner);
+  void (*result)(void *owner, const struct s5_proxy_result *r);
+  void (*closed)(void *owner);
+};
+
+struct s5_proxy {
+  uv_tcp_t sock;    /* to the proxy; data is the owner */
+  uv_timer_t timer; /* connect-timeout, until the reply */
+  uv_connect_t connect_req;
+  struct s5_wctx *w;
+  const struct s5_config *cfg; /* the owner's (held by it) */
+  const struct s5_proxy_ops *ops;
+  void *owner;
+  enum s5_proxy_step step;
+  int handles_open;       /* timer, and sock once initialised */
+  unsigned sock_open : 1; /* sock initialised: must be closed */
+  unsigned pipeline : 1;  /* greeting, auth and request in one flight */
+  unsigned closing : 1;
+  uint16_t in_len;
+  uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
+};
+
+/* Ready to be started or closed. owner is what every callback gets. */
+void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
+                   const struct s5_proxy_ops *ops, void *owner);
+
+/* Connects to [socks5] address, with SO_MARK. Returns 0, or a negative
+ * libuv error with what failed in why (then nothing was reported and the
+ * owner closes the client). */
+int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap);
+
+/* Closes the connection (with a RST when reset) and the timer; ops->closed
+ * follows once both have closed. Idempotent. */
+void s5_proxy_close(struct s5_proxy *p, int reset);
+
+#endif

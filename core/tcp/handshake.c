@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* The proxy side of a new session: what it asks of the SOCKS5 client
+ * (proxy.c), a CONNECT to the client's original destination (by name for a
+ * mapped DNS address, so the proxy resolves it), and what the answer means
+ * for the session: the SYN-ACK for the client, or a reset. Kept apart from
+ * session.c so that the packet fuzzer can put a scripted proxy in its place
+ * (test/fuzz/fuzz_packet.c defines its own s5_handshake_start()). */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dns/dnsmap.h"
+#include "base/log.h"
+#include "tcp/session.h"
+
+#include "lwip/tcp.h"
+
+/* The address the client asked for: lwIP's "any destination" listener gave
+ * the accepted pcb the SYN's destination as its local address. */
+static void original_destination(const struct tcp_pcb *pcb, struct sockaddr_storage *ss) {
+  memset(ss, 0, sizeof *ss);
+  if (IP_IS_V6(&pcb->local_ip)) {
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(pcb->local_port);
+    memcpy(&sin6->sin6_addr, ip_2_ip6(&pcb->local_ip)->addr, 16);
+  } else {
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(pcb->local_port);
+    sin->sin_addr.s_addr = ip_2_ip4(&pcb->local_ip)->addr;
+  }
+}
+
+/* The CONNECT request for the client's destination, into msg. */
+static int hs_request(void *session, uint8_t *msg, size_t cap) {
+  struct s5_session *s = session;
+  struct sockaddr_storage dst;
+  original_destination(s->pcb, &dst);
+  /* A mapped DNS address: CONNECT by name, the proxy resolves it. */
+  char name[256];
+  int mapped = s5_dnsmap_name_of((struct sockaddr *)&dst, name, sizeof name);
+  if (mapped < 0) return -1;
+  if (mapped > 0 && s->rec.name == NULL) s->rec.name = strdup(name); /* the session log, --connections */
+  if (mapped > 0) return s5_socks5_write_connect_name(msg, cap, name, s->pcb->local_port);
+  return s5_socks5_write_connect(msg, cap, (struct sockaddr *)&dst);
+}
+
+static void hs_result(void *session, const struct s5_proxy_result *r) {
+  struct s5_session *s = session;
+  if (s->state == S5_SESSION_CLOSED) return;
+  if (r->outcome == S5_PROXY_GRANTED) s5_session_established(s);
+  else s5_session_abort_at(s, r->level, r->why);
+}
+
+static const struct s5_proxy_ops hs_ops = {
+  .cmd = S5_PROXY_CONNECT,
+  .request = hs_request,
+  .result = hs_result,
+  .closed = s5_session_proxy_closed,
+};
+
+int s5_handshake_start(struct s5_session *s) {
+  s5_proxy_init(&s->proxy, s->w, s->cfg, &hs_ops, s);
+  s->handles_open++;
+  char why[160];
+  if (s5_proxy_start(&s->proxy, why, sizeof why) == 0) return 0;
+  char line[200];
+  snprintf(line, sizeof line, "s%llu %s", (unsigned long long)s->id, why);
+  s5_debug("%s", line);
+  s5_wctx_failure(s->w, S5_LOG_WARN, line);
+  return -1;
+}

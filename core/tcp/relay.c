@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* Bytes both ways between the client's lwIP pcb and the proxy socket.
+ *
+ * Client to proxy: lwIP's pbufs are written to the socket as they are
+ * (iovecs over the chain, no copy) and acknowledged to lwIP with tcp_recved()
+ * only once the kernel took them, so a slow proxy closes the client's
+ * window instead of filling our memory.
+ *
+ * Proxy to client: reads are sized to the room in lwIP's send queue and land
+ * in the relay's current read buffer (struct s5_rbuf); with no room the read
+ * stops and lwIP's sent callback restarts it once the client acknowledged
+ * data. A read of at least S5_RELAY_REF_MIN bytes is handed to lwIP without
+ * copying (tcp_write_ref(), lwIP patch 0006): the buffer is a custom pbuf,
+ * every piece of it in a segment holds a reference, and the last piece lwIP
+ * frees (acknowledged, or its pcb aborted or purged, whether or not a
+ * session still owns the pcb) gives the buffer back to the relay. A smaller
+ * read is copied into segments (tcp_write() with TCP_WRITE_FLAG_COPY) and
+ * the buffer takes the next read, so that a small read never pins a whole
+ * buffer: what a session pins stays within twice what it has queued. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "tcp/relay.h"
+
+#include "base/log.h"
+#include "tcp/session.h"
+
+#include "lwip/tcp.h"
+
+/* iovecs per try_write; a client window of pbufs is rarely longer. */
+#define S5_RELAY_IOV 64
+/* Resume reading from the proxy only when a read of this size fits. */
+#define S5_RELAY_MIN_ROOM 4096
+/* Reads of at least this size go to lwIP in their buffer, without a copy. */
+#define S5_RELAY_REF_MIN (S5_RELAY_READ_BUF / 2)
+/* Unused read buffers a worker keeps (64 KiB each): freeing them to malloc
+ * would have it return the pages to the kernel and fault them in again. */
+#define S5_RELAY_RBUF_CACHE 16
+
+struct s5_rbuf {
+  struct pbuf_custom pc; /* first: lwIP's free callback gets &pc.pbuf */
+  struct s5_relay *r;
+  struct s5_rbuf *next; /* in r->rbuf_cache */
+  uint8_t data[S5_RELAY_READ_BUF];
+};
+
+static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
+static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+static err_t relay_flush(struct s5_session *s);
+static int relay_client_owed(const struct s5_session *s);
+
+/* How many bytes lwIP can queue for the client right now. */
+static size_t relay_room(const struct s5_session *s) {
+  const struct tcp_pcb *pcb = s->pcb;
+  if (pcb == NULL) return 0;
+  size_t room = tcp_sndbuf(pcb);
+  /* A segment of referenced data takes two pbufs (headers, data), and a
+   * write may add one more piece to the last unsent segment. */
+  int segs = ((int)TCP_SND_QUEUELEN - (int)tcp_sndqueuelen(pcb) - 2) / 2;
+  size_t by_segs = segs > 0 ? (size_t)segs * tcp_mss(pcb) : 0;
+  if (room > by_segs) room = by_segs;
+  if (room > S5_RELAY_READ_BUF) room = S5_RELAY_READ_BUF;
+  return room;
+}
+
+/* Writes are deferred to the end of the loop iteration (the worker's check
+ * handle runs s5_relay_flush_pending()): the segments of one batch of TUN reads leave in one writev, and
+ * a proxy that sends in small pieces still gets full segments to the client
+ * without Nagle's delay. */
+static void relay_defer(struct s5_session *s) {
+  if (s->flush_queued) return;
+  s->flush_queued = 1;
+  s->flush_next = s->relay->flush_head;
+  s->relay->flush_head = s;
+}
+
+static void relay_check_done(struct s5_session *s) {
+  if (s->client_eof && s->proxy_eof && s->proxy_shut) s5_session_finish(s);
+}
+
+/* n more bytes of out reached the proxy: give them back to the client's window. */
+static void relay_consume(struct s5_session *s, size_t n) {
+  s5_session_touch(s);
+  S5_STAT_ADD(s->w->stats, bytes_to_proxy, n);
+  s->rec.bytes_up += n;
+  for (size_t left = n; s->pcb != NULL && left > 0;) {
+    u16_t chunk = left > 0xffff ? 0xffff : (u16_t)left;
+    tcp_recved(s->pcb, chunk);
+    left -= chunk;
+  }
+  while (n > 0) {
+    struct pbuf *head = s->out;
+    size_t avail = (size_t)head->len - s->out_off;
+    if (n < avail) {
+      s->out_off += (uint16_t)n;
+      return;
+    }
+    n -= avail;
+    s->out = head->next;
+    s->out_off = 0;
+    head->next = NULL; /* the chain's reference to the rest is now ours */
+    pbuf_free(head);
+  }
+  if (s->out == NULL) s->out_tail = NULL;
+}
+
+static int relay_bufs(const struct s5_session *s, uv_buf_t *bufs, int max, size_t *total) {
+  int n = 0;
+  *total = 0;
+  for (struct pbuf *q = s->out; q != NULL && n < max; q = q->next) {
+    size_t off = q == s->out ? s->out_off : 0;
+    if (q->len == off) continue;
+    bufs[n++] = uv_buf_init((char *)q->payload + off, q->len - off);
+    *total += q->len - off;
+  }
+  return n;
+}
+
+static void relay_written(uv_write_t *req, int status) {
+  struct s5_session *s = req->handle->data;
+  if (status == UV_ECANCELED || s->state == S5_SESSION_CLOSED) return;
+  s->writing = 0;
+  if (status < 0) {
+    s5_session_abort(s, "writing to proxy failed");
+    return;
+  }
+  relay_consume(s, s->write_len);
+  relay_flush(s);
+}
+
+static void relay_shutdown_done(uv_shutdown_t *req, int status) {
+  struct s5_session *s = req->handle->data;
+  if (status == UV_ECANCELED || s->state == S5_SESSION_CLOSED) return;
+  s->shutting = 0;
+  if (status < 0) {
+    s5_session_abort(s, "half-closing the proxy connection failed");
+    return;
+  }
+  s->proxy_shut = 1;
+  relay_check_done(s);
+}
+
+/* Writes what it can now; the rest goes into one uv_write (at most four
+ * buffers, which libuv keeps inside the request without allocating). Returns
+ * ERR_ABRT when the session was aborted. */
+static err_t relay_flush(struct s5_session *s) {
+  while (s->out != NULL && !s->writing) {
+    uv_buf_t bufs[S5_RELAY_IOV];
+    size_t total;
+    int n = relay_bufs(s, bufs, S5_RELAY_IOV, &total);
+    int r = uv_try_write((uv_stream_t *)&s->proxy.sock, bufs, (unsigned)n);
+    if (r > 0) {
+      relay_consume(s, (size_t)r);
+      if ((size_t)r == total) continue;
+      n = relay_bufs(s, bufs, 4, &total);
+    } else if (r == UV_EAGAIN) {
+      n = n > 4 ? 4 : n;
+      total = 0;
+      for (int i = 0; i < n; i++) total += bufs[i].len;
+    } else {
+      return s5_session_abort(s, "writing to proxy failed");
+    }
+    s->write_len = total;
+    r = uv_write(&s->write_req, (uv_stream_t *)&s->proxy.sock, bufs, (unsigned)n, relay_written);
+    if (r < 0) return s5_session_abort(s, "writing to proxy failed");
+    s->writing = 1;
+  }
+  if (s->out == NULL && s->client_eof && !s->writing && !s->shutting && !s->proxy_shut) {
+    if (uv_shutdown(&s->shutdown_req, (uv_stream_t *)&s->proxy.sock, relay_shutdown_done) < 0)
+      return s5_session_abort(s, "half-closing the proxy connection failed");
+    s->shutting = 1;
+  }
+  return ERR_OK;
+}
+
+/* lwIP: data (or, with p == NULL, the FIN) from the client. */
+static err_t relay_client_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) {
+  struct s5_session *s = arg;
+  if (s == NULL || err != ERR_OK) {
+    if (p != NULL) pbuf_free(p);
+    return ERR_OK;
+  }
+  if (p == NULL) {
+    s->client_eof = 1;
+  } else {
+    /* Linked by hand rather than pbuf_cat(), which would walk the whole
+     * queue to fix up tot_len fields that nothing here reads. */
+    if (s->out == NULL) s->out = p;
+    else s->out_tail->next = p;
+    while (p->next != NULL) p = p->next;
+    s->out_tail = p;
+  }
+  relay_defer(s);
+  return ERR_OK;
+}
+
+/* lwIP: the client acknowledged len bytes, so there is room again. */
+static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
+  struct s5_session *s = arg;
+  if (s == NULL) return ERR_OK;
+  s5_session_touch(s);
+  /* Not aborted here: lwIP 2.1.3 drops (leaks) the data of a segment whose
+   * ACK made the sent callback abort. The flush at the end of the loop turn
+   * sends the RST (found by fuzz_packet). */
+  if (s->proxy_reset) {
+    if (!relay_client_owed(s)) relay_defer(s);
+    return ERR_OK;
+  }
+  if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY && relay_room(s) >= S5_RELAY_MIN_ROOM) {
+    if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_read_alloc, relay_read) == 0) s->reading = 1;
+  }
+  return ERR_OK;
+}
+
+/* lwIP freed the last piece of a read buffer (or the relay dropped its own
+ * reference to one lwIP did not take): back to the relay's cache. */
+static void relay_rbuf_free(struct pbuf *p) {
+  struct s5_rbuf *b = (struct s5_rbuf *)(void *)((char *)p - offsetof(struct s5_rbuf, pc.pbuf));
+  struct s5_relay *r = b->r;
+  r->rbuf_out--;
+  if (r->rbuf_cached < S5_RELAY_RBUF_CACHE && !r->w->stopping) {
+    b->next = r->rbuf_cache;
+    r->rbuf_cache = b;
+    r->rbuf_cached++;
+  } else {
+    free(b);
+  }
+}
+
+/* The buffer for the next read: NULL when none can be allocated. */
+static struct s5_rbuf *relay_rbuf_current(struct s5_relay *r) {
+  struct s5_rbuf *b = r->rbuf_cur;
+  if (b != NULL) return b;
+  if (r->rbuf_cache != NULL) {
+    b = r->rbuf_cache;
+    r->rbuf_cache = b->next;
+    r->rbuf_cached--;
+  } else if ((b = malloc(sizeof *b)) == NULL) {
+    return NULL;
+  }
+  b->r = r;
+  b->next = NULL;
+  r->rbuf_out++;
+  r->rbuf_cur = b;
+  return b;
+}
+
+void s5_relay_init(struct s5_relay *r, struct s5_wctx *w) {
+  memset(r, 0, offsetof(struct s5_relay, read_buf));
+  r->w = w;
+}
+
+void s5_relay_drop_cache(struct s5_relay *r) {
+  while (r->rbuf_cache != NULL) {
+    struct s5_rbuf *b = r->rbuf_cache;
+    r->rbuf_cache = b->next;
+    free(b);
+  }
+  r->rbuf_cached = 0;
+}
+
+void s5_relay_stop(struct s5_relay *r) {
+  if (r->rbuf_cur != NULL) {
+    free(r->rbuf_cur);
+    r->rbuf_cur = NULL;
+    r->rbuf_out--;
+  }
+  s5_relay_drop_cache(r);
+  /* Buffers lwIP still references are freed when it frees them. */
+  if (r->rbuf_out != 0) s5_warn("%u read buffers still held by lwIP at stop", r->rbuf_out);
+}
+
+/* libuv's alloc callback for proxy reads: the current read buffer, sized
+ * to the room in lwIP's send queue. */
+static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+  struct s5_session *s = handle->data;
+  struct s5_rbuf *b = relay_rbuf_current(s->relay);
+  *buf = uv_buf_init(b != NULL ? (char *)b->data : (char *)s->relay->read_buf, (unsigned)relay_room(s));
+}
+
+/* Queues n bytes the proxy sent, read into buf (relay_read_alloc's buffer). */
+static err_t relay_queue(struct s5_session *s, const uv_buf_t *buf, u16_t n) {
+  struct s5_relay *r = s->relay;
+  struct s5_rbuf *b = r->rbuf_cur;
+  if (b == NULL || buf->base != (char *)b->data || n < S5_RELAY_REF_MIN)
+    return tcp_write(s->pcb, buf->base, n, TCP_WRITE_FLAG_COPY);
+  /* The buffer becomes a pbuf of the n bytes; our reference is dropped
+   * right away, so that lwIP's pieces (if any) keep it alive alone. */
+  r->rbuf_cur = NULL;
+  b->pc.custom_free_function = relay_rbuf_free;
+  struct pbuf *p = pbuf_alloced_custom(PBUF_RAW, n, PBUF_REF, &b->pc, b->data, sizeof b->data);
+  err_t err = tcp_write_ref(s->pcb, b->data, n, 0, p);
+  pbuf_free(p);
+  return err;
+}
+
+static void relay_stop_reading(struct s5_session *s) {
+  uv_read_stop((uv_stream_t *)&s->proxy.sock);
+  s->reading = 0;
+}
+
+/* True while lwIP still holds bytes for the client, sent or not. */
+static int relay_client_owed(const struct s5_session *s) {
+  return s->pcb != NULL && (s->pcb->unsent != NULL || s->pcb->unacked != NULL);
+}
+
+/* The proxy reset its connection. What it sent before the reset may still
+ * sit in lwIP's queue: the client gets those bytes first, then the reset
+ * (from the sent callback, once they are acknowledged; an idle client is
+ * reset by the idle timeout). A truncated transfer so still ends in a RST,
+ * never in a FIN that would make it look complete. */
+static void relay_proxy_reset(struct s5_session *s, const char *why) {
+  if (!relay_client_owed(s)) {
+    s5_session_abort(s, why);
+    return;
+  }
+  s->proxy_reset = 1;
+  s->reset_why = why;
+  relay_stop_reading(s);
+  tcp_output(s->pcb);
+}
+
+static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+  struct s5_session *s = stream->data;
+  if (s->state == S5_SESSION_CLOSED || nread == 0) return;
+  if (nread == UV_ENOBUFS) { /* relay_read_alloc found no room: wait for acks */
+    relay_stop_reading(s);
+    return;
+  }
+  if (nread == UV_EOF) {
+    /* libuv reports EOF after a short read when the poll said POLLHUP, also
+     * when the proxy reset the connection: the socket's error says which. */
+    int err = 0;
+    socklen_t len = sizeof err;
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)stream, &fd) == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+        err != 0) {
+      relay_proxy_reset(s, err == ECONNRESET ? "proxy reset the connection" : "proxy connection failed");
+      return;
+    }
+    s->proxy_eof = 1;
+    relay_stop_reading(s);
+    tcp_shutdown(s->pcb, 0, 1); /* FIN to the client after the queued data */
+    tcp_output(s->pcb);
+    relay_check_done(s);
+    return;
+  }
+  if (nread < 0) {
+    relay_proxy_reset(s, nread == UV_ECONNRESET ? "proxy reset the connection" : "proxy connection failed");
+    return;
+  }
+  s5_session_touch(s);
+  S5_STAT_ADD(s->w->stats, bytes_from_proxy, nread);
+  s->rec.bytes_down += (uint64_t)nread;
+  if (relay_queue(s, buf, (u16_t)nread) != ERR_OK) {
+    s5_session_abort(s, "lwIP send queue refused data");
+    return;
+  }
+  relay_defer(s);
+  if (relay_room(s) < S5_RELAY_MIN_ROOM) relay_stop_reading(s);
+}
+
+void s5_relay_attach(struct s5_session *s) {
+  tcp_recv(s->pcb, relay_client_recv);
+  tcp_sent(s->pcb, relay_client_sent);
+}
+
+/* The client completed its handshake: deliver what the proxy sent along
+ * with its CONNECT reply, then read from the proxy. Returns ERR_ABRT when
+ * it had to abort the session. */
+err_t s5_relay_start(struct s5_session *s) {
+  if (s->proxy.in_len > 0) {
+    if (tcp_write(s->pcb, s->proxy.in, s->proxy.in_len, TCP_WRITE_FLAG_COPY) != ERR_OK)
+      return s5_session_abort(s, "lwIP send queue refused data");
+    s->proxy.in_len = 0;
+    tcp_output(s->pcb);
+  }
+  if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_read_alloc, relay_read) < 0)
+    return s5_session_abort(s, "reading from proxy failed");
+  s->reading = 1;
+  return ERR_OK;
+}
+
+/* Runs after every poll phase. Sessions closed meanwhile are still in
+ * memory: their close callbacks run after this. */
+void s5_relay_flush_pending(struct s5_relay *r) {
+  while (r->flush_head != NULL) {
+    struct s5_session *s = r->flush_head;
+    r->flush_head = s->flush_next;
+    s->flush_queued = 0;
+    if (s->state == S5_SESSION_CLOSED) continue;
+    if (s->proxy_reset && !relay_client_owed(s)) {
+      s5_session_abort(s, s->reset_why);
+      continue;
+    }
+    if (relay_flush(s) != ERR_OK || s->state == S5_SESSION_CLOSED) continue;
+    if (s->pcb != NULL) tcp_output(s->pcb);
+    relay_check_done(s);
+  }
+}
+
+void s5_relay_release(struct s5_session *s) {
+  if (s->out != NULL) pbuf_free(s->out);
+  s->out = s->out_tail = NULL;
+}

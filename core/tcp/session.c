@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/* Session lifecycle: created for a client's SYN, ended exactly once, freed
+ * when its libuv handles have closed. And the table of a worker's sessions:
+ * its listener, its list, and a drain that ends by calling back the one
+ * who asked for it, so that nothing here knows the worker. */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/addr.h"
+#include "shared/conntab.h"
+#include "shared/flowtab.h"
+#include "base/log.h"
+#include "netif/netif.h"
+#include "tcp/session.h"
+
+#include "lwip/tcp.h"
+
+static void session_timer_fired(uv_timer_t *timer);
+
+static void session_link(struct s5_session *s) {
+  struct s5_sessions *t = s->tab;
+  s->next = t->list;
+  if (t->list != NULL) t->list->prev = s;
+  t->list = s;
+  S5_STAT_ADD(s->w->stats, tcp_active, 1);
+  S5_STAT_ADD(s->w->stats, tcp_total, 1);
+}
+
+/* The last session of a draining table ended: the drain is over. */
+static void session_unlink(struct s5_session *s) {
+  struct s5_sessions *t = s->tab;
+  if (s->prev != NULL) s->prev->next = s->next;
+  else t->list = s->next;
+  if (s->next != NULL) s->next->prev = s->prev;
+  S5_STAT_SUB(s->w->stats, tcp_active, 1);
+  if (s->flow_ref != 0) s5_flowtab_remove(s->w->flows, s->flow_ref);
+  s->flow_ref = 0;
+  if (t->list == NULL && t->drained != NULL) t->drained(t->drained_arg);
+}
+
+const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
+  if (s->pcb == NULL) return "(closed)";
+  char src[S5_ADDR_STRLEN], dst[S5_ADDR_STRLEN];
+  snprintf(buf, len, "%s -> %s", s5_addr_port_str(&s->pcb->remote_ip, s->pcb->remote_port, src, sizeof src),
+           s5_addr_port_str(&s->pcb->local_ip, s->pcb->local_port, dst, sizeof dst));
+  return buf;
+}
+
+void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loop); }
+
+/* The last of the timer and the proxy client frees the session. */
+void s5_session_proxy_closed(void *session) {
+  struct s5_session *s = session;
+  if (--s->handles_open > 0) return;
+  s5_wctx_cfg_release(s->w, s->cfg);
+  free((char *)s->rec.name);
+  free(s);
+}
+
+static void session_handle_closed(uv_handle_t *handle) { s5_session_proxy_closed(handle->data); }
+
+/* How the session ended, for its line in the session log. */
+static void session_ended(struct s5_session *s, const char *why) {
+  if (!s5_session_log_on(s->cfg)) return;
+  snprintf(s->end_why, sizeof s->end_why, "%s", why);
+  s->rec.end = s->end_why;
+}
+
+/* Stops taking callbacks from lwIP for this pcb; the pcb itself lives on in
+ * lwIP (closing, or already freed by it) and is no longer ours. */
+static struct tcp_pcb *session_detach_pcb(struct s5_session *s) {
+  struct tcp_pcb *pcb = s->pcb;
+  if (pcb != NULL) {
+    tcp_arg(pcb, NULL);
+    tcp_recv(pcb, NULL);
+    tcp_sent(pcb, NULL);
+    tcp_err(pcb, NULL);
+    s->pcb = NULL;
+  }
+  return pcb;
+}
+
+/* Ends the session's libuv side. reset: close the proxy connection with a
+ * RST rather than a FIN, so the proxy drops the far end at once too. */
+static void session_close_handles(struct s5_session *s, int reset) {
+  s->state = S5_SESSION_CLOSED;
+  s5_session_log(s->w, s->cfg, &s->rec);
+  session_unlink(s);
+  s5_relay_release(s);
+  uv_timer_stop(&s->timer);
+  uv_close((uv_handle_t *)&s->timer, session_handle_closed);
+  s5_proxy_close(&s->proxy, reset);
+}
+
+/* Both directions are done: let lwIP finish the TCP close on its own. */
+void s5_session_finish(struct s5_session *s) {
+  if (s->state == S5_SESSION_CLOSED) return;
+  struct tcp_pcb *pcb = session_detach_pcb(s);
+  if (pcb != NULL && tcp_close(pcb) != ERR_OK) tcp_abort(pcb);
+  s5_debug("s%llu closed", (unsigned long long)s->id);
+  session_ended(s, "closed");
+  session_close_handles(s, 0);
+}
+
+/* Resets both sides. Returns ERR_ABRT when it aborted the pcb, which an lwIP
+ * callback for that pcb must return; ERR_OK otherwise. */
+int s5_session_abort(struct s5_session *s, const char *why) {
+  return s5_session_abort_at(s, S5_LOG_INFO, why);
+}
+
+int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why) {
+  if (s->state == S5_SESSION_CLOSED) return ERR_OK;
+  char line[200];
+  if (why != NULL) {
+    char peer[128];
+    snprintf(line, sizeof line, "s%llu %s: %s", (unsigned long long)s->id,
+             s5_session_peer(s, peer, sizeof peer), why);
+    s5_debug("%s", line);
+    s5_wctx_failure(s->w, level, line);
+  }
+  session_ended(s, why != NULL ? why : "reset: s5tund stopped");
+  struct tcp_pcb *pcb = session_detach_pcb(s);
+  if (pcb != NULL) tcp_abort(pcb);
+  session_close_handles(s, 1);
+  return pcb != NULL ? ERR_ABRT : ERR_OK;
+}
+
+void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q) {
+  const struct s5_wctx *w = t->w;
+  for (const struct s5_session *s = t->list; s != NULL; s = s->next) {
+    struct s5_conn c;
+    s5_session_record_entry(&s->rec, &c);
+    c.last_ms = s->last_active;
+    c.state = w->draining                       ? S5_CONN_DRAINING
+              : s->state != S5_SESSION_RELAY    ? S5_CONN_CONNECTING
+              : (s->client_eof || s->proxy_eof) ? S5_CONN_HALF_CLOSED
+                                                : S5_CONN_OPEN;
+    s5_conntab_put(q, &c);
+  }
+}
+
+/* lwIP freed the pcb (RST from the client, or retransmissions gave up; or,
+ * ERR_CLSD, the client connection closed in order on both sides before the
+ * session let go of it: the last ACK of LAST_ACK, the end of its TIME_WAIT
+ * (lwIP patch 0009), or a new connection from the same client port ending
+ * that TIME_WAIT early (patch 0008)). */
+static void session_pcb_error(void *arg, err_t err) {
+  struct s5_session *s = arg;
+  if (s == NULL) return;
+  s->pcb = NULL;
+  s5_debug("s%llu client side ended (lwIP error %d)", (unsigned long long)s->id, (int)err);
+  if (s->state == S5_SESSION_CLOSED) return;
+  if (err == ERR_CLSD && s->client_eof && s->proxy_eof) {
+    /* Nothing more to exchange with the client: the relay still writes
+     * what the client sent to the proxy and half-closes it, then finishes
+     * the session (relay_check_done) as it would have with the pcb. */
+    return;
+  }
+  if (err == ERR_RST) {
+    session_ended(s, "reset by the client");
+  } else {
+    char why[64];
+    snprintf(why, sizeof why, "client connection lost (lwIP error %d)", (int)err);
+    session_ended(s, why);
+  }
+  session_close_handles(s, 1);
+}
+
+/* The listener's accept callback: the client's ACK completed the handshake
+ * we let through. lwIP passes the new pcb's arg: our session, or for a
+ * connection the mapped resolver took at its SYN, that one's. */
+static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
+  struct s5_session *s = arg;
+  if (err == ERR_OK && s5_dns_tcp_owns(pcb)) return ERR_OK; /* dns_tcp.c's, served since its SYN */
+  if (s == NULL || err != ERR_OK) return ERR_VAL;
+  s->state = S5_SESSION_RELAY;
+  s5_session_touch(s);
+  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.tcp_idle_timeout * 1000ull, 0);
+  return s5_relay_start(s);
+}
+
+/* Process mode: from its SYN-ACK on, the flow is in the queue's shared
+ * table, so that the supervisor can reset the client if this worker dies
+ * (threads/flowreset.c). Once per session, nothing per packet. */
+static void session_track(struct s5_session *s) {
+  const struct tcp_pcb *pcb = s->pcb;
+  struct s5_flow f;
+  memset(&f, 0, sizeof f);
+  f.v6 = IP_IS_V6(&pcb->local_ip);
+  if (f.v6) {
+    memcpy(f.client, ip_2_ip6(&pcb->remote_ip)->addr, 16);
+    memcpy(f.remote, ip_2_ip6(&pcb->local_ip)->addr, 16);
+  } else {
+    memcpy(f.client, &ip_2_ip4(&pcb->remote_ip)->addr, 4);
+    memcpy(f.remote, &ip_2_ip4(&pcb->local_ip)->addr, 4);
+  }
+  f.client_port = pcb->remote_port;
+  f.remote_port = pcb->local_port;
+  s->flow_ref = s5_flowtab_add(s->w->flows, &f);
+  if (s->flow_ref == 0) S5_STAT_ADD(s->w->stats, tcp_untracked, 1);
+}
+
+/* CONNECT succeeded: answer the client's SYN now. The client has what is
+ * left of connect-timeout (counted from its SYN, as the proxy client's
+ * was) to complete its handshake. */
+void s5_session_established(struct s5_session *s) {
+  s->state = S5_SESSION_SYNACK;
+  uint64_t budget = s->cfg->session.connect_timeout * 1000ull;
+  uint64_t spent = uv_now(&s->w->loop) - s->rec.started_ms;
+  uv_timer_start(&s->timer, session_timer_fired, spent < budget ? budget - spent : 0, 0);
+  if (s->w->flows != NULL) session_track(s);
+  tcp_output(s->pcb);
+}
+
+static void session_timer_fired(uv_timer_t *timer) {
+  struct s5_session *s = timer->data;
+  if (s->state == S5_SESSION_SYNACK) {
+    /* The proxy connected and the SYN-ACK went out, but the client never
+     * completed its handshake: a half-open client (a SYN flood, a spoofed
+     * source), not a proxy failure. */
+    S5_STAT_ADD(s->w->stats, tcp_handshake_timeout, 1);
+    s5_session_abort(s, "client did not complete the TCP handshake within connect-timeout");
+    return;
+  }
+  /* Before the SYN-ACK the timer is not running: the proxy client's
+   * connect-timeout covers that part (proxy.c). */
+  uint64_t idle_ms = s->cfg->session.tcp_idle_timeout * 1000ull;
+  uint64_t quiet = uv_now(&s->w->loop) - s->last_active;
+  if (quiet >= idle_ms) {
+    s5_session_abort(s, "idle timeout");
+    return;
+  }
+  uv_timer_start(timer, session_timer_fired, idle_ms - quiet, 0);
+}
+
+static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb) {
+  struct s5_wctx *w = t->w;
+  struct s5_session *s = calloc(1, sizeof *s);
+  if (s == NULL) return NULL;
+  s->tab = t;
+  s->w = w;
+  s->relay = t->relay;
+  s->cfg = s5_wctx_cfg_hold(w); /* what it started with, whatever a reload brings */
+  s->pcb = pcb;
+  s->id = ++t->next_id;
+  s->rec = (struct s5_session_record){.kind = 's',
+                                      .id = s->id,
+                                      .client_port = pcb->remote_port,
+                                      .dest_port = pcb->local_port,
+                                      .started_ms = uv_now(&w->loop),
+                                      .end = "?"};
+  ip_addr_copy(s->rec.client, pcb->remote_ip);
+  ip_addr_copy(s->rec.dest, pcb->local_ip);
+  s->state = S5_SESSION_CONNECTING;
+  uv_timer_init(&w->loop, &s->timer);
+  s->timer.data = s;
+  s->handles_open = 1;
+  return s;
+}
+
+/* A SYN to the proxy itself means the proxy connections are routed into
+ * the tunnel (no mark, or a rule missing): carrying it would loop forever. */
+static int session_targets_proxy(const struct s5_wctx *w, const struct tcp_pcb *pcb) {
+  const struct sockaddr_storage *ss = &w->cfg->socks5.addr;
+  if (ss->ss_family == AF_INET && !IP_IS_V6(&pcb->local_ip)) {
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+    return sin->sin_addr.s_addr == ip_2_ip4(&pcb->local_ip)->addr && ntohs(sin->sin_port) == pcb->local_port;
+  }
+  if (ss->ss_family == AF_INET6 && IP_IS_V6(&pcb->local_ip)) {
+    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+    return memcmp(&sin6->sin6_addr, ip_2_ip6(&pcb->local_ip)->addr, 16) == 0 &&
+           ntohs(sin6->sin6_port) == pcb->local_port;
+  }
+  return 0;
+}
+
+static void session_refuse_loop(struct s5_sessions *t) {
+  struct s5_wctx *w = t->w;
+  S5_STAT_ADD(w->stats, drop_proxy_loop, 1);
+  uint64_t now = uv_now(&w->loop);
+  if (t->loop_logged_ms != 0 && now - t->loop_logged_ms < S5_FAILURE_LOG_MS)
+    return; /* as often as failures */
+  t->loop_logged_ms = now;
+  const struct s5_config *cfg = w->cfg;
+  if (cfg->tun.auto_route && cfg->socks5.mark != 0) /* s5tund's own are marked: not routed here */
+    s5_warn(
+      "refused a connection to the SOCKS5 proxy's address (%llu so far): an application "
+      "connected to the proxy, whose address is never tunneled; with auto-route its traffic "
+      "enters the tunnel unless it carries [socks5] mark too",
+      (unsigned long long)w->stats->drop_proxy_loop);
+  else
+    s5_warn(
+      "refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
+      "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
+      (unsigned long long)w->stats->drop_proxy_loop);
+}
+
+/* With offloads the kernel cuts our segments to the MSS (GSO), so lwIP may
+ * build them as large as a pbuf holds: one write per 64 KiB instead of one
+ * per MSS. Only when the client's MSS is the one the device's MTU allows,
+ * which is the size the kernel will cut to. */
+#define S5_GSO_MSS4 65495u /* 65535 - IPv4 - TCP headers */
+#define S5_GSO_MSS6 65475u /* 65535 - IPv6 - TCP headers */
+
+static void session_use_gso(const struct s5_wctx *w, struct tcp_pcb *pcb) {
+  int v6 = IP_IS_V6(&pcb->local_ip);
+  if (w->cfg->tun.offload && pcb->mss == s5_netif_gso_size(w, v6))
+    pcb->mss = (u16_t)(v6 ? S5_GSO_MSS6 : S5_GSO_MSS4);
+}
+
+/* [session] tcp-buffer: the most one session holds each way, the client's
+ * bytes not yet taken by the proxy (the receive window) and the proxy's
+ * not yet acknowledged by the client (the send buffer). Set before the
+ * SYN-ACK announces the window (lwIP patch 0005); lwIP's default is the
+ * compiled maximum. */
+_Static_assert(S5_TCP_BUFFER_MAX == TCP_WND && S5_TCP_BUFFER_MAX == TCP_SND_BUF,
+               "[session] tcp-buffer's maximum is lwIP's TCP_WND and TCP_SND_BUF");
+
+static void session_limit_buffers(const struct s5_session *s, struct tcp_pcb *pcb) {
+  tcpwnd_size_t limit = s->cfg->session.tcp_buffer;
+  if (limit >= TCP_WND) return;
+  pcb->rcv_wnd_max = limit;
+  pcb->rcv_wnd = pcb->rcv_ann_wnd = TCP_WND_MAX(pcb);
+  pcb->snd_buf = limit;
+}
+
+/* The listener's SYN callback: a client wants a connection. The SYN-ACK
+ * waits (ERR_INPROGRESS) until the proxy has connected. Returning anything
+ * else makes lwIP refuse the SYN with a RST. */
+static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
+  struct s5_sessions *t = arg;
+  struct s5_wctx *w = t->w;
+  if (w->draining || w->stopping) {
+    S5_STAT_ADD(w->stats, drop_draining, 1);
+    return ERR_MEM;
+  }
+  /* The mapped resolver's: answered here, before any proxy work. */
+  enum s5_dns_dest dns = s5_dns_dest(w->cfg, &pcb->local_ip, pcb->local_port);
+  if (dns != S5_DNS_PASS) return s5_dns_tcp_accept(&t->dns, pcb, dns);
+  unsigned max = w->cfg->session.max_sessions;
+  if (max != 0 && w->stats->tcp_active >= max) {
+    S5_STAT_ADD(w->stats, drop_max_sessions, 1);
+    return ERR_MEM;
+  }
+  if (session_targets_proxy(w, pcb)) {
+    session_refuse_loop(t);
+    return ERR_MEM;
+  }
+  struct s5_session *s = session_new(t, pcb);
+  if (s == NULL) {
+    S5_STAT_ADD(w->stats, drop_no_memory, 1);
+    return ERR_MEM;
+  }
+  session_link(s);
+  s5_session_touch(s);
+
+  tcp_arg(pcb, s);
+  tcp_err(pcb, session_pcb_error);
+  session_use_gso(w, pcb);
+  session_limit_buffers(s, pcb);
+  tcp_nagle_disable(pcb); /* the client already coalesced; do not delay its peer's bytes */
+  s5_relay_attach(s);
+
+  if (s5_handshake_start(s) < 0) {
+    /* Refused before lwIP let go of the SYN: let lwIP send the RST. */
+    session_detach_pcb(s);
+    S5_STAT_ADD(w->stats, socks5_connect_failed, 1);
+    session_close_handles(s, 0);
+    return ERR_MEM;
+  }
+  char peer[128];
+  s5_debug("s%llu new %s", (unsigned long long)s->id, s5_session_peer(s, peer, sizeof peer));
+  return ERR_INPROGRESS;
+}
+
+/* ---- the table ---- */
+
+void s5_sessions_init(struct s5_sessions *t, struct s5_wctx *w, struct s5_relay *relay) {
+  memset(t, 0, sizeof *t);
+  t->w = w;
+  t->relay = relay;
+  s5_dns_tcp_init(&t->dns, w);
+}
+
+/* The one listening pcb: SYNs to every address and port end up here. */
+int s5_sessions_listen(struct s5_sessions *t) {
+  t->listener = tcp_new_any_dest_listener();
+  if (t->listener == NULL) {
+    s5_error("lwIP could not create the listener");
+    return -1;
+  }
+  tcp_arg(t->listener, t);
+  tcp_syn(t->listener, session_on_syn);
+  tcp_accept(t->listener, session_on_accept);
+  return 0;
+}
+
+static void sessions_close_listener(struct s5_sessions *t) {
+  if (t->listener != NULL) {
+    tcp_close(t->listener); /* from now on lwIP answers SYNs with a RST */
+    t->listener = NULL;
+  }
+}
+
+int s5_sessions_empty(const struct s5_sessions *t) { return t->list == NULL; }
+
+void s5_sessions_drain(struct s5_sessions *t, void (*drained)(void *arg), void *arg) {
+  sessions_close_listener(t);
+  t->drained = drained;
+  t->drained_arg = arg;
+  if (t->list == NULL) drained(arg);
+}
+
+void s5_sessions_stop(struct s5_sessions *t) {
+  sessions_close_listener(t);
+  t->drained = NULL; /* a reset is no drain coming to its end */
+  while (t->list != NULL) s5_session_abort(t->list, NULL);
+  s5_dns_tcp_stop(&t->dns);
+}

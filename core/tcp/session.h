@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* A session is one TCP connection from the TUN carried to the SOCKS5 proxy.
+ * Its life, in three files:
+ *   session.c    birth from a SYN, timers, the end (graceful or reset);
+ *   handshake.c  the CONNECT it asks of the SOCKS5 client (proxy.c);
+ *   relay.c      bytes both ways with backpressure, and half-close.
+ * The client's SYN is answered only once the proxy's CONNECT succeeded, so a
+ * refused CONNECT looks to the client like a refused connection.
+ * A worker's sessions are a table (struct s5_sessions, session.c): the
+ * listener that takes every SYN and the list of live sessions. The worker
+ * drives the table; the table tells it when a drain is over. A SYN to
+ * the mapped resolver's port 53 never becomes a session: the table hands
+ * it to core/dns/dns_tcp.c, which answers it in s5tund. */
+#ifndef S5_CORE_SESSION_H
+#define S5_CORE_SESSION_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "dns/dns_tcp.h"
+#include "lwip/err.h"
+#include "socks5/proxy.h"
+#include "ctx/sessionlog.h"
+#include "ctx/wctx.h"
+
+struct tcp_pcb;
+struct pbuf;
+struct s5_relay;
+struct s5_connq;
+
+enum s5_session_state {
+  S5_SESSION_CONNECTING, /* the SOCKS5 client connects, greets, authenticates, CONNECTs */
+  S5_SESSION_SYNACK,     /* CONNECT succeeded, SYN-ACK sent, waiting for the client's ACK */
+  S5_SESSION_RELAY,      /* bytes flow */
+  S5_SESSION_CLOSED,     /* handles closing, freed when they are */
+};
+
+struct s5_session {
+  struct s5_session *prev, *next; /* its table's list */
+  struct s5_sessions *tab;
+  struct s5_wctx *w;
+  struct s5_relay *relay;      /* the worker's relay state (core/tcp/relay.h) */
+  const struct s5_config *cfg; /* held (s5_wctx_cfg_hold): a reload changes it for new sessions only */
+  uint64_t id;
+  enum s5_session_state state;
+
+  struct tcp_pcb *pcb; /* NULL once lwIP no longer lets us use it */
+  /* The connection to the proxy (proxy.sock, data = the session) and,
+   * after the CONNECT reply, whatever the proxy sent beyond it (the
+   * target's first bytes, proxy.in) waiting for the client. */
+  struct s5_proxy proxy;
+  uv_timer_t timer;     /* the client's handshake (rest of connect-timeout), then idle */
+  int handles_open;     /* the timer and the proxy client: freed when both closed */
+  uint64_t last_active; /* uv_now() of the last byte either way */
+
+  uv_shutdown_t shutdown_req;
+  uv_write_t write_req; /* at most one write in flight */
+
+  /* Client to proxy: pbufs lwIP handed us, not yet taken by the proxy socket.
+   * Their bytes are acknowledged to lwIP (tcp_recved) only once written, so
+   * the client's window is the only buffer and it is bounded. */
+  struct pbuf *out, *out_tail;
+  uint16_t out_off; /* bytes of out already written */
+  size_t write_len; /* bytes in the uv_write in flight */
+
+  struct s5_session *flush_next; /* the relay's flush list */
+  unsigned flush_queued : 1;     /* on it */
+  unsigned writing : 1;          /* write_req in flight */
+  unsigned reading : 1;          /* uv_read_start active */
+  unsigned client_eof : 1;       /* FIN from the client */
+  unsigned proxy_eof : 1;        /* EOF from the proxy */
+  unsigned proxy_shut : 1;       /* our FIN to the proxy is out */
+  unsigned shutting : 1;         /* shutdown_req in flight */
+  unsigned proxy_reset : 1;      /* proxy reset: client gets the rest, then a RST */
+  uint32_t flow_ref;             /* its slot in the worker's flow table, 0 for none */
+  const char *reset_why;         /* for the log when that RST goes out */
+
+  struct s5_session_record rec; /* [log] sessions: who, where, bytes, how it ended */
+  char end_why[120];            /* rec.end's text when it is not a constant */
+};
+
+/* A worker's sessions. */
+struct s5_sessions {
+  struct s5_wctx *w;
+  struct s5_relay *relay;   /* what its sessions relay with */
+  struct tcp_pcb *listener; /* takes SYNs to every address and port */
+  struct s5_session *list;  /* all live sessions */
+  struct s5_dns_tcp dns;    /* connections the mapped resolver takes instead (core/dns/dns_tcp.c) */
+  uint64_t next_id;
+  uint64_t loop_logged_ms;    /* last "connection to the proxy itself" warning */
+  void (*drained)(void *arg); /* s5_sessions_drain() */
+  void *drained_arg;
+};
+
+/* session.c: the table's life. init prepares it; listen opens the
+ * listener (-1, logged, when lwIP cannot); drain closes the listener and
+ * calls drained(arg) once no session is left (at once when there is none);
+ * stop closes the listener and resets every session. */
+void s5_sessions_init(struct s5_sessions *t, struct s5_wctx *w, struct s5_relay *relay);
+int s5_sessions_listen(struct s5_sessions *t);
+void s5_sessions_drain(struct s5_sessions *t, void (*drained)(void *arg), void *arg);
+void s5_sessions_stop(struct s5_sessions *t);
+int s5_sessions_empty(const struct s5_sessions *t);
+/* --connections: puts every live session into q (core/shared/conntab.h). */
+void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q);
+
+/* session.c: one session. */
+void s5_session_established(struct s5_session *s);
+/* The proxy client's handles have closed (its ops->closed). */
+void s5_session_proxy_closed(void *session);
+void s5_session_finish(struct s5_session *s);
+int s5_session_abort(struct s5_session *s, const char *why);
+/* The same, why logged at level (s5_wctx_failure). */
+int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why);
+void s5_session_touch(struct s5_session *s);
+const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);
+
+/* handshake.c: starts the session's proxy client (s->proxy) on a CONNECT
+ * to the client's destination; it ends in s5_session_established() or an
+ * abort. Returns 0, or -1 (logged): then the client is to be refused. */
+int s5_handshake_start(struct s5_session *s);
+
+/* relay.c (its per-worker state: core/tcp/relay.h): attach at the SYN (lwIP's
+ * recv and sent callbacks), start once the client completed its handshake
+ * (returns ERR_ABRT when it had to abort the session), release when the
+ * session ends. */
+void s5_relay_attach(struct s5_session *s);
+err_t s5_relay_start(struct s5_session *s);
+void s5_relay_release(struct s5_session *s);
+
+#endif

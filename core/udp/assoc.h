@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/* A worker's UDP associations (RFC 1928 section 7): the table that finds
+ * one by its client's source address and port, and one association's life
+ * from its start to its end: the SOCKS5 client (proxy.c) on its control
+ * connection, the hold-down after failures at the proxy, the idle timer,
+ * the record for the session log, and the freeing once every handle has
+ * closed.
+ *
+ * The datagrams themselves are udp.c's, which sits above this: it creates
+ * the table, finds or starts associations for datagrams from the TUN, and
+ * gives the table the proxy client's callbacks (they open and connect the
+ * relay socket, which the datagram path reads). Nothing here calls into
+ * udp.c, so the two files make no circle. Private to the two. */
+#ifndef S5_CORE_ASSOC_H
+#define S5_CORE_ASSOC_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "base/log.h"
+#include "socks5/proxy.h"
+#include "ctx/sessionlog.h"
+#include "socks5/socks5_udp.h"
+#include "udp/udp_io.h"
+
+#include "lwip/ip_addr.h"
+
+struct pbuf;
+struct s5_wctx;
+
+#define S5_UDP_BUCKETS 1024 /* hash buckets per worker (chained) */
+#define S5_UDP_QUEUE_MAX 32 /* datagrams held while an association starts */
+
+/* Life of an association:
+ *   CONNECTING  the SOCKS5 client (proxy.c) connects the control
+ *               connection, greets, authenticates and sends UDP ASSOCIATE
+ *               naming our UDP socket (bound to the control connection's
+ *               local address before the request, so the proxy knows
+ *               exactly where our datagrams come from)
+ *   READY       datagrams both ways; the client watches the control
+ *               connection only to tell us when it closed
+ *   CLOSED      handles closing; freed when the last one has closed
+ * Datagrams that arrive before READY wait (up to S5_UDP_QUEUE_MAX, then
+ * they are dropped, as a congested network would). */
+enum s5_assoc_state { S5_ASSOC_CONNECTING, S5_ASSOC_READY, S5_ASSOC_CLOSED };
+
+struct s5_assoc {
+  struct s5_assoc *hnext;       /* hash chain */
+  struct s5_assoc *prev, *next; /* every association, for shutdown */
+  struct s5_udp *u;             /* freed at stop before the handles' close callbacks run */
+  struct s5_wctx *w;            /* lives until after them */
+  const struct s5_config *cfg;  /* held: a reload changes it for new associations only */
+  struct s5_session_record rec; /* [log] sessions */
+  char end_why[120];
+  uint64_t id;
+  ip_addr_t client; /* the client's source address and port */
+  uint16_t client_port;
+  enum s5_assoc_state state;
+
+  struct s5_proxy proxy;    /* the control connection (proxy.sock) */
+  struct s5_udp_sock relay; /* to the proxy's relay address (core/udp/udp_io.h) */
+  uv_timer_t timer;         /* idle timeout, once ready */
+  int handles_open;         /* timer, proxy client, relay once open */
+  unsigned relay_open : 1;
+  unsigned answered : 1; /* a datagram came back through the relay */
+  uint64_t last_active;
+
+  struct sockaddr_storage udp_local; /* our UDP socket, as told to the proxy */
+
+  unsigned queued;
+  struct pbuf *queue[S5_UDP_QUEUE_MAX]; /* SOCKS5 header pbuf + payload each */
+  ip_addr_t hdr_dst;                    /* the last plain (not mapped) destination ... */
+  uint16_t hdr_port;
+  uint8_t hdr_len; /* ... and its SOCKS5 header (udp.c); 0: none */
+  uint8_t hdr[4 + 16 + 2];
+};
+
+/* A client whose relay refused datagrams before any came back: it alone is
+ * held back for a while (its retries would cost an ASSOCIATE each), the
+ * others go on (assoc.c). */
+#define S5_UDP_HELD_CLIENTS 8
+struct s5_udp_held {
+  ip_addr_t client;
+  uint16_t port;
+  unsigned hold_ms; /* 0: a free slot */
+  uint64_t until;
+};
+
+struct s5_udp {
+  struct s5_wctx *w;
+  const struct s5_proxy_ops *proxy_ops; /* the datagram side's (udp.c): every association's client */
+  struct s5_assoc *all;
+  unsigned active;
+  uint64_t next_id;
+  uint64_t hold_until;              /* loop time before which no association starts */
+  unsigned hold_ms;                 /* the last hold-down; 0 once a relay answered */
+  unsigned no_associate_logged : 1; /* "the proxy does not support UDP ASSOCIATE" said */
+  unsigned relay_worked : 1;        /* a datagram came back through some relay */
+  unsigned relay_dead_run;          /* distinct clients' relays unreachable since the last datagram back */
+  unsigned held_next;               /* the slot of held[] the next new client takes */
+  unsigned tun_ifindex;             /* the device's, for relay_loops() (udp.c); 0 = not looked up */
+  struct s5_udp_held held[S5_UDP_HELD_CLIENTS];
+  struct s5_assoc *buckets[S5_UDP_BUCKETS];
+};
+
+/* The association of client:port, or NULL. */
+struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16_t port);
+
+/* Starts an association for client:port (its proxy client connecting).
+ * Returns NULL when it cannot (counted; [session] max-sessions, memory, a
+ * proxy connection that failed at once). */
+struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port);
+
+/* Ends it once (session log, debug line, out of the table, handles
+ * closing); it is freed when they have closed. */
+void s5_assoc_end(struct s5_assoc *a, const char *why);
+
+/* It failed at the proxy: hold new associations back, log why through the
+ * worker's failure limiter at level (INFO for s5_assoc_fail), end it. */
+void s5_assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *why);
+void s5_assoc_fail(struct s5_assoc *a, const char *why);
+
+/* The proxy closed the connection on UDP ASSOCIATE: it has no UDP. */
+void s5_assoc_no_associate(struct s5_assoc *a, const char *why);
+
+/* New associations refused for a while after a failure at the proxy. */
+void s5_assoc_hold(struct s5_udp *u);
+
+/* Only client:port's new associations refused for a while; the hold-down
+ * doubles when the client was held before. Returns its length in ms, and
+ * in *again whether the client was held before (a repeat, not another
+ * client failing). */
+unsigned s5_assoc_hold_client(struct s5_udp *u, const ip_addr_t *client, uint16_t port, int *again);
+
+/* Whether client:port's new associations are refused now (either hold). */
+int s5_assoc_held(struct s5_udp *u, const ip_addr_t *client, uint16_t port);
+
+/* The relay is connected: datagrams flow, the idle timer runs. */
+void s5_assoc_set_ready(struct s5_assoc *a, uint16_t relay_port);
+
+/* A datagram either way. */
+void s5_assoc_touch(struct s5_assoc *a);
+
+/* Where datagrams for the proxy's relay go, from the ASSOCIATE reply's
+ * bound address. Returns 0, or -1 when there is no usable one. */
+int s5_assoc_relay_target(const struct s5_assoc *a, const struct s5_socks5_addr *bnd,
+                          struct sockaddr_storage *out);
+
+/* "198.18.0.1:5353", the client, for log lines. */
+const char *s5_assoc_client(const struct s5_assoc *a, char *buf, size_t len);
+
+/* A handle of a, or its proxy client, has closed (ops->closed). */
+void s5_assoc_release(void *assoc);
+
+#endif

@@ -1,0 +1,494 @@
+/* SPDX-License-Identifier: MIT */
+/* UDP datagrams through SOCKS5 UDP ASSOCIATE (see udp.h for the design):
+ * from the TUN to an association's relay socket and back, the mapped
+ * resolver's answers, and the relay socket's start (opened on the control
+ * connection's address, connected to the relay the proxy names). The
+ * associations themselves, their table and their life, are assoc.c's.
+ *
+ * Hot path (core/udp/udp_io.c, core/netif/udp_tun.c): client to proxy, the SOCKS5
+ * header is built on the stack and queued with the payload in the worker's
+ * send arena, sent once per loop turn with sendmmsg (UDP_SEGMENT for runs
+ * of equal size); proxy to client, datagrams are read with recvmmsg into
+ * the worker's ring and written to the TUN as one GSO packet per run of a
+ * flow (USO), or through lwIP where the kernel cannot. No allocation. */
+#include "udp/udp.h"
+
+#include <errno.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/addr.h"
+#include "udp/assoc.h"
+#include "shared/conntab.h"
+#include "dns/dns.h"
+#include "dns/dnsmap.h"
+#include "netif/icmp.h"
+#include "base/log.h"
+#include "socks5/proxy.h"
+#include "route_get.h"
+#include "socks5/socks5_udp.h"
+#include "udp/udp_io.h"
+#include "netif/udp_tun.h"
+#include "ctx/wctx.h"
+
+#include "lwip/inet_chksum.h"
+#include "lwip/ip.h"
+#include "lwip/prot/ip4.h"
+#include "lwip/pbuf.h"
+#include "lwip/prot/udp.h"
+#include "lwip/udp.h"
+
+/* Relays of a proxy that worked and then refuse datagrams this many times in
+ * a row, with none answering in between: the proxy's UDP side has failed. */
+#define S5_UDP_RELAY_DEAD_RUN 8
+/* The same on a worker where no relay has answered yet. */
+#define S5_UDP_RELAY_DEAD_RUN_FRESH 2
+
+/* ---------------------------------------------------------------- helpers */
+
+static void udp_drop(struct s5_wctx *w) { S5_STAT_ADD(w->stats, drop_udp, 1); }
+
+/* The SOCKS5 form of a destination: by name for a mapped DNS address. */
+static int dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t cap) {
+  struct s5_socks5_addr a;
+  memset(&a, 0, sizeof a);
+  a.port = port;
+  int mapped = s5_dnsmap_name_of_ip(dst, a.name, sizeof a.name);
+  if (mapped < 0) return -1;
+  if (mapped > 0) {
+    a.family = AF_UNSPEC;
+    a.name_len = (uint8_t)strlen(a.name);
+  } else if (IP_IS_V6(dst)) {
+    a.family = AF_INET6;
+    memcpy(a.ip, ip_2_ip6(dst)->addr, 16);
+  } else {
+    a.family = AF_INET;
+    memcpy(a.ip, &ip_2_ip4(dst)->addr, 4);
+  }
+  return s5_socks5_udp_header_write(hdr, cap, &a);
+}
+
+/* ---------------------------------------------------------------- to the client */
+
+int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+                  uint16_t dport, const uint8_t *data, size_t len) {
+  /* IPv4: the whole packet fits 16 bits; IPv6: the payload (UDP header too). */
+  size_t max = IP_IS_V6(dst) ? 0xffff - UDP_HLEN : 0xffff - UDP_HLEN - IP_HLEN;
+  if (IP_GET_TYPE(src) != IP_GET_TYPE(dst) || len > max) {
+    udp_drop(w);
+    return -1;
+  }
+  struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, (u16_t)len, PBUF_RAM);
+  if (p == NULL) {
+    S5_STAT_ADD(w->stats, drop_no_memory, 1);
+    return -1;
+  }
+  pbuf_take(p, data, (u16_t)len);
+  pbuf_add_header(p, UDP_HLEN);
+  struct udp_hdr *h = p->payload;
+  h->src = lwip_htons(sport);
+  h->dest = lwip_htons(dport);
+  h->len = lwip_htons(p->tot_len);
+  h->chksum = 0;
+  u16_t sum = ip_chksum_pseudo(p, IP_PROTO_UDP, p->tot_len, src, dst);
+  h->chksum = sum == 0 ? 0xffff : sum; /* 0 means "no checksum" (RFC 768) */
+  err_t err = ip_output_if_src(p, src, dst, UDP_TTL, 0, IP_PROTO_UDP, &w->netif);
+  pbuf_free(p);
+  if (err != ERR_OK) {
+    udp_drop(w);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- client to proxy */
+
+/* Sends one datagram (hdr, then the chain p) to the relay: queued for the
+ * end of this loop turn (core/udp/udp_io.c), where it is counted. */
+static void assoc_send(struct s5_assoc *a, const uint8_t *hdr, size_t hlen, struct pbuf *p) {
+  s5_udp_sock_send(&a->relay, hdr, hlen, p);
+}
+
+static void assoc_flush_queue(struct s5_assoc *a) {
+  for (unsigned i = 0; i < a->queued && a->state == S5_ASSOC_READY; i++) {
+    assoc_send(a, NULL, 0, a->queue[i]);
+    pbuf_free(a->queue[i]);
+    a->queue[i] = NULL;
+  }
+  for (unsigned i = 0; i < a->queued; i++)
+    if (a->queue[i] != NULL) pbuf_free(a->queue[i]);
+  a->queued = 0;
+}
+
+/* ---------------------------------------------------------------- proxy to client */
+
+/* The source the client sees: the remote the proxy names, in the client's
+ * family (IPv4-mapped IPv6 from a dual-stack relay becomes IPv4; a name
+ * becomes its mapped address). Returns 0, or -1 when it cannot be shown to
+ * this client. */
+static int reply_source(const struct s5_assoc *a, const struct s5_socks5_addr *s, ip_addr_t *out) {
+  static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (s->family == AF_UNSPEC) return s5_dnsmap_address_of(s->name, s->name_len, IP_IS_V6(&a->client), out);
+  if (s->family == AF_INET6 && !IP_IS_V6(&a->client) && memcmp(s->ip, v4mapped, 12) == 0) {
+    IP_ADDR4(out, s->ip[12], s->ip[13], s->ip[14], s->ip[15]);
+    return 0;
+  }
+  if (s->family == AF_INET && !IP_IS_V6(&a->client)) {
+    IP_ADDR4(out, s->ip[0], s->ip[1], s->ip[2], s->ip[3]);
+    return 0;
+  }
+  if (s->family == AF_INET6 && IP_IS_V6(&a->client)) {
+    ip_addr_set_zero_ip6(out);
+    memcpy(ip_2_ip6(out)->addr, s->ip, 16);
+    return 0;
+  }
+  return -1;
+}
+
+/* The relay answers with ICMP errors. That is the proxy ending this one
+ * association (danted does, for one whose datagrams drew an ICMP error from
+ * the target: a closed port, say), or the proxy's UDP side failing. Only
+ * the second holds back new associations of every client (udp_hold), and
+ * it is told apart by clients: relays of several distinct clients refusing
+ * in a row with no datagram back in between (S5_UDP_RELAY_DEAD_RUN_FRESH
+ * when no relay of this worker has worked yet, S5_UDP_RELAY_DEAD_RUN when
+ * one has). One client
+ * alone costs only itself: when nothing came back through its relay, that
+ * client is held back (its retries would cost an ASSOCIATE each). */
+static void relay_unreachable(struct s5_assoc *a, int err) {
+  struct s5_udp *u = a->u;
+  char why[200];
+  int again = 0;
+  unsigned held_ms = a->answered ? 0 : s5_assoc_hold_client(u, &a->client, a->client_port, &again);
+  unsigned most = u->relay_worked ? S5_UDP_RELAY_DEAD_RUN : S5_UDP_RELAY_DEAD_RUN_FRESH;
+  if (a->answered || again || ++u->relay_dead_run < most) {
+    int n = snprintf(why, sizeof why,
+                     "the proxy ended the association (its relay refuses datagrams: %s); others go on",
+                     uv_strerror(err));
+    if (held_ms != 0 && n > 0 && (size_t)n < sizeof why)
+      snprintf(why + n, sizeof why - (size_t)n, "; this client held back %u ms", held_ms);
+    char c[80], line[300];
+    snprintf(line, sizeof line, "u%llu %s: %s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
+             why);
+    s5_wctx_failure(u->w, S5_LOG_INFO, line);
+    s5_assoc_end(a, why);
+    return;
+  }
+  snprintf(why, sizeof why, "UDP relay unreachable: %s; new associations held back", uv_strerror(err));
+  S5_STAT_ADD(u->w->stats, socks5_connect_failed, 1);
+  s5_assoc_fail(a, why);
+}
+
+/* A read on the relay socket failed: on a connected UDP socket, an ICMP
+ * error for an earlier send, e.g. the relay port closed. Not fatal by
+ * itself (the control connection says whether the association lives), but
+ * nothing arrives either. */
+static void relay_error(struct s5_udp_sock *s, int err) {
+  struct s5_assoc *a = s->poll.data;
+  if (a->state != S5_ASSOC_READY) return;
+  s5_debug("u%llu relay socket: %s", (unsigned long long)a->id, uv_strerror(err));
+  if (err == UV_ECONNREFUSED || err == UV_EHOSTUNREACH || err == UV_ENETUNREACH) relay_unreachable(a, err);
+}
+
+static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) {
+  struct s5_assoc *a = s->poll.data;
+  struct s5_wctx *w = a->u->w;
+  if (a->state != S5_ASSOC_READY) return;
+  const char *bad = NULL;
+  struct s5_socks5_addr src;
+  int hlen = 0;
+  if (buf == NULL) {
+    bad = "datagram larger than the buffer";
+  } else {
+    hlen = s5_socks5_udp_header_parse(buf, nread, &src);
+    if (hlen == S5_SOCKS5_FRAGMENTED) bad = "fragmented SOCKS5 datagram (FRAG != 0)";
+    else if (hlen < 0) bad = "malformed SOCKS5 UDP header";
+  }
+  ip_addr_t from;
+  if (bad == NULL && reply_source(a, &src, &from) < 0)
+    bad = "source address of the other family (or an unmappable name)";
+  if (bad != NULL) {
+    udp_drop(w);
+    s5_debug("u%llu datagram from the relay dropped: %s (%zu bytes; %llu UDP drops on this queue)",
+             (unsigned long long)a->id, bad, nread, (unsigned long long)S5_STAT_GET(w->stats, drop_udp));
+    return;
+  }
+  S5_STAT_ADD(w->stats, bytes_from_proxy, nread);
+  a->rec.bytes_down += (uint64_t)(nread - (size_t)hlen);
+  a->u->hold_ms = 0; /* the proxy's UDP side works */
+  a->u->relay_worked = 1;
+  a->u->relay_dead_run = 0;
+  a->answered = 1;
+  s5_assoc_touch(a);
+  const uint8_t *data = buf + hlen;
+  size_t len = nread - (size_t)hlen;
+  if (s5_udp_tun_put(w, &from, src.port, &a->client, a->client_port, data, len) < 0)
+    s5_udp_output(w, &from, src.port, &a->client, a->client_port, data, len);
+}
+
+/* ---------------------------------------------------------------- the association's start */
+
+/* Our UDP socket: same family and local address as the control connection
+ * (the address the proxy sees us at), any port, SO_MARK like every socket
+ * to the proxy. */
+static int relay_open(struct s5_assoc *a) {
+  const struct s5_config *cfg = a->cfg;
+  struct sockaddr_storage local;
+  int len = sizeof local;
+  int r = uv_tcp_getsockname(&a->proxy.sock, (struct sockaddr *)&local, &len);
+  if (r < 0) return r;
+  if (local.ss_family == AF_INET) ((struct sockaddr_in *)&local)->sin_port = 0;
+  else ((struct sockaddr_in6 *)&local)->sin6_port = 0;
+  int fd = socket(local.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  if ((cfg->socks5.mark != 0 &&
+       setsockopt(fd, SOL_SOCKET, SO_MARK, &cfg->socks5.mark, sizeof cfg->socks5.mark) < 0) ||
+      bind(fd, (struct sockaddr *)&local, (socklen_t)len) < 0) {
+    r = -errno;
+    close(fd);
+    return r;
+  }
+  r = s5_udp_sock_init(&a->relay, a->u->w, fd, a, a->id); /* takes fd */
+  if (r < 0) return r;
+  a->relay_open = 1;
+  a->handles_open++;
+  socklen_t slen = sizeof a->udp_local;
+  return getsockname(fd, (struct sockaddr *)&a->udp_local, &slen) < 0 ? -errno : 0;
+}
+
+/* A relay the host routes into our own device (a partial route that
+ * covers it, no mark rule): every datagram sent there would come back in as
+ * a new client, which opens another association, and so on. Refused before
+ * anything is sent, counted as a proxy loop like TCP's, that client held
+ * back. One route lookup per association, none per datagram. */
+static int relay_loops(struct s5_assoc *a, const struct sockaddr_storage *target) {
+  struct s5_udp *u = a->u;
+  if (a->cfg->tun.netns[0] != '\0') return 0; /* the device is in another namespace than our sockets */
+  if (u->tun_ifindex == 0) u->tun_ifindex = if_nametoindex(a->cfg->tun.name);
+  int oif = s5_route_get_oif((const struct sockaddr *)target, (const struct sockaddr *)&a->udp_local,
+                             a->cfg->socks5.mark);
+  if (oif <= 0 || (unsigned)oif != u->tun_ifindex) return 0; /* no route: connect() will say */
+  S5_STAT_ADD(u->w->stats, drop_proxy_loop, 1);
+  int again;
+  unsigned ms = s5_assoc_hold_client(u, &a->client, a->client_port, &again);
+  char c[80], relay[80], line[320];
+  ip_addr_t ip;
+  memset(&ip, 0, sizeof ip);
+  uint16_t port;
+  if (target->ss_family == AF_INET) {
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)target;
+    ip4_addr_set_u32(ip_2_ip4(&ip), sin->sin_addr.s_addr);
+    IP_SET_TYPE_VAL(ip, IPADDR_TYPE_V4);
+    port = ntohs(sin->sin_port);
+  } else {
+    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)target;
+    IP_SET_TYPE_VAL(ip, IPADDR_TYPE_V6);
+    memcpy(ip_2_ip6(&ip)->addr, &sin6->sin6_addr, 16);
+    port = ntohs(sin6->sin6_port);
+  }
+  snprintf(line, sizeof line,
+           "u%llu %s: refused: the proxy's UDP relay %s is routed into %s, so its datagrams would come back "
+           "as new clients (a loop); route the relay outside the tunnel; this client held back %u ms",
+           (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
+           s5_addr_port_str(&ip, port, relay, sizeof relay), a->cfg->tun.name, ms);
+  s5_wctx_failure(u->w, S5_LOG_WARN, line);
+  s5_assoc_end(a, "relay routed into the tunnel");
+  return 1;
+}
+
+/* The proxy granted UDP ASSOCIATE: datagrams go to its relay from now on. */
+static void assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
+  struct sockaddr_storage target;
+  if (s5_assoc_relay_target(a, bnd, &target) < 0) {
+    S5_STAT_ADD(a->u->w->stats, socks5_bad_reply, 1);
+    s5_assoc_fail(a, "the proxy's UDP relay address is unusable (check [socks5] udp-address)");
+    return;
+  }
+  if (relay_loops(a, &target)) return;
+  socklen_t tlen = target.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  int r = connect(a->relay.fd, (const struct sockaddr *)&target, tlen) < 0 ? -errno : 0;
+  if (r == 0) r = s5_udp_sock_start(&a->relay, relay_recv, relay_error);
+  if (r < 0) {
+    char why[128];
+    snprintf(why, sizeof why, "UDP relay socket: %s", uv_strerror(r));
+    S5_STAT_ADD(a->u->w->stats, socks5_connect_failed, 1);
+    s5_assoc_fail(a, why);
+    return;
+  }
+  s5_assoc_set_ready(a, bnd->port);
+  assoc_flush_queue(a);
+}
+
+/* ---------------------------------------------------------------- the proxy client's callbacks */
+
+/* The control connection is up: our UDP socket is opened now, on its
+ * local address, for the request to name. */
+static int assoc_proxy_connected(void *assoc) {
+  struct s5_assoc *a = assoc;
+  int r = relay_open(a);
+  if (r == 0) return 0;
+  char why[160];
+  snprintf(why, sizeof why, "UDP socket for the relay: %s", uv_strerror(r));
+  s5_assoc_fail(a, why);
+  return -1;
+}
+
+static int assoc_proxy_request(void *assoc, uint8_t *msg, size_t cap) {
+  struct s5_assoc *a = assoc;
+  return s5_socks5_write_udp_associate(msg, cap, (struct sockaddr *)&a->udp_local);
+}
+
+static void assoc_proxy_result(void *assoc, const struct s5_proxy_result *r) {
+  struct s5_assoc *a = assoc;
+  if (a->state == S5_ASSOC_CLOSED) return;
+  switch (r->outcome) {
+    case S5_PROXY_GRANTED: assoc_ready(a, &r->bnd); break;
+    case S5_PROXY_FAILED: s5_assoc_fail_at(a, r->level, r->why); break;
+    case S5_PROXY_NO_ASSOCIATE: s5_assoc_no_associate(a, r->why); break;
+    case S5_PROXY_LOST: s5_assoc_end(a, r->why); break;
+  }
+}
+
+static const struct s5_proxy_ops assoc_proxy_ops = {
+  .cmd = S5_PROXY_ASSOCIATE,
+  .request = assoc_proxy_request,
+  .connected = assoc_proxy_connected,
+  .result = assoc_proxy_result,
+  .closed = s5_assoc_release,
+};
+
+/* ---------------------------------------------------------------- from lwIP */
+
+/* A query for the mapped resolver: the resolver makes the answer, which
+ * goes back like any datagram to the client, from the address it asked
+ * (with [dns] hijack, any address's port 53). */
+static void udp_dns_query(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *src, u16_t sport,
+                          const ip_addr_t *dst, u16_t dport, enum s5_dns_dest dest) {
+  uint8_t answer[S5_DNS_ANSWER_MAX];
+  int n = s5_dns_answer_pbuf(w, p, src, dest, answer, sizeof answer);
+  if (n > 0) s5_udp_output(w, dst, dport, src, sport, answer, (size_t)n);
+}
+
+/* The SOCKS5 header of an association's last destination, built once and
+ * reused while the client keeps sending there, which is the common case.
+ * Only for plain addresses: a mapped one may stand for another name later,
+ * so its header is built for each datagram. Returns its length (*hdr
+ * pointed at it), or -1 to build it. */
+static int cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t **hdr) {
+  char name[256]; /* as struct s5_socks5_addr holds one */
+  if (a->hdr_len == 0 || a->hdr_port != port || !ip_addr_cmp(&a->hdr_dst, dst)) return -1;
+  if (s5_dnsmap_name_of_ip(dst, name, sizeof name) != 0) return -1; /* a range check for a plain one */
+  *hdr = a->hdr;
+  return a->hdr_len;
+}
+
+static void cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t *hdr,
+                         int hlen) {
+  if ((size_t)hlen > sizeof a->hdr || hdr[3] == 0x03) return; /* ATYP 3: by name, mapped */
+  ip_addr_copy(a->hdr_dst, *dst);
+  a->hdr_port = port;
+  memcpy(a->hdr, hdr, (size_t)hlen);
+  a->hdr_len = (uint8_t)hlen;
+}
+
+static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport, const ip_addr_t *dst,
+                         u16_t dport) {
+  struct s5_udp *u = arg;
+  struct s5_wctx *w = u->w;
+  enum s5_dns_dest dns = s5_dns_dest(w->cfg, dst, dport);
+  if (dns != S5_DNS_PASS) {
+    udp_dns_query(w, p, src, sport, dst, dport, dns);
+    return;
+  }
+  if (!w->cfg->socks5.udp || w->stopping) {
+    s5_icmp_port_unreachable(w, p);
+    return;
+  }
+  struct s5_assoc *a = s5_assoc_find(u, src, sport);
+  uint8_t hdr_buf[S5_SOCKS5_UDP_HDR_MAX];
+  const uint8_t *hdr = hdr_buf;
+  int hlen = a != NULL ? cached_header(a, dst, dport, &hdr) : -1;
+  if (hlen < 0) hlen = dest_header(dst, dport, hdr_buf, sizeof hdr_buf);
+  if (hlen < 0) { /* a mapped address whose name is gone */
+    s5_icmp_port_unreachable(w, p);
+    return;
+  }
+  if (a != NULL && hdr == hdr_buf) cache_header(a, dst, dport, hdr_buf, hlen);
+  if (a == NULL && s5_assoc_held(u, src, sport)) { /* the proxy failed just now */
+    s5_icmp_port_unreachable(w, p);
+    return;
+  }
+  if (a == NULL) a = s5_assoc_new(u, src, sport);
+  if (a == NULL) {
+    udp_drop(w);
+    pbuf_free(p);
+    return;
+  }
+  s5_assoc_touch(a);
+  if (a->rec.dest_port == 0) { /* the first destination, for the session log */
+    ip_addr_copy(a->rec.dest, *dst);
+    a->rec.dest_port = dport;
+  }
+  a->rec.bytes_up += p->tot_len;
+  if (a->state == S5_ASSOC_READY) {
+    assoc_send(a, hdr, (size_t)hlen, p);
+    pbuf_free(p);
+    return;
+  }
+  struct pbuf *h = a->queued < S5_UDP_QUEUE_MAX ? pbuf_alloc(PBUF_RAW, (u16_t)hlen, PBUF_RAM) : NULL;
+  if (h == NULL) {
+    udp_drop(w);
+    pbuf_free(p);
+    return;
+  }
+  pbuf_take(h, hdr, (u16_t)hlen);
+  pbuf_cat(h, p); /* h takes over the reference to p */
+  a->queue[a->queued++] = h;
+}
+
+/* ---------------------------------------------------------------- worker glue */
+
+/* The table is the worker's (it keeps what this returns), one per worker
+ * like the lwIP instance it serves, and lwIP hands it back with every
+ * datagram: nothing here is per thread. */
+struct s5_udp *s5_udp_start(struct s5_wctx *w) {
+  struct s5_udp *u = calloc(1, sizeof *u);
+  if (u == NULL) {
+    s5_error("UDP: out of memory");
+    return NULL;
+  }
+  u->w = w;
+  u->proxy_ops = &assoc_proxy_ops;
+  if (s5_udp_io_start(w) < 0 || s5_udp_tun_start(w, s5_udp_io_batching(w)) < 0) {
+    s5_udp_io_stop(w);
+    free(u);
+    return NULL;
+  }
+  udp_set_any_dest_handler(udp_from_tun, u);
+  return u;
+}
+
+void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
+  for (const struct s5_assoc *a = u != NULL ? u->all : NULL; a != NULL; a = a->next) {
+    struct s5_conn c;
+    s5_session_record_entry(&a->rec, &c);
+    c.last_ms = a->last_active;
+    c.state = u->w->draining               ? S5_CONN_DRAINING
+              : a->state == S5_ASSOC_READY ? S5_CONN_OPEN
+                                           : S5_CONN_CONNECTING;
+    s5_conntab_put(q, &c);
+  }
+}
+
+void s5_udp_stop(struct s5_udp *u) {
+  if (u == NULL) return;
+  udp_set_any_dest_handler(NULL, NULL);
+  while (u->all != NULL) s5_assoc_end(u->all, "worker stopping");
+  s5_udp_tun_stop(u->w);
+  s5_udp_io_stop(u->w);
+  free(u);
+}
