@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "base/log.h"
 
+#include "base/assert.h"
+
+#include <stdlib.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -119,4 +122,9 @@ void s5_log_write(enum s5_log_level level, const char *fmt, ...) {
     (void)unused;
   }
   errno = saved;
+}
+
+_Noreturn void s5_assert_fail(const char *file, int line, const char *cond) {
+  s5_error("assertion failed: %s:%d: %s", file, line, cond);
+  abort();
 }
