@@ -244,7 +244,7 @@ test-tsan: deps-fuzz
 	cmake --build $(TSAN_DIR) -j "$$(nproc)"
 	$(SAN_TSAN_ENV) ctest --test-dir $(TSAN_DIR) --output-on-failure -R '$(TSAN_TESTS)' $(CTEST_ARGS)
 
-# ---- Reliability: load and soak (test/e2e/soak.sh; root) ------------------
+# ---- Reliability: load and soak (test/e2e/soak.sh's cases; root) ----------
 # make soak         deps + build + mixed TCP/UDP traffic with churning
 #                   connections through danted for SOAK_SECONDS (default
 #                   600) in thread mode, then in process mode (2 queues):
@@ -259,13 +259,13 @@ SOAK_SHORT_SECONDS ?= 60
 .PHONY: soak soak-short load
 
 soak: deps build
-	SOAK_SECONDS=$(SOAK_SECONDS) bash test/e2e/soak.sh soak thread 2 $(BUILD_DIR)/s5tund
-	SOAK_SECONDS=$(SOAK_SECONDS) bash test/e2e/soak.sh soak process 2 $(BUILD_DIR)/s5tund
+	SOAK_SECONDS=$(SOAK_SECONDS) bash test/e2e/run.sh soak thread 2 $(BUILD_DIR)/s5tund
+	SOAK_SECONDS=$(SOAK_SECONDS) bash test/e2e/run.sh soak process 2 $(BUILD_DIR)/s5tund
 
 soak-short: deps build
-	SOAK_SECONDS=$(SOAK_SHORT_SECONDS) SOAK_EVERY=3 bash test/e2e/soak.sh soak thread 2 $(BUILD_DIR)/s5tund
-	SOAK_SECONDS=$(SOAK_SHORT_SECONDS) SOAK_EVERY=3 bash test/e2e/soak.sh soak process 2 $(BUILD_DIR)/s5tund
+	SOAK_SECONDS=$(SOAK_SHORT_SECONDS) SOAK_EVERY=3 bash test/e2e/run.sh soak thread 2 $(BUILD_DIR)/s5tund
+	SOAK_SECONDS=$(SOAK_SHORT_SECONDS) SOAK_EVERY=3 bash test/e2e/run.sh soak process 2 $(BUILD_DIR)/s5tund
 
 load: deps build
-	bash test/e2e/soak.sh load thread 2 $(BUILD_DIR)/s5tund
-	bash test/e2e/soak.sh load process 2 $(BUILD_DIR)/s5tund
+	bash test/e2e/run.sh load thread 2 $(BUILD_DIR)/s5tund
+	bash test/e2e/run.sh load process 2 $(BUILD_DIR)/s5tund

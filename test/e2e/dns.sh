@@ -1,10 +1,7 @@
-#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# s5tund end-to-end tests for the mapped resolver over TCP and [dns] hijack:
-# one case per invocation, same topology and rules as run.sh and udp.sh
-# (whose DNS helpers are in dnslib.sh).
-#
-#   dns.sh CASE MODE QUEUES [S5TUND]
+# shellcheck shell=bash
+# End-to-end cases for the mapped resolver over TCP and [dns] hijack
+# (run.sh runs them; the DNS helpers shared with udp.sh are in dnslib.sh).
 #
 # CASE   dns_tcp     dig +tcp at the resolver's IPv4 and IPv6 addresses gets
 #                    the answer dig over UDP gets (A and AAAA); dig +keepopen
@@ -24,34 +21,15 @@
 #                    counted in dns_hijacked, and dnsmasq never sees them;
 #                    reloaded with hijack = false, the same queries reach
 #                    dnsmasq through the proxy and get its answers
-#
-# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
-set -eEuo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
-source "$HERE/lib.sh"
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
 
-usage() { echo "usage: $0 dns_tcp|dns_hijack thread|process QUEUES [S5TUND]" >&2; exit 2; }
-
-CASE=${1:-}
-[[ $# -ge 3 ]] || usage
-MODE=$2 QUEUES=$3
-shift 3
-case $CASE in dns_tcp|dns_hijack) ;; *) usage ;; esac
-[[ $MODE == thread || $MODE == process ]] || usage
-[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
-
-e2e_require_root
-e2e_require_tools
-command -v dnsmasq >/dev/null 2>&1 || fail "missing tool: dnsmasq (run 'make deps')"
-command -v dig >/dev/null 2>&1 || fail "missing tool: dig (dnsutils; run 'make deps')"
-e2e_find_s5tund "${1:-}"
-e2e_init "$CASE"
-log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
-udp_install_exit
+dns_setup() {
+  command -v dnsmasq >/dev/null 2>&1 || fail "missing tool: dnsmasq (run 'make deps')"
+  command -v dig >/dev/null 2>&1 || fail "missing tool: dig (dnsutils; run 'make deps')"
+  udp_install_exit   # dnslib.sh: the hosts file in S goes on exit too
+}
 
 # dig in C, bounded: one try, no retry over TCP; prints the addresses.
 dig_c() {
@@ -230,5 +208,3 @@ case_dns_hijack() {
   e2e_require_alive "after hijacked DNS"
   e2e_s5_log_clean
 }
-
-"case_$CASE"

@@ -1,15 +1,9 @@
-#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# s5tund end-to-end tests with hostile and broken peers: one case per run.
-#
-#   hostile.sh CASE MODE QUEUES [S5TUND]
-#
-# CASE     garbage | truncated | bigdomain | slow | hang | close_handshake |
-#          close_transfer | udp_unreachable | idle | halfclose | synflood |
-#          fd_exhaustion | tunflood
-# MODE     thread | process
-# QUEUES   number of TUN queues
-# S5TUND   the binary; default $S5TUND, then build/s5tund
+# shellcheck shell=bash
+# End-to-end cases with hostile and broken peers (run.sh runs them; ctest
+# e2e.hostile.CASE.MODE.qN): garbage, truncated, bigdomain, slow, hang,
+# close_handshake, close_transfer, udp_unreachable, idle, halfclose,
+# synflood, fd_exhaustion, tunflood.
 #
 # The peers are hostile.py's misbehaving SOCKS5 server (behaviour chosen by
 # the CONNECT's port, see hostile.py), danted (halfclose, synflood,
@@ -21,38 +15,19 @@
 # by what was done, and the daemon logged the case a bounded number of
 # times (E2E_HOSTILE_LOG_MAX lines at info or above, default 20), not once
 # per session.
-#
-# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
-# Traffic stays inside the two namespaces the run creates (lib.sh).
-set -eEuo pipefail
-
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
-source "$HERE/lib.sh"
-
-CASES="garbage truncated bigdomain slow hang close_handshake close_transfer udp_unreachable idle halfclose synflood fd_exhaustion tunflood"
-usage() { echo "usage: $0 {${CASES// /|}} thread|process QUEUES [S5TUND]" >&2; exit 2; }
-
-CASE=${1:-}
-MODE=${2:-}
-QUEUES=${3:-}
-[[ " $CASES " == *" $CASE "* ]] || usage
-[[ $MODE == thread || $MODE == process ]] || usage
-[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
-shift 3
-
-e2e_require_root
-e2e_require_tools
-e2e_find_s5tund "${1:-}"
-e2e_init "hostile-$CASE"
-log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
 
 # Thousands of sockets in the client, the proxies and the target: as many
 # as allowed (raising the hard limit needs CAP_SYS_RESOURCE, which a
 # container may lack); the daemon sets its own with [run] limit-nofile.
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-NOFILE_MAX=$(ulimit -n)
-((NOFILE_MAX > 65536)) && NOFILE_MAX=65536
+hostile_setup() {
+  ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+  NOFILE_MAX=$(ulimit -n)
+  ((NOFILE_MAX > 65536)) && NOFILE_MAX=65536
+  e2e_topology_up
+  # The kernel's IPv6 router solicitations would only add noise on tun0.
+  in_c sysctl -qw net.ipv6.conf.default.router_solicitations=0 net.ipv6.conf.all.router_solicitations=0
+  e2e_start_target
+}
 
 HP_PORT=1083                  # hostile.py proxy
 HP_LOG=""
@@ -113,66 +88,72 @@ stop_ok() {
   ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
 }
 
-e2e_topology_up
-# The kernel's IPv6 router solicitations would only add noise on tun0.
-in_c sysctl -qw net.ipv6.conf.default.router_solicitations=0 net.ipv6.conf.all.router_solicitations=0
-e2e_start_target
+# hostile_via_proxy CONNECT-TIMEOUT [PROXY ARGS...]: the case against
+# hostile.py's SOCKS5 server (the CONNECT's port picks its behaviour).
+hostile_via_proxy() {
+  local t=$1
+  shift
+  hostile_proxy "$@"
+  CFG_CONNECT_TIMEOUT=$t start "$S_ADDR4" "$HP_PORT"
+  CFG_CONNECT_TIMEOUT=$t check
+  stop_ok
+}
 
-case $CASE in
-  garbage|truncated|bigdomain|close_handshake|close_transfer)
-    hostile_proxy
-    CFG_CONNECT_TIMEOUT=5 start "$S_ADDR4" "$HP_PORT"
-    CFG_CONNECT_TIMEOUT=5 check
-    ;;
-  hang)
-    hostile_proxy
-    CFG_CONNECT_TIMEOUT=2 start "$S_ADDR4" "$HP_PORT"
-    CFG_CONNECT_TIMEOUT=2 check
-    ;;
-  slow)
-    hostile_proxy --slow-greeting
-    CFG_CONNECT_TIMEOUT=4 start "$S_ADDR4" "$HP_PORT"
-    CFG_CONNECT_TIMEOUT=4 check
-    ;;
-  idle)
-    hostile_proxy
-    CFG_IDLE_TIMEOUT=3 start "$S_ADDR4" "$HP_PORT"
-    CFG_IDLE_TIMEOUT=3 check
-    ;;
-  udp_unreachable)
-    echo "10.99.0.1 4000" >"$WORK/udp-bnd"
-    hostile_proxy --udp-bnd-file "$WORK/udp-bnd"
-    CFG_CONNECT_TIMEOUT=3 start "$S_ADDR4" "$HP_PORT" "" "[session]" "udp-idle-timeout = 3"
-    CFG_CONNECT_TIMEOUT=3 check --udp-bnd-file "$WORK/udp-bnd"
-    ;;
-  halfclose)
-    e2e_start_dante
-    start "$S_ADDR4" "$DANTE_PORT"
-    check
-    ;;
-  synflood)
-    e2e_start_dante
-    CFG_CONNECT_TIMEOUT=5 start "$S_ADDR4" "$DANTE_PORT"
-    CFG_CONNECT_TIMEOUT=5 check
-    ;;
-  tunflood)
-    # A flood of packets into tun0 (TCP segments of no connection, UDP to
-    # the 64 ports of the target's addresses where the sink swallows them;
-    # E2E_HOSTILE_FLOOD picks the senders, default tcp,udp;
-    # E2E_HOSTILE_FLOOD_UNPACED=1: no pauses when tun0 drops) while idle
-    # connections wait for tcp-idle-timeout.
-    e2e_start_dante
-    hostile_run sink sink --listen "$TGT4" --listen "$TGT6"
-    CFG_IDLE_TIMEOUT=3 start "$S_ADDR4" "$DANTE_PORT" "" "[session]" "udp-idle-timeout = 3"
-    CFG_IDLE_TIMEOUT=3 check
-    ;;
-  fd_exhaustion)
-    # shellcheck disable=SC2119  # no credentials
-    e2e_start_microsocks
-    LIMIT_NOFILE=${E2E_HOSTILE_NOFILE:-256}
-    start "$S_ADDR4" "$MS_PORT"
-    check
-    ;;
-esac
-stop_ok
-log "PASS: hostile $CASE mode=$MODE queues=$QUEUES"
+case_garbage() { hostile_via_proxy 5; }
+case_truncated() { hostile_via_proxy 5; }
+case_bigdomain() { hostile_via_proxy 5; }
+case_close_handshake() { hostile_via_proxy 5; }
+case_close_transfer() { hostile_via_proxy 5; }
+case_hang() { hostile_via_proxy 2; }
+case_slow() { hostile_via_proxy 4 --slow-greeting; }
+
+case_idle() {
+  hostile_proxy
+  CFG_IDLE_TIMEOUT=3 start "$S_ADDR4" "$HP_PORT"
+  CFG_IDLE_TIMEOUT=3 check
+  stop_ok
+}
+
+case_udp_unreachable() {
+  echo "10.99.0.1 4000" >"$WORK/udp-bnd"
+  hostile_proxy --udp-bnd-file "$WORK/udp-bnd"
+  CFG_CONNECT_TIMEOUT=3 start "$S_ADDR4" "$HP_PORT" "" "[session]" "udp-idle-timeout = 3"
+  CFG_CONNECT_TIMEOUT=3 check --udp-bnd-file "$WORK/udp-bnd"
+  stop_ok
+}
+
+case_halfclose() {
+  e2e_start_dante
+  start "$S_ADDR4" "$DANTE_PORT"
+  check
+  stop_ok
+}
+
+case_synflood() {
+  e2e_start_dante
+  CFG_CONNECT_TIMEOUT=5 start "$S_ADDR4" "$DANTE_PORT"
+  CFG_CONNECT_TIMEOUT=5 check
+  stop_ok
+}
+
+case_tunflood() {
+  # A flood of packets into tun0 (TCP segments of no connection, UDP to
+  # the 64 ports of the target's addresses where the sink swallows them;
+  # E2E_HOSTILE_FLOOD picks the senders, default tcp,udp;
+  # E2E_HOSTILE_FLOOD_UNPACED=1: no pauses when tun0 drops) while idle
+  # connections wait for tcp-idle-timeout.
+  e2e_start_dante
+  hostile_run sink sink --listen "$TGT4" --listen "$TGT6"
+  CFG_IDLE_TIMEOUT=3 start "$S_ADDR4" "$DANTE_PORT" "" "[session]" "udp-idle-timeout = 3"
+  CFG_IDLE_TIMEOUT=3 check
+  stop_ok
+}
+
+case_fd_exhaustion() {
+  # shellcheck disable=SC2119  # no credentials
+  e2e_start_microsocks
+  LIMIT_NOFILE=${E2E_HOSTILE_NOFILE:-256}
+  start "$S_ADDR4" "$MS_PORT"
+  check
+  stop_ok
+}

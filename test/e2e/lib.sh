@@ -97,6 +97,11 @@ e2e_find_s5tund() {
   S5TUND=$(readlink -f "$S5TUND")
 }
 
+# e2e_process_only: the case is about worker processes (run.sh set MODE).
+e2e_process_only() {
+  [[ $MODE == process ]] || fail "$E2E_NAME is for process mode, not '$MODE'"
+}
+
 # ------------------------------------------------------------ namespaces
 
 # Namespaces left behind by a run that was killed hard (SIGKILL, so that its

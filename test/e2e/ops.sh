@@ -1,43 +1,9 @@
-#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# s5tund end-to-end tests of operations: stats, readiness, supervision,
-# drain, log reopening. One case per invocation, same harness as run.sh.
-#
-#   ops.sh CASE MODE QUEUES [S5TUND]
-#
-# CASE     stats | ready | supervise | drain | drain_idle | drain_close | log_reopen |
-#          stall | autoroute | syslog | vanish | killswitch | peruser | reload | deadworker | metrics |
-#          fdlimit | stats_slow | nofile
-# MODE     thread | process        (supervise, stall, deadworker: process only)
-# QUEUES   number of TUN queues
-# S5TUND   the binary; default $S5TUND, then build/s5tund
-#
-# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
-# Each run builds its own pair of network namespaces (lib.sh), sends
-# traffic only inside them and removes them on exit. The checks themselves
-# are in ops.py (run inside namespace C). E2E_KEEP=1 keeps the work directory.
-set -eEuo pipefail
-
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
-source "$HERE/lib.sh"
-
-usage() { echo "usage: $0 stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit|stats_slow|nofile thread|process QUEUES [S5TUND]" >&2; exit 2; }
-
-CASE=${1:-}
-MODE=${2:-}
-QUEUES=${3:-}
-case $CASE in stats|ready|supervise|drain|drain_idle|drain_close|log_reopen|stall|autoroute|syslog|vanish|killswitch|peruser|reload|deadworker|metrics|fdlimit|stats_slow|nofile) ;; *) usage ;; esac
-[[ $MODE == thread || $MODE == process ]] || usage
-[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
-[[ ($CASE != supervise && $CASE != stall && $CASE != deadworker) || $MODE == process ]] || { echo "$CASE is for process mode" >&2; exit 2; }
-shift 3
-
-e2e_require_root
-e2e_require_tools
-e2e_find_s5tund "${1:-}"
-e2e_init "ops-$CASE"
-log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
+# shellcheck shell=bash
+# End-to-end cases of operations (run.sh runs them; ctest e2e.ops.CASE.MODE.qN):
+# stats, readiness, supervision, drain, log reopening, auto-route, reload,
+# metrics, descriptor limits. The checks themselves are in ops.py (run
+# inside namespace C). supervise, stall and deadworker are for process mode.
 
 STATS_SOCK=""
 
@@ -655,6 +621,7 @@ case_ready() {
 # counter says 4; new connections work on every queue afterwards.
 case_supervise() {
   local kills=4 ifindex out victim lines prev d lived want
+  e2e_process_only
   ops_setup
   ops_start
   e2e_wait_ready "$MODE" "$QUEUES"
@@ -708,6 +675,7 @@ case_supervise() {
 # no offloads (the probes are written without a virtio header) and the flow
 # tables are sized by max-sessions (64) instead of the default.
 case_deadworker() {
+  e2e_process_only
   ops_setup
   if ((QUEUES >= 4)); then
     CFG_MAX_SESSIONS=64 ops_start "[tun]" "offload = false"
@@ -892,6 +860,7 @@ case_vanish() {
 # restarted meanwhile, and the device still serves every queue.
 case_stall() {
   local victim pid line
+  e2e_process_only
   ops_setup
   ops_start
   e2e_wait_ready "$MODE" "$QUEUES"
@@ -1189,6 +1158,3 @@ case_nofile() {
   NOFILE_REFUSED=$((need - 1)) nofile_refused "limit-nofile $((need - 1))" \
     "below the minimum of $need open files for $QUEUES queues?$" --nofile=1024:4096
 }
-
-"case_$CASE"
-log "PASS: ops $CASE mode=$MODE queues=$QUEUES"

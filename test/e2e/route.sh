@@ -1,10 +1,8 @@
-#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# s5tund end-to-end tests of auto-route on the topology a user has: a host
-# with a LAN and a default gateway, a LAN client behind it, a remote client
-# beyond the gateway. One case per invocation, same harness as run.sh.
-#
-#   route.sh CASE MODE QUEUES [S5TUND]
+# shellcheck shell=bash
+# End-to-end cases of auto-route on the topology a user has: a host with a
+# LAN and a default gateway, a LAN client behind it, a remote client beyond
+# the gateway (run.sh runs them; ctest e2e.route.CASE.MODE.qN).
 #
 # CASE   host    exclude-local (the host's LAN and its inbound connections
 #                stay out of the tunnel, a network added later too; with
@@ -32,31 +30,7 @@
 #     (the LAN's own service)   target.py port 8000 (the host's   (lo); a remote client
 #                                 own service)                      from 10.201.0.1
 #   a late link L-C (10.215.0.0/24) is joined to C after s5tund started.
-set -eEuo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
-source "$HERE/lib.sh"
-
-usage() { echo "usage: $0 host|router|netns|exec thread|process QUEUES [S5TUND]" >&2; exit 2; }
-
-CASE=${1:-}
-MODE=${2:-}
-QUEUES=${3:-}
-case $CASE in host|router|netns|exec) ;; *) usage ;; esac
-[[ $MODE == thread || $MODE == process ]] || usage
-[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
-shift 3
-
-e2e_require_root
-e2e_require_tools
-command -v nft >/dev/null 2>&1 || fail "missing tool: nft (run 'make deps')"
-e2e_find_s5tund "${1:-}"
-e2e_init "route-$CASE"
-log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
-
-# Named like C and S so that a run killed hard has it reaped by the next.
-NS_L="s5c-lan-$CASE-$$"
 L_ADDR4=10.210.0.2
 L_ADDR6=fd00:210::2
 H_LAN4=10.210.0.1
@@ -69,8 +43,6 @@ H_PORT=8000          # the host's own service
 MARK=0x53
 DNS_ADDR=198.18.0.2
 DNS_POOL=100.64.0.0/10
-NETNS_ETC=/etc/netns/$NS_S
-NS_N="s5c-named-$CASE-$$"   # [tun] netns (the netns case)
 METRICS_PORT=9553
 
 route_exit() {
@@ -83,7 +55,15 @@ route_exit() {
   (exit "$rc")    # e2e_cleanup takes the status from $?
   e2e_cleanup
 }
-trap route_exit EXIT
+
+route_setup() {
+  command -v nft >/dev/null 2>&1 || fail "missing tool: nft (run 'make deps')"
+  # Named like C and S so that a run killed hard has them reaped by the next.
+  NS_L="s5c-lan-$CASE-$$"
+  NS_N="s5c-named-$CASE-$$"   # [tun] netns (the netns case)
+  NETNS_ETC=/etc/netns/$NS_S
+  trap route_exit EXIT
+}
 
 in_l() { ip netns exec "$NS_L" "$@"; }
 
@@ -646,6 +626,3 @@ case_exec() {
   exec_nothing_left
   log "exec: TCP (IPv4, IPv6), UDP and a mapped name through danted; exit 0, 3, 127, 130, 137; two at once; nothing left"
 }
-
-"case_$CASE"
-log "PASS: route $CASE mode=$MODE queues=$QUEUES"

@@ -1,10 +1,10 @@
-#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# s5tund load and soak tests: one case per run.
+# shellcheck shell=bash
+# End-to-end load and soak cases (run.sh runs them):
 #
-#   soak.sh load MODE QUEUES [S5TUND]     10,000 TCP connections held at once
-#   soak.sh soak MODE QUEUES [S5TUND]     mixed traffic for SOAK_SECONDS (600)
-#   soak.sh rss MODE QUEUES [S5TUND]      RSS back near idle after a load, twice
+#   run.sh load MODE QUEUES [S5TUND]     10,000 TCP connections held at once
+#   run.sh soak MODE QUEUES [S5TUND]     mixed traffic for SOAK_SECONDS (600)
+#   run.sh rss MODE QUEUES [S5TUND]      RSS back near idle after a load, twice
 #
 # Both through danted (a real SOCKS5 server; it spreads its clients over
 # child processes, so 10,000 connections fit in its per-process fd limit,
@@ -17,66 +17,22 @@
 # Environment: SOAK_SECONDS (600), SOAK_EVERY (sample period, 5 s),
 # LOAD_N (10000), RSS_HOLD and RSS_ROUNDS (2000 x 5 a load), SOAK_NOFILE (s5tund's limit-nofile; lower it to see the
 # load case fail), E2E_KEEP=1 keeps the work directory.
-# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
-set -eEuo pipefail
-
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
-source "$HERE/lib.sh"
-
-usage() { echo "usage: $0 load|soak|rss thread|process QUEUES [S5TUND]" >&2; exit 2; }
-
-CASE=${1:-}
-MODE=${2:-}
-QUEUES=${3:-}
-[[ $CASE == load || $CASE == soak || $CASE == rss ]] || usage
-[[ $MODE == thread || $MODE == process ]] || usage
-[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
-shift 3
-
 SOAK_SECONDS=${SOAK_SECONDS:-600}
 SOAK_EVERY=${SOAK_EVERY:-5}
 LOAD_N=${LOAD_N:-10000}
 RSS_HOLD=${RSS_HOLD:-2000}
 RSS_ROUNDS=${RSS_ROUNDS:-5}
 [[ $SOAK_SECONDS =~ ^[1-9][0-9]*$ ]] || { echo "SOAK_SECONDS must be a positive number" >&2; exit 2; }
-# The case's own bound (lib.sh's watchdog): the traffic plus the set-up,
-# the settling and the checks.
+# The case's own bound (lib.sh's watchdog): the traffic plus the set-up, the
+# settling and the checks. Set when run.sh sources this file, before
+# e2e_init starts the watchdog.
 if [[ $CASE == soak ]]; then
   export E2E_DEADLINE=${E2E_DEADLINE:-$((SOAK_SECONDS + 600))}
 else
   export E2E_DEADLINE=${E2E_DEADLINE:-1500}
 fi
 
-e2e_require_root
-e2e_require_tools
-e2e_find_s5tund "${1:-}"
-# Under AddressSanitizer (make test-asan) freed memory waits in a quarantine
-# before reuse, 256 MB per process by default: RSS climbs until it is full,
-# after the warm-up in process mode, where each worker has its own. A small
-# quarantine fills during the warm-up, so growth after it means a leak again.
-if grep -q __asan_init "$S5TUND" 2>/dev/null; then
-  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8"
-fi
-e2e_init "$CASE"
-if [[ $CASE == load ]]; then
-  log "case load mode=$MODE queues=$QUEUES n=$LOAD_N binary=$S5TUND"
-elif [[ $CASE == rss ]]; then
-  log "case rss mode=$MODE queues=$QUEUES load=${RSS_ROUNDS}x$RSS_HOLD binary=$S5TUND"
-  LOAD_N=$RSS_HOLD
-else
-  log "case soak mode=$MODE queues=$QUEUES seconds=$SOAK_SECONDS binary=$S5TUND"
-fi
-
-ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-NOFILE=$(ulimit -n)
-((NOFILE > 65536)) && NOFILE=65536
-if [[ $CASE != soak ]] && ((NOFILE < LOAD_N + 1000)); then
-  skip "open files limited to $NOFILE here (no CAP_SYS_RESOURCE to raise it): $LOAD_N connections need more"
-fi
-NOFILE=${SOAK_NOFILE:-$NOFILE}   # lower it to see the load case fail
-
-STATS_SOCK=$WORK/stats.sock
+STATS_SOCK=""
 UDP_IDLE=5
 
 start_udptarget() {
@@ -91,44 +47,82 @@ start_udptarget() {
   fail "udptarget.py did not start"
 }
 
-e2e_topology_up
-in_c sysctl -qw net.ipv6.conf.default.router_solicitations=0 net.ipv6.conf.all.router_solicitations=0
-# Churning connections leave TIME_WAIT sockets in both namespaces; reuse
-# them for new outgoing connections rather than run out of ports.
-in_c sysctl -qw net.ipv4.tcp_tw_reuse=1
-in_s sysctl -qw net.ipv4.tcp_tw_reuse=1
-in_c sysctl -qw net.ipv4.ip_local_port_range="10000 65000"
-in_s sysctl -qw net.ipv4.ip_local_port_range="10000 65000"
-e2e_start_target
-[[ $CASE == soak ]] && start_udptarget
-e2e_start_dante
-
-ini=$WORK/s5tund.ini
-CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
-  e2e_write_config "$ini"
-printf '%s\n' "" "[session]" "udp-idle-timeout = $UDP_IDLE" "" "[stats]" "socket = $STATS_SOCK" \
-  "" "[run]" "limit-nofile = $NOFILE" >>"$ini"
-e2e_start_s5tund --config "$ini"
-e2e_wait_ready "$MODE" "$QUEUES"
-limits=$(grep "open files" "/proc/$S5PID/limits")
-log "s5tund: $(oneline "$limits")"
-[[ $(awk '{print $4}' <<<"$limits") == "$NOFILE" ]] || fail "[run] limit-nofile = $NOFILE not in force: $limits"
-
 soakpy() {
   bg_wait ip netns exec "$NS_C" timeout -k 5 "$((E2E_DEADLINE - 60))" "$PY" "$HERE/soak.py" "$@" \
     --pid "$S5PID" --stats "$STATS_SOCK" --s5tund "$S5TUND" --host "$TGT4" --host6 "$TGT6" --port "$TGT_PORT"
 }
 
-if [[ $CASE == load ]]; then
+# What every case shares: limits, the topology, danted, s5tund with a stats
+# socket and [run] limit-nofile.
+soak_setup() {
+  local ini limits
+  # Under AddressSanitizer (make test-asan) freed memory waits in a quarantine
+  # before reuse, 256 MB per process by default: RSS climbs until it is full,
+  # after the warm-up in process mode, where each worker has its own. A small
+  # quarantine fills during the warm-up, so growth after it means a leak again.
+  if grep -q __asan_init "$S5TUND" 2>/dev/null; then
+    export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8"
+  fi
+  if [[ $CASE == load ]]; then
+    log "case load mode=$MODE queues=$QUEUES n=$LOAD_N binary=$S5TUND"
+  elif [[ $CASE == rss ]]; then
+    log "case rss mode=$MODE queues=$QUEUES load=${RSS_ROUNDS}x$RSS_HOLD binary=$S5TUND"
+    LOAD_N=$RSS_HOLD
+  else
+    log "case soak mode=$MODE queues=$QUEUES seconds=$SOAK_SECONDS binary=$S5TUND"
+  fi
+
+  ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+  NOFILE=$(ulimit -n)
+  ((NOFILE > 65536)) && NOFILE=65536
+  if [[ $CASE != soak ]] && ((NOFILE < LOAD_N + 1000)); then
+    skip "open files limited to $NOFILE here (no CAP_SYS_RESOURCE to raise it): $LOAD_N connections need more"
+  fi
+  NOFILE=${SOAK_NOFILE:-$NOFILE}   # lower it to see the load case fail
+  STATS_SOCK=$WORK/stats.sock
+  e2e_topology_up
+  in_c sysctl -qw net.ipv6.conf.default.router_solicitations=0 net.ipv6.conf.all.router_solicitations=0
+  # Churning connections leave TIME_WAIT sockets in both namespaces; reuse
+  # them for new outgoing connections rather than run out of ports.
+  in_c sysctl -qw net.ipv4.tcp_tw_reuse=1
+  in_s sysctl -qw net.ipv4.tcp_tw_reuse=1
+  in_c sysctl -qw net.ipv4.ip_local_port_range="10000 65000"
+  in_s sysctl -qw net.ipv4.ip_local_port_range="10000 65000"
+  e2e_start_target
+  [[ $CASE == soak ]] && start_udptarget
+  e2e_start_dante
+
+  ini=$WORK/s5tund.ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
+    e2e_write_config "$ini"
+  printf '%s\n' "" "[session]" "udp-idle-timeout = $UDP_IDLE" "" "[stats]" "socket = $STATS_SOCK" \
+    "" "[run]" "limit-nofile = $NOFILE" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  limits=$(grep "open files" "/proc/$S5PID/limits")
+  log "s5tund: $(oneline "$limits")"
+  [[ $(awk '{print $4}' <<<"$limits") == "$NOFILE" ]] || fail "[run] limit-nofile = $NOFILE not in force: $limits"
+}
+
+soak_finish() {
+  e2e_require_alive "after the $CASE"
+  # shellcheck disable=SC2119  # the current run's log
+  e2e_s5_log_clean
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
+}
+
+case_load() {
   soakpy load --n "$LOAD_N"
-elif [[ $CASE == rss ]]; then
+  soak_finish
+}
+
+case_rss() {
   soakpy rss --hold "$RSS_HOLD" --rounds "$RSS_ROUNDS"
-else
+  soak_finish
+}
+
+case_soak() {
   soakpy soak --seconds "$SOAK_SECONDS" --every "$SOAK_EVERY" --settle $((UDP_IDLE + 120))
-fi
-e2e_require_alive "after the $CASE"
-# shellcheck disable=SC2119  # the current run's log
-e2e_s5_log_clean
-e2e_stop_s5tund
-((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
-log "PASS: $CASE mode=$MODE queues=$QUEUES"
+  soak_finish
+}

@@ -1,9 +1,7 @@
-#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# s5tund end-to-end tests for UDP (SOCKS5 UDP ASSOCIATE), mapped DNS and
-# ICMP: one case per invocation, same topology and rules as run.sh.
-#
-#   udp.sh CASE MODE QUEUES [S5TUND]
+# shellcheck shell=bash
+# End-to-end cases for UDP (SOCKS5 UDP ASSOCIATE), mapped DNS and ICMP
+# (run.sh runs them; the topology and rules of lib.sh).
 #
 # CASE   udp_echo      IPv4 and IPv6 echo through danted, 1 byte to the MTU
 #                      and beyond, many sources at once, several
@@ -45,38 +43,17 @@
 #                      cone); iperf3 -u -l 30000 through danted completes;
 #                      with S5TUND_NO_STEERING=1 and without CAP_BPF the
 #                      fallback is logged once
-#
-# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
-# Traffic stays inside the two namespaces; everything is removed on exit.
-set -eEuo pipefail
 
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
-source "$HERE/lib.sh"
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
-
-usage() { echo "usage: $0 CASE thread|process QUEUES [S5TUND]" >&2; exit 2; }
-
-CASE=${1:-}
-[[ $# -ge 3 ]] || usage
-MODE=$2 QUEUES=$3
-shift 3
-case $CASE in udp_echo|dns|dns6|sessionlog|connections|udp_teardown|udp_badrelay|udp_relay_loop|udp_off_icmp|udp_closed_port|udp_sshd|udp_one_assoc) ;; *) usage ;; esac
-[[ $MODE == thread || $MODE == process ]] || usage
-[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
 UDP_PORTS=(7001 7002)
 BADUDP_PORT=1090
 
-e2e_require_root
-e2e_require_tools
-command -v dnsmasq >/dev/null 2>&1 || fail "missing tool: dnsmasq (run 'make deps')"
-e2e_find_s5tund "${1:-}"
-e2e_init "$CASE"
-log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
-
-udp_install_exit   # dnslib.sh: the hosts file in S goes on exit too
+udp_setup() {
+  command -v dnsmasq >/dev/null 2>&1 || fail "missing tool: dnsmasq (run 'make deps')"
+  udp_install_exit   # dnslib.sh: the hosts file in S goes on exit too
+}
 
 start_udptarget() {
   local ready=$WORK/udptarget.ready p args=()
@@ -690,6 +667,3 @@ udp_fallback() {
   uclient echo --host "$TGT4" --port 7001 --sizes 100,1000 --sources 2
   e2e_require_alive "without steering ($1)"
 }
-
-"case_$CASE"
-log "PASS: $CASE mode=$MODE queues=$QUEUES"

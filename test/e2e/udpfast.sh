@@ -1,10 +1,8 @@
-#!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# s5tund end-to-end tests for the batched UDP path (core/udp/udp_io.c,
-# core/netif/udp_tun.c): one case per invocation, the topology and rules of
-# udp.sh (danted as the proxy, udptarget.py echoing).
-#
-#   udpfast.sh CASE MODE QUEUES [S5TUND]
+# shellcheck shell=bash
+# End-to-end cases for the batched UDP path (core/udp/udp_io.c,
+# core/netif/udp_tun.c; run.sh runs them), the topology and rules of udp.sh
+# (danted as the proxy, udptarget.py echoing).
 #
 # CASE   udp_burst   IPv4 and IPv6: 10,000 datagrams through one
 #                    association (paced by a window of unanswered ones)
@@ -20,33 +18,8 @@
 #                    (udp_coalesce_waits moved); 500 ping-pongs (one
 #                    datagram in flight) made none wait; after a reload
 #                    to udp-coalesce = 0, a burst makes none wait
-#
-# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
-# Traffic stays inside the two namespaces; everything is removed on exit.
-set -eEuo pipefail
-
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=lib.sh
-source "$HERE/lib.sh"
-
-usage() { echo "usage: $0 udp_burst thread|process QUEUES [S5TUND]" >&2; exit 2; }
-
-CASE=${1:-}
-[[ $# -ge 3 ]] || usage
-MODE=$2 QUEUES=$3
-shift 3
-case $CASE in udp_burst) ;; *) usage ;; esac
-[[ $MODE == thread || $MODE == process ]] || usage
-[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
 UDP_PORT=7001
-
-e2e_require_root
-e2e_require_tools
-e2e_find_s5tund "${1:-}"
-e2e_init "$CASE"
-log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
-trap e2e_cleanup EXIT
 
 start_udptarget() {
   local ready=$WORK/udptarget.ready
@@ -128,6 +101,3 @@ case_udp_burst() {
   fi
   e2e_require_alive "on the plain UDP path"
 }
-
-"case_$CASE"
-log "PASS: $CASE mode=$MODE queues=$QUEUES"
