@@ -25,7 +25,7 @@
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
 
-dns_setup() {
+setup_dns() {
   command -v dnsmasq >/dev/null 2>&1 || fail "missing tool: dnsmasq (run 'make deps')"
   command -v dig >/dev/null 2>&1 || fail "missing tool: dig (dnsutils; run 'make deps')"
   udp_install_exit   # dnslib.sh: the hosts file in S goes on exit too

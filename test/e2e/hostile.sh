@@ -19,7 +19,7 @@
 # Thousands of sockets in the client, the proxies and the target: as many
 # as allowed (raising the hard limit needs CAP_SYS_RESOURCE, which a
 # container may lack); the daemon sets its own with [run] limit-nofile.
-hostile_setup() {
+setup_hostile() {
   ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
   NOFILE_MAX=$(ulimit -n)
   ((NOFILE_MAX > 65536)) && NOFILE_MAX=65536

@@ -56,7 +56,7 @@ route_exit() {
   e2e_cleanup
 }
 
-route_setup() {
+setup_route() {
   command -v nft >/dev/null 2>&1 || fail "missing tool: nft (run 'make deps')"
   # Named like C and S so that a run killed hard has them reaped by the next.
   NS_L="s5c-lan-$CASE-$$"

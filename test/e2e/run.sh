@@ -14,8 +14,8 @@
 # The case file is sourced (its top level only defines functions and
 # variables; it may set E2E_DEADLINE from CASE), then the usual preparation
 # runs (root, tools, the binary, lib.sh's e2e_init: work directory,
-# namespace names, trap, watchdog), then FILE_setup if the file defines one
-# (e.g. hostile_setup for hostile.sh: what all of its cases share), then
+# namespace names, trap, watchdog), then setup_FILE if the file defines one
+# (e.g. setup_hostile for hostile.sh: what all of its cases share), then
 # case_CASE. Exit status: 0 passed, 1 failed, 2 usage, 77 skipped (not
 # root, no /dev/net/tun). Each run builds its own network namespaces (see
 # lib.sh), sends traffic only inside them, and removes them on exit,
@@ -63,8 +63,8 @@ e2e_require_tools
 e2e_find_s5tund "${1:-}"
 e2e_init "$CASE"
 log "case $CASE ($E2E_FILE.sh)${MODE:+ mode=$MODE queues=$QUEUES} binary=$S5TUND"
-if declare -F "${E2E_FILE}_setup" >/dev/null; then
-  "${E2E_FILE}_setup"
+if declare -F "setup_$E2E_FILE" >/dev/null; then
+  "setup_$E2E_FILE"
 fi
 "case_$CASE"
 log "PASS: $CASE${MODE:+ mode=$MODE queues=$QUEUES}"

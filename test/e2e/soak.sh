@@ -54,7 +54,7 @@ soakpy() {
 
 # What every case shares: limits, the topology, danted, s5tund with a stats
 # socket and [run] limit-nofile.
-soak_setup() {
+setup_soak() {
   local ini limits
   # Under AddressSanitizer (make test-asan) freed memory waits in a quarantine
   # before reuse, 256 MB per process by default: RSS climbs until it is full,

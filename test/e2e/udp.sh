@@ -50,7 +50,7 @@ source "$HERE/dnslib.sh"
 UDP_PORTS=(7001 7002)
 BADUDP_PORT=1090
 
-udp_setup() {
+setup_udp() {
   command -v dnsmasq >/dev/null 2>&1 || fail "missing tool: dnsmasq (run 'make deps')"
   udp_install_exit   # dnslib.sh: the hosts file in S goes on exit too
 }

@@ -44,18 +44,11 @@ endif()
 
 find_package(Threads REQUIRED)
 
-add_executable(test_lwip_tls ${CMAKE_CURRENT_LIST_DIR}/test_lwip_tls.c)
-target_compile_options(test_lwip_tls PRIVATE ${S5_WARNINGS})
-target_link_libraries(test_lwip_tls PRIVATE lwip Threads::Threads)
-add_test(NAME unit.lwip_tls COMMAND test_lwip_tls)
-
-add_executable(test_lwip_tls_without_tls ${CMAKE_CURRENT_LIST_DIR}/test_lwip_tls.c)
-target_compile_options(test_lwip_tls_without_tls PRIVATE ${S5_WARNINGS})
-target_link_libraries(test_lwip_tls_without_tls PRIVATE lwip_notls Threads::Threads)
-add_test(NAME unit.lwip_tls_without_tls COMMAND test_lwip_tls_without_tls)
+s5_unit_test(lwip_tls SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_lwip_tls.c LINKS lwip Threads::Threads)
 # A shared stack must make the checks fail (exit 1), not crash: WILL_FAIL
 # only turns a non-zero exit into a pass.
-set_tests_properties(unit.lwip_tls_without_tls PROPERTIES WILL_FAIL TRUE)
+s5_unit_test(lwip_tls_without_tls SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_lwip_tls.c
+             LINKS lwip_notls Threads::Threads WILL_FAIL)
 
 # Not in sanitizer or fuzzing builds (cmake/sanitize.cmake): their
 # instrumentation adds writable metadata of its own (__unnamed_*, __asan_*)

@@ -16,27 +16,10 @@
 
 #include "config.h"
 
-static int passed;
-static int failed;
+#include "check.h"
+
 static const char *dir; /* the configs directory */
 static char tmpdir[64]; /* scratch files written by the test */
-
-#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
-
-static void check(bool ok, int line, const char *fmt, ...) {
-  va_list ap;
-
-  if (ok) {
-    passed++;
-    return;
-  }
-  failed++;
-  printf("FAIL test_config.c:%d: ", line);
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  putchar('\n');
-}
 
 /* Paths are built into a ring of buffers so that a few can be alive at once
  * (e.g. as flag arguments). */
@@ -1073,6 +1056,5 @@ int main(int argc, char **argv) {
   test_every_key();
 
   remove_tmpdir();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed > 0 ? 1 : 0;
+  return check_done();
 }

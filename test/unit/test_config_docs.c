@@ -25,23 +25,7 @@
 #include "internal.h"
 #include "keys.h"
 
-static int passed, failed;
-
-#define CHECK(cond, ...) check((cond), __LINE__, __VA_ARGS__)
-
-static void check(bool ok, int line, const char *fmt, ...) {
-  if (ok) {
-    passed++;
-    return;
-  }
-  failed++;
-  printf("FAIL test_config_docs.c:%d: ", line);
-  va_list ap;
-  va_start(ap, fmt);
-  vprintf(fmt, ap);
-  va_end(ap);
-  putchar('\n');
-}
+#include "check.h"
 
 /* A "[section] key = value" found in a document. */
 struct entry {
@@ -441,6 +425,5 @@ int main(int argc, char **argv) {
   test_readme();
   test_help();
   test_every_key();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed > 0 ? 1 : 0;
+  return check_done();
 }

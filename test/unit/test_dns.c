@@ -388,6 +388,5 @@ int main(void) {
   test_table();
   test_table6();
   test_icmp();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return check_done();
 }

@@ -157,6 +157,5 @@ int main(void) {
   test_probe4(S5_TCP_RST);
   test_probe6(S5_TCP_ACK);
   test_probe6(S5_TCP_RST);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return check_done();
 }

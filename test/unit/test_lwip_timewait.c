@@ -484,6 +484,5 @@ int main(void) {
   step_expiry_app_holds();
   step_no_listener();
 
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed == 0 ? 0 : 1;
+  return check_done();
 }

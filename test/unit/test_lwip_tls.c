@@ -22,7 +22,6 @@
  * Output: one line per failed check, then "N passed, M failed". */
 #include <pthread.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,33 +34,17 @@
 #include "lwip/priv/tcp_priv.h" /* tcp_active_pcbs, tcp_listen_pcbs, tcp_tmr() */
 #include "lwip/tcp.h"
 
+#include "check.h"
+
 #define NTHREADS 2
 #define LOAD_ROUNDS 2000
 
 /* ---- results ------------------------------------------------------------ */
 
-static atomic_int total_passed;
-static atomic_int total_failed;
 static pthread_barrier_t barrier;
 
 static __thread int my_id;
-
-static void check_at(int ok, int line, const char *fmt, ...) {
-  va_list ap;
-  char msg[256];
-
-  if (ok) {
-    atomic_fetch_add(&total_passed, 1);
-    return;
-  }
-  atomic_fetch_add(&total_failed, 1);
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  printf("thread %d: FAIL (line %d): %s\n", my_id, line, msg);
-  fflush(stdout);
-}
-#define CHECK(cond, ...) check_at(!!(cond), __LINE__, __VA_ARGS__)
+static __thread char my_name[16]; /* check_who: "thread N" */
 
 /* ---- captured output (thread-local: whoever calls lwIP gets the packets) */
 
@@ -638,6 +621,8 @@ static void *worker_main(void *arg) {
   struct worker *w = arg;
 
   my_id = w->id;
+  snprintf(my_name, sizeof my_name, "thread %d", my_id);
+  check_who = my_name;
   self = w;
   in_turn(w, step_setup); /* both instances exist before either is fed */
   in_turn(w, step_deferred);
@@ -647,7 +632,7 @@ static void *worker_main(void *arg) {
   in_turn(w, step_timeout);
   in_turn(w, step_isolation);
   /* Same answer in both threads: read after everybody's checks are done. */
-  if (atomic_load(&total_failed) == 0) {
+  if (failed == 0) {
     pthread_barrier_wait(&barrier);
     load(w);
     pthread_barrier_wait(&barrier);
@@ -699,6 +684,5 @@ int main(void) {
   }
   for (i = 0; i < NTHREADS; i++) pthread_join(tids[i], NULL);
   pthread_barrier_destroy(&barrier);
-  printf("%d passed, %d failed\n", atomic_load(&total_passed), atomic_load(&total_failed));
-  return atomic_load(&total_failed) == 0 ? 0 : 1;
+  return check_done();
 }

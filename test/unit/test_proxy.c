@@ -280,6 +280,5 @@ int main(void) {
   test_nobody();
   test_silent();
   CHECK(uv_loop_close(L) == 0, "handles left open on the loop");
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return check_done();
 }

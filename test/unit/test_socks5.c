@@ -16,8 +16,8 @@
 /* Compares an encoder's result with the expected bytes. */
 static void check_bytes(int line, const char *what, int got, const uint8_t *buf, const uint8_t *want,
                         size_t wantlen) {
-  check(got == (int)wantlen, line, "%s: returned %d, want %zu", what, got, wantlen);
-  if (got == (int)wantlen) check(memcmp(buf, want, wantlen) == 0, line, "%s: wrong bytes", what);
+  check(got == (int)wantlen, __FILE__, line, "%s: returned %d, want %zu", what, got, wantlen);
+  if (got == (int)wantlen) check(memcmp(buf, want, wantlen) == 0, __FILE__, line, "%s: wrong bytes", what);
 }
 
 /* Copies the message to the heap with exactly len bytes, so that the
@@ -300,10 +300,10 @@ static void check_valid_reply(int line, const char *what, const uint8_t *msg, si
   int r;
 
   r = parse_reply_exact(msg, len, &rep);
-  check(r == (int)len, line, "%s: returned %d, want %zu", what, r, len);
+  check(r == (int)len, __FILE__, line, "%s: returned %d, want %zu", what, r, len);
   for (i = 0; i < len; i++) {
     r = parse_reply_exact(msg, i, &rep);
-    check(r == S5_SOCKS5_NEED_MORE, line, "%s: prefix %zu returned %d", what, i, r);
+    check(r == S5_SOCKS5_NEED_MORE, __FILE__, line, "%s: prefix %zu returned %d", what, i, r);
   }
 }
 
@@ -491,6 +491,5 @@ int main(void) {
   test_parse_reply_malformed();
   test_parse_any_bytes();
   test_strings();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_done();
 }

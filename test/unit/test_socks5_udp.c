@@ -159,6 +159,5 @@ int main(void) {
   test_reply();
   test_header_write();
   test_header_parse();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed != 0;
+  return check_done();
 }

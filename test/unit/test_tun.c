@@ -556,6 +556,5 @@ int main(void) {
   test_persist();
   test_link_state();
   test_owner();
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return check_done();
 }
