@@ -22,7 +22,8 @@ static _Thread_local const char *check_who; /* e.g. "thread 2"; NULL: nothing */
 
 #define CHECK(cond, ...) check(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 
-static void check(int ok, const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void check(int ok, const char *file, int line, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
 
 static void check(int ok, const char *file, int line, const char *fmt, ...) {
   va_list ap;
