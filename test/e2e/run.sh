@@ -4,6 +4,8 @@
 #
 #   run.sh CASE [MODE QUEUES] [S5TUND]
 #   run.sh              lists the cases and the file of each
+#   run.sh --check CASE...   each CASE defined exactly once, and no case
+#                       defined twice (ctest lint.e2e_cases: what CMake registers)
 #
 # CASE     a case_CASE function of one of the case files (every *.sh here
 #          that defines case_* functions: tcp.sh, ops.sh, udp.sh, ...)
@@ -40,7 +42,27 @@ usage() {
   exit 2
 }
 
+# --check CASE...: no root, no namespaces; exit 0 or 1 naming what is wrong.
+e2e_check_cases() {
+  local c bad=0 dups
+  dups=$(e2e_case_files '*' | awk '{print $2}' | sort | uniq -d)
+  for c in $dups; do
+    echo "case_$c defined more than once: $(e2e_case_files "$c" | awk '{print $1 ".sh"}' | xargs)" >&2
+    bad=1
+  done
+  for c in "$@"; do
+    [[ -n $(e2e_case_files "$c") ]] || { echo "no case_$c in $HERE/*.sh" >&2; bad=1; }
+  done
+  ((bad == 0)) && echo "$# registered cases, each defined once"
+  return "$bad"
+}
+
 CASE=${1:-}
+if [[ $CASE == --check ]]; then
+  shift
+  e2e_check_cases "$@"
+  exit
+fi
 [[ $CASE =~ ^[a-z0-9_]+$ ]] || usage
 shift
 mapfile -t E2E_DEFS < <(e2e_case_files "$CASE")
