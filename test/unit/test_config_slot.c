@@ -23,9 +23,9 @@
 
 #include "check.h"
 
-#define PUBLISHES 3000
-#define READERS 3     /* threads; one more in a forked process */
-#define SYNC_EVERY 50 /* publishes between waits for every reader */
+#define PUBLISHES 1500
+#define READERS 2     /* threads; one more in a forked process */
+#define SYNC_EVERY 25 /* publishes between waits for every reader */
 
 /* Shared with the forked reader: the writer's flag and every reader's tally. */
 struct reader {
