@@ -120,7 +120,7 @@ static int open_sock(struct s5_udp_sock *s) {
     return -1;
   }
   int r = s5_udp_sock_init(s, &w, fd, NULL, 1);
-  CHECK(r == 0, "s5_udp_sock_init: %s", uv_strerror(r));
+  CHECK(r == 0, "s5_udp_sock_init: %s", r == 0 ? "" : uv_strerror(r)); /* uv_strerror(0) allocates */
   return r;
 }
 
