@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
 # End-to-end cases for the mapped resolver over TCP and [dns] hijack
 # (run.sh runs them; the DNS helpers shared with udp.sh are in dnslib.sh).
 #

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
 # End-to-end cases with hostile and broken peers (run.sh runs them; ctest
 # e2e.hostile.CASE.MODE.qN): garbage, truncated, bigdomain, slow, hang,
 # close_handshake, close_transfer, udp_unreachable, idle, halfclose,

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
 # End-to-end cases of operations (run.sh runs them; ctest e2e.ops.CASE.MODE.qN):
 # stats, readiness, supervision, drain, log reopening, auto-route, reload,
 # metrics, descriptor limits. The checks themselves are in ops.py (run

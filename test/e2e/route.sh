@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
 # End-to-end cases of auto-route on the topology a user has: a host with a
 # LAN and a default gateway, a LAN client behind it, a remote client beyond
 # the gateway (run.sh runs them; ctest e2e.route.CASE.MODE.qN).

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
 # End-to-end load and soak cases (run.sh runs them):
 #
 #   run.sh load MODE QUEUES [S5TUND]     10,000 TCP connections held at once

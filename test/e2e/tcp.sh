@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
 # End-to-end cases (run.sh runs them): TCP through the tunnel (echo, bulk,
 # concurrency, resets, timeouts, TIME_WAIT reuse, the session limit, SO_MARK
 # routing), the daemon's life (SIGTERM, kill -9 of a worker, a persistent

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
 # End-to-end cases for UDP (SOCKS5 UDP ASSOCIATE), mapped DNS and ICMP
 # (run.sh runs them; the topology and rules of lib.sh).
 #

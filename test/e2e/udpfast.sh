@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
 # End-to-end cases for the batched UDP path (core/udp/udp_io.c,
 # core/netif/udp_tun.c; run.sh runs them), the topology and rules of udp.sh
 # (danted as the proxy, udptarget.py echoing).
