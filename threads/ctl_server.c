@@ -9,17 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fd_reserve.h"
+#include "base/clock.h"
 #include "base/log.h"
-
-uint64_t s5_ctl_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 int s5_ctl_init(struct s5_ctl_server *s, int fd, const char *name, const struct s5_ctl_ops *ops,
                 void *owner) {
@@ -197,7 +191,7 @@ static void accept_all(struct s5_ctl_server *s, uint64_t now) {
 
 unsigned s5_ctl_pollfds(const struct s5_ctl_server *s, struct pollfd *pfd) {
   if (s->fd < 0) return 0;
-  pfd[0] = (struct pollfd){.fd = s->pause_until_ms > s5_ctl_now_ms() ? -1 : s->fd, .events = POLLIN};
+  pfd[0] = (struct pollfd){.fd = s->pause_until_ms > s5_now_ms() ? -1 : s->fd, .events = POLLIN};
   for (unsigned i = 0; i < S5_CTL_CONNS; i++) {
     const struct s5_ctl_conn *c = &s->conns[i];
     bool polled = c->state == S5_CTL_READ || c->state == S5_CTL_WRITE || c->state == S5_CTL_DRAIN;
@@ -209,7 +203,7 @@ unsigned s5_ctl_pollfds(const struct s5_ctl_server *s, struct pollfd *pfd) {
 
 int s5_ctl_wait_ms(const struct s5_ctl_server *s) {
   if (s->fd < 0) return -1;
-  uint64_t now = s5_ctl_now_ms(), next = UINT64_MAX;
+  uint64_t now = s5_now_ms(), next = UINT64_MAX;
   for (unsigned i = 0; i < S5_CTL_CONNS; i++) {
     const struct s5_ctl_conn *c = &s->conns[i];
     if (c->state == S5_CTL_FREE) continue;
@@ -246,7 +240,7 @@ static void serve_clocks(struct s5_ctl_server *s, uint64_t now) {
 
 void s5_ctl_serve(struct s5_ctl_server *s, const struct pollfd *pfd, unsigned n) {
   if (s->fd < 0) return;
-  uint64_t now = s5_ctl_now_ms();
+  uint64_t now = s5_now_ms();
   bool events = n == S5_CTL_POLLFDS;
   for (unsigned i = 0; events && i < S5_CTL_CONNS; i++) {
     struct s5_ctl_conn *c = &s->conns[i];

@@ -88,8 +88,6 @@ void s5_ctl_serve(struct s5_ctl_server *s, const struct pollfd *pfd, unsigned n)
 /* Closes every connection and the listener. */
 void s5_ctl_close(struct s5_ctl_server *s);
 
-uint64_t s5_ctl_now_ms(void);
-
 /* "ADDR:PORT", "[V6]:PORT", or "local client" for a unix socket peer. */
 struct sockaddr_storage;
 const char *s5_ctl_sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t len);

@@ -11,9 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
-/* Every counter, once: the struct, the JSON and the table come from here.
+/* Every counter, once: the struct, the JSON and the table (threads/stats_render.c) come from here.
  * Grouped by what they count (clang-format would put one per line). */
 /* clang-format off */
 #define S5_STATS_COUNTERS(X)                                                   \
@@ -60,21 +59,5 @@ struct s5_stats_area *s5_stats_create(unsigned queues);
 
 /* Copies queue i's counters (i == queues: the sum over all queues). */
 void s5_stats_read(const struct s5_stats_area *a, unsigned i, struct s5_queue_stats *out);
-
-/* The JSON document the stats socket answers with: {"totals":{...},"queues":[{...},...]}.
- * Returns its length, or the length it would need when cap is too small. */
-size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap);
-
-/* Parses a document written by s5_stats_json() back into totals and up to
- * max queues. Returns the number of queues, or -1 when it is not one. */
-int s5_stats_parse(const char *json, struct s5_queue_stats *totals, struct s5_queue_stats *queues,
-                   unsigned max);
-
-/* A human table: one row per queue and a total row, main counters only. */
-void s5_stats_table(FILE *out, const struct s5_queue_stats *totals, const struct s5_queue_stats *queues,
-                    unsigned n);
-
-/* The one-line summary of one queue that SIGUSR1 logs. */
-void s5_stats_summary(const struct s5_queue_stats *st, char *buf, size_t len);
 
 #endif
