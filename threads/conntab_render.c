@@ -31,7 +31,8 @@ static void destination(const struct s5_conn *c, char *buf, size_t len) {
 
 static const char *state_name(uint8_t s) {
   static const char *const names[] = {"connecting", "open", "half-closed", "draining"};
-  return s < 4 ? names[s] : "?";
+  _Static_assert(sizeof names / sizeof *names == S5_CONN_DRAINING + 1, "a name for every enum s5_conn_state");
+  return s < sizeof names / sizeof *names ? names[s] : "?";
 }
 
 /* A name as a JSON string's content: the names are [a-z0-9_.-] already

@@ -17,6 +17,7 @@
 
 #include "control.h"
 #include "flowreset.h"
+#include "base/assert.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "run.h"
@@ -76,6 +77,7 @@ static void child_main(struct supervisor *sv, unsigned index) {
 
 static int child_spawn(struct supervisor *sv, unsigned index) {
   struct child *kids = sv->kids;
+  S5_ASSERT(index < sv->cfg->queues && kids[index].pid == 0); /* one worker per queue */
   pid_t pid = fork();
   if (pid < 0) {
     s5_error("forking worker %u: %s", index, strerror(errno));
@@ -99,6 +101,7 @@ static void child_died(struct supervisor *sv, unsigned index, int status) {
   const struct s5_config *cfg = sv->cfg;
   struct child *c = &sv->kids[index];
   struct s5_queue_stats *st = &sv->stats->q[index];
+  S5_ASSERT(c->pid > 0); /* running -> waiting for its restart */
   /* The dead worker's sessions are gone with it. */
   S5_STAT_SET(st, ready, 0);
   S5_STAT_SET(st, tcp_active, 0);
@@ -112,6 +115,7 @@ static void child_died(struct supervisor *sv, unsigned index, int status) {
     c->delay_ms = c->delay_ms == 0
                     ? S5_RESTART_DELAY_MIN_MS
                     : (c->delay_ms * 2 > S5_RESTART_DELAY_MAX_MS ? S5_RESTART_DELAY_MAX_MS : c->delay_ms * 2);
+  S5_ASSERT(c->delay_ms >= S5_RESTART_DELAY_MIN_MS && c->delay_ms <= S5_RESTART_DELAY_MAX_MS);
   c->pid = 0;
   c->restart_at_ms = s5_now_ms() + c->delay_ms;
   s5_warn("worker %u %s after %llu ms; restarting in %u ms", index, why, (unsigned long long)lived,

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/assert.h"
+
 struct s5_connq {
   uint64_t req;  /* written by the control loop */
   uint64_t done; /* written by the worker: the request answered */
@@ -42,11 +44,15 @@ uint64_t s5_conntab_pending(const struct s5_connq *q) {
 }
 
 void s5_conntab_put(struct s5_connq *q, const struct s5_conn *c) {
+  S5_ASSERT(q->n <= S5_CONN_MAX);
   if (q->n < S5_CONN_MAX) q->c[q->n++] = *c;
   else q->over++;
 }
 
-void s5_conntab_done(struct s5_connq *q, uint64_t req) { __atomic_store_n(&q->done, req, __ATOMIC_RELEASE); }
+void s5_conntab_done(struct s5_connq *q, uint64_t req) {
+  S5_ASSERT(req != 0 && q->n <= S5_CONN_MAX); /* an answer to a request, within its list */
+  __atomic_store_n(&q->done, req, __ATOMIC_RELEASE);
+}
 
 uint64_t s5_conntab_request(void) {
   uint64_t req = ++last_req;
@@ -64,6 +70,7 @@ unsigned s5_conntab_queues(void) { return nlists; }
 
 const struct s5_conn *s5_conntab_answer(unsigned queue, uint64_t req, uint32_t *n, uint64_t *over) {
   if (!s5_conntab_answered(queue, req)) return NULL;
+  S5_ASSERT(lists[queue].n <= S5_CONN_MAX);
   *n = lists[queue].n;
   *over = lists[queue].over;
   return lists[queue].c;

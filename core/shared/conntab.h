@@ -29,6 +29,9 @@ struct s5_conn {
   char name[128];               /* a mapped destination's name, "" for none (cut at 127) */
 };
 
+/* Its state is stored in a byte. */
+_Static_assert(S5_CONN_DRAINING <= UINT8_MAX, "enum s5_conn_state fits struct s5_conn's state");
+
 struct s5_connq; /* one queue's list */
 
 /* Maps the lists of `queues` queues. Returns 0 or -errno. */

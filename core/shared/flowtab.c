@@ -14,7 +14,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/assert.h"
+
 #define S5_FLOW_NONE 0xffffffffu
+
+/* The key is compared and copied as bytes (s5_flow_cmp, memcpy of
+ * S5_FLOW_KEY_LEN): its fields must lie in that order with no padding,
+ * which would hold garbage, and a slot must be the 44 bytes flowtab.h
+ * promises (the supervisor and the workers map the same layout). */
+_Static_assert(offsetof(struct s5_flow, remote) == 16 && offsetof(struct s5_flow, client_port) == 32 &&
+                 offsetof(struct s5_flow, remote_port) == 34 && offsetof(struct s5_flow, v6) == 36,
+               "struct s5_flow: the key's fields in order, without padding");
+_Static_assert(S5_FLOW_KEY_LEN == 37 && sizeof(struct s5_flow) == 44,
+               "struct s5_flow: 37-byte key, 44-byte slot");
 
 struct s5_flowq {
   uint32_t cap;
@@ -23,6 +35,7 @@ struct s5_flowq {
   uint32_t pad;
   struct s5_flow slot[];
 };
+_Static_assert(offsetof(struct s5_flowq, slot) == 16, "struct s5_flowq: a 16-byte header before the slots");
 
 struct s5_flowtab {
   void *map;
@@ -79,6 +92,7 @@ struct s5_flowq *s5_flowtab_queue(struct s5_flowtab *t, unsigned queue) {
 uint32_t s5_flowtab_add(struct s5_flowq *q, const struct s5_flow *f) {
   uint32_t i = q->free_head;
   if (i != S5_FLOW_NONE) {
+    S5_ASSERT(i < q->top && !q->slot[i].used); /* the free list holds free slots below top */
     q->free_head = q->slot[i].next_free;
   } else {
     i = q->top;
@@ -94,6 +108,7 @@ uint32_t s5_flowtab_add(struct s5_flowq *q, const struct s5_flow *f) {
 void s5_flowtab_remove(struct s5_flowq *q, uint32_t ref) {
   if (ref == 0 || ref > q->cap) return;
   struct s5_flow *s = &q->slot[ref - 1];
+  S5_ASSERT(s->used && ref <= q->top); /* a reference is removed once */
   __atomic_store_n(&s->used, 0, __ATOMIC_RELEASE);
   s->next_free = q->free_head;
   q->free_head = ref - 1;

@@ -38,6 +38,16 @@ struct s5_queue_stats {
   uint32_t tun_failing;         /* its TUN queue failed and is not read until it recovers */
 } __attribute__((aligned(64))); /* a cache line or more each: no false sharing */
 
+/* Every counter is a naturally aligned uint64_t, so that the relaxed atomic
+ * loads and stores below are single instructions on every 64-bit target
+ * (and tear-free reads for the supervisor and the stats socket); a queue's
+ * counters start on a cache line of their own. */
+#define S5_STATS_ALIGNED(name) \
+  _Static_assert(offsetof(struct s5_queue_stats, name) % sizeof(uint64_t) == 0, #name);
+S5_STATS_COUNTERS(S5_STATS_ALIGNED)
+#undef S5_STATS_ALIGNED
+_Static_assert(sizeof(struct s5_queue_stats) % 64 == 0, "struct s5_queue_stats: whole cache lines");
+
 struct s5_stats_area {
   uint32_t queues;
   uint64_t started_unix;
@@ -46,6 +56,7 @@ struct s5_stats_area {
   uint64_t last_reload_unix; /* time of the last applied reload, 0 = none */
   struct s5_queue_stats q[];
 };
+_Static_assert(offsetof(struct s5_stats_area, q) % 64 == 0, "the queues' counters start on a cache line");
 
 #define S5_STAT_ADD(st, field, n) \
   __atomic_store_n(&(st)->field, (st)->field + (uint64_t)(n), __ATOMIC_RELAXED)
