@@ -1046,12 +1046,27 @@ stats_hold_until() {
   HOLD_T=$(($(stats_hold_ms) - t0))
 }
 
+# stats_hold_traffic with|without: 8 MiB each way through the tunnel three
+# times; the median time (ms) in HOLD_TRAFFIC (one slow transfer on a busy
+# machine says nothing about the daemon).
+stats_hold_traffic() {
+  local t0 times=()
+  for _ in 1 2 3; do
+    t0=$(stats_hold_ms)
+    client --host "$TGT4" bulk --size 8M --upload-mode length \
+      || fail "traffic through the tunnel failed ($1 the stats clients)"
+    times+=($(($(stats_hold_ms) - t0)))
+  done
+  HOLD_TRAFFIC=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
+}
+
 stats_hold_started() { (($(grep -c "worker 0 started" "$S5LOG") > $1)); }
 stats_hold_exited() { ! e2e_pid_running "$S5PID"; }
 
 # stats_hold_clients: the 50 clients, in the background until
-# $WORK/hold.on goes (HOLD_PID); returns once each has connected or found
-# the backlog full (then it tries again every 50 ms).
+# $WORK/hold.on goes (HOLD_PID); returns once each has connected (or,
+# after T_STEP, once each has at least found the backlog full: then it
+# tries again every 50 ms).
 stats_hold_clients() {
   touch "$WORK/hold.on"
   "$PY" - "$STATS_SOCK" "$WORK/hold.on" >"$WORK/hold.log" 2>&1 <<'PYEOF' &
@@ -1107,6 +1122,9 @@ for i in range(50):
 for i in range(50):  # each connected or queued for the backlog
     tried.acquire()
 print("holding", flush=True)
+while os.path.exists(flag) and count["clients"] < 50:
+    time.sleep(0.05)
+print("all connected" if count["clients"] == 50 else "not all connected", flush=True)
 while os.path.exists(flag):
     time.sleep(0.1)
 print("clients connected %d, connections %d, closed by the daemon %d"
@@ -1114,21 +1132,27 @@ print("clients connected %d, connections %d, closed by the daemon %d"
 PYEOF
   HOLD_PID=$!
   e2e_wait_log "$WORK/hold.log" "^holding" "$T_STEP" "start of the 50 stats clients" >/dev/null
+  # Each has had a connection once (checked at the end): a few found the
+  # backlog full at first. Not a condition to go on: the daemon's answers
+  # are what is measured.
+  for _ in $(seq $((T_STEP * 10))); do
+    grep -q "^all connected" "$WORK/hold.log" && break
+    sleep 0.1
+  done
 }
 
 # stats_hold_round with|without LIMIT_TRAFFIC LIMIT_RESTART LIMIT_STOP: a
 # daemon, the clients or not, the three steps timed into HOLD_TRAFFIC,
 # HOLD_RESTART (process mode) and HOLD_STOP (ms); a step over its limit fails.
 stats_hold_round() {
-  local with=$1 lim_traffic=$2 lim_restart=$3 lim_stop=$4 t0 victim n0 rc=0
+  local with=$1 lim_traffic=$2 lim_restart=$3 lim_stop=$4 t0 victim n0 rc=0 ticks
   ops_start
   e2e_wait_ready "$MODE" "$QUEUES"
   [[ $with == with ]] && stats_hold_clients
-  t0=$(stats_hold_ms)
-  client --host "$TGT4" bulk --size 8M --upload-mode length || fail "traffic through the tunnel failed ($with the stats clients)"
-  HOLD_TRAFFIC=$(($(stats_hold_ms) - t0))
+  ticks=$(fdlimit_cpu_ticks)
+  stats_hold_traffic "$with"
   ((HOLD_TRAFFIC <= lim_traffic)) \
-    || fail "8 MiB each way took $HOLD_TRAFFIC ms $with the stats clients, limit $lim_traffic ms"
+    || fail "8 MiB each way took $HOLD_TRAFFIC ms (median of 3) $with the stats clients, limit $lim_traffic ms"
   HOLD_RESTART=0
   if [[ $MODE == process ]]; then
     victim=$(sed -nE 's/.*worker 0 started \(pid ([0-9]+)\).*/\1/p' "$S5LOG" | tail -n 1)
@@ -1140,6 +1164,7 @@ stats_hold_round() {
     HOLD_RESTART=$HOLD_T
     client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10
   fi
+  ticks=$(($(fdlimit_cpu_ticks) - ticks))
   t0=$(stats_hold_ms)
   kill -TERM "$S5PID"
   stats_hold_until "$t0" "$lim_stop" stats_hold_exited \
@@ -1154,7 +1179,8 @@ stats_hold_round() {
     rm -f "$WORK/hold.on"
     wait "$HOLD_PID" || fail "the stats clients failed: $(oneline "$(cat "$WORK/hold.log")")"
   fi
-  log "$with 50 stats clients: traffic $HOLD_TRAFFIC ms, restart $HOLD_RESTART ms, SIGTERM $HOLD_STOP ms"
+  log "$with 50 stats clients: traffic $HOLD_TRAFFIC ms, restart $HOLD_RESTART ms, SIGTERM $HOLD_STOP ms;" \
+    "control loop's CPU meanwhile $ticks ticks of $(getconf CLK_TCK)/s"
 }
 
 case_stats_hold() {
