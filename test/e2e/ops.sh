@@ -1027,7 +1027,7 @@ PYEOF
 # byte every 100-500 ms, never a whole request), each connecting again as
 # soon as the daemon closes it, delay neither traffic through the tunnel,
 # nor the restart of a worker killed with SIGKILL (process mode), nor the
-# exit on SIGTERM. No wall-clock limit: each step is timed on a daemon
+# exit on SIGTERM; --stats still answers. No wall-clock limit: each step is timed on a daemon
 # without the clients and then on one with them, in the same run, and
 # with them may take at most twice as long plus 1 s. (A stats server that
 # serves one connection at a time inside the control loop, 200 ms for each
@@ -1151,6 +1151,8 @@ stats_hold_round() {
   [[ $with == with ]] && stats_hold_clients
   ticks=$(fdlimit_cpu_ticks)
   stats_hold_traffic "$with"
+  # The stats socket itself still answers (its client's own 5 s timeout).
+  "$S5TUND" --stats "$STATS_SOCK" --json >/dev/null || fail "--stats failed $with the stats clients"
   ((HOLD_TRAFFIC <= lim_traffic)) \
     || fail "8 MiB each way took $HOLD_TRAFFIC ms (median of 3) $with the stats clients, limit $lim_traffic ms"
   HOLD_RESTART=0
