@@ -6,16 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
 #include "fd_reserve.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "metrics.h"
 #include "notify.h"
 #include "reload.h"
 #include "run.h"
+#include "stats_render.h"
 #include "stats_server.h"
 
 #define S5_CONTROL_PERIOD_MS 250 /* readiness and watchdog checks */
@@ -29,12 +30,6 @@ void s5_control_block_signals(sigset_t *old) {
   for (size_t i = 0; i < sizeof control_signals / sizeof *control_signals; i++)
     sigaddset(&set, control_signals[i]);
   pthread_sigmask(SIG_BLOCK, &set, old);
-}
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void log_summaries(const struct s5_stats_area *stats) {
@@ -71,7 +66,7 @@ static void check_ready(struct control *c) {
 }
 
 static void check_stalls(struct control *c) {
-  uint64_t now = now_ms();
+  uint64_t now = s5_now_ms();
   for (unsigned i = 0; i < c->stats->queues; i++) {
     const struct s5_queue_stats *st = &c->stats->q[i];
     uint64_t beat = S5_STAT_GET(st, heartbeat_ms);

@@ -9,17 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/assert.h"
+#include "base/clock.h"
 #include "fd_reserve.h"
 #include "base/log.h"
-
-uint64_t s5_ctl_now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 int s5_ctl_init(struct s5_ctl_server *s, int fd, const char *name, const struct s5_ctl_ops *ops,
                 void *owner) {
@@ -38,6 +33,7 @@ int s5_ctl_init(struct s5_ctl_server *s, int fd, const char *name, const struct 
 }
 
 static void conn_close(struct s5_ctl_server *s, struct s5_ctl_conn *c, const char *why) {
+  S5_ASSERT(c->state != S5_CTL_FREE && c->fd >= 0);
   if (why != NULL) s5_debug("%s: %s: connection closed: %s", s->name, c->peer, why);
   close(c->fd);
   if (c->reserved) s5_fd_reserve_put();
@@ -55,6 +51,7 @@ static void conn_verdict(struct s5_ctl_server *s, struct s5_ctl_conn *c, enum s5
     return;
   }
   if (v != S5_CTL_ANSWER) return;
+  S5_ASSERT(c->state == S5_CTL_READ || c->state == S5_CTL_WAIT);
   if (c->out == NULL) {
     conn_close(s, c, "out of memory for the answer");
     return;
@@ -65,6 +62,7 @@ static void conn_verdict(struct s5_ctl_server *s, struct s5_ctl_conn *c, enum s5
 
 static void conn_read(struct s5_ctl_server *s, struct s5_ctl_conn *c) {
   while (c->state == S5_CTL_READ) {
+    S5_ASSERT(c->got <= sizeof c->req);
     if (c->got == sizeof c->req) { /* full: the owner decides with what it has */
       conn_verdict(s, c, s->ops->request(s, c, true));
       if (c->state == S5_CTL_READ) conn_close(s, c, "request too long");
@@ -77,6 +75,7 @@ static void conn_read(struct s5_ctl_server *s, struct s5_ctl_conn *c) {
       conn_close(s, c, strerror(errno));
       return;
     }
+    S5_ASSERT((size_t)n <= sizeof c->req - c->got);
     c->got += (size_t)n;
     conn_verdict(s, c, s->ops->request(s, c, n == 0));
     if (n == 0 && c->state == S5_CTL_READ) conn_close(s, c, "end of stream before a complete request");
@@ -84,6 +83,7 @@ static void conn_read(struct s5_ctl_server *s, struct s5_ctl_conn *c) {
 }
 
 static void conn_write(struct s5_ctl_server *s, struct s5_ctl_conn *c) {
+  S5_ASSERT(c->state == S5_CTL_WRITE && c->out != NULL && c->out_off <= c->out_len);
   while (c->out_off < c->out_len) {
     ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
@@ -93,6 +93,7 @@ static void conn_write(struct s5_ctl_server *s, struct s5_ctl_conn *c) {
       return;
     }
     c->out_off += (size_t)n;
+    S5_ASSERT(c->out_off <= c->out_len);
   }
   free(c->out);
   c->out = NULL;
@@ -114,17 +115,34 @@ static void conn_drain(struct s5_ctl_server *s, struct s5_ctl_conn *c) {
   }
 }
 
-/* A free slot, or the oldest connection not writing an answer (a slow or
- * idle client gives way to a new one), or none. */
-static struct s5_ctl_conn *conn_slot(struct s5_ctl_server *s) {
+/* A slot for a new connection: a free one, or else the oldest connection
+ * not writing an answer, once it has had S5_CTL_PUSH_MS (a slow or idle
+ * client gives way to a new one, but no faster than that: clients that
+ * come back as soon as they are pushed out would otherwise keep the loop
+ * busy accepting and closing). The time a slot is there, 0 for now,
+ * UINT64_MAX while every slot writes (until one is done). */
+static uint64_t slot_at(const struct s5_ctl_server *s, struct s5_ctl_conn **slot) {
   struct s5_ctl_conn *oldest = NULL;
   for (unsigned i = 0; i < S5_CTL_CONNS; i++) {
     struct s5_ctl_conn *c = &s->conns[i];
-    if (c->state == S5_CTL_FREE) return c;
+    if (c->state == S5_CTL_FREE) {
+      if (slot != NULL) *slot = c;
+      return 0;
+    }
     if (c->state != S5_CTL_WRITE && (oldest == NULL || c->opened_ms < oldest->opened_ms)) oldest = c;
   }
-  if (oldest != NULL) conn_close(s, oldest, "pushed out by a new connection (all slots busy)");
-  return oldest;
+  if (slot != NULL) *slot = oldest;
+  return oldest == NULL ? UINT64_MAX : oldest->opened_ms + S5_CTL_PUSH_MS;
+}
+
+/* The slot a new connection takes now (pushing out its holder), or NULL:
+ * it waits in the listener's backlog. */
+static struct s5_ctl_conn *conn_slot(struct s5_ctl_server *s, uint64_t now) {
+  struct s5_ctl_conn *c = NULL;
+  if (slot_at(s, &c) > now) return NULL;
+  if (c->state != S5_CTL_FREE) conn_close(s, c, "pushed out by a new connection (all slots busy)");
+  S5_ASSERT(c->state == S5_CTL_FREE && c->fd < 0 && c->out == NULL);
+  return c;
 }
 
 /* Out of descriptors even with the reserve: what stays queued would wake
@@ -152,14 +170,7 @@ const char *s5_ctl_sockaddr_text(const struct sockaddr_storage *ss, char *buf, s
   return buf;
 }
 
-static void accept_one(struct s5_ctl_server *s, int fd, bool reserved, uint64_t now) {
-  struct s5_ctl_conn *c = conn_slot(s);
-  if (c == NULL) { /* every slot is writing an answer */
-    s5_debug("%s: connection refused: %u connections busy", s->name, S5_CTL_CONNS);
-    close(fd);
-    if (reserved) s5_fd_reserve_put();
-    return;
-  }
+static void accept_one(struct s5_ctl_server *s, struct s5_ctl_conn *c, int fd, bool reserved, uint64_t now) {
   c->fd = fd;
   c->state = S5_CTL_READ;
   c->reserved = reserved;
@@ -173,8 +184,10 @@ static void accept_one(struct s5_ctl_server *s, int fd, bool reserved, uint64_t 
   s5_ctl_sockaddr_text(&peer, c->peer, sizeof c->peer);
 }
 
+/* Accepts while a slot is there; the rest waits in the backlog. */
 static void accept_all(struct s5_ctl_server *s, uint64_t now) {
   for (;;) {
+    if (slot_at(s, NULL) > now) return;
     bool reserved;
     int fd = s5_accept_reserved(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC, &reserved);
     if (fd < 0) {
@@ -191,13 +204,17 @@ static void accept_all(struct s5_ctl_server *s, uint64_t now) {
     }
     /* A connection the reserve took is served like any; the reserve comes
      * back when it closes (conn_close). */
-    accept_one(s, fd, reserved, now);
+    struct s5_ctl_conn *c = conn_slot(s, now);
+    S5_ASSERT(c != NULL); /* slot_at said so, and nothing closed since */
+    accept_one(s, c, fd, reserved, now);
   }
 }
 
 unsigned s5_ctl_pollfds(const struct s5_ctl_server *s, struct pollfd *pfd) {
   if (s->fd < 0) return 0;
-  pfd[0] = (struct pollfd){.fd = s->pause_until_ms > s5_ctl_now_ms() ? -1 : s->fd, .events = POLLIN};
+  uint64_t now = s5_now_ms();
+  bool listen = s->pause_until_ms <= now && slot_at(s, NULL) <= now;
+  pfd[0] = (struct pollfd){.fd = listen ? s->fd : -1, .events = POLLIN};
   for (unsigned i = 0; i < S5_CTL_CONNS; i++) {
     const struct s5_ctl_conn *c = &s->conns[i];
     bool polled = c->state == S5_CTL_READ || c->state == S5_CTL_WRITE || c->state == S5_CTL_DRAIN;
@@ -209,7 +226,8 @@ unsigned s5_ctl_pollfds(const struct s5_ctl_server *s, struct pollfd *pfd) {
 
 int s5_ctl_wait_ms(const struct s5_ctl_server *s) {
   if (s->fd < 0) return -1;
-  uint64_t now = s5_ctl_now_ms(), next = UINT64_MAX;
+  uint64_t now = s5_now_ms(), next = slot_at(s, NULL);
+  if (next <= now) next = UINT64_MAX; /* the listener is polled: no clock for it */
   for (unsigned i = 0; i < S5_CTL_CONNS; i++) {
     const struct s5_ctl_conn *c = &s->conns[i];
     if (c->state == S5_CTL_FREE) continue;
@@ -246,7 +264,7 @@ static void serve_clocks(struct s5_ctl_server *s, uint64_t now) {
 
 void s5_ctl_serve(struct s5_ctl_server *s, const struct pollfd *pfd, unsigned n) {
   if (s->fd < 0) return;
-  uint64_t now = s5_ctl_now_ms();
+  uint64_t now = s5_now_ms();
   bool events = n == S5_CTL_POLLFDS;
   for (unsigned i = 0; events && i < S5_CTL_CONNS; i++) {
     struct s5_ctl_conn *c = &s->conns[i];

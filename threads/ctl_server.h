@@ -11,7 +11,8 @@
  * with a deadline from accept to close in every state. A silent or
  * trickling client costs a slot, never the loop's time: signals, the
  * watchdog and worker restarts go on. A new connection with every slot
- * busy pushes out the oldest one not writing an answer. At the descriptor
+ * busy pushes out the oldest one not writing an answer, once that one has
+ * had S5_CTL_PUSH_MS; until then it waits in the backlog. At the descriptor
  * limit the reserve (fd_reserve.h) takes the connection. The owner's part
  * is an ops table: what a request is, and what answers it. */
 #ifndef S5_THREADS_CTL_SERVER_H
@@ -23,6 +24,7 @@
 #include <stdint.h>
 
 #define S5_CTL_CONNS 16
+#define S5_CTL_PUSH_MS 100 /* the least a connection holds its slot against a new one */
 #define S5_CTL_REQ_MAX 8192
 #define S5_CTL_POLLFDS (1 + S5_CTL_CONNS)
 
@@ -87,8 +89,6 @@ void s5_ctl_serve(struct s5_ctl_server *s, const struct pollfd *pfd, unsigned n)
 
 /* Closes every connection and the listener. */
 void s5_ctl_close(struct s5_ctl_server *s);
-
-uint64_t s5_ctl_now_ms(void);
 
 /* "ADDR:PORT", "[V6]:PORT", or "local client" for a unix socket peer. */
 struct sockaddr_storage;

@@ -52,7 +52,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/log.h"
+#include "flowprobe.h"
 
 #define S5_RESET_ROUNDS 3
 #define S5_RESET_ROUND_MS 600 /* above Linux's 500 ms per-socket limit on such ACKs */
@@ -75,12 +77,6 @@ struct s5_flowreset {
   uint64_t *untracked_seen; /* per queue: tcp_untracked at the last death */
   struct pending *p;        /* per queue */
 };
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 struct s5_flowreset *s5_flowreset_create(const struct s5_config *cfg, struct s5_stats_area *stats,
                                          s5_serving_fd_fn fd_of, void *arg) {
@@ -160,7 +156,7 @@ static size_t send_round(struct s5_flowreset *r, unsigned queue) {
   struct pending *p = &r->p[queue];
   int fd = probe_fd(r, queue);
   if (fd < 0) {
-    p->due_ms = now_ms() + S5_RESET_WAIT_MS;
+    p->due_ms = s5_now_ms() + S5_RESET_WAIT_MS;
     return 0;
   }
   for (unsigned i = 0; i < r->cfg->queues; i++) s5_flowtab_each(s5_flowtab_queue(r->tab, i), unmark_live, p);
@@ -182,7 +178,7 @@ static size_t send_round(struct s5_flowreset *r, unsigned queue) {
     s5_warn("worker %u: %zu of %zu reset probes could not be written to the TUN device: %s", queue, failed,
             todo, strerror(err));
   if (++p->round >= S5_RESET_ROUNDS || todo == 0) pending_clear(p);
-  else p->due_ms = now_ms() + S5_RESET_ROUND_MS;
+  else p->due_ms = s5_now_ms() + S5_RESET_ROUND_MS;
   return sent;
 }
 
@@ -233,7 +229,7 @@ void s5_flowreset_worker_died(struct s5_flowreset *r, unsigned queue) {
 long s5_flowreset_next_in(const struct s5_flowreset *r) {
   if (r == NULL) return -1;
   long best = -1;
-  uint64_t now = now_ms();
+  uint64_t now = s5_now_ms();
   for (unsigned i = 0; i < r->cfg->queues; i++) {
     if (r->p[i].due_ms == 0) continue;
     long in = r->p[i].due_ms > now ? (long)(r->p[i].due_ms - now) : 0;
@@ -244,7 +240,7 @@ long s5_flowreset_next_in(const struct s5_flowreset *r) {
 
 void s5_flowreset_due(struct s5_flowreset *r) {
   if (r == NULL) return;
-  uint64_t now = now_ms();
+  uint64_t now = s5_now_ms();
   for (unsigned i = 0; i < r->cfg->queues; i++)
     if (r->p[i].due_ms != 0 && r->p[i].due_ms <= now) send_round(r, i);
 }

@@ -11,9 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shared/conntab.h"
+#include "conntab_render.h"
 #include "ctl_server.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "stats_render.h"
 #include "stats_server.h"
 
 /* --connections: every worker writes its list on its own loop; at most
@@ -91,7 +93,7 @@ static char *connections_document(uint64_t req, int json, size_t *len) {
   char *doc = NULL;
   FILE *out = open_memstream(&doc, len);
   if (out == NULL) return NULL;
-  s5_conntab_render(out, req, json, s5_ctl_now_ms());
+  s5_conntab_render(out, req, json, s5_now_ms());
   fclose(out);
   return doc;
 }
@@ -109,7 +111,7 @@ static enum s5_ctl_verdict stats_request(struct s5_ctl_server *s, struct s5_ctl_
   }
   if (srv->conn_req == 0) {
     srv->conn_req = s5_conntab_request();
-    srv->conn_until_ms = s5_ctl_now_ms() + S5_CONNECTIONS_WAIT_MS;
+    srv->conn_until_ms = s5_now_ms() + S5_CONNECTIONS_WAIT_MS;
     if (srv->poke != NULL) srv->poke(srv->poke_arg);
   }
   c->token = srv->conn_req;

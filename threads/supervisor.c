@@ -17,6 +17,8 @@
 
 #include "control.h"
 #include "flowreset.h"
+#include "base/assert.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "run.h"
 #include "worker.h"
@@ -42,12 +44,6 @@ struct child {
   unsigned delay_ms;
   unsigned restarts;
 };
-
-static uint64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Closes every inherited fd but stdio, the log and the queue: the other
  * queues, the supervisor's signalfd and stats socket are not the worker's. */
@@ -81,6 +77,7 @@ static void child_main(struct supervisor *sv, unsigned index) {
 
 static int child_spawn(struct supervisor *sv, unsigned index) {
   struct child *kids = sv->kids;
+  S5_ASSERT(index < sv->cfg->queues && kids[index].pid == 0); /* one worker per queue */
   pid_t pid = fork();
   if (pid < 0) {
     s5_error("forking worker %u: %s", index, strerror(errno));
@@ -88,7 +85,7 @@ static int child_spawn(struct supervisor *sv, unsigned index) {
   }
   if (pid == 0) child_main(sv, index);
   kids[index].pid = pid;
-  kids[index].started_ms = now_ms();
+  kids[index].started_ms = s5_now_ms();
   S5_STAT_SET(&sv->stats->q[index], pid, pid);
   s5_info("worker %u started (pid %d)", index, (int)pid);
   return 0;
@@ -104,6 +101,7 @@ static void child_died(struct supervisor *sv, unsigned index, int status) {
   const struct s5_config *cfg = sv->cfg;
   struct child *c = &sv->kids[index];
   struct s5_queue_stats *st = &sv->stats->q[index];
+  S5_ASSERT(c->pid > 0); /* running -> waiting for its restart */
   /* The dead worker's sessions are gone with it. */
   S5_STAT_SET(st, ready, 0);
   S5_STAT_SET(st, tcp_active, 0);
@@ -111,14 +109,15 @@ static void child_died(struct supervisor *sv, unsigned index, int status) {
   S5_STAT_SET(st, pid, 0);
   char why[64];
   describe_exit(status, why, sizeof why);
-  uint64_t lived = now_ms() - c->started_ms;
+  uint64_t lived = s5_now_ms() - c->started_ms;
   if (lived >= S5_RESTART_HEALTHY_MS) c->delay_ms = S5_RESTART_DELAY_MIN_MS;
   else
     c->delay_ms = c->delay_ms == 0
                     ? S5_RESTART_DELAY_MIN_MS
                     : (c->delay_ms * 2 > S5_RESTART_DELAY_MAX_MS ? S5_RESTART_DELAY_MAX_MS : c->delay_ms * 2);
+  S5_ASSERT(c->delay_ms >= S5_RESTART_DELAY_MIN_MS && c->delay_ms <= S5_RESTART_DELAY_MAX_MS);
   c->pid = 0;
-  c->restart_at_ms = now_ms() + c->delay_ms;
+  c->restart_at_ms = s5_now_ms() + c->delay_ms;
   s5_warn("worker %u %s after %llu ms; restarting in %u ms", index, why, (unsigned long long)lived,
           c->delay_ms);
 
@@ -158,7 +157,7 @@ static long next_restart_in(void *arg) {
   const struct s5_config *cfg = sv->cfg;
   const struct child *kids = sv->kids;
   long best = -1;
-  uint64_t now = now_ms();
+  uint64_t now = s5_now_ms();
   for (unsigned i = 0; i < cfg->queues; i++) {
     if (kids[i].pid != 0) continue;
     long in = kids[i].restart_at_ms > now ? (long)(kids[i].restart_at_ms - now) : 0;
@@ -170,7 +169,7 @@ static long next_restart_in(void *arg) {
 static void restart_due(void *arg) {
   struct supervisor *sv = arg;
   struct child *kids = sv->kids;
-  uint64_t now = now_ms();
+  uint64_t now = s5_now_ms();
   for (unsigned i = 0; i < sv->cfg->queues; i++) {
     if (kids[i].pid != 0 || kids[i].restart_at_ms > now) continue;
     kids[i].restarts++;
@@ -238,10 +237,10 @@ static void stop_all(struct supervisor *sv, const sigset_t *set) {
   struct child *kids = sv->kids;
   for (unsigned i = 0; i < cfg->queues; i++)
     if (kids[i].pid > 0) kill(kids[i].pid, SIGTERM);
-  uint64_t deadline = now_ms() + cfg->run.drain_timeout * 1000ull + S5_STOP_GRACE_MS;
+  uint64_t deadline = s5_now_ms() + cfg->run.drain_timeout * 1000ull + S5_STOP_GRACE_MS;
   while (alive(cfg, kids) > 0) {
     reap(sv, 1);
-    uint64_t now = now_ms();
+    uint64_t now = s5_now_ms();
     if (alive(cfg, kids) == 0) break;
     if (now >= deadline) {
       for (unsigned i = 0; i < cfg->queues; i++)

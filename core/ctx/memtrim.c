@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "base/assert.h"
 #include "base/log.h"
 #include "ctx/memtrim.h"
 
@@ -99,7 +100,9 @@ static void memtrim_logged(int all) {
 }
 
 int s5_memtrim_release(void) {
-  int all = __atomic_sub_fetch(&memtrim_busy, 1, __ATOMIC_RELAXED) == 0;
+  unsigned busy = __atomic_fetch_sub(&memtrim_busy, 1, __ATOMIC_RELAXED);
+  S5_ASSERT(busy > 0); /* each busy period counted once, released once */
+  int all = busy == 1;
   if (s5_log_enabled(S5_LOG_DEBUG)) {
     memtrim_logged(all);
   } else {
@@ -110,6 +113,9 @@ int s5_memtrim_release(void) {
 }
 
 void s5_memtrim_stop(struct s5_memtrim *m) {
-  if (m->busy) __atomic_sub_fetch(&memtrim_busy, 1, __ATOMIC_RELAXED);
+  if (m->busy) {
+    unsigned busy = __atomic_fetch_sub(&memtrim_busy, 1, __ATOMIC_RELAXED);
+    S5_ASSERT(busy > 0);
+  }
   m->busy = 0;
 }

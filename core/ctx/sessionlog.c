@@ -8,11 +8,13 @@
 #include <string.h>
 
 #include "base/addr.h"
+#include "base/assert.h"
 #include "shared/conntab.h"
 #include "base/log.h"
 #include "ctx/wctx.h"
 
 void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *c) {
+  S5_ASSERT(r->kind == 's' || r->kind == 'u');
   memset(c, 0, sizeof *c);
   c->udp = r->kind == 'u';
   c->v6 = IP_IS_V6(&r->client);
@@ -69,6 +71,7 @@ void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct
   s5_addr_port_str(&r->client, r->client_port, client, sizeof client);
   s5_addr_port_str(&r->dest, r->dest_port, dest, sizeof dest);
   proxy_text(cfg, proxy, sizeof proxy);
+  S5_ASSERT(uv_now(&w->loop) >= r->started_ms); /* both on this loop's clock */
   uint64_t ms = uv_now(&w->loop) - r->started_ms;
   s5_info("session %c%llu %s %s -> %s%s%s%s via %s: %llu bytes up, %llu down, %llu.%03llu s, %s", r->kind,
           (unsigned long long)r->id, r->kind == 's' ? "tcp" : "udp", client, dest, r->name ? " (" : "",

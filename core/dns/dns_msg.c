@@ -9,6 +9,8 @@
  * message: there is nothing before it to point to). */
 #include "dns/dns_msg.h"
 
+#include "base/assert.h"
+
 #include <string.h>
 
 #define HDR 12
@@ -54,6 +56,7 @@ static long read_name(const uint8_t *msg, size_t len, size_t off, struct s5_dns_
     }
     off += l;
   }
+  S5_ASSERT(q->name_len <= S5_DNS_NAME_MAX); /* the wire limit, not the buffer, stopped it */
   q->name[q->name_len] = '\0';
   return (long)off;
 }
@@ -74,6 +77,7 @@ enum s5_dns_parse s5_dns_parse_query(const uint8_t *msg, size_t len, struct s5_d
   q->qclass = get16(msg + off + 2);
   off += 4;
   q->question_len = (size_t)off - HDR;
+  S5_ASSERT(q->question_len <= S5_DNS_NAME_MAX + 2 + 4);
 
   /* The additional section: an OPT record (root name, type 41) is all a
    * stub sends; anything else there (TSIG, ...) is ignored, not parsed. */
@@ -142,6 +146,7 @@ int s5_dns_build_response(uint8_t *out, size_t cap, const uint8_t *msg, const st
     put16(out + n + 9, 0);              /* RDLEN */
     n += 11;
   }
+  S5_ASSERT(n == need);
   return (int)n;
 }
 
@@ -163,6 +168,7 @@ size_t s5_dns_frame_feed(struct s5_dns_frame *f, const uint8_t *in, size_t n) {
   size_t keep = f->have < sizeof f->msg ? sizeof f->msg - f->have : 0;
   if (keep > 0) memcpy(f->msg + f->have, in + used, take < keep ? take : keep);
   f->have = (uint16_t)(f->have + take);
+  S5_ASSERT(f->have <= f->len && used + take <= n);
   f->done = f->have == f->len;
   return used + take;
 }

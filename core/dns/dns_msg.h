@@ -31,6 +31,9 @@
 /* Queries are small; the part of a message beyond this is never needed
  * (header, one question of at most 259 bytes, the start of an OPT record). */
 #define S5_DNS_QUERY_READ 1024
+/* A question (the longest name, its type and class) fits what is read. */
+_Static_assert(12 + (S5_DNS_NAME_MAX + 2) + 4 <= S5_DNS_QUERY_READ,
+               "a query's question fits S5_DNS_QUERY_READ");
 
 /* What parsing a query found. */
 enum s5_dns_parse {
@@ -85,6 +88,8 @@ struct s5_dns_frame {
   uint8_t prefix_have; /* bytes of the prefix received */
   uint8_t done;        /* a whole message is in: the next feed starts another */
 };
+/* A message's length is 16 bits on the wire; what is kept of it, less. */
+_Static_assert(S5_DNS_QUERY_READ <= 0xffff, "struct s5_dns_frame: kept bytes counted in 16 bits");
 
 /* Takes bytes of the stream, stopping at the end of a message. Returns how
  * many of the n it used; f->done tells whether a message is complete: its

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/assert.h"
 #include "dns/dns_msg.h"
 
 struct entry {
@@ -31,6 +32,7 @@ struct entry {
   uint8_t len;
   char name[S5_DNS_NAME_MAX + 1];
 };
+_Static_assert(S5_DNS_NAME_MAX <= UINT8_MAX, "struct entry: a name's length in a byte");
 
 struct s5_dns_table {
   pthread_mutex_t lock;
@@ -166,7 +168,8 @@ static void hash_remove(struct s5_dns_table *t, int32_t i) {
   struct entry *e = &t->entries[i];
   int32_t *link = &t->buckets[hash_name(e->name, e->len) & (t->nbuckets - 1)];
   while (*link >= 0 && *link != i) link = &t->entries[*link].hnext;
-  if (*link == i) *link = e->hnext;
+  S5_ASSERT(*link == i); /* a used entry is in its name's bucket */
+  *link = e->hnext;
   e->hnext = -1;
 }
 
@@ -181,6 +184,7 @@ static int32_t table_map(struct s5_dns_table *t, const char *name, size_t len) {
     i = t->entries[i].hnext;
   if (i < 0) {
     i = t->tail; /* the least recently used entry, or a free one */
+    S5_ASSERT(i >= 0 && (uint32_t)i < t->count);
     struct entry *e = &t->entries[i];
     if (e->used) hash_remove(t, i);
     memcpy(e->name, name, len);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/addr.h"
+#include "base/assert.h"
 #include "dns/dns_msg.h"
 #include "base/log.h"
 #include "ctx/wctx.h"
@@ -30,6 +31,10 @@
 #define S5_DNS_TCP_IDLE_MS 10000u
 /* lwIP's poll interval is counted in its slow-timer ticks (500 ms). */
 #define S5_DNS_TCP_POLL_TICKS 2
+
+/* A waiting answer's length goes out in a 2-byte prefix; what lwIP is
+ * handed at once, in a u16_t. */
+_Static_assert(S5_DNS_ANSWER_MAX <= 0xffff && S5_DNS_TCP_OUT <= 0xffff, "DNS over TCP: lengths in 16 bits");
 
 struct s5_dns_conn {
   struct s5_dns_conn *prev, *next;
@@ -57,6 +62,7 @@ static const char *conn_peer(const struct s5_dns_conn *c, char *buf, size_t len)
 
 static void conn_free(struct s5_dns_conn *c) {
   struct s5_dns_tcp *t = c->tab;
+  S5_ASSERT(t->count > 0 && (c->prev != NULL || t->list == c));
   if (c->prev != NULL) c->prev->next = c->next;
   else t->list = c->next;
   if (c->next != NULL) c->next->prev = c->prev;
@@ -144,6 +150,7 @@ static void conn_malformed(struct s5_dns_conn *c) {
 /* The complete message in c->frame: its answer after its length. */
 static void conn_answer(struct s5_dns_conn *c) {
   const struct s5_dns_frame *f = &c->frame;
+  S5_ASSERT(sizeof c->out - c->out_len >= S5_DNS_TCP_ANSWER); /* conn_read made sure */
   uint8_t *slot = c->out + c->out_len;
   int n = s5_dns_answer(c->tab->w, f->msg, s5_dns_frame_kept(f), &c->pcb->remote_ip, c->dest, slot + 2,
                         S5_DNS_ANSWER_MAX);
@@ -151,6 +158,7 @@ static void conn_answer(struct s5_dns_conn *c) {
     conn_malformed(c);
     return;
   }
+  S5_ASSERT(n <= S5_DNS_ANSWER_MAX);
   slot[0] = (uint8_t)(n >> 8);
   slot[1] = (uint8_t)n;
   c->out_len += 2 + (size_t)n;
@@ -169,6 +177,7 @@ static void conn_read(struct s5_dns_conn *c) {
       continue;
     }
     size_t used = s5_dns_frame_feed(&c->frame, p->payload, p->len);
+    S5_ASSERT(used <= p->len);
     c->in = pbuf_free_header(p, (u16_t)used);
     read += used;
     if (c->frame.done) conn_answer(c);
@@ -186,6 +195,7 @@ static err_t conn_write(struct s5_dns_conn *c) {
   err_t e = tcp_write(c->pcb, c->out, (u16_t)n, TCP_WRITE_FLAG_COPY);
   if (e == ERR_MEM) return ERR_OK; /* lwIP's queue is full: its sent callback brings us back */
   if (e != ERR_OK) return conn_abort(c, "lwIP refused the answer");
+  S5_ASSERT(n <= c->out_len);
   memmove(c->out, c->out + n, c->out_len - n);
   c->out_len -= n;
   tcp_output(c->pcb);
@@ -291,6 +301,7 @@ err_t s5_dns_tcp_accept(struct s5_dns_tcp *t, struct tcp_pcb *pcb, enum s5_dns_d
   if (t->list != NULL) t->list->prev = c;
   t->list = c;
   t->count++;
+  S5_ASSERT(t->count <= S5_DNS_TCP_CONNS);
   tcp_arg(pcb, c);
   tcp_recv(pcb, conn_on_recv);
   tcp_sent(pcb, conn_on_sent);

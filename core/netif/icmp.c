@@ -8,6 +8,7 @@
 
 #include <string.h>
 
+#include "base/assert.h"
 #include "ctx/wctx.h"
 
 #include "lwip/icmp.h"
@@ -94,7 +95,10 @@ void s5_icmp_port_unreachable(struct s5_wctx *w, struct pbuf *p) {
   memset(m, 0, S5_ICMP_HLEN);
   m[0] = v6 ? ICMP6_TYPE_DUR : ICMP_DUR;
   m[1] = v6 ? ICMP6_DUR_PORT : ICMP_DUR_PORT;
-  pbuf_copy_partial(p, m + S5_ICMP_HLEN, quote, 0);
+  /* One piece (PBUF_RAM): the IPv4 sum over m covers the whole message. */
+  S5_ASSERT(q->len == q->tot_len && quote <= p->tot_len);
+  u16_t copied = pbuf_copy_partial(p, m + S5_ICMP_HLEN, quote, 0);
+  S5_ASSERT(copied == quote);
   ip_addr_t src, dst;
   ip_addr_copy(src, *ip_current_dest_addr());
   ip_addr_copy(dst, *ip_current_src_addr());

@@ -11,6 +11,7 @@
 
 #include "netif/netif.h"
 
+#include "base/assert.h"
 #include "base/chksum.h"
 #include "netif/icmp.h"
 #include "base/log.h"
@@ -27,6 +28,10 @@
  * flood on the TUN cannot starve the proxy sockets and timers on the same
  * loop: the poll handle is level-triggered and comes straight back. */
 #define S5_TUN_READ_BATCH 256
+
+/* The header IFF_VNET_HDR puts before every packet, both ways: its size is
+ * the kernel's default (TUNSETVNETHDRSZ is not set). */
+_Static_assert(sizeof(struct virtio_net_hdr) == 10, "struct virtio_net_hdr: the kernel's 10 bytes");
 
 /* A failed TUN queue is watched again after this delay, doubling while it
  * keeps failing. */
@@ -132,8 +137,10 @@ static err_t netif_write(struct netif *nif, struct pbuf *p) {
     /* A segment lwIP grew from many small writes (a proxy sending in small
      * pieces) has more pbufs than iovecs: the rest goes out of one copy,
      * never cut off (a short packet would be dropped and resent forever). */
+    S5_ASSERT(off < p->tot_len); /* the pbufs left hold the rest */
     iov[n].iov_base = tun->tail;
     iov[n].iov_len = pbuf_copy_partial(p, tun->tail, (u16_t)(p->tot_len - off), off);
+    S5_ASSERT(iov[n].iov_len == (size_t)(p->tot_len - off)); /* never cut off */
     n++;
   }
   ssize_t r = writev(tun->fd, iov, n);
@@ -197,6 +204,7 @@ static ssize_t tun_read_offload(struct s5_netif *n, struct pbuf *p, unsigned *ud
 /* Hands over the big buffer for a large packet; copies a small one into a
  * pbuf of its own size and keeps the big buffer for the next read. */
 static struct pbuf *tun_take_big(struct s5_netif *tun, struct pbuf *big, size_t n) {
+  S5_ASSERT(n <= big->len);
   if (n > S5_TUN_COPY_MAX) {
     pbuf_realloc(big, (u16_t)n);
     return big;
@@ -229,6 +237,7 @@ static struct pbuf *tun_read_packet(struct s5_netif *tun, int *err, unsigned *ud
     *err = n < 0 ? errno : EIO;
     return NULL;
   }
+  S5_ASSERT((size_t)n <= p->len); /* a read never fills more than it was given */
   if (offload) {
     p = tun_take_big(tun, p, (size_t)n);
     if (p == NULL) {

@@ -6,6 +6,7 @@
 #ifndef S5_CORE_NETIF_H
 #define S5_CORE_NETIF_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -27,6 +28,8 @@ struct s5_netif {
    * copied (netif.c: netif_write). Last, so that init need not clear it. */
   uint8_t tail[S5_NETIF_MAX_PACKET];
 };
+_Static_assert(offsetof(struct s5_netif, tail) + S5_NETIF_MAX_PACKET == sizeof(struct s5_netif),
+               "struct s5_netif: tail is the last member (s5_netif_init clears what precedes it)");
 
 /* Prepares n for TUN queue fd, w's netif (nothing to undo). */
 void s5_netif_init(struct s5_netif *n, struct s5_wctx *w, int fd);

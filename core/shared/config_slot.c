@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "shared/config_slot.h"
 
+#include "base/assert.h"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,6 +24,7 @@ int s5_config_slot_setup(void) {
 void s5_config_slot_publish(const struct s5_config *cfg) {
   if (slot == NULL) return;
   uint64_t seq = __atomic_load_n(&slot->seq, __ATOMIC_RELAXED);
+  S5_ASSERT((seq & 1) == 0); /* one writer, the control loop: never inside twice */
   __atomic_store_n(&slot->seq, seq + 1, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   /* Byte by byte through relaxed atomics: readers copy concurrently, and

@@ -4,13 +4,13 @@
  * this: a request bumps a counter in memory shared with every worker
  * (mapped before they start) and pokes them; each worker, on its own loop,
  * writes its sessions into its queue's list and says it is done. The
- * control loop waits for them (bounded), then renders the table. A worker
+ * control loop waits for them (bounded), then renders the table
+ * (threads/conntab_render.c). A worker
  * pays only when somebody asks: one pass over its sessions. */
 #ifndef S5_CORE_CONNTAB_H
 #define S5_CORE_CONNTAB_H
 
 #include <stdint.h>
-#include <stdio.h>
 
 #define S5_CONN_MAX (1u << 16) /* entries per queue in one answer; beyond it counted */
 
@@ -28,6 +28,9 @@ struct s5_conn {
   uint64_t started_ms, last_ms; /* the worker's loop clock: CLOCK_MONOTONIC ms */
   char name[128];               /* a mapped destination's name, "" for none (cut at 127) */
 };
+
+/* Its state is stored in a byte. */
+_Static_assert(S5_CONN_DRAINING <= UINT8_MAX, "enum s5_conn_state fits struct s5_conn's state");
 
 struct s5_connq; /* one queue's list */
 
@@ -48,8 +51,10 @@ void s5_conntab_done(struct s5_connq *q, uint64_t req);
 uint64_t s5_conntab_request(void);
 int s5_conntab_answered(unsigned queue, uint64_t req);
 
-/* Writes the answered lists as a table (json: a JSON array), newest first;
- * queues that did not answer are named. now_ms: CLOCK_MONOTONIC ms. */
-void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms);
+/* Control loop: the number of queues, and queue i's answer to req: its
+ * entries (*n of them; *over more did not fit), or NULL when it has not
+ * answered. threads/conntab_render.c renders them. */
+unsigned s5_conntab_queues(void);
+const struct s5_conn *s5_conntab_answer(unsigned queue, uint64_t req, uint32_t *n, uint64_t *over);
 
 #endif

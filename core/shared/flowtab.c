@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The shared per-queue tables of live TCP flows (see flowtab.h), and the
- * bare ACK the supervisor sends to the clients of a dead worker.
+/* The shared per-queue tables of live TCP flows (see flowtab.h). The
+ * segments the supervisor sends to the clients of a dead worker are built
+ * in threads/flowprobe.c.
  *
  * Layout: one mapping; per queue a header (the worker's high-water mark and
  * free list) and its slots. Only indices are stored, never pointers. A
@@ -13,7 +14,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/assert.h"
+
 #define S5_FLOW_NONE 0xffffffffu
+
+/* The key is compared and copied as bytes (s5_flow_cmp, memcpy of
+ * S5_FLOW_KEY_LEN): its fields must lie in that order with no padding,
+ * which would hold garbage, and a slot must be the 44 bytes flowtab.h
+ * promises (the supervisor and the workers map the same layout). */
+_Static_assert(offsetof(struct s5_flow, remote) == 16 && offsetof(struct s5_flow, client_port) == 32 &&
+                 offsetof(struct s5_flow, remote_port) == 34 && offsetof(struct s5_flow, v6) == 36,
+               "struct s5_flow: the key's fields in order, without padding");
+_Static_assert(S5_FLOW_KEY_LEN == 37 && sizeof(struct s5_flow) == 44,
+               "struct s5_flow: 37-byte key, 44-byte slot");
 
 struct s5_flowq {
   uint32_t cap;
@@ -22,6 +35,7 @@ struct s5_flowq {
   uint32_t pad;
   struct s5_flow slot[];
 };
+_Static_assert(offsetof(struct s5_flowq, slot) == 16, "struct s5_flowq: a 16-byte header before the slots");
 
 struct s5_flowtab {
   void *map;
@@ -78,6 +92,7 @@ struct s5_flowq *s5_flowtab_queue(struct s5_flowtab *t, unsigned queue) {
 uint32_t s5_flowtab_add(struct s5_flowq *q, const struct s5_flow *f) {
   uint32_t i = q->free_head;
   if (i != S5_FLOW_NONE) {
+    S5_ASSERT(i < q->top && !q->slot[i].used); /* the free list holds free slots below top */
     q->free_head = q->slot[i].next_free;
   } else {
     i = q->top;
@@ -93,6 +108,7 @@ uint32_t s5_flowtab_add(struct s5_flowq *q, const struct s5_flow *f) {
 void s5_flowtab_remove(struct s5_flowq *q, uint32_t ref) {
   if (ref == 0 || ref > q->cap) return;
   struct s5_flow *s = &q->slot[ref - 1];
+  S5_ASSERT(s->used && ref <= q->top); /* a reference is removed once */
   __atomic_store_n(&s->used, 0, __ATOMIC_RELEASE);
   s->next_free = q->free_head;
   q->free_head = ref - 1;
@@ -131,65 +147,3 @@ void s5_flowtab_each(const struct s5_flowq *q, void (*fn)(const struct s5_flow *
 }
 
 int s5_flow_cmp(const void *a, const void *b) { return memcmp(a, b, S5_FLOW_KEY_LEN); }
-
-/* ---------------------------------------------------------------- the probe */
-
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)(v >> 8);
-  p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v) {
-  put16(p, (uint16_t)(v >> 16));
-  put16(p + 2, (uint16_t)v);
-}
-
-/* The ones' complement sum of len bytes (big-endian 16-bit words), unfolded. */
-static uint32_t sum16(const uint8_t *p, size_t len, uint32_t sum) {
-  for (size_t i = 0; i + 1 < len; i += 2) sum += (uint32_t)p[i] << 8 | p[i + 1];
-  if (len & 1) sum += (uint32_t)p[len - 1] << 8;
-  return sum;
-}
-
-static uint16_t fold(uint32_t sum) {
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return (uint16_t)~sum;
-}
-
-size_t s5_flow_probe(const struct s5_flow *f, uint32_t seq, uint32_t ack, uint8_t flags, uint8_t *buf,
-                     size_t cap) {
-  size_t alen = f->v6 ? 16 : 4, ip_len = f->v6 ? 40 : 20, len = ip_len + 20;
-  if (cap < len) return 0;
-  memset(buf, 0, len);
-  uint8_t *ip = buf, *tcp = buf + ip_len;
-  if (f->v6) {
-    ip[0] = 0x60;
-    put16(ip + 4, 20); /* payload length */
-    ip[6] = 6;         /* TCP */
-    ip[7] = 64;        /* hop limit */
-    memcpy(ip + 8, f->remote, 16);
-    memcpy(ip + 24, f->client, 16);
-  } else {
-    ip[0] = 0x45;
-    put16(ip + 2, (uint16_t)len);
-    put16(ip + 6, 0x4000); /* don't fragment */
-    ip[8] = 64;
-    ip[9] = 6;
-    memcpy(ip + 12, f->remote, 4);
-    memcpy(ip + 16, f->client, 4);
-    put16(ip + 10, fold(sum16(ip, 20, 0)));
-  }
-  put16(tcp, f->remote_port);
-  put16(tcp + 2, f->client_port);
-  put32(tcp + 4, seq);
-  put32(tcp + 8, flags & S5_TCP_ACK ? ack : 0);
-  tcp[12] = 5 << 4; /* header length: 20 bytes */
-  tcp[13] = flags;
-  put16(tcp + 14, flags & S5_TCP_RST ? 0 : 0xffff); /* window */
-  /* pseudo-header: both addresses, protocol, TCP length */
-  uint32_t sum = sum16(f->remote, alen, 0);
-  sum = sum16(f->client, alen, sum);
-  sum += 6 + 20;
-  put16(tcp + 16, fold(sum16(tcp, 20, sum)));
-  return len;
-}

@@ -64,12 +64,4 @@ void s5_flowtab_each(const struct s5_flowq *q, void (*fn)(const struct s5_flow *
 /* Orders flows by key (for qsort/bsearch). */
 int s5_flow_cmp(const void *a, const void *b);
 
-/* Writes into buf a segment without payload from f's remote to its client
- * with the given seq and ack numbers and TCP flags (IPv4 or IPv6, checksums
- * filled). Returns its length (40 or 60), or 0 when cap is too small. */
-#define S5_TCP_RST 0x04
-#define S5_TCP_ACK 0x10
-size_t s5_flow_probe(const struct s5_flow *f, uint32_t seq, uint32_t ack, uint8_t flags, uint8_t *buf,
-                     size_t cap);
-
 #endif

@@ -11,9 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
-/* Every counter, once: the struct, the JSON and the table come from here.
+/* Every counter, once: the struct, the JSON and the table (threads/stats_render.c) come from here.
  * Grouped by what they count (clang-format would put one per line). */
 /* clang-format off */
 #define S5_STATS_COUNTERS(X)                                                   \
@@ -39,6 +38,16 @@ struct s5_queue_stats {
   uint32_t tun_failing;         /* its TUN queue failed and is not read until it recovers */
 } __attribute__((aligned(64))); /* a cache line or more each: no false sharing */
 
+/* Every counter is a naturally aligned uint64_t, so that the relaxed atomic
+ * loads and stores below are single instructions on every 64-bit target
+ * (and tear-free reads for the supervisor and the stats socket); a queue's
+ * counters start on a cache line of their own. */
+#define S5_STATS_ALIGNED(name) \
+  _Static_assert(offsetof(struct s5_queue_stats, name) % sizeof(uint64_t) == 0, #name);
+S5_STATS_COUNTERS(S5_STATS_ALIGNED)
+#undef S5_STATS_ALIGNED
+_Static_assert(sizeof(struct s5_queue_stats) % 64 == 0, "struct s5_queue_stats: whole cache lines");
+
 struct s5_stats_area {
   uint32_t queues;
   uint64_t started_unix;
@@ -47,6 +56,7 @@ struct s5_stats_area {
   uint64_t last_reload_unix; /* time of the last applied reload, 0 = none */
   struct s5_queue_stats q[];
 };
+_Static_assert(offsetof(struct s5_stats_area, q) % 64 == 0, "the queues' counters start on a cache line");
 
 #define S5_STAT_ADD(st, field, n) \
   __atomic_store_n(&(st)->field, (st)->field + (uint64_t)(n), __ATOMIC_RELAXED)
@@ -60,21 +70,5 @@ struct s5_stats_area *s5_stats_create(unsigned queues);
 
 /* Copies queue i's counters (i == queues: the sum over all queues). */
 void s5_stats_read(const struct s5_stats_area *a, unsigned i, struct s5_queue_stats *out);
-
-/* The JSON document the stats socket answers with: {"totals":{...},"queues":[{...},...]}.
- * Returns its length, or the length it would need when cap is too small. */
-size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap);
-
-/* Parses a document written by s5_stats_json() back into totals and up to
- * max queues. Returns the number of queues, or -1 when it is not one. */
-int s5_stats_parse(const char *json, struct s5_queue_stats *totals, struct s5_queue_stats *queues,
-                   unsigned max);
-
-/* A human table: one row per queue and a total row, main counters only. */
-void s5_stats_table(FILE *out, const struct s5_queue_stats *totals, const struct s5_queue_stats *queues,
-                    unsigned n);
-
-/* The one-line summary of one queue that SIGUSR1 logs. */
-void s5_stats_summary(const struct s5_queue_stats *st, char *buf, size_t len);
 
 #endif

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/assert.h"
 #include "config.h"
 #include "ctx/wctx.h"
 
@@ -84,6 +85,7 @@ static void proxy_rejected(struct s5_proxy *p, int status, uint8_t rep) {
 }
 
 static void proxy_granted(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
+  S5_ASSERT(p->step == S5_PROXY_REPLY); /* granted only by the request's reply */
   p->step = S5_PROXY_DONE;
   uv_timer_stop(&p->timer);
   if (p->ops->cmd == S5_PROXY_CONNECT)
@@ -177,6 +179,7 @@ static void proxy_parse(struct s5_proxy *p) {
       proxy_rejected(p, r, rep);
       return;
     }
+    S5_ASSERT((size_t)r <= p->in_len); /* a reply is no longer than what came */
     memmove(p->in, p->in + r, p->in_len - (size_t)r);
     p->in_len = (uint16_t)(p->in_len - r);
     if (proxy_next(p, &bnd) < 0) return;
@@ -221,7 +224,8 @@ static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     proxy_read_failed(p, (int)nread);
     return;
   }
-  if (p->step == S5_PROXY_DONE) return; /* RFC 1928 defines nothing here: ignored */
+  if (p->step == S5_PROXY_DONE) return;                 /* RFC 1928 defines nothing here: ignored */
+  S5_ASSERT((size_t)nread <= sizeof p->in - p->in_len); /* proxy_alloc's room */
   p->in_len = (uint16_t)(p->in_len + nread);
   proxy_parse(p);
 }
@@ -291,6 +295,7 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
     return r;
   }
   p->sock.data = p->owner;
+  S5_ASSERT(!p->sock_open && p->handles_open == 1); /* started once, after init: the timer only */
   p->sock_open = 1;
   p->handles_open++;
   r = proxy_open_socket(p, why, cap);
@@ -319,6 +324,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
 /* ---------------------------------------------------------------- closing */
 
 static void proxy_release(struct s5_proxy *p) {
+  S5_ASSERT(p->closing && p->handles_open > 0);
   if (--p->handles_open == 0) p->ops->closed(p->owner);
 }
 

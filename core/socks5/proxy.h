@@ -94,6 +94,7 @@ struct s5_proxy {
   uint16_t in_len;
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
 };
+_Static_assert(S5_SOCKS5_MAX_MSG <= UINT16_MAX, "struct s5_proxy: in_len counts in[] in 16 bits");
 
 /* Ready to be started or closed. owner is what every callback gets. */
 void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,

@@ -11,6 +11,8 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "base/assert.h"
+
 #define SOCKS5_VER 0x05
 #define AUTH_VER 0x01 /* RFC 1929 sub-negotiation version */
 #define CMD_CONNECT 0x01
@@ -23,6 +25,13 @@
 /* VER CMD RSV ATYP, and VER REP RSV ATYP in replies. */
 #define HEAD_LEN 4
 #define PORT_LEN 2
+
+/* Every message we write fits the buffers sized S5_SOCKS5_MAX_MSG: the
+ * longest are RFC 1929's request with a 255-byte user and password, and a
+ * CONNECT to a 255-byte name. */
+_Static_assert(S5_SOCKS5_MAX_MSG >= 3 + 255 + 255, "an RFC 1929 request fits S5_SOCKS5_MAX_MSG");
+_Static_assert(S5_SOCKS5_MAX_MSG >= HEAD_LEN + 1 + 255 + PORT_LEN,
+               "a CONNECT to a name fits S5_SOCKS5_MAX_MSG");
 
 /* Length of a user, password or host name field: 1..255 bytes, since the
  * wire length is a single byte and zero is not allowed by either RFC.
@@ -81,6 +90,7 @@ int s5_socks5_write_auth(uint8_t *buf, size_t cap, const char *user, const char 
   p = put_u8(p, AUTH_VER);
   p = put_field(p, user, ulen);
   p = put_field(p, pass, plen);
+  S5_ASSERT((size_t)(p - buf) <= cap);
   return (int)(p - buf);
 }
 
@@ -104,6 +114,7 @@ int s5_socks5_write_connect(uint8_t *buf, size_t cap, const struct sockaddr *dst
   uint8_t *p = put_connect_head(buf, atyp);
   p = put_bytes(p, addr, alen);
   p = put_bytes(p, port, PORT_LEN);
+  S5_ASSERT((size_t)(p - buf) <= cap);
   return (int)(p - buf);
 }
 
@@ -117,6 +128,7 @@ int s5_socks5_write_connect_name(uint8_t *buf, size_t cap, const char *name, uin
   p = put_field(p, name, n);
   p = put_u8(p, (uint8_t)(port >> 8));
   p = put_u8(p, (uint8_t)(port & 0xFF));
+  S5_ASSERT((size_t)(p - buf) <= cap);
   return (int)(p - buf);
 }
 

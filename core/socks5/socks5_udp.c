@@ -9,6 +9,8 @@
  * a fuzzer) sends gets a defined answer. */
 #include "socks5/socks5_udp.h"
 
+#include "base/assert.h"
+
 #include <netinet/in.h>
 #include <string.h>
 
@@ -42,6 +44,7 @@ static int put_addr(uint8_t *p, size_t cap, const struct s5_socks5_addr *a) {
   n += alen;
   p[n++] = (uint8_t)(a->port >> 8);
   p[n++] = (uint8_t)(a->port & 0xff);
+  S5_ASSERT(n <= cap && n <= 1 + 1 + 255 + 2);
   return (int)n;
 }
 
@@ -81,6 +84,7 @@ static int get_addr(const uint8_t *p, size_t len, struct s5_socks5_addr *a) {
     memcpy(a->ip, p + off, alen);
   }
   a->port = (uint16_t)((p[off + alen] << 8) | p[off + alen + 1]);
+  S5_ASSERT(off + alen + 2 <= len);
   return (int)(off + alen + 2);
 }
 

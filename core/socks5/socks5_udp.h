@@ -29,6 +29,9 @@ struct s5_socks5_addr {
   char name[256];   /* NUL-terminated when family == AF_UNSPEC */
   uint16_t port;    /* host order */
 };
+/* A name's length is a byte on the wire and name[] holds it with its NUL. */
+_Static_assert(sizeof(((struct s5_socks5_addr *)0)->name) == 255 + 1,
+               "struct s5_socks5_addr: a 255-byte name");
 
 /* UDP ASSOCIATE request: DST is the address and port the client will send
  * its datagrams from (sockaddr_in / sockaddr_in6; zeros if unknown).

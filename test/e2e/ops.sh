@@ -991,6 +991,179 @@ PYEOF
   wait "$slow" 2>/dev/null || true
 }
 
+# stats_hold: the Bar of the one control plane. 50 clients of the stats
+# socket at once, half silent (connect, say nothing) and half trickling (a
+# byte every 100-500 ms, never a whole request), each connecting again as
+# soon as the daemon closes it, delay neither traffic through the tunnel,
+# nor the restart of a worker killed with SIGKILL (process mode), nor the
+# exit on SIGTERM; --stats still answers. No wall-clock limit: each step is timed on a daemon
+# without the clients and then on one with them, in the same run, and
+# with them may take at most twice as long plus 1 s. (A stats server that
+# serves one connection at a time inside the control loop, 200 ms for each
+# silent one, holds SIGTERM and restarts as long as the clients keep on.)
+stats_hold_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# stats_hold_until T0 LIMIT_MS CMD...: CMD polled until it succeeds; the
+# time from T0 (ms) in HOLD_T. Fails (1) once LIMIT_MS have passed.
+stats_hold_until() {
+  local t0=$1 limit=$2
+  shift 2
+  until "$@"; do
+    (($(stats_hold_ms) - t0 > limit)) && return 1
+    sleep 0.02
+  done
+  HOLD_T=$(($(stats_hold_ms) - t0))
+}
+
+# stats_hold_traffic with|without: 8 MiB each way through the tunnel three
+# times; the median time (ms) in HOLD_TRAFFIC (one slow transfer on a busy
+# machine says nothing about the daemon).
+stats_hold_traffic() {
+  local t0 times=()
+  for _ in 1 2 3; do
+    t0=$(stats_hold_ms)
+    client --host "$TGT4" bulk --size 8M --upload-mode length \
+      || fail "traffic through the tunnel failed ($1 the stats clients)"
+    times+=($(($(stats_hold_ms) - t0)))
+  done
+  HOLD_TRAFFIC=$(printf '%s\n' "${times[@]}" | sort -n | sed -n 2p)
+}
+
+stats_hold_started() { (($(grep -c "worker 0 started" "$S5LOG") > $1)); }
+stats_hold_exited() { ! e2e_pid_running "$S5PID"; }
+
+# stats_hold_clients: the 50 clients, in the background until
+# $WORK/hold.on goes (HOLD_PID); returns once each has connected (or,
+# after T_STEP, once each has at least found the backlog full: then it
+# tries again every 50 ms).
+stats_hold_clients() {
+  touch "$WORK/hold.on"
+  "$PY" - "$STATS_SOCK" "$WORK/hold.on" >"$WORK/hold.log" 2>&1 <<'PYEOF' &
+import os, random, socket, sys, threading, time
+path, flag = sys.argv[1], sys.argv[2]
+lock, count = threading.Lock(), {"connects": 0, "closed": 0, "clients": 0}
+tried = threading.Semaphore(0)
+def bump(k):
+    with lock:
+        count[k] += 1
+def connect(first):
+    while os.path.exists(flag):
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(1.0)
+        try:
+            s.connect(path)
+            bump("connects")
+            return s
+        except OSError:  # the backlog full, or the daemon gone: again
+            s.close()
+            if first:
+                tried.release()
+                first = False
+            time.sleep(0.05)
+    return None
+def silent(s):
+    while os.path.exists(flag):
+        try:
+            if s.recv(4096) == b"":
+                return
+        except socket.timeout:
+            pass
+def trickle(s):
+    rnd = random.Random()
+    while os.path.exists(flag):
+        s.send(b"s")  # never a newline: the request never ends
+        time.sleep(rnd.uniform(0.1, 0.5))
+def client(talk):  # one connection after another until the flag goes
+    s = connect(True)
+    if s is not None:
+        bump("clients")
+        tried.release()
+    while s is not None:
+        try:
+            talk(s)
+        except OSError:
+            pass
+        s.close()
+        bump("closed")
+        s = connect(False)
+for i in range(50):
+    threading.Thread(target=client, args=(silent if i % 2 else trickle,), daemon=True).start()
+for i in range(50):  # each connected or queued for the backlog
+    tried.acquire()
+print("holding", flush=True)
+while os.path.exists(flag) and count["clients"] < 50:
+    time.sleep(0.05)
+print("all connected" if count["clients"] == 50 else "not all connected", flush=True)
+while os.path.exists(flag):
+    time.sleep(0.1)
+print("clients connected %d, connections %d, closed by the daemon %d"
+      % (count["clients"], count["connects"], count["closed"]), flush=True)
+PYEOF
+  HOLD_PID=$!
+  e2e_wait_log "$WORK/hold.log" "^holding" "$T_STEP" "start of the 50 stats clients" >/dev/null
+  # Each has had a connection once (checked at the end): a few found the
+  # backlog full at first. Not a condition to go on: the daemon's answers
+  # are what is measured.
+  for _ in $(seq $((T_STEP * 10))); do
+    grep -q "^all connected" "$WORK/hold.log" && break
+    sleep 0.1
+  done
+}
+
+# stats_hold_round with|without LIMIT_TRAFFIC LIMIT_RESTART LIMIT_STOP: a
+# daemon, the clients or not, the three steps timed into HOLD_TRAFFIC,
+# HOLD_RESTART (process mode) and HOLD_STOP (ms); a step over its limit fails.
+stats_hold_round() {
+  local with=$1 lim_traffic=$2 lim_restart=$3 lim_stop=$4 t0 victim n0 rc=0 ticks
+  ops_start
+  e2e_wait_ready "$MODE" "$QUEUES"
+  [[ $with == with ]] && stats_hold_clients
+  ticks=$(fdlimit_cpu_ticks)
+  stats_hold_traffic "$with"
+  # The stats socket itself still answers (its client's own 5 s timeout).
+  "$S5TUND" --stats "$STATS_SOCK" --json >/dev/null || fail "--stats failed $with the stats clients"
+  ((HOLD_TRAFFIC <= lim_traffic)) \
+    || fail "8 MiB each way took $HOLD_TRAFFIC ms (median of 3) $with the stats clients, limit $lim_traffic ms"
+  HOLD_RESTART=0
+  if [[ $MODE == process ]]; then
+    victim=$(sed -nE 's/.*worker 0 started \(pid ([0-9]+)\).*/\1/p' "$S5LOG" | tail -n 1)
+    n0=$(grep -c "worker 0 started" "$S5LOG")
+    t0=$(stats_hold_ms)
+    kill -KILL "$victim"
+    stats_hold_until "$t0" "$lim_restart" stats_hold_started "$n0" \
+      || fail "worker 0 (pid $victim) killed $with the stats clients: not restarted within $lim_restart ms"
+    HOLD_RESTART=$HOLD_T
+    client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10
+  fi
+  ticks=$(($(fdlimit_cpu_ticks) - ticks))
+  t0=$(stats_hold_ms)
+  kill -TERM "$S5PID"
+  stats_hold_until "$t0" "$lim_stop" stats_hold_exited \
+    || fail "SIGTERM $with the stats clients: s5tund still running after $lim_stop ms"
+  HOLD_STOP=$HOLD_T
+  wait "$S5PID" || rc=$?
+  S5PID=""
+  ((rc == 0)) || fail "s5tund exited with status $rc after SIGTERM ($with the stats clients), expected 0"
+  e2e_tun_exists && fail "$TUN still exists after s5tund exited"
+  if e2e_sanitizer_reports; then fail "sanitizer reports from s5tund (above)"; fi
+  if [[ $with == with ]]; then
+    rm -f "$WORK/hold.on"
+    wait "$HOLD_PID" || fail "the stats clients failed: $(oneline "$(cat "$WORK/hold.log")")"
+  fi
+  log "$with 50 stats clients: traffic $HOLD_TRAFFIC ms, restart $HOLD_RESTART ms, SIGTERM $HOLD_STOP ms;" \
+    "control loop's CPU meanwhile $ticks ticks of $(getconf CLK_TCK)/s"
+}
+
+case_stats_hold() {
+  local traffic restart stop
+  ops_setup
+  stats_hold_round without $((T_BULK * 1000)) $((T_STEP * 1000)) $((T_STOP * 1000))
+  traffic=$HOLD_TRAFFIC restart=$HOLD_RESTART stop=$HOLD_STOP
+  stats_hold_round with $((2 * traffic + 1000)) $((2 * restart + 1000)) $((2 * stop + 1000))
+  log "$(tail -n 1 "$WORK/hold.log")"
+  grep -q "^clients connected 50," "$WORK/hold.log" || fail "not every stats client got a connection"
+}
+
 # fdlimit: the control loop at the descriptor limit. Thread mode shares one
 # descriptor table between the workers and the listeners: connections held
 # through the tunnel until the proxy connects fail with EMFILE, then a

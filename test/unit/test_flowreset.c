@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "flowreset.h"
+#include "flowprobe.h"
 
 static int serving[2]; /* per queue: its fd, or -1 */
 
