@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/privileges.h"
 #include "ctx/sessionlog.h"
+#include "tcp/handshake.h"
 #include "tun.h"
 #include "udp/udp.h"
 #include "worker.h"
@@ -185,8 +186,8 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
     return -1;
   }
   w->fd = fd;
-  s5_relay_init(&w->relay, &w->ctx);
-  s5_sessions_init(&w->tcp, &w->ctx, &w->relay);
+  s5_relay_init(&w->relay, &w->ctx.stats->bytes_to_proxy, &w->ctx.stats->bytes_from_proxy);
+  s5_sessions_init(&w->tcp, &w->ctx, &w->relay, s5_handshake_start);
   w->ctx.tun_fd = w->fd;
   s5_netif_init(&w->tun, &w->ctx, w->fd);
   return 0;
