@@ -2,6 +2,7 @@
 /* A worker's UDP associations: the table and one association's life (see
  * assoc.h for the design). */
 #include "udp/assoc.h"
+#include "udp/udp.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "base/addr.h"
+#include "shared/conntab.h"
 #include "ctx/wctx.h"
 
 #include "lwip/pbuf.h"
@@ -267,4 +269,17 @@ struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16
   for (struct s5_assoc *a = u->buckets[assoc_hash(client, port)]; a != NULL; a = a->hnext)
     if (a->client_port == port && ip_addr_cmp(&a->client, client)) return a;
   return NULL;
+}
+
+/* --connections: every association of the table. */
+void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
+  for (const struct s5_assoc *a = u != NULL ? u->all : NULL; a != NULL; a = a->next) {
+    struct s5_conn c;
+    s5_session_record_entry(&a->rec, &c);
+    c.last_ms = a->last_active;
+    c.state = u->w->draining               ? S5_CONN_DRAINING
+              : a->state == S5_ASSOC_READY ? S5_CONN_OPEN
+                                           : S5_CONN_CONNECTING;
+    s5_conntab_put(q, &c);
+  }
 }
