@@ -47,6 +47,10 @@ struct s5_rbuf {
   uint8_t data[S5_RELAY_READ_BUF];
 };
 
+/* lwIP's pbuf_free() hands a custom pbuf's free function the struct pbuf
+ * that starts its struct pbuf_custom; relay_rbuf_free() finds b from it. */
+_Static_assert(offsetof(struct pbuf_custom, pbuf) == 0, "lwIP casts a custom pbuf to its pbuf_custom");
+
 static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static err_t relay_flush(struct s5_relay_conn *s);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/addr.h"
+#include "base/assert.h"
 #include "shared/conntab.h"
 #include "ctx/wctx.h"
 
@@ -43,6 +44,7 @@ const char *s5_assoc_client(const struct s5_assoc *a, char *buf, size_t len) {
 /* The last of its handles (and the proxy client's) frees it. */
 void s5_assoc_release(void *assoc) {
   struct s5_assoc *a = assoc;
+  S5_ASSERT(a->handles_open > 0 && a->state == S5_ASSOC_CLOSED); /* closed handles of an ended one */
   if (--a->handles_open > 0) return;
   s5_wctx_cfg_release(a->w, a->cfg);
   free(a);
@@ -154,6 +156,7 @@ static void assoc_timer_fired(uv_timer_t *timer) {
 }
 
 void s5_assoc_set_ready(struct s5_assoc *a, uint16_t relay_port) {
+  S5_ASSERT(a->state == S5_ASSOC_CONNECTING); /* once, from the proxy's reply */
   a->state = S5_ASSOC_READY;
   s5_assoc_touch(a);
   uv_timer_start(&a->timer, assoc_timer_fired, a->cfg->session.udp_idle_timeout * 1000ull, 0);

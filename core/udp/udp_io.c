@@ -273,6 +273,9 @@ static void deliver(struct s5_udp_io *io, struct s5_udp_sock *s, unsigned k) {
 
 static void sock_readable(uv_poll_t *handle, int status, int events);
 
+/* sock_readable() gets the poll handle and casts it to its socket. */
+_Static_assert(offsetof(struct s5_udp_sock, poll) == 0, "struct s5_udp_sock: poll must be its first member");
+
 /* POLLERR (an ICMP error for an earlier send on the connected socket):
  * libuv has stopped the handle. The error is taken (SO_ERROR clears it)
  * and reported, and the socket watched again. Returns 0 to read on, -1
@@ -294,7 +297,7 @@ static int sock_error(struct s5_udp_sock *s) {
 
 static void sock_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
-  struct s5_udp_sock *s = (struct s5_udp_sock *)handle; /* poll is the first member */
+  struct s5_udp_sock *s = (struct s5_udp_sock *)handle; /* poll is the first member (asserted below) */
   struct s5_udp_io *io = s->io;
   if (status < 0 && sock_error(s) < 0) return;
   unsigned batch = io->batch ? S5_UDPIO_RECV_BATCH : 1;
@@ -316,6 +319,7 @@ static void sock_readable(uv_poll_t *handle, int status, int events) {
       break;
     }
     io->read_turn += (unsigned)r;
+    S5_ASSERT((unsigned)r <= batch); /* the ring holds batch slots */
     for (unsigned k = 0; k < (unsigned)r && !s->closing; k++) deliver(io, s, k);
     io->batch_done(io->batch_arg); /* the TUN writer points into the slots, which the next batch reuses */
     if ((unsigned)r < batch) break;
