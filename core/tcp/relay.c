@@ -13,10 +13,10 @@
  * copying (tcp_write_ref(), lwIP patch 0006): the buffer is a custom pbuf,
  * every piece of it in a segment holds a reference, and the last piece lwIP
  * frees (acknowledged, or its pcb aborted or purged, whether or not a
- * session still owns the pcb) gives the buffer back to the relay. A smaller
+ * connection still owns the pcb) gives the buffer back to the relay. A smaller
  * read is copied into segments (tcp_write() with TCP_WRITE_FLAG_COPY) and
  * the buffer takes the next read, so that a small read never pins a whole
- * buffer: what a session pins stays within twice what it has queued. */
+ * buffer: what a connection pins stays within twice what it has queued. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -78,9 +78,8 @@ static size_t relay_room(const struct s5_relay_conn *s) {
 
 /* Writes are deferred to the end of the loop iteration (the worker's
  * end-of-turn hook runs s5_relay_flush_pending()): the segments of one
- * batch of TUN reads leave in one writev, and
- * a proxy that sends in small pieces still gets full segments to the client
- * without Nagle's delay. */
+ * batch of TUN reads leave in one writev, and a proxy that sends in small
+ * pieces still gets full segments to the client without Nagle's delay. */
 static void relay_defer(struct s5_relay_conn *s) {
   if (s->flush_queued) return;
   s->flush_queued = 1;
@@ -160,7 +159,7 @@ static void relay_shutdown_done(uv_shutdown_t *req, int status) {
 
 /* Writes what it can now; the rest goes into one uv_write (at most four
  * buffers, which libuv keeps inside the request without allocating). Returns
- * ERR_ABRT when the session was aborted. */
+ * what the owner's failed op returned when the connection failed. */
 static err_t relay_flush(struct s5_relay_conn *s) {
   while (s->out != NULL && !s->writing) {
     uv_buf_t bufs[S5_RELAY_IOV];
