@@ -15,6 +15,8 @@
  *   shutdown of the proxy connection, the proxy's EOF a FIN to the client,
  *   and once both are done (the shutdown completed too) the relay tells
  *   its owner it finished (once);
+ * - backpressure: a client that acknowledges nothing stops the reads from
+ *   the proxy once lwIP's send queue is full; its ACK starts them again;
  * - the proxy resetting the connection with nothing owed to the client:
  *   the owner is told it failed, with the reason, and nothing else.
  * Output: one line per failed check, then "N passed, M failed". */
@@ -376,6 +378,47 @@ static void proxy_eof_first(void) {
   close(o->peer);
 }
 
+/* Proxy to client with a client that acknowledges nothing: the relay stops
+ * reading from the proxy once lwIP's send queue is full (the proxy's bytes
+ * wait in its socket, not in our memory), and reads again once the client
+ * acknowledged some. */
+static void backpressure_down(void) {
+  struct owner *o = connect_client(40004);
+  if (o == NULL) return;
+  static char chunk[16384];
+  memset(chunk, 'x', sizeof chunk);
+  size_t sent = 0;
+  for (int i = 0; i < 2000; i++) {
+    ssize_t r = send(o->peer, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (r > 0) sent += (size_t)r;
+    turn();
+    if (r < 0 && !o->conn.reading) break;
+  }
+  uint64_t held = o->conn.bytes_down;
+  CHECK(!o->conn.reading, "reading stopped with the send queue full (%llu of %zu bytes taken)",
+        (unsigned long long)held, sent);
+  CHECK(held < sent && held <= TCP_SND_BUF + 65536, "taken no more than lwIP queues: %llu of %zu",
+        (unsigned long long)held, sent);
+  for (int i = 0; i < 10; i++) turn();
+  CHECK(o->conn.bytes_down == held, "nothing more taken while the client acknowledges nothing");
+  /* The client acknowledges what lwIP sent, round after round (slow start
+   * sends a few segments at first), until there is room for a read. */
+  int acks = 0;
+  for (; acks < 200 && !o->conn.reading; acks++) {
+    feed(o->cport, o->cseq, o->conn.pcb->snd_nxt, TCP_ACK, NULL);
+    turn();
+  }
+  int resumed = o->conn.reading;
+  for (int i = 0; i < 10; i++) turn();
+  CHECK(resumed && o->conn.bytes_down > held, "reading again after %d ACKs (%llu -> %llu)", acks,
+        (unsigned long long)held, (unsigned long long)o->conn.bytes_down);
+  CHECK(o->failed == 0 && o->finished == 0, "still open");
+  owner_end(o, 1); /* as the session does on a reset */
+  close(o->peer);
+  uv_run(&loop, UV_RUN_NOWAIT);
+  CHECK(o->closed, "socket closed");
+}
+
 static void proxy_reset(void) {
   struct owner *o = connect_client(40002);
   if (o == NULL) return;
@@ -410,6 +453,7 @@ int main(void) {
 
   both_ways();
   proxy_eof_first();
+  backpressure_down();
   to_proxy = from_proxy = 0;
   proxy_reset();
 
