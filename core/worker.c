@@ -4,15 +4,18 @@
  * deinit, so the end undoes by hand what run set up: every pcb aborted, the
  * netif removed. The modules it drives tell it what it must know through
  * callbacks (a drain that is over); it never lends them itself. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "shared/conntab.h"
 #include "base/log.h"
 #include "base/privileges.h"
 #include "ctx/sessionlog.h"
+#include "tcp/handshake.h"
 #include "tun.h"
 #include "udp/udp.h"
 #include "worker.h"
@@ -86,7 +89,32 @@ static void worker_tick(uv_timer_t *timer) {
   }
 }
 
-static void worker_flush(uv_check_t *check) { s5_relay_flush_pending(check->data); }
+/* ---- the loop's turn ---- */
+
+/* After every poll phase, in this order: the TCP sessions' deferred
+ * writes (their segments of one batch of TUN reads leave together), then
+ * UDP's datagrams to the relays and what its TUN writer holds. */
+static void worker_turn_end(uv_check_t *check) {
+  struct s5_worker *w = check->data;
+  s5_relay_flush_pending(&w->relay);
+  if (w->udp != NULL) s5_udp_end_turn(w->udp);
+}
+
+/* The loop policy, right before the loop polls (everything of the turn
+ * was flushed): UDP moderation. When UDP's relays are busy it wishes a
+ * wait of [session] udp-coalesce (core/udp/udp_io.c says why); the worker
+ * blocks its loop that long, except while it stops. Its other traffic
+ * waits too, at most udp-coalesce (10 ms at most). */
+static void worker_turn_wait(uv_prepare_t *prepare) {
+  struct s5_worker *w = prepare->data;
+  if (w->udp == NULL) return;
+  uint64_t us = s5_udp_wait_wish(w->udp);
+  if (us == 0 || w->ctx.stopping) return;
+  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+  }
+  S5_STAT_ADD(w->ctx.stats, udp_coalesce_waits, 1);
+}
 
 /* ---- the end: drain, then shutdown ---- */
 
@@ -185,9 +213,8 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
     return -1;
   }
   w->fd = fd;
-  s5_relay_init(&w->relay, &w->ctx);
-  s5_sessions_init(&w->tcp, &w->ctx, &w->relay);
-  w->ctx.tun_fd = w->fd;
+  s5_relay_init(&w->relay, &w->ctx.stats->bytes_to_proxy, &w->ctx.stats->bytes_from_proxy);
+  s5_sessions_init(&w->tcp, &w->ctx, &w->relay, s5_handshake_start);
   s5_netif_init(&w->tun, &w->ctx, w->fd);
   return 0;
 }
@@ -209,14 +236,17 @@ static int worker_watch_signals(struct s5_worker *w) {
   return 0;
 }
 
-/* The lwIP timer, the drain timer and the end-of-turn flush. */
+/* The lwIP timer, the drain timer, the end of the turn and its wait. */
 static int worker_start_timers(struct s5_worker *w) {
   uv_loop_t *loop = &w->ctx.loop;
   int r = uv_timer_init(loop, &w->lwip_timer);
   if (r == 0) r = uv_timer_init(loop, &w->drain_timer);
-  w->flush_check.data = &w->relay;
-  if (r == 0) r = uv_check_init(loop, &w->flush_check);
-  if (r == 0) r = uv_check_start(&w->flush_check, worker_flush);
+  w->turn_end.data = w;
+  w->turn_wait.data = w;
+  if (r == 0) r = uv_check_init(loop, &w->turn_end);
+  if (r == 0) r = uv_check_start(&w->turn_end, worker_turn_end);
+  if (r == 0) r = uv_prepare_init(loop, &w->turn_wait);
+  if (r == 0) r = uv_prepare_start(&w->turn_wait, worker_turn_wait);
   w->drain_timer.data = w;
   if (r == 0) r = uv_timer_start(&w->lwip_timer, worker_tick, S5_LWIP_TICK_MS, S5_LWIP_TICK_MS);
   if (r < 0) {
@@ -233,7 +263,7 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
   worker_take_config(w); /* a worker restarted after a reload starts with it */
   if (handle_signals && worker_watch_signals(w) < 0) return -1;
   if (s5_netif_start(&w->tun) < 0 || s5_sessions_listen(&w->tcp) < 0 ||
-      (w->udp = s5_udp_start(&w->ctx)) == NULL)
+      (w->udp = s5_udp_start(&w->ctx, &w->tun)) == NULL)
     return -1;
   int r = s5_privileges_drop(w->ctx.cfg);
   if (r < 0) {

@@ -10,7 +10,13 @@
  * (core/tcp/session.h), the relay (core/tcp/relay.h) and the UDP associations
  * (core/udp/udp.h), runs their timers and ends them in order. None of them
  * reaches back into it: the one thing it learns from below, that a drain
- * is over, comes through a callback it hands the session table. */
+ * is over, comes through a callback it hands the session table.
+ *
+ * The loop's turn is the worker's too: one check handle ends every turn
+ * by calling the modules' end-of-turn hooks in a fixed order (the TCP
+ * relay's deferred writes, then UDP's datagrams to the relays and to the
+ * TUN), and one prepare handle applies the loop policy before each poll
+ * (UDP moderation: the worker waits as long as UDP wishes). */
 #ifndef S5_CORE_WORKER_H
 #define S5_CORE_WORKER_H
 
@@ -35,7 +41,8 @@ struct s5_worker {
   uv_signal_t sigterm, sigint, sighup, sigusr2; /* process mode: the worker's own signals */
   uv_timer_t lwip_timer;                        /* drives tcp_tmr() and reassembly timers */
   uv_timer_t drain_timer;                       /* stop: ends the drain at drain-timeout */
-  uv_check_t flush_check;                       /* end of each loop iteration: deferred writes */
+  uv_check_t turn_end;                          /* end of each loop turn: the modules' deferred writes */
+  uv_prepare_t turn_wait;                       /* before each poll: the loop's policy (UDP moderation) */
   unsigned lwip_ticks;
   struct s5_memtrim trim; /* idle after a load: free heap back to the kernel */
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The worker context: what every module of one worker reaches (its loop,
  * its configuration, its counters, its lwIP netif, its failure limiter),
- * and nothing else. The modules below the worker (netif.c, session.c,
- * relay.c, handshake.c, proxy.c, udp.c, assoc.c, dns.c, dns_tcp.c, icmp.c,
+ * and nothing else: what a module owns (the TUN fd, UDP's batching and
+ * TUN writer) stays with that module. The modules below the worker (netif.c, session.c,
+ * handshake.c, proxy.c, udp.c, assoc.c, dns.c, dns_tcp.c, icmp.c,
  * sessionlog.c) take this instead of the worker, so that none of them can
  * reach up into it: the worker (core/worker.c) creates them, drives them,
  * and is told what it needs to know through callbacks. Touched only by the worker's own thread. */
@@ -19,14 +20,11 @@
 
 struct s5_cfg_snap;
 struct s5_flowq;
-struct s5_udp_io;
-struct s5_udp_tun;
 
 struct s5_wctx {
   uv_loop_t loop;
   struct netif netif; /* the TUN queue as lwIP sees it (core/netif/netif.c) */
   unsigned index;     /* queue number, for logs */
-  int tun_fd;         /* the queue (not owned): netif.c reads it, netif.c and udp_tun.c write it */
 
   const struct s5_config *cfg;  /* the newest configuration; sessions hold the one they started with */
   const struct s5_config *cfg0; /* the start-up one (not a snapshot: never freed here) */
@@ -39,9 +37,6 @@ struct s5_wctx {
 
   int draining; /* no new sessions; the worker ends when the last one does */
   int stopping; /* everything is being closed */
-
-  struct s5_udp_io *udp_io;   /* relay-socket batching (core/udp/udp_io.c), while UDP runs */
-  struct s5_udp_tun *udp_tun; /* UDP to the TUN with USO (core/netif/udp_tun.c), while UDP runs */
 
   struct s5_failures fail; /* s5_wctx_failure() */
   struct {                 /* [log] sessions: this second's line budget (core/ctx/sessionlog.c) */

@@ -318,7 +318,7 @@ static void tun_readable(uv_poll_t *handle, int status, int events) {
       pbuf_free(p);
       continue;
     }
-    if (udp_gso != 0 && s5_udp_tun_split(w, p, udp_gso) == 0) continue;
+    if (udp_gso != 0 && s5_udp_tun_split(w, tun->udp_tun, p, udp_gso) == 0) continue;
     /* ip_input() owns p from here, whatever it returns. */
     w->netif.input(p, &w->netif);
   }

@@ -13,6 +13,7 @@
 #include "ctx/wctx.h"
 
 struct pbuf;
+struct s5_udp_tun;
 
 /* The most a packet lwIP sends can hold (tot_len is a u16_t). */
 #define S5_NETIF_MAX_PACKET 65536
@@ -24,6 +25,10 @@ struct s5_netif {
   uv_timer_t retry;   /* watches the queue again after an error */
   unsigned retry_ms;  /* the next retry's delay, doubling; 0 = healthy */
   struct pbuf *spare; /* allocated, not yet filled by a TUN read */
+  /* UDP's writer to this queue (core/netif/udp_tun.h): started and stopped
+   * by core/udp/udp.c, NULL while UDP is not running; the netif hands it
+   * the GSO packets to split. */
+  struct s5_udp_tun *udp_tun;
   /* The end of a packet that has more pbufs than one writev takes iovecs,
    * copied (netif.c: netif_write). Last, so that init need not clear it. */
   uint8_t tail[S5_NETIF_MAX_PACKET];

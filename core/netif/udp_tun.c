@@ -24,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/uio.h>
 
+#include "base/assert.h"
 #include "base/chksum.h"
 #include "base/log.h"
 #include "ctx/wctx.h"
@@ -52,7 +53,9 @@
 #define S5_UDPTUN_BASE_OFFLOADS (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) /* tun/queue.c's */
 
 struct s5_udp_tun {
-  int uso;                                 /* GSO UDP writes to the TUN */
+  struct s5_wctx *w;
+  int fd;  /* the worker's TUN queue (the netif reads it; this writes to it too) */
+  int uso; /* GSO UDP writes to the TUN */
   unsigned said_write : 1, said_split : 1; /* the first of each, at debug (tests look) */
   uint16_t ip_id;
   /* the run being collected */
@@ -66,37 +69,32 @@ struct s5_udp_tun {
   struct iovec iov[2 + S5_UDPTUN_SEGS];
 };
 
-/* The worker's TUN queue (the netif reads it; this writes to it too). */
-static int tun_fd(const struct s5_wctx *w) { return w->tun_fd; }
-
-int s5_udp_tun_start(struct s5_wctx *w, int batch) {
+struct s5_udp_tun *s5_udp_tun_start(struct s5_wctx *w, int fd, int batch) {
   struct s5_udp_tun *t = calloc(1, sizeof *t);
   if (t == NULL) {
     s5_error("UDP: out of memory");
-    return -1;
+    return NULL;
   }
-  w->udp_tun = t;
-  if (!w->cfg->tun.offload) return 0; /* no virtio header, no offloads */
+  t->w = w;
+  t->fd = fd;
+  if (!w->cfg->tun.offload) return t; /* no virtio header, no offloads */
   /* The offloads are the device's, set through any of its queues: every
    * worker asks the same. A kernel without USO refuses the whole request
    * (EINVAL) and keeps what tun/queue.c set. */
   unsigned long want = S5_UDPTUN_BASE_OFFLOADS | (batch ? TUN_F_USO4 | TUN_F_USO6 : 0);
-  if (ioctl(tun_fd(w), TUNSETOFFLOAD, want) < 0) {
-    s5_debug("TUN queue (fd %d): %s: %s; UDP datagrams written one by one", tun_fd(w),
+  if (ioctl(fd, TUNSETOFFLOAD, want) < 0) {
+    s5_debug("TUN queue (fd %d): %s: %s; UDP datagrams written one by one", fd,
              batch ? "the kernel refuses UDP segmentation offload (USO)" : "setting offloads",
              strerror(errno));
-    return 0;
+    return t;
   }
   t->uso = batch;
-  s5_debug("TUN queue (fd %d): UDP segmentation offload %s", tun_fd(w),
+  s5_debug("TUN queue (fd %d): UDP segmentation offload %s", fd,
            batch ? "on" : "off (S5TUND_NO_UDP_OFFLOAD)");
-  return 0;
+  return t;
 }
 
-void s5_udp_tun_stop(struct s5_wctx *w) {
-  free(w->udp_tun);
-  w->udp_tun = NULL;
-}
+void s5_udp_tun_stop(struct s5_udp_tun *t) { free(t); }
 
 /* ---------------------------------------------------------------- download */
 
@@ -151,9 +149,10 @@ static size_t build_headers(struct s5_udp_tun *t) {
   return iphl + UDP_HLEN;
 }
 
-void s5_udp_tun_flush(struct s5_wctx *w) {
-  struct s5_udp_tun *t = w->udp_tun;
+void s5_udp_tun_flush(struct s5_udp_tun *t) {
   if (t == NULL || t->n == 0) return;
+  struct s5_wctx *w = t->w;
+  S5_ASSERT(t->n <= S5_UDPTUN_SEGS);
   size_t hl = build_headers(t);
   memset(&t->vh, 0, sizeof t->vh);
   t->vh.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
@@ -169,7 +168,7 @@ void s5_udp_tun_flush(struct s5_wctx *w) {
   unsigned n = t->n;
   t->n = 0;
   t->closed = 0;
-  ssize_t r = writev(tun_fd(w), t->iov, (int)(2 + n));
+  ssize_t r = writev(t->fd, t->iov, (int)(2 + n));
   if (r < 0) {
     if (w->stats->drop_tun_write == 0)
       s5_warn("write of %u UDP datagram(s) to the TUN queue failed: %s (further drops counted only)", n,
@@ -186,18 +185,18 @@ void s5_udp_tun_flush(struct s5_wctx *w) {
   S5_STAT_ADD(w->stats, tun_tx_bytes, (size_t)r - sizeof t->vh + (n - 1) * hl);
 }
 
-int s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+int s5_udp_tun_put(struct s5_udp_tun *t, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
                    uint16_t dport, const uint8_t *data, size_t len) {
-  struct s5_udp_tun *t = w->udp_tun;
+  const struct s5_wctx *w = t->w;
   size_t iphl = IP_IS_V6(dst) ? IP6_HLEN : IP_HLEN;
   if (!t->uso || len == 0 || iphl + UDP_HLEN + len > w->cfg->tun.mtu ||
       IP_GET_TYPE(src) != IP_GET_TYPE(dst)) {
-    s5_udp_tun_flush(w); /* what came before goes first */
+    s5_udp_tun_flush(t); /* what came before goes first */
     return -1;
   }
   if (t->n > 0 && (t->closed || len > t->seg || t->n == S5_UDPTUN_SEGS ||
                    iphl + UDP_HLEN + t->total + len > 0xffff || !same_flow(t, src, sport, dst, dport)))
-    s5_udp_tun_flush(w);
+    s5_udp_tun_flush(t);
   if (t->n == 0) {
     ip_addr_copy(t->src, *src);
     ip_addr_copy(t->dst, *dst);
@@ -244,7 +243,7 @@ static struct pbuf *segment(const uint8_t *pkt, size_t iphl, int v6, size_t off,
   return q;
 }
 
-int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size) {
+int s5_udp_tun_split(struct s5_wctx *w, struct s5_udp_tun *t, struct pbuf *p, unsigned gso_size) {
   const uint8_t *pkt = p->payload;
   if (p->len != p->tot_len || p->len < IP_HLEN + UDP_HLEN || gso_size == 0) return -1;
   int v6 = pkt[0] >> 4 == 6;
@@ -260,7 +259,6 @@ int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size) {
   }
   if (total > p->len || total < iphl + UDP_HLEN) return -1;
   size_t payload = total - iphl - UDP_HLEN;
-  struct s5_udp_tun *t = w->udp_tun;
   if (t != NULL && !t->said_split) {
     t->said_split = 1;
     s5_debug("UDP: a GSO packet from the TUN split into datagrams of %u bytes (first of its kind)", gso_size);

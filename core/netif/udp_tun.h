@@ -26,26 +26,30 @@
 #include "lwip/ip_addr.h"
 
 struct s5_wctx;
+struct s5_udp_tun;
 struct pbuf;
 
-/* Probes USO on the worker's TUN queue (before privileges are dropped);
- * batch = 0 turns it off (and off on the device). Returns 0 or -1 (logged). */
-int s5_udp_tun_start(struct s5_wctx *w, int batch);
-void s5_udp_tun_stop(struct s5_wctx *w);
+/* The writer of worker w's TUN queue fd (not owned): probes USO on it
+ * (before privileges are dropped); batch = 0 turns it off (and off on the
+ * device). Returns it, or NULL (logged). stop frees it (NULL: none). */
+struct s5_udp_tun *s5_udp_tun_start(struct s5_wctx *w, int fd, int batch);
+void s5_udp_tun_stop(struct s5_udp_tun *t);
 
 /* A datagram from src:sport to the client dst:dport (one family). data
  * must stay valid until s5_udp_tun_flush(). Returns 0, or -1 when it is
  * not for this path (no USO, above the MTU): the caller sends it through
  * lwIP (s5_udp_output), after what was collected before it is written. */
-int s5_udp_tun_put(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
+int s5_udp_tun_put(struct s5_udp_tun *t, const ip_addr_t *src, uint16_t sport, const ip_addr_t *dst,
                    uint16_t dport, const uint8_t *data, size_t len);
 
 /* Writes what s5_udp_tun_put() collected. */
-void s5_udp_tun_flush(struct s5_wctx *w);
+void s5_udp_tun_flush(struct s5_udp_tun *t);
 
 /* A packet read with gso_type VIRTIO_NET_HDR_GSO_UDP_L4 and gso_size:
- * each datagram goes into lwIP as its own packet; p is consumed. Returns
- * 0, or -1 when p is no UDP packet it can split (p then untouched). */
-int s5_udp_tun_split(struct s5_wctx *w, struct pbuf *p, unsigned gso_size);
+ * each datagram goes into w's lwIP netif as its own packet; p is consumed.
+ * t (NULL while UDP is not running) only notes the first split for the
+ * log. Returns 0, or -1 when p is no UDP packet it can split (p then
+ * untouched). */
+int s5_udp_tun_split(struct s5_wctx *w, struct s5_udp_tun *t, struct pbuf *p, unsigned gso_size);
 
 #endif

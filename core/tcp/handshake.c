@@ -2,16 +2,16 @@
 /* The proxy side of a new session: what it asks of the SOCKS5 client
  * (proxy.c), a CONNECT to the client's original destination (by name for a
  * mapped DNS address, so the proxy resolves it), and what the answer means
- * for the session: the SYN-ACK for the client, or a reset. Kept apart from
- * session.c so that the packet fuzzer can put a scripted proxy in its place
- * (test/fuzz/fuzz_packet.c defines its own s5_handshake_start()). */
+ * for the session: the SYN-ACK for the client, or a reset. The session
+ * table reaches it through its start_proxy pointer, which the worker sets
+ * (the packet fuzzer sets its own scripted proxy, test/fuzz/fuzz_packet.c). */
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dns/dnsmap.h"
 #include "base/log.h"
-#include "tcp/session.h"
+#include "tcp/handshake.h"
 
 #include "lwip/tcp.h"
 
@@ -36,13 +36,13 @@ static void original_destination(const struct tcp_pcb *pcb, struct sockaddr_stor
 static int hs_request(void *session, uint8_t *msg, size_t cap) {
   struct s5_session *s = session;
   struct sockaddr_storage dst;
-  original_destination(s->pcb, &dst);
+  original_destination(s->conn.pcb, &dst);
   /* A mapped DNS address: CONNECT by name, the proxy resolves it. */
   char name[256];
   int mapped = s5_dnsmap_name_of((struct sockaddr *)&dst, name, sizeof name);
   if (mapped < 0) return -1;
   if (mapped > 0 && s->rec.name == NULL) s->rec.name = strdup(name); /* the session log, --connections */
-  if (mapped > 0) return s5_socks5_write_connect_name(msg, cap, name, s->pcb->local_port);
+  if (mapped > 0) return s5_socks5_write_connect_name(msg, cap, name, s->conn.pcb->local_port);
   return s5_socks5_write_connect(msg, cap, (struct sockaddr *)&dst);
 }
 

@@ -13,10 +13,10 @@
  * copying (tcp_write_ref(), lwIP patch 0006): the buffer is a custom pbuf,
  * every piece of it in a segment holds a reference, and the last piece lwIP
  * frees (acknowledged, or its pcb aborted or purged, whether or not a
- * session still owns the pcb) gives the buffer back to the relay. A smaller
+ * connection still owns the pcb) gives the buffer back to the relay. A smaller
  * read is copied into segments (tcp_write() with TCP_WRITE_FLAG_COPY) and
  * the buffer takes the next read, so that a small read never pins a whole
- * buffer: what a session pins stays within twice what it has queued. */
+ * buffer: what a connection pins stays within twice what it has queued. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -25,8 +25,8 @@
 
 #include "tcp/relay.h"
 
+#include "base/assert.h"
 #include "base/log.h"
-#include "tcp/session.h"
 
 #include "lwip/tcp.h"
 
@@ -41,19 +41,29 @@
 #define S5_RELAY_RBUF_CACHE 16
 
 struct s5_rbuf {
-  struct pbuf_custom pc; /* first: lwIP's free callback gets &pc.pbuf */
+  struct pbuf_custom pc; /* lwIP's free callback gets &pc.pbuf: relay_rbuf_free finds b from it */
   struct s5_relay *r;
   struct s5_rbuf *next; /* in r->rbuf_cache */
   uint8_t data[S5_RELAY_READ_BUF];
 };
 
+/* lwIP's pbuf_free() hands a custom pbuf's free function the struct pbuf
+ * that starts its struct pbuf_custom; relay_rbuf_free() finds b from it. */
+_Static_assert(offsetof(struct pbuf_custom, pbuf) == 0, "lwIP casts a custom pbuf to its pbuf_custom");
+
 static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
-static err_t relay_flush(struct s5_session *s);
-static int relay_client_owed(const struct s5_session *s);
+static err_t relay_flush(struct s5_relay_conn *s);
+static int relay_client_owed(const struct s5_relay_conn *s);
+
+/* The worker's counters, shared with the readers of the stats area: a
+ * relaxed store, as S5_STAT_ADD does (one writer, this thread). */
+static void relay_count(uint64_t *counter, uint64_t n) {
+  if (counter != NULL) __atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
+}
 
 /* How many bytes lwIP can queue for the client right now. */
-static size_t relay_room(const struct s5_session *s) {
+static size_t relay_room(const struct s5_relay_conn *s) {
   const struct tcp_pcb *pcb = s->pcb;
   if (pcb == NULL) return 0;
   size_t room = tcp_sndbuf(pcb);
@@ -66,26 +76,27 @@ static size_t relay_room(const struct s5_session *s) {
   return room;
 }
 
-/* Writes are deferred to the end of the loop iteration (the worker's check
- * handle runs s5_relay_flush_pending()): the segments of one batch of TUN reads leave in one writev, and
- * a proxy that sends in small pieces still gets full segments to the client
- * without Nagle's delay. */
-static void relay_defer(struct s5_session *s) {
+/* Writes are deferred to the end of the loop iteration (the worker's
+ * end-of-turn hook runs s5_relay_flush_pending()): the segments of one
+ * batch of TUN reads leave in one writev, and a proxy that sends in small
+ * pieces still gets full segments to the client without Nagle's delay. */
+static void relay_defer(struct s5_relay_conn *s) {
   if (s->flush_queued) return;
   s->flush_queued = 1;
   s->flush_next = s->relay->flush_head;
   s->relay->flush_head = s;
+  s->relay->flush_count++;
 }
 
-static void relay_check_done(struct s5_session *s) {
-  if (s->client_eof && s->proxy_eof && s->proxy_shut) s5_session_finish(s);
+static void relay_check_done(struct s5_relay_conn *s) {
+  if (s->client_eof && s->proxy_eof && s->proxy_shut) s->ops->finished(s->owner);
 }
 
 /* n more bytes of out reached the proxy: give them back to the client's window. */
-static void relay_consume(struct s5_session *s, size_t n) {
-  s5_session_touch(s);
-  S5_STAT_ADD(s->w->stats, bytes_to_proxy, n);
-  s->rec.bytes_up += n;
+static void relay_consume(struct s5_relay_conn *s, size_t n) {
+  s->ops->touch(s->owner);
+  relay_count(s->relay->to_proxy, n);
+  s->bytes_up += n;
   for (size_t left = n; s->pcb != NULL && left > 0;) {
     u16_t chunk = left > 0xffff ? 0xffff : (u16_t)left;
     tcp_recved(s->pcb, chunk);
@@ -93,6 +104,7 @@ static void relay_consume(struct s5_session *s, size_t n) {
   }
   while (n > 0) {
     struct pbuf *head = s->out;
+    S5_ASSERT(head != NULL); /* the socket took no byte that was not queued */
     size_t avail = (size_t)head->len - s->out_off;
     if (n < avail) {
       s->out_off += (uint16_t)n;
@@ -107,7 +119,7 @@ static void relay_consume(struct s5_session *s, size_t n) {
   if (s->out == NULL) s->out_tail = NULL;
 }
 
-static int relay_bufs(const struct s5_session *s, uv_buf_t *bufs, int max, size_t *total) {
+static int relay_bufs(const struct s5_relay_conn *s, uv_buf_t *bufs, int max, size_t *total) {
   int n = 0;
   *total = 0;
   for (struct pbuf *q = s->out; q != NULL && n < max; q = q->next) {
@@ -120,11 +132,12 @@ static int relay_bufs(const struct s5_session *s, uv_buf_t *bufs, int max, size_
 }
 
 static void relay_written(uv_write_t *req, int status) {
-  struct s5_session *s = req->handle->data;
-  if (status == UV_ECANCELED || s->state == S5_SESSION_CLOSED) return;
+  struct s5_relay_conn *s = req->data;
+  if (status == UV_ECANCELED || s->state == S5_RELAY_CLOSED) return;
+  S5_ASSERT(s->writing);
   s->writing = 0;
   if (status < 0) {
-    s5_session_abort(s, "writing to proxy failed");
+    s->ops->failed(s->owner, "writing to proxy failed");
     return;
   }
   relay_consume(s, s->write_len);
@@ -132,11 +145,12 @@ static void relay_written(uv_write_t *req, int status) {
 }
 
 static void relay_shutdown_done(uv_shutdown_t *req, int status) {
-  struct s5_session *s = req->handle->data;
-  if (status == UV_ECANCELED || s->state == S5_SESSION_CLOSED) return;
+  struct s5_relay_conn *s = req->data;
+  if (status == UV_ECANCELED || s->state == S5_RELAY_CLOSED) return;
+  S5_ASSERT(s->shutting);
   s->shutting = 0;
   if (status < 0) {
-    s5_session_abort(s, "half-closing the proxy connection failed");
+    s->ops->failed(s->owner, "half-closing the proxy connection failed");
     return;
   }
   s->proxy_shut = 1;
@@ -145,13 +159,13 @@ static void relay_shutdown_done(uv_shutdown_t *req, int status) {
 
 /* Writes what it can now; the rest goes into one uv_write (at most four
  * buffers, which libuv keeps inside the request without allocating). Returns
- * ERR_ABRT when the session was aborted. */
-static err_t relay_flush(struct s5_session *s) {
+ * what the owner's failed op returned when the connection failed. */
+static err_t relay_flush(struct s5_relay_conn *s) {
   while (s->out != NULL && !s->writing) {
     uv_buf_t bufs[S5_RELAY_IOV];
     size_t total;
     int n = relay_bufs(s, bufs, S5_RELAY_IOV, &total);
-    int r = uv_try_write((uv_stream_t *)&s->proxy.sock, bufs, (unsigned)n);
+    int r = uv_try_write(s->sock, bufs, (unsigned)n);
     if (r > 0) {
       relay_consume(s, (size_t)r);
       if ((size_t)r == total) continue;
@@ -161,16 +175,18 @@ static err_t relay_flush(struct s5_session *s) {
       total = 0;
       for (int i = 0; i < n; i++) total += bufs[i].len;
     } else {
-      return s5_session_abort(s, "writing to proxy failed");
+      return s->ops->failed(s->owner, "writing to proxy failed");
     }
     s->write_len = total;
-    r = uv_write(&s->write_req, (uv_stream_t *)&s->proxy.sock, bufs, (unsigned)n, relay_written);
-    if (r < 0) return s5_session_abort(s, "writing to proxy failed");
+    s->write_req.data = s;
+    r = uv_write(&s->write_req, s->sock, bufs, (unsigned)n, relay_written);
+    if (r < 0) return s->ops->failed(s->owner, "writing to proxy failed");
     s->writing = 1;
   }
   if (s->out == NULL && s->client_eof && !s->writing && !s->shutting && !s->proxy_shut) {
-    if (uv_shutdown(&s->shutdown_req, (uv_stream_t *)&s->proxy.sock, relay_shutdown_done) < 0)
-      return s5_session_abort(s, "half-closing the proxy connection failed");
+    s->shutdown_req.data = s;
+    if (uv_shutdown(&s->shutdown_req, s->sock, relay_shutdown_done) < 0)
+      return s->ops->failed(s->owner, "half-closing the proxy connection failed");
     s->shutting = 1;
   }
   return ERR_OK;
@@ -178,7 +194,7 @@ static err_t relay_flush(struct s5_session *s) {
 
 /* lwIP: data (or, with p == NULL, the FIN) from the client. */
 static err_t relay_client_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err) {
-  struct s5_session *s = arg;
+  struct s5_relay_conn *s = arg;
   if (s == NULL || err != ERR_OK) {
     if (p != NULL) pbuf_free(p);
     return ERR_OK;
@@ -199,9 +215,9 @@ static err_t relay_client_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, e
 
 /* lwIP: the client acknowledged len bytes, so there is room again. */
 static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
-  struct s5_session *s = arg;
+  struct s5_relay_conn *s = arg;
   if (s == NULL) return ERR_OK;
-  s5_session_touch(s);
+  s->ops->touch(s->owner);
   /* Not aborted here: lwIP 2.1.3 drops (leaks) the data of a segment whose
    * ACK made the sent callback abort. The flush at the end of the loop turn
    * sends the RST (found by fuzz_packet). */
@@ -209,8 +225,8 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
     if (!relay_client_owed(s)) relay_defer(s);
     return ERR_OK;
   }
-  if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY && relay_room(s) >= S5_RELAY_MIN_ROOM) {
-    if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_read_alloc, relay_read) == 0) s->reading = 1;
+  if (!s->reading && !s->proxy_eof && s->state == S5_RELAY_RUNNING && relay_room(s) >= S5_RELAY_MIN_ROOM) {
+    if (uv_read_start(s->sock, relay_read_alloc, relay_read) == 0) s->reading = 1;
   }
   return ERR_OK;
 }
@@ -220,8 +236,9 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
 static void relay_rbuf_free(struct pbuf *p) {
   struct s5_rbuf *b = (struct s5_rbuf *)(void *)((char *)p - offsetof(struct s5_rbuf, pc.pbuf));
   struct s5_relay *r = b->r;
+  S5_ASSERT(r->rbuf_out > 0);
   r->rbuf_out--;
-  if (r->rbuf_cached < S5_RELAY_RBUF_CACHE && !r->w->stopping) {
+  if (r->rbuf_cached < S5_RELAY_RBUF_CACHE && !r->stopping) {
     b->next = r->rbuf_cache;
     r->rbuf_cache = b;
     r->rbuf_cached++;
@@ -248,9 +265,10 @@ static struct s5_rbuf *relay_rbuf_current(struct s5_relay *r) {
   return b;
 }
 
-void s5_relay_init(struct s5_relay *r, struct s5_wctx *w) {
+void s5_relay_init(struct s5_relay *r, uint64_t *to_proxy, uint64_t *from_proxy) {
   memset(r, 0, offsetof(struct s5_relay, read_buf));
-  r->w = w;
+  r->to_proxy = to_proxy;
+  r->from_proxy = from_proxy;
 }
 
 void s5_relay_drop_cache(struct s5_relay *r) {
@@ -263,6 +281,7 @@ void s5_relay_drop_cache(struct s5_relay *r) {
 }
 
 void s5_relay_stop(struct s5_relay *r) {
+  r->stopping = 1;
   if (r->rbuf_cur != NULL) {
     free(r->rbuf_cur);
     r->rbuf_cur = NULL;
@@ -276,13 +295,13 @@ void s5_relay_stop(struct s5_relay *r) {
 /* libuv's alloc callback for proxy reads: the current read buffer, sized
  * to the room in lwIP's send queue. */
 static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
-  struct s5_session *s = handle->data;
+  struct s5_relay_conn *s = handle->data;
   struct s5_rbuf *b = relay_rbuf_current(s->relay);
   *buf = uv_buf_init(b != NULL ? (char *)b->data : (char *)s->relay->read_buf, (unsigned)relay_room(s));
 }
 
 /* Queues n bytes the proxy sent, read into buf (relay_read_alloc's buffer). */
-static err_t relay_queue(struct s5_session *s, const uv_buf_t *buf, u16_t n) {
+static err_t relay_queue(struct s5_relay_conn *s, const uv_buf_t *buf, u16_t n) {
   struct s5_relay *r = s->relay;
   struct s5_rbuf *b = r->rbuf_cur;
   if (b == NULL || buf->base != (char *)b->data || n < S5_RELAY_REF_MIN)
@@ -297,13 +316,13 @@ static err_t relay_queue(struct s5_session *s, const uv_buf_t *buf, u16_t n) {
   return err;
 }
 
-static void relay_stop_reading(struct s5_session *s) {
-  uv_read_stop((uv_stream_t *)&s->proxy.sock);
+static void relay_stop_reading(struct s5_relay_conn *s) {
+  uv_read_stop(s->sock);
   s->reading = 0;
 }
 
 /* True while lwIP still holds bytes for the client, sent or not. */
-static int relay_client_owed(const struct s5_session *s) {
+static int relay_client_owed(const struct s5_relay_conn *s) {
   return s->pcb != NULL && (s->pcb->unsent != NULL || s->pcb->unacked != NULL);
 }
 
@@ -312,9 +331,9 @@ static int relay_client_owed(const struct s5_session *s) {
  * (from the sent callback, once they are acknowledged; an idle client is
  * reset by the idle timeout). A truncated transfer so still ends in a RST,
  * never in a FIN that would make it look complete. */
-static void relay_proxy_reset(struct s5_session *s, const char *why) {
+static void relay_proxy_reset(struct s5_relay_conn *s, const char *why) {
   if (!relay_client_owed(s)) {
-    s5_session_abort(s, why);
+    s->ops->failed(s->owner, why);
     return;
   }
   s->proxy_reset = 1;
@@ -324,8 +343,8 @@ static void relay_proxy_reset(struct s5_session *s, const char *why) {
 }
 
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-  struct s5_session *s = stream->data;
-  if (s->state == S5_SESSION_CLOSED || nread == 0) return;
+  struct s5_relay_conn *s = stream->data;
+  if (s->state == S5_RELAY_CLOSED || nread == 0) return;
   if (nread == UV_ENOBUFS) { /* relay_read_alloc found no room: wait for acks */
     relay_stop_reading(s);
     return;
@@ -352,57 +371,74 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     relay_proxy_reset(s, nread == UV_ECONNRESET ? "proxy reset the connection" : "proxy connection failed");
     return;
   }
-  s5_session_touch(s);
-  S5_STAT_ADD(s->w->stats, bytes_from_proxy, nread);
-  s->rec.bytes_down += (uint64_t)nread;
+  s->ops->touch(s->owner);
+  relay_count(s->relay->from_proxy, (uint64_t)nread);
+  s->bytes_down += (uint64_t)nread;
   if (relay_queue(s, buf, (u16_t)nread) != ERR_OK) {
-    s5_session_abort(s, "lwIP send queue refused data");
+    s->ops->failed(s->owner, "lwIP send queue refused data");
     return;
   }
   relay_defer(s);
   if (relay_room(s) < S5_RELAY_MIN_ROOM) relay_stop_reading(s);
 }
 
-void s5_relay_attach(struct s5_session *s) {
-  tcp_recv(s->pcb, relay_client_recv);
-  tcp_sent(s->pcb, relay_client_sent);
+void s5_relay_attach(struct s5_relay_conn *c, struct s5_relay *r, struct tcp_pcb *pcb, uv_stream_t *sock,
+                     const struct s5_relay_ops *ops, void *owner) {
+  memset(c, 0, sizeof *c);
+  c->relay = r;
+  c->ops = ops;
+  c->owner = owner;
+  c->pcb = pcb;
+  c->sock = sock;
+  c->state = S5_RELAY_ATTACHED;
+  tcp_arg(pcb, c);
+  tcp_recv(pcb, relay_client_recv);
+  tcp_sent(pcb, relay_client_sent);
 }
 
 /* The client completed its handshake: deliver what the proxy sent along
  * with its CONNECT reply, then read from the proxy. Returns ERR_ABRT when
- * it had to abort the session. */
-err_t s5_relay_start(struct s5_session *s) {
-  if (s->proxy.in_len > 0) {
-    if (tcp_write(s->pcb, s->proxy.in, s->proxy.in_len, TCP_WRITE_FLAG_COPY) != ERR_OK)
-      return s5_session_abort(s, "lwIP send queue refused data");
-    s->proxy.in_len = 0;
+ * it had to fail the connection. */
+err_t s5_relay_start(struct s5_relay_conn *s, const uint8_t *early, size_t len) {
+  S5_ASSERT(s->state == S5_RELAY_ATTACHED);
+  s->state = S5_RELAY_RUNNING;
+  s->sock->data = s; /* the proxy client's until now */
+  if (len > 0) {
+    if (tcp_write(s->pcb, early, (u16_t)len, TCP_WRITE_FLAG_COPY) != ERR_OK)
+      return s->ops->failed(s->owner, "lwIP send queue refused data");
     tcp_output(s->pcb);
   }
-  if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_read_alloc, relay_read) < 0)
-    return s5_session_abort(s, "reading from proxy failed");
+  if (uv_read_start(s->sock, relay_read_alloc, relay_read) < 0)
+    return s->ops->failed(s->owner, "reading from proxy failed");
   s->reading = 1;
   return ERR_OK;
 }
 
-/* Runs after every poll phase. Sessions closed meanwhile are still in
- * memory: their close callbacks run after this. */
+/* Runs at the end of every loop turn. Connections released meanwhile are
+ * still in memory: their owners' close callbacks run after this. */
 void s5_relay_flush_pending(struct s5_relay *r) {
   while (r->flush_head != NULL) {
-    struct s5_session *s = r->flush_head;
+    struct s5_relay_conn *s = r->flush_head;
+    S5_ASSERT(s->flush_queued && r->flush_count > 0);
     r->flush_head = s->flush_next;
+    r->flush_count--;
     s->flush_queued = 0;
-    if (s->state == S5_SESSION_CLOSED) continue;
+    if (s->state == S5_RELAY_CLOSED) continue;
     if (s->proxy_reset && !relay_client_owed(s)) {
-      s5_session_abort(s, s->reset_why);
+      s->ops->failed(s->owner, s->reset_why);
       continue;
     }
-    if (relay_flush(s) != ERR_OK || s->state == S5_SESSION_CLOSED) continue;
+    if (relay_flush(s) != ERR_OK || s->state == S5_RELAY_CLOSED) continue;
     if (s->pcb != NULL) tcp_output(s->pcb);
     relay_check_done(s);
   }
+  S5_ASSERT(r->flush_count == 0);
 }
 
-void s5_relay_release(struct s5_session *s) {
-  if (s->out != NULL) pbuf_free(s->out);
-  s->out = s->out_tail = NULL;
+void s5_relay_release(struct s5_relay_conn *c) {
+  S5_ASSERT(c->state != S5_RELAY_CLOSED); /* released once */
+  c->state = S5_RELAY_CLOSED;
+  if (c->out != NULL) pbuf_free(c->out);
+  c->out = c->out_tail = NULL;
+  S5_ASSERT(c->pcb == NULL); /* the owner let go of the pcb first: no callback of lwIP's comes here */
 }

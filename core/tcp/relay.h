@@ -1,19 +1,29 @@
 /* SPDX-License-Identifier: MIT */
-/* Bytes both ways between a session's client pcb and its proxy socket
- * (relay.c says how): the relay's per-worker state, which lives here, not
- * in the worker (the sessions whose writes wait for the end of the loop
- * turn, and the read buffers proxy-to-client reads land in), and what the
- * worker drives it with. What a session calls is in session.h, with the
- * rest of a session's three files: this header is the worker's view. */
+/* Bytes both ways between a client's lwIP pcb and its proxy socket
+ * (relay.c says how). Two structs:
+ *   struct s5_relay       per worker: the connections whose writes wait
+ *                         for the end of the loop turn, and the read
+ *                         buffers proxy-to-client reads land in;
+ *   struct s5_relay_conn  per connection, embedded in its owner (a
+ *                         session, core/tcp/session.c), which it tells
+ *                         what happened through its ops: activity, both
+ *                         directions done, or a failure to reset on.
+ * The relay knows lwIP and libuv only: not the session, not the worker.
+ * Its life: attach at the SYN (lwIP's recv and sent callbacks), start once
+ * the client completed its handshake, release when the owner ends. */
 #ifndef S5_CORE_RELAY_H
 #define S5_CORE_RELAY_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
-#include "ctx/wctx.h"
+#include "lwip/err.h"
 
-struct s5_session;
+struct tcp_pcb;
+struct pbuf;
 struct s5_rbuf;
+struct s5_relay;
 
 /* Proxy-to-client reads land in a read buffer (struct s5_rbuf, relay.c):
  * a large read is handed to lwIP's send queue as it is, and the buffer stays
@@ -21,20 +31,72 @@ struct s5_rbuf;
  * is copied into lwIP's segments, and the buffer takes the next read. */
 #define S5_RELAY_READ_BUF 65535 /* tcp_write() takes a u16_t length */
 
+/* What the relay tells its owner. Each gets the owner pointer given to
+ * s5_relay_attach(). failed ends the owner (a reset both ways) and returns
+ * ERR_ABRT when that aborted the pcb, ERR_OK otherwise; it must release
+ * the connection (s5_relay_release) before it returns. finished: both
+ * directions are done, the owner closes (and releases) in order. */
+struct s5_relay_ops {
+  void (*touch)(void *owner); /* a byte moved, or the client acknowledged some */
+  void (*finished)(void *owner);
+  int (*failed)(void *owner, const char *why);
+};
+
+enum s5_relay_state {
+  S5_RELAY_ATTACHED, /* lwIP's callbacks set; client bytes are queued, nothing moves yet */
+  S5_RELAY_RUNNING,  /* bytes flow both ways */
+  S5_RELAY_CLOSED,   /* released: every callback still pending is ignored */
+};
+
+struct s5_relay_conn {
+  struct s5_relay *relay;
+  const struct s5_relay_ops *ops;
+  void *owner;
+  struct tcp_pcb *pcb; /* the client's; NULL once lwIP no longer lets us use it */
+  uv_stream_t *sock;   /* the proxy connection (its data is this conn once started) */
+  enum s5_relay_state state;
+
+  uv_shutdown_t shutdown_req;
+  uv_write_t write_req; /* at most one write in flight */
+
+  /* Client to proxy: pbufs lwIP handed us, not yet taken by the proxy socket.
+   * Their bytes are acknowledged to lwIP (tcp_recved) only once written, so
+   * the client's window is the only buffer and it is bounded. */
+  struct pbuf *out, *out_tail;
+  uint16_t out_off;              /* bytes of out already written */
+  size_t write_len;              /* bytes in the uv_write in flight */
+  uint64_t bytes_up, bytes_down; /* payload relayed: client to proxy, proxy to client */
+
+  struct s5_relay_conn *flush_next; /* the relay's flush list */
+  unsigned flush_queued : 1;        /* on it */
+  unsigned writing : 1;             /* write_req in flight */
+  unsigned reading : 1;             /* uv_read_start active */
+  unsigned client_eof : 1;          /* FIN from the client */
+  unsigned proxy_eof : 1;           /* EOF from the proxy */
+  unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
+  unsigned shutting : 1;            /* shutdown_req in flight */
+  unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
+  const char *reset_why;            /* for the owner when that RST goes out */
+};
+
 struct s5_relay {
-  struct s5_wctx *w;
-  struct s5_session *flush_head; /* writes deferred to the end of the loop turn */
-  struct s5_rbuf *rbuf_cur;      /* takes the next read; not referenced by lwIP */
-  struct s5_rbuf *rbuf_cache;    /* unused, kept for reuse (malloc would trim and refault them) */
+  uint64_t *to_proxy, *from_proxy;  /* the worker's byte counters (shared, relaxed atomic stores) */
+  struct s5_relay_conn *flush_head; /* writes deferred to the end of the loop turn */
+  size_t flush_count;               /* connections on that list */
+  struct s5_rbuf *rbuf_cur;         /* takes the next read; not referenced by lwIP */
+  struct s5_rbuf *rbuf_cache;       /* unused, kept for reuse (malloc would trim and refault them) */
   unsigned rbuf_cached;
   unsigned rbuf_out; /* in use: rbuf_cur, or referenced by lwIP segments */
+  unsigned stopping; /* s5_relay_stop() ran: buffers lwIP frees later are not cached */
   /* Fallback read buffer when no read buffer can be allocated: copied.
    * Last, so that init need not clear it. */
   uint8_t read_buf[S5_RELAY_READ_BUF];
 };
 
-/* Prepares r for worker context w (nothing to undo before it is used). */
-void s5_relay_init(struct s5_relay *r, struct s5_wctx *w);
+/* Prepares r (nothing to undo before it is used). The counters are the
+ * worker's bytes_to_proxy and bytes_from_proxy: the relay counts into them
+ * without knowing whose they are. */
+void s5_relay_init(struct s5_relay *r, uint64_t *to_proxy, uint64_t *from_proxy);
 
 /* Once lwIP let go of every pcb: frees the cached read buffers (those
  * lwIP still references are freed when it frees them). */
@@ -44,8 +106,21 @@ void s5_relay_stop(struct s5_relay *r);
  * the next burst go back to malloc (up to 1 MiB a worker). */
 void s5_relay_drop_cache(struct s5_relay *r);
 
-/* From the worker's check handle, after every poll phase: the deferred
- * writes of every session that queued some. */
+/* At the end of every loop turn (the worker's end-of-turn hook): the
+ * deferred writes of every connection that queued some. */
 void s5_relay_flush_pending(struct s5_relay *r);
+
+/* One connection. attach takes lwIP's recv and sent callbacks of pcb and
+ * makes c its arg: the owner's own callbacks for it (err, accept) get c and
+ * find themselves in c->owner. The owner sets c->pcb to NULL when lwIP
+ * freed the pcb or the owner let go of it. sock is where the proxy connection will be once started. start: the
+ * client completed its handshake; early (len bytes) came with the proxy's
+ * reply and go to the client first. Returns ERR_ABRT when it had to fail
+ * the connection and that aborted the pcb. release drops what is queued
+ * and ignores every later callback; the owner then closes the socket. */
+void s5_relay_attach(struct s5_relay_conn *c, struct s5_relay *r, struct tcp_pcb *pcb, uv_stream_t *sock,
+                     const struct s5_relay_ops *ops, void *owner);
+err_t s5_relay_start(struct s5_relay_conn *c, const uint8_t *early, size_t len);
+void s5_relay_release(struct s5_relay_conn *c);
 
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/addr.h"
+#include "base/assert.h"
 #include "shared/conntab.h"
 #include "shared/flowtab.h"
 #include "base/log.h"
@@ -41,10 +42,11 @@ static void session_unlink(struct s5_session *s) {
 }
 
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
-  if (s->pcb == NULL) return "(closed)";
+  if (s->conn.pcb == NULL) return "(closed)";
   char src[S5_ADDR_STRLEN], dst[S5_ADDR_STRLEN];
-  snprintf(buf, len, "%s -> %s", s5_addr_port_str(&s->pcb->remote_ip, s->pcb->remote_port, src, sizeof src),
-           s5_addr_port_str(&s->pcb->local_ip, s->pcb->local_port, dst, sizeof dst));
+  snprintf(buf, len, "%s -> %s",
+           s5_addr_port_str(&s->conn.pcb->remote_ip, s->conn.pcb->remote_port, src, sizeof src),
+           s5_addr_port_str(&s->conn.pcb->local_ip, s->conn.pcb->local_port, dst, sizeof dst));
   return buf;
 }
 
@@ -53,7 +55,9 @@ void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loo
 /* The last of the timer and the proxy client frees the session. */
 void s5_session_proxy_closed(void *session) {
   struct s5_session *s = session;
+  S5_ASSERT(s->handles_open > 0 && s->state == S5_SESSION_CLOSED);
   if (--s->handles_open > 0) return;
+  S5_ASSERT(!s->conn.flush_queued); /* the relay's flush list does not point here */
   s5_wctx_cfg_release(s->w, s->cfg);
   free((char *)s->rec.name);
   free(s);
@@ -71,24 +75,32 @@ static void session_ended(struct s5_session *s, const char *why) {
 /* Stops taking callbacks from lwIP for this pcb; the pcb itself lives on in
  * lwIP (closing, or already freed by it) and is no longer ours. */
 static struct tcp_pcb *session_detach_pcb(struct s5_session *s) {
-  struct tcp_pcb *pcb = s->pcb;
+  struct tcp_pcb *pcb = s->conn.pcb;
   if (pcb != NULL) {
     tcp_arg(pcb, NULL);
     tcp_recv(pcb, NULL);
     tcp_sent(pcb, NULL);
     tcp_err(pcb, NULL);
-    s->pcb = NULL;
+    s->conn.pcb = NULL;
   }
   return pcb;
+}
+
+/* The relay counts its bytes; the session record reports them. */
+static void session_sync_bytes(struct s5_session *s) {
+  s->rec.bytes_up = s->conn.bytes_up;
+  s->rec.bytes_down = s->conn.bytes_down;
 }
 
 /* Ends the session's libuv side. reset: close the proxy connection with a
  * RST rather than a FIN, so the proxy drops the far end at once too. */
 static void session_close_handles(struct s5_session *s, int reset) {
+  S5_ASSERT(s->state != S5_SESSION_CLOSED); /* a session ends once */
   s->state = S5_SESSION_CLOSED;
+  session_sync_bytes(s);
   s5_session_log(s->w, s->cfg, &s->rec);
   session_unlink(s);
-  s5_relay_release(s);
+  s5_relay_release(&s->conn);
   uv_timer_stop(&s->timer);
   uv_close((uv_handle_t *)&s->timer, session_handle_closed);
   s5_proxy_close(&s->proxy, reset);
@@ -132,11 +144,13 @@ void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q) {
   for (const struct s5_session *s = t->list; s != NULL; s = s->next) {
     struct s5_conn c;
     s5_session_record_entry(&s->rec, &c);
+    c.bytes_up = s->conn.bytes_up;
+    c.bytes_down = s->conn.bytes_down;
     c.last_ms = s->last_active;
-    c.state = w->draining                       ? S5_CONN_DRAINING
-              : s->state != S5_SESSION_RELAY    ? S5_CONN_CONNECTING
-              : (s->client_eof || s->proxy_eof) ? S5_CONN_HALF_CLOSED
-                                                : S5_CONN_OPEN;
+    c.state = w->draining                                 ? S5_CONN_DRAINING
+              : s->state != S5_SESSION_RELAY              ? S5_CONN_CONNECTING
+              : (s->conn.client_eof || s->conn.proxy_eof) ? S5_CONN_HALF_CLOSED
+                                                          : S5_CONN_OPEN;
     s5_conntab_put(q, &c);
   }
 }
@@ -147,12 +161,13 @@ void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q) {
  * (lwIP patch 0009), or a new connection from the same client port ending
  * that TIME_WAIT early (patch 0008)). */
 static void session_pcb_error(void *arg, err_t err) {
-  struct s5_session *s = arg;
-  if (s == NULL) return;
-  s->pcb = NULL;
+  struct s5_relay_conn *c = arg;
+  if (c == NULL) return;
+  struct s5_session *s = c->owner;
+  s->conn.pcb = NULL;
   s5_debug("s%llu client side ended (lwIP error %d)", (unsigned long long)s->id, (int)err);
   if (s->state == S5_SESSION_CLOSED) return;
-  if (err == ERR_CLSD && s->client_eof && s->proxy_eof) {
+  if (err == ERR_CLSD && s->conn.client_eof && s->conn.proxy_eof) {
     /* Nothing more to exchange with the client: the relay still writes
      * what the client sent to the proxy and half-closes it, then finishes
      * the session (relay_check_done) as it would have with the pcb. */
@@ -172,20 +187,24 @@ static void session_pcb_error(void *arg, err_t err) {
  * we let through. lwIP passes the new pcb's arg: our session, or for a
  * connection the mapped resolver took at its SYN, that one's. */
 static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
-  struct s5_session *s = arg;
+  struct s5_relay_conn *c = arg;
   if (err == ERR_OK && s5_dns_tcp_owns(pcb)) return ERR_OK; /* dns_tcp.c's, served since its SYN */
-  if (s == NULL || err != ERR_OK) return ERR_VAL;
+  if (c == NULL || err != ERR_OK) return ERR_VAL;
+  struct s5_session *s = c->owner;
+  S5_ASSERT(s->state == S5_SESSION_SYNACK); /* lwIP accepts only after our SYN-ACK */
   s->state = S5_SESSION_RELAY;
   s5_session_touch(s);
   uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.tcp_idle_timeout * 1000ull, 0);
-  return s5_relay_start(s);
+  err_t r = s5_relay_start(c, s->proxy.in, s->proxy.in_len);
+  s->proxy.in_len = 0; /* delivered (or the session is gone) */
+  return r;
 }
 
 /* Process mode: from its SYN-ACK on, the flow is in the queue's shared
  * table, so that the supervisor can reset the client if this worker dies
  * (threads/flowreset.c). Once per session, nothing per packet. */
 static void session_track(struct s5_session *s) {
-  const struct tcp_pcb *pcb = s->pcb;
+  const struct tcp_pcb *pcb = s->conn.pcb;
   struct s5_flow f;
   memset(&f, 0, sizeof f);
   f.v6 = IP_IS_V6(&pcb->local_ip);
@@ -206,12 +225,13 @@ static void session_track(struct s5_session *s) {
  * left of connect-timeout (counted from its SYN, as the proxy client's
  * was) to complete its handshake. */
 void s5_session_established(struct s5_session *s) {
+  S5_ASSERT(s->state == S5_SESSION_CONNECTING);
   s->state = S5_SESSION_SYNACK;
   uint64_t budget = s->cfg->session.connect_timeout * 1000ull;
   uint64_t spent = uv_now(&s->w->loop) - s->rec.started_ms;
   uv_timer_start(&s->timer, session_timer_fired, spent < budget ? budget - spent : 0, 0);
   if (s->w->flows != NULL) session_track(s);
-  tcp_output(s->pcb);
+  tcp_output(s->conn.pcb);
 }
 
 static void session_timer_fired(uv_timer_t *timer) {
@@ -235,15 +255,24 @@ static void session_timer_fired(uv_timer_t *timer) {
   uv_timer_start(timer, session_timer_fired, idle_ms - quiet, 0);
 }
 
+/* What the relay tells its session (core/tcp/relay.h). */
+static void session_relay_touch(void *owner) { s5_session_touch(owner); }
+static void session_relay_finished(void *owner) { s5_session_finish(owner); }
+static int session_relay_failed(void *owner, const char *why) { return s5_session_abort(owner, why); }
+
+static const struct s5_relay_ops session_relay_ops = {
+  .touch = session_relay_touch,
+  .finished = session_relay_finished,
+  .failed = session_relay_failed,
+};
+
 static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb) {
   struct s5_wctx *w = t->w;
   struct s5_session *s = calloc(1, sizeof *s);
   if (s == NULL) return NULL;
   s->tab = t;
   s->w = w;
-  s->relay = t->relay;
   s->cfg = s5_wctx_cfg_hold(w); /* what it started with, whatever a reload brings */
-  s->pcb = pcb;
   s->id = ++t->next_id;
   s->rec = (struct s5_session_record){.kind = 's',
                                       .id = s->id,
@@ -356,14 +385,13 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
   session_link(s);
   s5_session_touch(s);
 
-  tcp_arg(pcb, s);
+  s5_relay_attach(&s->conn, t->relay, pcb, (uv_stream_t *)&s->proxy.sock, &session_relay_ops, s);
   tcp_err(pcb, session_pcb_error);
   session_use_gso(w, pcb);
   session_limit_buffers(s, pcb);
   tcp_nagle_disable(pcb); /* the client already coalesced; do not delay its peer's bytes */
-  s5_relay_attach(s);
 
-  if (s5_handshake_start(s) < 0) {
+  if (t->start_proxy(s) < 0) {
     /* Refused before lwIP let go of the SYN: let lwIP send the RST. */
     session_detach_pcb(s);
     S5_STAT_ADD(w->stats, socks5_connect_failed, 1);
@@ -377,10 +405,12 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
 
 /* ---- the table ---- */
 
-void s5_sessions_init(struct s5_sessions *t, struct s5_wctx *w, struct s5_relay *relay) {
+void s5_sessions_init(struct s5_sessions *t, struct s5_wctx *w, struct s5_relay *relay,
+                      s5_start_proxy_fn start_proxy) {
   memset(t, 0, sizeof *t);
   t->w = w;
   t->relay = relay;
+  t->start_proxy = start_proxy;
   s5_dns_tcp_init(&t->dns, w);
 }
 

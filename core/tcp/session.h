@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* A session is one TCP connection from the TUN carried to the SOCKS5 proxy.
- * Its life, in three files:
+ * Its life, in three files, none of which calls back into another:
  *   session.c    birth from a SYN, timers, the end (graceful or reset);
- *   handshake.c  the CONNECT it asks of the SOCKS5 client (proxy.c);
- *   relay.c      bytes both ways with backpressure, and half-close.
+ *   handshake.c  the CONNECT it asks of the SOCKS5 client (proxy.c),
+ *                started through the table's start_proxy (handshake.h);
+ *   relay.c      bytes both ways with backpressure, and half-close
+ *                (relay.h: its own struct, told back through its ops).
  * The client's SYN is answered only once the proxy's CONNECT succeeded, so a
  * refused CONNECT looks to the client like a refused connection.
  * A worker's sessions are a table (struct s5_sessions, session.c): the
@@ -22,11 +24,17 @@
 #include "socks5/proxy.h"
 #include "ctx/sessionlog.h"
 #include "ctx/wctx.h"
+#include "tcp/relay.h"
 
 struct tcp_pcb;
-struct pbuf;
-struct s5_relay;
 struct s5_connq;
+struct s5_session;
+
+/* Starts the session's proxy client (s->proxy); it ends in
+ * s5_session_established() or an abort. Returns 0, or -1 (logged): then
+ * the client is to be refused. The real one is s5_handshake_start()
+ * (tcp/handshake.h); the packet fuzzer plays the proxy with its own. */
+typedef int (*s5_start_proxy_fn)(struct s5_session *s);
 
 enum s5_session_state {
   S5_SESSION_CONNECTING, /* the SOCKS5 client connects, greets, authenticates, CONNECTs */
@@ -39,13 +47,15 @@ struct s5_session {
   struct s5_session *prev, *next; /* its table's list */
   struct s5_sessions *tab;
   struct s5_wctx *w;
-  struct s5_relay *relay;      /* the worker's relay state (core/tcp/relay.h) */
   const struct s5_config *cfg; /* held (s5_wctx_cfg_hold): a reload changes it for new sessions only */
   uint64_t id;
   enum s5_session_state state;
 
-  struct tcp_pcb *pcb; /* NULL once lwIP no longer lets us use it */
-  /* The connection to the proxy (proxy.sock, data = the session) and,
+  /* The relay of the client's pcb (conn.pcb: NULL once lwIP no longer
+   * lets us use it) and the proxy socket; tcp_arg of the pcb is &conn. */
+  struct s5_relay_conn conn;
+  /* The connection to the proxy (proxy.sock, data = the session until the
+   * relay starts, then &conn) and,
    * after the CONNECT reply, whatever the proxy sent beyond it (the
    * target's first bytes, proxy.in) waiting for the client. */
   struct s5_proxy proxy;
@@ -53,27 +63,7 @@ struct s5_session {
   int handles_open;     /* the timer and the proxy client: freed when both closed */
   uint64_t last_active; /* uv_now() of the last byte either way */
 
-  uv_shutdown_t shutdown_req;
-  uv_write_t write_req; /* at most one write in flight */
-
-  /* Client to proxy: pbufs lwIP handed us, not yet taken by the proxy socket.
-   * Their bytes are acknowledged to lwIP (tcp_recved) only once written, so
-   * the client's window is the only buffer and it is bounded. */
-  struct pbuf *out, *out_tail;
-  uint16_t out_off; /* bytes of out already written */
-  size_t write_len; /* bytes in the uv_write in flight */
-
-  struct s5_session *flush_next; /* the relay's flush list */
-  unsigned flush_queued : 1;     /* on it */
-  unsigned writing : 1;          /* write_req in flight */
-  unsigned reading : 1;          /* uv_read_start active */
-  unsigned client_eof : 1;       /* FIN from the client */
-  unsigned proxy_eof : 1;        /* EOF from the proxy */
-  unsigned proxy_shut : 1;       /* our FIN to the proxy is out */
-  unsigned shutting : 1;         /* shutdown_req in flight */
-  unsigned proxy_reset : 1;      /* proxy reset: client gets the rest, then a RST */
-  uint32_t flow_ref;             /* its slot in the worker's flow table, 0 for none */
-  const char *reset_why;         /* for the log when that RST goes out */
+  uint32_t flow_ref; /* its slot in the worker's flow table, 0 for none */
 
   struct s5_session_record rec; /* [log] sessions: who, where, bytes, how it ended */
   char end_why[120];            /* rec.end's text when it is not a constant */
@@ -82,10 +72,11 @@ struct s5_session {
 /* A worker's sessions. */
 struct s5_sessions {
   struct s5_wctx *w;
-  struct s5_relay *relay;   /* what its sessions relay with */
-  struct tcp_pcb *listener; /* takes SYNs to every address and port */
-  struct s5_session *list;  /* all live sessions */
-  struct s5_dns_tcp dns;    /* connections the mapped resolver takes instead (core/dns/dns_tcp.c) */
+  struct s5_relay *relay;        /* what its sessions relay with */
+  s5_start_proxy_fn start_proxy; /* how a session reaches the proxy (set at init) */
+  struct tcp_pcb *listener;      /* takes SYNs to every address and port */
+  struct s5_session *list;       /* all live sessions */
+  struct s5_dns_tcp dns;         /* connections the mapped resolver takes instead (core/dns/dns_tcp.c) */
   uint64_t next_id;
   uint64_t loop_logged_ms;    /* last "connection to the proxy itself" warning */
   void (*drained)(void *arg); /* s5_sessions_drain() */
@@ -96,7 +87,8 @@ struct s5_sessions {
  * listener (-1, logged, when lwIP cannot); drain closes the listener and
  * calls drained(arg) once no session is left (at once when there is none);
  * stop closes the listener and resets every session. */
-void s5_sessions_init(struct s5_sessions *t, struct s5_wctx *w, struct s5_relay *relay);
+void s5_sessions_init(struct s5_sessions *t, struct s5_wctx *w, struct s5_relay *relay,
+                      s5_start_proxy_fn start_proxy);
 int s5_sessions_listen(struct s5_sessions *t);
 void s5_sessions_drain(struct s5_sessions *t, void (*drained)(void *arg), void *arg);
 void s5_sessions_stop(struct s5_sessions *t);
@@ -114,18 +106,5 @@ int s5_session_abort(struct s5_session *s, const char *why);
 int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why);
 void s5_session_touch(struct s5_session *s);
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);
-
-/* handshake.c: starts the session's proxy client (s->proxy) on a CONNECT
- * to the client's destination; it ends in s5_session_established() or an
- * abort. Returns 0, or -1 (logged): then the client is to be refused. */
-int s5_handshake_start(struct s5_session *s);
-
-/* relay.c (its per-worker state: core/tcp/relay.h): attach at the SYN (lwIP's
- * recv and sent callbacks), start once the client completed its handshake
- * (returns ERR_ABRT when it had to abort the session), release when the
- * session ends. */
-void s5_relay_attach(struct s5_session *s);
-err_t s5_relay_start(struct s5_session *s);
-void s5_relay_release(struct s5_session *s);
 
 #endif

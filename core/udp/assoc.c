@@ -2,6 +2,7 @@
 /* A worker's UDP associations: the table and one association's life (see
  * assoc.h for the design). */
 #include "udp/assoc.h"
+#include "udp/udp.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 
 #include "base/addr.h"
+#include "base/assert.h"
+#include "shared/conntab.h"
 #include "ctx/wctx.h"
 
 #include "lwip/pbuf.h"
@@ -41,6 +44,7 @@ const char *s5_assoc_client(const struct s5_assoc *a, char *buf, size_t len) {
 /* The last of its handles (and the proxy client's) frees it. */
 void s5_assoc_release(void *assoc) {
   struct s5_assoc *a = assoc;
+  S5_ASSERT(a->handles_open > 0 && a->state == S5_ASSOC_CLOSED); /* closed handles of an ended one */
   if (--a->handles_open > 0) return;
   s5_wctx_cfg_release(a->w, a->cfg);
   free(a);
@@ -152,6 +156,7 @@ static void assoc_timer_fired(uv_timer_t *timer) {
 }
 
 void s5_assoc_set_ready(struct s5_assoc *a, uint16_t relay_port) {
+  S5_ASSERT(a->state == S5_ASSOC_CONNECTING); /* once, from the proxy's reply */
   a->state = S5_ASSOC_READY;
   s5_assoc_touch(a);
   uv_timer_start(&a->timer, assoc_timer_fired, a->cfg->session.udp_idle_timeout * 1000ull, 0);
@@ -267,4 +272,17 @@ struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16
   for (struct s5_assoc *a = u->buckets[assoc_hash(client, port)]; a != NULL; a = a->hnext)
     if (a->client_port == port && ip_addr_cmp(&a->client, client)) return a;
   return NULL;
+}
+
+/* --connections: every association of the table. */
+void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
+  for (const struct s5_assoc *a = u != NULL ? u->all : NULL; a != NULL; a = a->next) {
+    struct s5_conn c;
+    s5_session_record_entry(&a->rec, &c);
+    c.last_ms = a->last_active;
+    c.state = u->w->draining               ? S5_CONN_DRAINING
+              : a->state == S5_ASSOC_READY ? S5_CONN_OPEN
+                                           : S5_CONN_CONNECTING;
+    s5_conntab_put(q, &c);
+  }
 }

@@ -89,6 +89,9 @@ struct s5_udp_held {
 
 struct s5_udp {
   struct s5_wctx *w;
+  struct s5_netif *netif;               /* the worker's TUN queue (its udp_tun is ours while we run) */
+  struct s5_udp_io *io;                 /* the relay sockets' batching (core/udp/udp_io.c) */
+  struct s5_udp_tun *tun;               /* replies to the TUN with USO (core/netif/udp_tun.c) */
   const struct s5_proxy_ops *proxy_ops; /* the datagram side's (udp.c): every association's client */
   struct s5_assoc *all;
   unsigned active;

@@ -23,10 +23,10 @@
 
 #include "base/addr.h"
 #include "udp/assoc.h"
-#include "shared/conntab.h"
 #include "dns/dns.h"
 #include "dns/dnsmap.h"
 #include "netif/icmp.h"
+#include "netif/netif.h"
 #include "base/log.h"
 #include "socks5/proxy.h"
 #include "route_get.h"
@@ -226,7 +226,7 @@ static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) 
   s5_assoc_touch(a);
   const uint8_t *data = buf + hlen;
   size_t len = nread - (size_t)hlen;
-  if (s5_udp_tun_put(w, &from, src.port, &a->client, a->client_port, data, len) < 0)
+  if (s5_udp_tun_put(a->u->tun, &from, src.port, &a->client, a->client_port, data, len) < 0)
     s5_udp_output(w, &from, src.port, &a->client, a->client_port, data, len);
 }
 
@@ -252,7 +252,7 @@ static int relay_open(struct s5_assoc *a) {
     close(fd);
     return r;
   }
-  r = s5_udp_sock_init(&a->relay, a->u->w, fd, a, a->id); /* takes fd */
+  r = s5_udp_sock_init(&a->relay, a->u->io, fd, a, a->id); /* takes fd */
   if (r < 0) return r;
   a->relay_open = 1;
   a->handles_open++;
@@ -452,43 +452,49 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
 
 /* ---------------------------------------------------------------- worker glue */
 
+/* After each batch of relay reads: the TUN writer points into the read
+ * ring, which the next batch reuses. */
+static void udp_batch_done(void *arg) { s5_udp_tun_flush(((struct s5_udp *)arg)->tun); }
+
 /* The table is the worker's (it keeps what this returns), one per worker
  * like the lwIP instance it serves, and lwIP hands it back with every
  * datagram: nothing here is per thread. */
-struct s5_udp *s5_udp_start(struct s5_wctx *w) {
+struct s5_udp *s5_udp_start(struct s5_wctx *w, struct s5_netif *n) {
   struct s5_udp *u = calloc(1, sizeof *u);
   if (u == NULL) {
     s5_error("UDP: out of memory");
     return NULL;
   }
   u->w = w;
+  u->netif = n;
   u->proxy_ops = &assoc_proxy_ops;
-  if (s5_udp_io_start(w) < 0 || s5_udp_tun_start(w, s5_udp_io_batching(w)) < 0) {
-    s5_udp_io_stop(w);
+  u->io = s5_udp_io_start(w, udp_batch_done, u);
+  if (u->io != NULL) u->tun = s5_udp_tun_start(w, n->fd, s5_udp_io_batching(u->io));
+  if (u->tun == NULL) {
+    s5_udp_io_stop(u->io);
     free(u);
     return NULL;
   }
+  n->udp_tun = u->tun;
   udp_set_any_dest_handler(udp_from_tun, u);
   return u;
 }
 
-void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
-  for (const struct s5_assoc *a = u != NULL ? u->all : NULL; a != NULL; a = a->next) {
-    struct s5_conn c;
-    s5_session_record_entry(&a->rec, &c);
-    c.last_ms = a->last_active;
-    c.state = u->w->draining               ? S5_CONN_DRAINING
-              : a->state == S5_ASSOC_READY ? S5_CONN_OPEN
-                                           : S5_CONN_CONNECTING;
-    s5_conntab_put(q, &c);
-  }
+/* The worker's end of a loop turn: the datagrams queued for the relays
+ * go out, then whatever the TUN writer still holds. */
+void s5_udp_end_turn(struct s5_udp *u) {
+  s5_udp_io_flush(u->io);
+  s5_udp_tun_flush(u->tun);
 }
+
+uint64_t s5_udp_wait_wish(struct s5_udp *u) { return s5_udp_io_wait_wish(u->io); }
 
 void s5_udp_stop(struct s5_udp *u) {
   if (u == NULL) return;
   udp_set_any_dest_handler(NULL, NULL);
   while (u->all != NULL) s5_assoc_end(u->all, "worker stopping");
-  s5_udp_tun_stop(u->w);
-  s5_udp_io_stop(u->w);
+  u->netif->udp_tun = NULL;
+  s5_udp_tun_stop(u->tun);
+  s5_udp_io_stop(u->io);
   free(u);
 }

@@ -27,16 +27,27 @@
 
 struct s5_udp;
 struct s5_wctx;
+struct s5_netif;
 
 /* Takes UDP datagrams from the worker's lwIP instance (call after
- * lwip_init() and the netif). Returns the worker's association table,
- * which the worker keeps and lwIP hands back with every datagram, or NULL
- * (logged). */
-struct s5_udp *s5_udp_start(struct s5_wctx *w);
+ * lwip_init() and the netif n, whose queue it writes replies to with USO:
+ * core/netif/udp_tun.h). Returns the worker's association table, which the
+ * worker keeps and lwIP hands back with every datagram, or NULL (logged). */
+struct s5_udp *s5_udp_start(struct s5_wctx *w, struct s5_netif *n);
 
 /* Ends every association, stops taking datagrams and frees u (NULL: no
  * table). Handles close with the worker's loop. */
 void s5_udp_stop(struct s5_udp *u);
+
+/* The worker's end-of-turn hook: sends the datagrams queued for the
+ * relays this turn (core/udp/udp_io.c), then writes what the TUN writer
+ * still holds (core/netif/udp_tun.c). */
+void s5_udp_end_turn(struct s5_udp *u);
+
+/* The worker's loop policy asks before it polls: how long (µs) UDP wishes
+ * the loop waited first ([session] udp-coalesce while relays are busy; 0:
+ * not at all). Ends the turn's count of datagrams read. */
+uint64_t s5_udp_wait_wish(struct s5_udp *u);
 
 /* --connections: puts every association of u into q (core/shared/conntab.h). */
 struct s5_connq;

@@ -15,11 +15,12 @@
  * the pages datagrams touch become resident), at most S5_UDPIO_RECV_ROUNDS
  * batches per wake-up so that one busy relay cannot starve the TUN queue
  * (the poll handle is level-triggered and comes back). After each batch
- * the TUN writer is flushed: it holds pointers into the slots.
+ * the owner's batch_done runs (udp.c flushes the TUN writer: it holds
+ * pointers into the slots).
  *
- * Moderation: when a turn found several relay datagrams waiting, the
- * worker waits [session] udp-coalesce µs before it polls again
- * (io_moderate), so that the next wake-up finds several too. */
+ * Moderation: when a turn found several relay datagrams waiting, this
+ * wishes the worker to wait [session] udp-coalesce µs before it polls
+ * again (s5_udp_io_wait_wish), so that the next wake-up finds several too. */
 #include "udp/udp_io.h"
 
 #include <errno.h>
@@ -29,12 +30,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/assert.h"
 #include "base/env.h"
 #include "base/log.h"
-#include "netif/udp_tun.h"
 #include "ctx/wctx.h"
 
 #include "lwip/pbuf.h"
@@ -52,7 +52,7 @@
 #define S5_UDPIO_GSO_BYTES 65000    /* a GSO message is one IP packet to the kernel */
 #define S5_UDPIO_RECV_BATCH 32
 #define S5_UDPIO_RECV_ROUNDS 4
-#define S5_UDPIO_MODERATE_MIN 2     /* datagrams found waiting in one turn before io_moderate waits */
+#define S5_UDPIO_MODERATE_MIN 2     /* datagrams found waiting in one turn before a wait is wished */
 #define S5_UDPIO_SLOT (65536 + 512) /* a GRO-coalesced read is at most 64 KiB */
 #define S5_UDPIO_IOV 64             /* header + pbufs on the plain path */
 
@@ -73,9 +73,8 @@ union cmsg_int {
 
 struct s5_udp_io {
   struct s5_wctx *w;
-  uv_check_t check;
-  uv_prepare_t moderate;
-  unsigned handles_open;
+  void (*batch_done)(void *arg); /* after each batch of reads: the owner's */
+  void *batch_arg;
   unsigned read_turn; /* datagrams read from relays since the loop last polled */
   int batch;          /* 0: S5TUND_NO_UDP_OFFLOAD, the plain path */
   struct s5_udp_sock *pend;
@@ -93,9 +92,7 @@ struct s5_udp_io {
   uint8_t arena[S5_UDPIO_ARENA];
 };
 
-int s5_udp_io_batching(const struct s5_wctx *w) { return w->udp_io != NULL && w->udp_io->batch; }
-
-static void io_flush(struct s5_udp_io *io);
+int s5_udp_io_batching(const struct s5_udp_io *io) { return io != NULL && io->batch; }
 
 /* ---------------------------------------------------------------- sending */
 
@@ -138,7 +135,8 @@ void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, co
     send_now(io, s, hdr, hlen, p);
     return;
   }
-  if (io->used + len > sizeof io->arena || io->nents == S5_UDPIO_ENTS) io_flush(io);
+  if (io->used + len > sizeof io->arena || io->nents == S5_UDPIO_ENTS) s5_udp_io_flush(io);
+  S5_ASSERT(io->used + len <= sizeof io->arena && io->nents < S5_UDPIO_ENTS);
   uint8_t *d = io->arena + io->used;
   if (hlen > 0) memcpy(d, hdr, hlen); /* none for datagrams queued with theirs */
   pbuf_copy_partial(p, d + hlen, p->tot_len, 0);
@@ -237,7 +235,7 @@ static void sock_flush(struct s5_udp_io *io, struct s5_udp_sock *s) {
 }
 
 /* Sends everything queued: once per loop turn, and when the arena is full. */
-static void io_flush(struct s5_udp_io *io) {
+void s5_udp_io_flush(struct s5_udp_io *io) {
   struct s5_udp_sock *s = io->pend;
   io->pend = NULL;
   while (s != NULL) {
@@ -250,8 +248,6 @@ static void io_flush(struct s5_udp_io *io) {
   io->used = 0;
   io->nents = 0;
 }
-
-static void io_check(uv_check_t *check) { io_flush(check->data); }
 
 /* ---------------------------------------------------------------- receiving */
 
@@ -277,6 +273,9 @@ static void deliver(struct s5_udp_io *io, struct s5_udp_sock *s, unsigned k) {
 
 static void sock_readable(uv_poll_t *handle, int status, int events);
 
+/* sock_readable() gets the poll handle and casts it to its socket. */
+_Static_assert(offsetof(struct s5_udp_sock, poll) == 0, "struct s5_udp_sock: poll must be its first member");
+
 /* POLLERR (an ICMP error for an earlier send on the connected socket):
  * libuv has stopped the handle. The error is taken (SO_ERROR clears it)
  * and reported, and the socket watched again. Returns 0 to read on, -1
@@ -298,7 +297,7 @@ static int sock_error(struct s5_udp_sock *s) {
 
 static void sock_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
-  struct s5_udp_sock *s = (struct s5_udp_sock *)handle; /* poll is the first member */
+  struct s5_udp_sock *s = (struct s5_udp_sock *)handle; /* poll is the first member (asserted below) */
   struct s5_udp_io *io = s->io;
   if (status < 0 && sock_error(s) < 0) return;
   unsigned batch = io->batch ? S5_UDPIO_RECV_BATCH : 1;
@@ -320,8 +319,9 @@ static void sock_readable(uv_poll_t *handle, int status, int events) {
       break;
     }
     io->read_turn += (unsigned)r;
+    S5_ASSERT((unsigned)r <= batch); /* the ring holds batch slots */
     for (unsigned k = 0; k < (unsigned)r && !s->closing; k++) deliver(io, s, k);
-    s5_udp_tun_flush(io->w); /* it points into the slots, which the next batch reuses */
+    io->batch_done(io->batch_arg); /* the TUN writer points into the slots, which the next batch reuses */
     if ((unsigned)r < batch) break;
   }
 }
@@ -332,35 +332,29 @@ static void sock_readable(uv_poll_t *handle, int status, int events) {
  * each wake the worker: one wake-up, one recvmmsg and one write to the TUN
  * (which delivers to the client and wakes it, in this thread) per datagram
  * or two. When a turn found two or more waiting (they come faster than the
- * worker wakes), it waits udp-coalesce µs right before it would poll
- * again, so that the next wake-up reads several and udp_tun.c writes a
- * flow's run as one GSO packet; it keeps doing so while they keep coming.
- * One datagram at a time (a request and its answer, a game, a call) never
- * waits. The wait blocks this worker's loop after everything of the turn
- * was flushed: its other traffic waits too, at most udp-coalesce (10 ms at
- * most), and only while its relays are that busy. */
-static void io_moderate(uv_prepare_t *prepare) {
-  struct s5_udp_io *io = prepare->data;
-  struct s5_wctx *w = io->w;
+ * worker wakes), it asks the worker to wait udp-coalesce µs right before
+ * it would poll again, so that the next wake-up reads several and
+ * udp_tun.c writes a flow's run as one GSO packet; it keeps doing so while
+ * they keep coming. One datagram at a time (a request and its answer, a
+ * game, a call) never waits. The wait blocks this worker's loop after
+ * everything of the turn was flushed: its other traffic waits too, at most
+ * udp-coalesce (10 ms at most), and only while its relays are that busy. */
+uint64_t s5_udp_io_wait_wish(struct s5_udp_io *io) {
   unsigned n = io->read_turn;
   io->read_turn = 0;
-  uint64_t us = w->cfg->session.udp_coalesce;
-  if (n < S5_UDPIO_MODERATE_MIN || us == 0 || w->stopping) return;
-  struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-  while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
-  }
-  S5_STAT_ADD(w->stats, udp_coalesce_waits, 1);
+  if (n < S5_UDPIO_MODERATE_MIN) return 0;
+  return io->w->cfg->session.udp_coalesce;
 }
 
 /* ---------------------------------------------------------------- sockets */
 
-int s5_udp_sock_init(struct s5_udp_sock *s, struct s5_wctx *w, int fd, void *data, uint64_t id) {
+int s5_udp_sock_init(struct s5_udp_sock *s, struct s5_udp_io *io, int fd, void *data, uint64_t id) {
   memset(s, 0, sizeof *s);
-  s->io = w->udp_io;
+  s->io = io;
   s->fd = -1;
   s->head = s->tail = -1;
   s->id = id;
-  int r = uv_poll_init_socket(&w->loop, &s->poll, fd);
+  int r = uv_poll_init_socket(&io->w->loop, &s->poll, fd);
   if (r < 0) {
     close(fd);
     return r;
@@ -401,69 +395,29 @@ void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb) {
 
 /* ---------------------------------------------------------------- worker glue */
 
-/* The last of its handles frees it. */
-static void io_closed(uv_handle_t *handle) {
-  struct s5_udp_io *io = handle->data;
-  if (--io->handles_open > 0) return;
-  free(io->slots);
-  free(io);
-}
-
-/* Closes the handles that were initialised (check first, then moderate);
- * io is freed when they have closed, at once when none was. */
-static void io_close(struct s5_udp_io *io) {
-  if (io->handles_open == 0) {
-    free(io->slots);
-    free(io);
-    return;
-  }
-  int both = io->handles_open == 2;
-  uv_close((uv_handle_t *)&io->check, io_closed);
-  if (both) uv_close((uv_handle_t *)&io->moderate, io_closed);
-}
-
-/* The flush after every turn and the moderation before every poll. */
-static int io_handles_start(struct s5_wctx *w, struct s5_udp_io *io) {
-  int r = uv_check_init(&w->loop, &io->check);
-  if (r < 0) return r;
-  io->handles_open++;
-  io->check.data = io;
-  r = uv_prepare_init(&w->loop, &io->moderate);
-  if (r < 0) return r;
-  io->handles_open++;
-  io->moderate.data = io;
-  r = uv_check_start(&io->check, io_check);
-  if (r == 0) r = uv_prepare_start(&io->moderate, io_moderate);
-  return r;
-}
-
-int s5_udp_io_start(struct s5_wctx *w) {
+struct s5_udp_io *s5_udp_io_start(struct s5_wctx *w, void (*batch_done)(void *arg), void *arg) {
   struct s5_udp_io *io = calloc(1, sizeof *io);
   uint8_t *slots = malloc((size_t)S5_UDPIO_RECV_BATCH * S5_UDPIO_SLOT);
   if (io == NULL || slots == NULL) {
     free(io);
     free(slots);
     s5_error("UDP: out of memory for the relay buffers");
-    return -1;
+    return NULL;
   }
   io->w = w;
+  io->batch_done = batch_done;
+  io->batch_arg = arg;
   io->slots = slots;
   io->batch = !s5_env_flag("S5TUND_NO_UDP_OFFLOAD");
   if (!io->batch)
     s5_info("UDP: batching and offloads disabled by S5TUND_NO_UDP_OFFLOAD (one datagram per system call)");
-  int r = io_handles_start(w, io);
-  if (r < 0) {
-    s5_error("UDP: flush and moderation handles: %s", uv_strerror(r));
-    io_close(io);
-    return -1;
-  }
-  w->udp_io = io;
-  return 0;
+  return io;
 }
 
-void s5_udp_io_stop(struct s5_wctx *w) {
-  struct s5_udp_io *io = w->udp_io;
+/* Every socket was closed before (their queues with them). */
+void s5_udp_io_stop(struct s5_udp_io *io) {
   if (io == NULL) return;
-  w->udp_io = NULL;
-  io_close(io); /* freed when the loop has let go of both handles */
+  S5_ASSERT(io->pend == NULL);
+  free(io->slots);
+  free(io);
 }

@@ -7,13 +7,16 @@
  * what the TCP path spends per byte. Here the socket is watched with a
  * uv_poll_t, as the TUN queue is, and:
  *   - datagrams to the relay are copied into a per-worker arena (bounded:
- *     when it is full it is sent at once) and sent once per loop turn, from
- *     a uv_check, with one sendmmsg() per socket; a run of equal-size
+ *     when it is full it is sent at once) and sent once per loop turn (the
+ *     worker's end-of-turn hook calls s5_udp_io_flush()), with one
+ *     sendmmsg() per socket; a run of equal-size
  *     datagrams (the last may be shorter) goes as one UDP_SEGMENT (GSO)
  *     message, which the kernel cuts back into the same datagrams;
  *   - datagrams from the relay are read with recvmmsg() in bounded
  *     batches until EAGAIN, into a per-worker ring of buffers; with UDP_GRO
- *     a coalesced read is split again by its segment size.
+ *     a coalesced read is split again by its segment size. After each
+ *     batch the owner's batch_done callback runs (udp.c: the TUN writer's
+ *     flush, which points into the ring).
  * No allocation per datagram. S5TUND_NO_UDP_OFFLOAD=1 in the environment
  * forces the plain path (one datagram per system call each way, no GSO or
  * GRO), to test it and to rule the batching out when something goes wrong.
@@ -38,7 +41,7 @@ typedef void (*s5_udp_sock_err_cb)(struct s5_udp_sock *s, int err);
 
 struct s5_udp_sock {
   uv_poll_t poll;       /* poll.data: the owner's (udp.c: the association) */
-  struct s5_udp_io *io; /* the worker's (wctx.h) */
+  struct s5_udp_io *io; /* the worker's (s5_udp_io_start) */
   int fd;
   uint64_t id; /* the owner's id, for logs */
   s5_udp_sock_recv_cb on_recv;
@@ -48,16 +51,27 @@ struct s5_udp_sock {
   unsigned pending : 1, closing : 1, no_gso : 1;
 };
 
-/* Per worker: call from s5_udp_start / s5_udp_stop. Returns 0 or -1 (logged). */
-int s5_udp_io_start(struct s5_wctx *w);
-void s5_udp_io_stop(struct s5_wctx *w);
+/* Per worker: call from s5_udp_start / s5_udp_stop. batch_done(arg) runs
+ * after every batch of reads (before the ring is reused). Returns the
+ * worker's instance, or NULL (logged). stop frees it (NULL: none). */
+struct s5_udp_io *s5_udp_io_start(struct s5_wctx *w, void (*batch_done)(void *arg), void *arg);
+void s5_udp_io_stop(struct s5_udp_io *io);
 
 /* 1 when batching and offloads are on (S5TUND_NO_UDP_OFFLOAD not set). */
-int s5_udp_io_batching(const struct s5_wctx *w);
+int s5_udp_io_batching(const struct s5_udp_io *io);
+
+/* Sends everything queued (once per loop turn, from the worker's
+ * end-of-turn hook, through s5_udp_end_turn). */
+void s5_udp_io_flush(struct s5_udp_io *io);
+
+/* Interrupt moderation, as a network card's rx-usecs: how long (µs) the
+ * loop should wait before it polls again, 0 for not at all; the worker
+ * decides (core/worker.c). Ends the turn's count of datagrams read. */
+uint64_t s5_udp_io_wait_wish(struct s5_udp_io *io);
 
 /* Takes over fd (a UDP socket, non-blocking) for s; data goes to
  * s->poll.data. Returns 0 or a negative libuv error (fd then closed). */
-int s5_udp_sock_init(struct s5_udp_sock *s, struct s5_wctx *w, int fd, void *data, uint64_t id);
+int s5_udp_sock_init(struct s5_udp_sock *s, struct s5_udp_io *io, int fd, void *data, uint64_t id);
 
 /* Starts reading (after connect()). Returns 0 or a negative libuv error. */
 int s5_udp_sock_start(struct s5_udp_sock *s, s5_udp_sock_recv_cb on_recv, s5_udp_sock_err_cb on_error);

@@ -4,7 +4,7 @@
  * What runs is the daemon's own worker: s5_worker_init() and
  * s5_worker_run() (core/worker.c) with their lwIP instance, the TUN netif
  * and its read/write path (core/netif/netif.c), the any-destination listener and
- * s5_session_on_syn() (core/tcp/session.c), the relay (core/tcp/relay.c), the UDP
+ * session_on_syn() (core/tcp/session.c), the relay (core/tcp/relay.c), the UDP
  * associations (core/udp/udp.c), the mapped resolver (core/dns/dns.c) and the ICMP
  * filter; and its orderly stop (s5_worker_stop(): drain, sessions and pcbs
  * aborted, netif removed). The TUN queue is one end of a SOCK_DGRAM
@@ -13,17 +13,18 @@
  * dropped (the last TCP segment is remembered, see OP_REPLY).
  *
  * Two things are not the real ones, to keep runs deterministic:
- *   - s5_handshake_start() (core/tcp/handshake.c, which starts the session's
- *     SOCKS5 client, core/socks5/proxy.c) is replaced by the one below: the
- *     session gets one end of an AF_UNIX stream socketpair as its proxy
- *     socket, and the input decides when the "proxy" completes the
- *     handshake, refuses, sends, reads, half-closes or closes. The SOCKS5
- *     parsing has its own fuzzer (fuzz_socks5). Static linking takes our
- *     definition instead of the library's (handshake.o is then never
- *     pulled in; proxy.o is, for the UDP associations).
+ *   - the session table's start_proxy (core/tcp/session.h; the worker sets
+ *     it to s5_handshake_start(), core/tcp/handshake.c, which starts the
+ *     session's SOCKS5 client, core/socks5/proxy.c) is set to
+ *     fuzz_start_proxy() below after s5_worker_init(): the session gets one
+ *     end of an AF_UNIX stream socketpair as its proxy socket, and the
+ *     input decides when the "proxy" completes the handshake, refuses,
+ *     sends, reads, half-closes or closes. The SOCKS5 parsing has its own
+ *     fuzzer (fuzz_socks5).
  *   - s5_lwip_rand() (third_party/lwip/arch) returns a constant, so every
  *     SYN-ACK carries the initial sequence number S5_FUZZ_ISN and inputs
- *     can acknowledge it.
+ *     can acknowledge it (static linking takes our definition instead of
+ *     the library's).
  * UDP associations are real: with [socks5] udp = associate, a small SOCKS5
  * server on 127.0.0.1 in the worker's own loop answers UDP ASSOCIATE and
  * echoes datagrams back through the relay socket. Nothing leaves loopback.
@@ -193,7 +194,7 @@ static const struct s5_proxy_ops fuzz_proxy_ops = {
   .closed = s5_session_proxy_closed,
 };
 
-int s5_handshake_start(struct s5_session *s) {
+static int fuzz_start_proxy(struct s5_session *s) {
   s5_proxy_init(&s->proxy, s->w, s->cfg, &fuzz_proxy_ops, s);
   s->handles_open++;
   if (uv_tcp_init(&s->w->loop, &s->proxy.sock) < 0) return -1;
@@ -748,6 +749,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   setsockopt(H.tun[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   setsockopt(H.tun[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
   if (s5_worker_init(&W, &CFG, 0, H.tun[0], &STATS) < 0) abort();
+  W.tcp.start_proxy = fuzz_start_proxy;
   if (CFG.socks5.udp) server_start(&W.ctx.loop, &CFG.socks5.addr);
   uv_idle_init(&W.ctx.loop, &H.feeder);
   uv_idle_start(&H.feeder, feed);

@@ -63,6 +63,14 @@
 static struct s5_wctx w;
 static struct s5_config cfg;
 static int tun_fd = -1;
+static struct s5_udp_tun *t;
+/* The writer keeps the fd it was started with: this one, which aim() points
+ * at the device or at a socket pair (dup2) as a test needs. */
+static int wfd = -1;
+
+static void aim(int fd) {
+  if (dup2(fd, wfd) < 0) CHECK(0, "dup2: %s", strerror(errno));
+}
 
 /* ---- independent arithmetic ---- */
 
@@ -108,7 +116,7 @@ static void put_run(const struct family *f, uint8_t (*data)[1400], unsigned n, s
   for (unsigned k = 0; k < n; k++) {
     size_t l = k + 1 == n ? last : len;
     for (size_t j = 0; j < l; j++) data[k][j] = payload_byte(k, j);
-    CHECK(s5_udp_tun_put(&w, &src, 6000, &dst, 5000, data[k], l) == 0, "put %u of %u: refused", k, n);
+    CHECK(s5_udp_tun_put(t, &src, 6000, &dst, 5000, data[k], l) == 0, "put %u of %u: refused", k, n);
   }
 }
 
@@ -196,9 +204,9 @@ static void wait_delivery(const struct family *f) {
 
   for (int i = 0; i < 100 && rx >= 0; i++) {
     struct pollfd pfd = {rx, POLLIN, 0};
-    w.tun_fd = tun_fd;
-    if (s5_udp_tun_put(&w, &src, 6000, &dst, 5000, one, 1) < 0) break;
-    s5_udp_tun_flush(&w);
+    aim(tun_fd);
+    if (s5_udp_tun_put(t, &src, 6000, &dst, 5000, one, 1) < 0) break;
+    s5_udp_tun_flush(t);
     if (poll(&pfd, 1, 100) == 1 && recv(rx, got, sizeof got, 0) == 1) break;
   }
   if (rx >= 0) close(rx);
@@ -216,9 +224,9 @@ static void test_download(const struct family *f, unsigned n, size_t len, size_t
     CHECK(0, "socketpair: %s", strerror(errno));
     return;
   }
-  w.tun_fd = sp[0];
+  aim(sp[0]);
   put_run(f, data, n, len, last);
-  s5_udp_tun_flush(&w);
+  s5_udp_tun_flush(t);
   ssize_t r = recv(sp[1], pkt, sizeof pkt, MSG_DONTWAIT);
   CHECK(r > 0, "%s: nothing written", what);
   if (r > 0) check_written(f, pkt, (size_t)r, n, len, last);
@@ -227,10 +235,10 @@ static void test_download(const struct family *f, unsigned n, size_t len, size_t
   /* Once into the device: the kernel cuts it, a socket receives. */
   int rx = bound_socket(f);
   if (rx < 0) return;
-  w.tun_fd = tun_fd;
+  aim(tun_fd);
   uint64_t tx = w.stats->tun_tx_packets;
   put_run(f, data, n, len, last);
-  s5_udp_tun_flush(&w);
+  s5_udp_tun_flush(t);
   CHECK(w.stats->tun_tx_packets - tx == n, "%s: tun_tx_packets moved by %llu", what,
         (unsigned long long)(w.stats->tun_tx_packets - tx));
   for (unsigned k = 0; k < n; k++) {
@@ -323,7 +331,7 @@ static void test_upload(const struct family *f, size_t seg, size_t total) {
   size_t iphl = f->v6 ? 40 : 20;
   uint16_t id0 = be16(buf + VH + 4);
   ncap = 0;
-  CHECK(s5_udp_tun_split(&w, p, vh.gso_size) == 0, "%s: s5_udp_tun_split refused the packet", what);
+  CHECK(s5_udp_tun_split(&w, t, p, vh.gso_size) == 0, "%s: s5_udp_tun_split refused the packet", what);
   unsigned want = (unsigned)((total + seg - 1) / seg);
   CHECK(ncap == want, "%s: %u packets into lwIP, want %u", what, ncap, want);
   for (unsigned k = 0; k < ncap && k < want; k++) {
@@ -372,21 +380,23 @@ static int setup(void) {
   cfg.tun.offload = true;
   cfg.tun.mtu = 1500;
   if (r != 0 || area == NULL || s5_wctx_init(&w, &cfg, 0, &area->q[0]) != 0) return 1;
-  w.tun_fd = tun_fd;
+  wfd = dup(tun_fd);
   w.netif.input = capture;
   lwip_init();
-  CHECK(s5_udp_tun_start(&w, 1) == 0, "s5_udp_tun_start");
+  t = s5_udp_tun_start(&w, wfd, 1);
+  CHECK(t != NULL, "s5_udp_tun_start");
+  if (t == NULL) return 1;
   /* Whether the kernel took USO shows in whether a datagram is taken. */
   ip_addr_t a = addr_of(0, "10.77.0.2"), b = addr_of(0, "10.77.0.1");
   static const uint8_t one[1] = {0};
-  if (s5_udp_tun_put(&w, &a, 1, &b, 1, one, 1) < 0) {
+  if (s5_udp_tun_put(t, &a, 1, &b, 1, one, 1) < 0) {
     printf("test_udp_tun: skipped: this kernel has no UDP segmentation offload on TUN (Linux 6.2)\n");
     return CHECK_SKIP;
   }
   int sp[2]; /* the probe goes nowhere */
   if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp) < 0) return 1;
-  w.tun_fd = sp[0];
-  s5_udp_tun_flush(&w);
+  aim(sp[0]);
+  s5_udp_tun_flush(t);
   close(sp[0]);
   close(sp[1]);
   return 0;
@@ -407,6 +417,6 @@ int main(void) {
     test_upload(f, 1000, 3500);
     test_upload(f, 1200, 7200);
   }
-  s5_udp_tun_stop(&w);
+  s5_udp_tun_stop(t);
   return check_done();
 }
