@@ -9,15 +9,15 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "fd_reserve.h"
+#include "ctl/fd_reserve.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "metrics.h"
+#include "ctl/metrics.h"
 #include "notify.h"
 #include "reload.h"
 #include "run.h"
-#include "stats_render.h"
-#include "stats_server.h"
+#include "ctl/stats_render.h"
+#include "ctl/stats_server.h"
 
 #define S5_CONTROL_PERIOD_MS 250 /* readiness and watchdog checks */
 #define S5_STALL_MS 5000         /* a loop this quiet is reported */

@@ -25,7 +25,7 @@
 #include "reload.h"
 #include "run.h"
 #include "shared/stats.h"
-#include "stats_server.h"
+#include "ctl/stats_server.h"
 
 /* What a configuration needs to run at all, in open files of one process
  * (thread mode holds everything in one; process mode's supervisor holds

@@ -5,7 +5,7 @@
  * (mapped before they start) and pokes them; each worker, on its own loop,
  * writes its sessions into its queue's list and says it is done. The
  * control loop waits for them (bounded), then renders the table
- * (threads/conntab_render.c). A worker
+ * (threads/ctl/conntab_render.c). A worker
  * pays only when somebody asks: one pass over its sessions. */
 #ifndef S5_CORE_CONNTAB_H
 #define S5_CORE_CONNTAB_H
@@ -53,7 +53,7 @@ int s5_conntab_answered(unsigned queue, uint64_t req);
 
 /* Control loop: the number of queues, and queue i's answer to req: its
  * entries (*n of them; *over more did not fit), or NULL when it has not
- * answered. threads/conntab_render.c renders them. */
+ * answered. threads/ctl/conntab_render.c renders them. */
 unsigned s5_conntab_queues(void);
 const struct s5_conn *s5_conntab_answer(unsigned queue, uint64_t req, uint32_t *n, uint64_t *over);
 

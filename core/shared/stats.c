@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The shared counter area: creation and reading (its JSON, table and
- * summary forms are threads/stats_render.c, their only users'). */
+ * summary forms are threads/ctl/stats_render.c, their only users'). */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Every counter, once: the struct, the JSON and the table (threads/stats_render.c) come from here.
+/* Every counter, once: the struct, the JSON and the table (threads/ctl/stats_render.c) come from here.
  * Grouped by what they count (clang-format would put one per line). */
 /* clang-format off */
 #define S5_STATS_COUNTERS(X)                                                   \

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Fuzz target: the metrics endpoint's request parser (threads/http.c), the
+/* Fuzz target: the metrics endpoint's request parser (threads/ctl/http.c), the
  * only code that reads what a client of [stats] http sends. Byte 0 picks
  * the cap (below 0x80: 16 + 4 * byte, so that 414 and 431 are reached with
  * short inputs; else S5_HTTP_HEAD_MAX, the server's); the rest is what the
@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "http.h"
+#include "ctl/http.h"
 
 static int known(enum s5_http_result r) {
   switch (r) {

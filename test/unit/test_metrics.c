@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit test of the Prometheus document (threads/metrics.c,
+/* Unit test of the Prometheus document (threads/ctl/metrics.c,
  * s5_metrics_render) for a stats area of known values: every line is a
  * HELP, a TYPE or a sample; each family has one HELP and one TYPE, before
  * its samples, and appears once; every counter of core/shared/stats.h is
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "ctl/metrics.h"
 
 #include "check.h"
 

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "ctl_server.h"
+#include "ctl/ctl_server.h"
 #include "shared/stats.h"
 
 #define S5_METRICS_CONNS S5_CTL_CONNS

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "ctl_server.h"
+#include "ctl/ctl_server.h"
 #include "shared/stats.h"
 
 struct s5_stats_server {

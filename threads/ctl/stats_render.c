@@ -2,7 +2,7 @@
 /* The shared counters as text, for their readers only: the stats socket's
  * JSON document and its parse by --stats, the --stats table, and the line
  * SIGUSR1 logs. Workers only count (core/shared/stats.h). */
-#include "stats_render.h"
+#include "ctl/stats_render.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

@@ -11,12 +11,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "conntab_render.h"
-#include "ctl_server.h"
+#include "ctl/conntab_render.h"
+#include "ctl/ctl_server.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "stats_render.h"
-#include "stats_server.h"
+#include "ctl/stats_render.h"
+#include "ctl/stats_server.h"
 
 /* --connections: every worker writes its list on its own loop; at most
  * this long for all of them (a stalled worker is named in the answer). */

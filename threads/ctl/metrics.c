@@ -27,10 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http.h"
-#include "ctl_server.h"
+#include "ctl/http.h"
+#include "ctl/ctl_server.h"
 #include "base/log.h"
-#include "metrics.h"
+#include "ctl/metrics.h"
 
 #ifndef S5_VERSION
 #error "S5_VERSION must be defined by the build (see threads/CMakeLists.txt)"
