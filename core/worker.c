@@ -37,6 +37,7 @@ static void worker_take_config(struct s5_worker *w) {
     int r = s5_log_apply(cfg);
     if (r < -1) s5_error("reload: log file %s: %s", cfg->log.file, strerror(-r));
   }
+  if (w->ctx.pool != NULL) s5_pool_reload(w->ctx.pool);
   s5_debug("configuration generation %llu taken: new sessions use it", (unsigned long long)w->ctx.cfg_gen);
 }
 
@@ -107,6 +108,7 @@ static void worker_shutdown(struct s5_worker *w) {
   if (!s5_sessions_empty(&w->tcp))
     s5_info("resetting %u open TCP sessions", (unsigned)ctx->stats->tcp_active);
   s5_sessions_stop(&w->tcp);
+  s5_pool_stop(&w->pool);
   /* pcbs lwIP kept after their sessions ended (closing, TIME_WAIT) */
   while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);
   while (tcp_tw_pcbs != NULL) tcp_abort(tcp_tw_pcbs);
@@ -134,6 +136,7 @@ static void worker_drain(struct s5_worker *w) {
   struct s5_wctx *ctx = &w->ctx;
   if (ctx->draining || ctx->stopping) return;
   ctx->draining = 1;
+  s5_pool_stop(&w->pool); /* no new sessions: nothing to keep warm for */
   unsigned timeout = ctx->cfg->run.drain_timeout;
   if (!s5_sessions_empty(&w->tcp))
     s5_info("draining %u TCP sessions for up to %u s", (unsigned)ctx->stats->tcp_active, timeout);
@@ -187,6 +190,8 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
   w->fd = fd;
   s5_relay_init(&w->relay, &w->ctx);
   s5_sessions_init(&w->tcp, &w->ctx, &w->relay);
+  s5_pool_init(&w->pool, &w->ctx);
+  w->ctx.pool = &w->pool;
   w->ctx.tun_fd = w->fd;
   s5_netif_init(&w->tun, &w->ctx, w->fd);
   return 0;
@@ -240,6 +245,7 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
     s5_error("dropping privileges to %s: %s", w->ctx.cfg->run.user, strerror(-r));
     return -1;
   }
+  s5_pool_start(&w->pool); /* after the privileges drop: the proxy sockets are the user's */
   return worker_start_timers(w);
 }
 

@@ -19,6 +19,7 @@
 
 struct s5_cfg_snap;
 struct s5_flowq;
+struct s5_pool;
 struct s5_udp_io;
 struct s5_udp_tun;
 
@@ -40,6 +41,7 @@ struct s5_wctx {
   int draining; /* no new sessions; the worker ends when the last one does */
   int stopping; /* everything is being closed */
 
+  struct s5_pool *pool;       /* warm proxy connections (core/socks5/pool.c), NULL when none */
   struct s5_udp_io *udp_io;   /* relay-socket batching (core/udp/udp_io.c), while UDP runs */
   struct s5_udp_tun *udp_tun; /* UDP to the TUN with USO (core/netif/udp_tun.c), while UDP runs */
 

@@ -11,6 +11,7 @@
 
 #include "dns/dnsmap.h"
 #include "base/log.h"
+#include "socks5/pool.h"
 #include "tcp/session.h"
 
 #include "lwip/tcp.h"
@@ -64,7 +65,8 @@ int s5_handshake_start(struct s5_session *s) {
   s5_proxy_init(&s->proxy, s->w, s->cfg, &hs_ops, s);
   s->handles_open++;
   char why[160];
-  if (s5_proxy_start(&s->proxy, why, sizeof why) == 0) return 0;
+  /* A warm pooled connection when there is one: its CONNECT goes out now. */
+  if (s5_pool_connect(s->w->pool, &s->proxy, why, sizeof why) == 0) return 0;
   char line[200];
   snprintf(line, sizeof line, "s%llu %s", (unsigned long long)s->id, why);
   s5_debug("%s", line);
