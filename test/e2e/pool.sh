@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The warm pool of proxy connections ([socks5] pool), end to end.
+#
+#   pool.sh CASE thread|process QUEUES [S5TUND]
+#
+# CASE:
+#   pool_ttfb      danted behind the delay relay (delayrelay.py, 25 ms each
+#                  way): the test measures the relay's round trip (SOCKS5
+#                  greetings through it), then time to the first byte of an
+#                  echo through the tunnel: with pool = 0 more than 2 round
+#                  trips + 10 ms (greeting, CONNECT, data: the check can
+#                  fail), with the pool warm at most 2 round trips + 10 ms
+#                  (CONNECT, data); the fastest of 7 (load only adds time),
+#                  each of the 7 a pool hit
+#   pool_idle      pooled connections the proxy closed while idle are never
+#                  handed out: microsocks restarted (its connections end
+#                  with a FIN), then danted's server side of them killed
+#                  (ss -K: a RST); each time at once 50 connections, all at
+#                  their first try
+#   pool_refused   a CONNECT through the pool to a closed port: the client
+#                  is refused (RST), pool_hits counted, the daemon lives on
+#   pool_servers   OpenSSH's ssh -D, danted, and microsocks with
+#                  username/password each carry 20 connections through the
+#                  pool (pool_hits, no failure); a mapped-name CONNECT (the
+#                  mapped resolver's address) through it too; a reload to
+#                  another proxy flushes the pool
+#
+# Exit status: 0 passed, 1 failed, 77 skipped (not root, no /dev/net/tun).
+# Traffic stays inside the two namespaces; everything is removed on exit.
+set -eEuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
+# shellcheck source=dnslib.sh
+source "$HERE/dnslib.sh"
+
+usage() { echo "usage: $0 CASE thread|process QUEUES [S5TUND]" >&2; exit 2; }
+
+CASE=${1:-}
+[[ $# -ge 3 ]] || usage
+MODE=$2 QUEUES=$3
+shift 3
+case $CASE in pool_ttfb|pool_idle|pool_refused|pool_servers) ;; *) usage ;; esac
+[[ $MODE == thread || $MODE == process ]] || usage
+[[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
+
+RELAY_PORT=1090
+DELAY_MS=25
+POOL=4
+
+e2e_require_root
+e2e_require_tools
+e2e_find_s5tund "${1:-}"
+e2e_init "$CASE"
+log "case $CASE mode=$MODE queues=$QUEUES binary=$S5TUND"
+udp_install_exit   # dnslib.sh: /etc/netns/S goes on exit too
+
+# start_pool PROXY_ADDR PROXY_PORT POOL [EXTRA-INI]: s5tund with a stats
+# socket, the pool of that size, log level debug.
+start_pool() {
+  CFG_POOL=$3 start_s5 "$1" "$2" "[stats]
+socket = $WORK/stats.sock
+${4:-}"
+}
+
+# reload_proxy PORT [USER PASS]: the proxy's port (and login) changed in
+# the configuration file, then SIGHUP (a live reload).
+reload_proxy() {
+  local login=""
+  [[ $# -eq 3 ]] && login="\\nusername = $2\\npassword = $3"
+  sed -i -e '/^username = /d' -e '/^password = /d' -e "s/^port = .*/port = $1$login/" "$S5_CFG"
+  kill -HUP "$S5PID"
+  log "reloaded: proxy port $1${login:+ with username/password}"
+}
+
+counter() {   # counter NAME: its total over the queues
+  "$S5TUND" --stats "$WORK/stats.sock" --json |
+    "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"][sys.argv[1]])' "$1"
+}
+
+established() {   # PORT: connections from C established at a port in S
+  in_s ss -Htn state established "( sport = :$1 )" | grep -c "$C_ADDR4" || true
+}
+
+# wait_warm PORT N: until N connections from C are established at PORT
+# (every worker's pool full) and the stats socket answers.
+wait_warm() {
+  local i n=0
+  for i in $(seq $((T_START * 10))); do
+    n=$(established "$1")
+    ((n >= $2)) && [[ -S $WORK/stats.sock ]] && { log "$n warm connections at port $1"; return 0; }
+    sleep 0.1
+  done
+  fail "$n connections at port $1 after ${T_START}s, expected at least $2 (pool = $POOL x $QUEUES queues)"
+}
+
+poolcheck() {   # poolcheck.py in C, bounded
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "${CLIENT_T:-$T_STEP}" "$PY" "$E2E_DIR/poolcheck.py" "$@"
+}
+
+start_relay() {   # the delay relay in S, RELAY_PORT -> danted
+  local ready=$WORK/relay.ready
+  E2E_LOGS+=("$WORK/relay.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/delayrelay.py" --listen "$S_ADDR4" --port "$RELAY_PORT" \
+    --to "$S_ADDR4:$DANTE_PORT" --delay-ms "$DELAY_MS" --ready-file "$ready" >"$WORK/relay.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && { log "delay relay $S_ADDR4:$RELAY_PORT -> danted, $DELAY_MS ms each way"; return 0; }
+    sleep 0.1
+  done
+  fail "delayrelay.py did not start"
+}
+
+# ms_le A B: A <= B for decimal numbers.
+ms_le() { "$PY" -c 'import sys; sys.exit(not float(sys.argv[1]) <= float(sys.argv[2]))' "$1" "$2"; }
+
+# ---------------------------------------------------------------- cases
+
+case_pool_ttfb() {
+  local rtt bound off off_med on on_med hits
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_dante
+  start_relay
+  rtt=$(poolcheck rtt --host "$S_ADDR4" --port "$RELAY_PORT" --count 7 | tail -1)
+  bound=$("$PY" -c 'import sys; print("%.1f" % (2 * float(sys.argv[1]) + 10))' "$rtt")
+  log "the relay's round trip: $rtt ms; the pool's bound: 2 round trips + 10 ms = $bound ms"
+  # Without the pool: greeting, CONNECT, then the data, 3 round trips. The
+  # fastest of 7 is compared: load on the machine only adds time.
+  start_pool "$S_ADDR4" "$RELAY_PORT" 0
+  e2e_wait_ready "$MODE" "$QUEUES"
+  read -r off off_med < <(poolcheck ttfb --host "$TGT4" --port "$TGT_PORT" --count 7 | tail -1)
+  ms_le "$off" "$bound" && fail "pool = 0: first byte after $off ms, within the pool's bound $bound ms: the check cannot fail"
+  log "pool = 0: first byte after $off ms (fastest of 7; median $off_med ms), over $bound ms"
+  e2e_stop_s5tund
+  start_pool "$S_ADDR4" "$RELAY_PORT" "$POOL"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  wait_warm "$RELAY_PORT" $((POOL * QUEUES))
+  hits=$(counter pool_hits)
+  read -r on on_med < <(poolcheck ttfb --host "$TGT4" --port "$TGT_PORT" --count 7 --gap 0.5 | tail -1)
+  (($(counter pool_hits) == hits + 7)) || fail "pool_hits $hits -> $(counter pool_hits) over 7 connections to a warm pool"
+  ms_le "$on" "$bound" || fail "pool = $POOL: first byte after $on ms (fastest of 7), over 2 round trips + 10 ms ($bound ms)"
+  log "pool = $POOL: first byte after $on ms (fastest of 7; median $on_med ms) <= $bound ms; pool = 0: $off ms; every one a pool hit"
+}
+
+case_pool_idle() {
+  local recycled
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  start_pool "$S_ADDR4" "$MS_PORT" "$POOL"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  wait_warm "$MS_PORT" $((POOL * QUEUES))
+  # microsocks goes and comes back at once: every pooled connection ends
+  # (FIN) while idle; some EOFs may cross the first CONNECTs.
+  e2e_stop_microsocks
+  e2e_start_microsocks
+  poolcheck first-try --host "$TGT4" --port "$TGT_PORT" --count 50
+  wait_warm "$MS_PORT" $((POOL * QUEUES))
+  recycled=$(counter pool_recycled)
+  ((recycled + $(counter pool_retried) >= POOL * QUEUES)) \
+    || fail "pool_recycled $recycled, pool_retried $(counter pool_retried): the closed connections were not all seen"
+  e2e_stop_microsocks
+  # danted: its side of every connection from C reset (ss -K), the proxy
+  # itself still up.
+  e2e_start_dante
+  reload_proxy "$DANTE_PORT"
+  wait_warm "$DANTE_PORT" $((POOL * QUEUES))
+  in_s ss -K -Htn state established "( sport = :$DANTE_PORT )" dst "$C_ADDR4" >/dev/null
+  poolcheck first-try --host "$TGT4" --port "$TGT_PORT" --count 50
+  log "pool_hits $(counter pool_hits) pool_misses $(counter pool_misses) pool_recycled $(counter pool_recycled) pool_retried $(counter pool_retried)"
+  (($(counter socks5_connect_failed) + $(counter socks5_bad_reply) == 0)) || fail "sessions failed at the proxy"
+  e2e_require_alive "after the proxy closed its idle connections"
+}
+
+case_pool_refused() {
+  local hits
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  start_pool "$S_ADDR4" "$MS_PORT" "$POOL"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  wait_warm "$MS_PORT" $((POOL * QUEUES))
+  hits=$(counter pool_hits)
+  # Port 7999: nothing listens, microsocks answers the CONNECT with a REP.
+  client --host "$TGT4" --port 7999 --timeout 30 expect-refused
+  client --host "$TGT6" --port 7999 --timeout 30 expect-refused
+  (($(counter pool_hits) >= hits + 2)) || fail "the refused CONNECTs did not go through the pool"
+  (($(counter socks5_refused) >= 2)) || fail "socks5_refused $(counter socks5_refused), expected 2"
+  client --host "$TGT4" echo
+  e2e_require_alive "after refused CONNECTs through the pool"
+}
+
+# through NAME PORT: 20 connections through the proxy at PORT, all hits.
+through() {
+  local hits
+  wait_warm "$2" $((POOL * QUEUES))
+  hits=$(counter pool_hits)
+  poolcheck first-try --host "$TGT4" --port "$TGT_PORT" --count 20 --timeout 30
+  (($(counter pool_hits) > hits)) || fail "$1: no connection went through the pool"
+  log "$1: 20 connections, pool_hits $hits -> $(counter pool_hits)"
+}
+
+case_pool_servers() {
+  local addr
+  e2e_topology_up
+  e2e_start_target
+  udp_hosts
+  start_sshd_socks 1085
+  start_pool "$S_ADDR4" 1085 "$POOL" "[dns]
+address = $DNS_ADDR
+network = $DNS_POOL"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  through "ssh -D" 1085
+  # A mapped name: the CONNECT carries target.test, the proxy resolves it.
+  addr=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" dig +time=5 +tries=1 +short "@$DNS_ADDR" target.test A)
+  [[ -n $addr ]] || fail "the mapped resolver did not answer target.test"
+  local hits; hits=$(counter pool_hits)
+  poolcheck first-try --host "$addr" --port "$TGT_PORT" --count 5 --timeout 30
+  (($(counter pool_hits) > hits)) || fail "mapped-name CONNECTs did not go through the pool"
+  log "mapped name target.test ($addr): 5 connections through the pool"
+  # A reload to another proxy flushes the pool: danted, then microsocks
+  # with username/password.
+  e2e_start_dante
+  reload_proxy "$DANTE_PORT"
+  through danted "$DANTE_PORT"
+  ((($(established 1085)) == 0)) || fail "$(established 1085) pooled connections left at ssh -D after the reload"
+  e2e_start_microsocks s5user s5pass
+  reload_proxy "$MS_PORT" s5user s5pass
+  through "microsocks with username/password" "$MS_PORT"
+  (($(counter pool_failed) == 0)) || fail "pool_failed $(counter pool_failed)"
+  e2e_s5_log_clean
+}
+
+"case_$CASE"
+log "PASS: $CASE ($MODE, $QUEUES queue(s))"
