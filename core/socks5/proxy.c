@@ -121,9 +121,17 @@ static int proxy_send_auth(struct s5_proxy *p) {
   return proxy_send(p, msg, proxy_put_auth(p, msg, sizeof msg));
 }
 
+/* The request is on its way: the owner's data may follow it (optimistic). */
+static int proxy_requested(struct s5_proxy *p, int sent) {
+  if (sent < 0) return sent;
+  p->requested = 1;
+  if (p->ops->requested != NULL) p->ops->requested(p->owner);
+  return 0;
+}
+
 static int proxy_send_request(struct s5_proxy *p) {
   uint8_t msg[S5_SOCKS5_MAX_MSG];
-  return proxy_send(p, msg, p->ops->request(p->owner, msg, sizeof msg));
+  return proxy_requested(p, proxy_send(p, msg, p->ops->request(p->owner, msg, sizeof msg)));
 }
 
 /* The first flight: the greeting, and with [socks5] pipeline the
@@ -139,7 +147,7 @@ static int proxy_send_first(struct s5_proxy *p) {
   len += n;
   n = p->ops->request(p->owner, msg + len, sizeof msg - (size_t)len);
   if (n < 0) return n;
-  return proxy_send(p, msg, len + n);
+  return proxy_requested(p, proxy_send(p, msg, len + n));
 }
 
 /* ---------------------------------------------------------------- replies in */
@@ -355,6 +363,7 @@ static int proxy_retry_fresh(struct s5_proxy *p) {
   S5_STAT_ADD(p->w->stats, pool_retried, 1);
   p->pooled = 0;
   p->retrying = 1;
+  p->requested = 0;
   p->in_len = 0;
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
   uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
@@ -385,9 +394,17 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   }
   p->pooled = 1;
   p->step = S5_PROXY_REPLY;
-  if (proxy_send(p, msg, len) < 0 || uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read) < 0)
+  if (uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read) < 0 ||
+      proxy_requested(p, proxy_send(p, msg, len)) < 0)
     proxy_retry_fresh(p);
   return 0;
+}
+
+int s5_proxy_data_ok(struct s5_proxy *p) {
+  if (p->step == S5_PROXY_DONE) return 1;
+  if (!p->requested || p->step != S5_PROXY_REPLY) return 0;
+  p->pooled = 0; /* the data goes on this connection: no retry elsewhere without it */
+  return 1;
 }
 
 void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
@@ -399,6 +416,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->step = S5_PROXY_CONNECTING;
   p->pooled = 0;
   p->retrying = 0;
+  p->requested = 0;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   p->pipeline = ops->cmd == S5_PROXY_CONNECT && cfg->socks5.pipeline;

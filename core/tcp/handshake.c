@@ -50,13 +50,26 @@ static int hs_request(void *session, uint8_t *msg, size_t cap) {
 static void hs_result(void *session, const struct s5_proxy_result *r) {
   struct s5_session *s = session;
   if (s->state == S5_SESSION_CLOSED) return;
-  if (r->outcome == S5_PROXY_GRANTED) s5_session_established(s);
-  else s5_session_abort_at(s, r->level, r->why);
+  if (r->outcome != S5_PROXY_GRANTED) {
+    s5_session_abort_at(s, r->level, r->why);
+  } else if (s->early) { /* [socks5] optimistic: the client has its SYN-ACK already */
+    s->early = 0;
+    if (s->state == S5_SESSION_RELAY) s5_relay_start(s);
+  } else {
+    s5_session_established(s);
+  }
+}
+
+/* [socks5] optimistic: the client's bytes that came meanwhile follow the request. */
+static void hs_requested(void *session) {
+  struct s5_session *s = session;
+  if (s->early && s->state == S5_SESSION_RELAY) s5_relay_kick(s);
 }
 
 static const struct s5_proxy_ops hs_ops = {
   .cmd = S5_PROXY_CONNECT,
   .request = hs_request,
+  .requested = hs_requested,
   .result = hs_result,
   .closed = s5_session_proxy_closed,
 };

@@ -147,6 +147,7 @@ static void relay_shutdown_done(uv_shutdown_t *req, int status) {
  * buffers, which libuv keeps inside the request without allocating). Returns
  * ERR_ABRT when the session was aborted. */
 static err_t relay_flush(struct s5_session *s) {
+  if (s->early && !s5_proxy_data_ok(&s->proxy)) return ERR_OK; /* s5_relay_kick once it can */
   while (s->out != NULL && !s->writing) {
     uv_buf_t bufs[S5_RELAY_IOV];
     size_t total;
@@ -209,7 +210,8 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
     if (!relay_client_owed(s)) relay_defer(s);
     return ERR_OK;
   }
-  if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY && relay_room(s) >= S5_RELAY_MIN_ROOM) {
+  if (!s->reading && !s->proxy_eof && s->state == S5_SESSION_RELAY && !s->early &&
+      relay_room(s) >= S5_RELAY_MIN_ROOM) {
     if (uv_read_start((uv_stream_t *)&s->proxy.sock, relay_read_alloc, relay_read) == 0) s->reading = 1;
   }
   return ERR_OK;
@@ -372,6 +374,7 @@ void s5_relay_attach(struct s5_session *s) {
  * with its CONNECT reply, then read from the proxy. Returns ERR_ABRT when
  * it had to abort the session. */
 err_t s5_relay_start(struct s5_session *s) {
+  if (s->early) return ERR_OK; /* [socks5] optimistic: again when the CONNECT reply comes */
   if (s->proxy.in_len > 0) {
     if (tcp_write(s->pcb, s->proxy.in, s->proxy.in_len, TCP_WRITE_FLAG_COPY) != ERR_OK)
       return s5_session_abort(s, "lwIP send queue refused data");
@@ -401,6 +404,8 @@ void s5_relay_flush_pending(struct s5_relay *r) {
     relay_check_done(s);
   }
 }
+
+void s5_relay_kick(struct s5_session *s) { relay_defer(s); }
 
 void s5_relay_release(struct s5_session *s) {
   if (s->out != NULL) pbuf_free(s->out);

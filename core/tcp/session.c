@@ -205,12 +205,16 @@ static void session_track(struct s5_session *s) {
 /* CONNECT succeeded: answer the client's SYN now. The client has what is
  * left of connect-timeout (counted from its SYN, as the proxy client's
  * was) to complete its handshake. */
-void s5_session_established(struct s5_session *s) {
+void s5_session_answer(struct s5_session *s) {
   s->state = S5_SESSION_SYNACK;
   uint64_t budget = s->cfg->session.connect_timeout * 1000ull;
   uint64_t spent = uv_now(&s->w->loop) - s->rec.started_ms;
   uv_timer_start(&s->timer, session_timer_fired, spent < budget ? budget - spent : 0, 0);
   if (s->w->flows != NULL) session_track(s);
+}
+
+void s5_session_established(struct s5_session *s) {
+  s5_session_answer(s);
   tcp_output(s->pcb);
 }
 
@@ -372,6 +376,11 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
   }
   char peer[128];
   s5_debug("s%llu new %s", (unsigned long long)s->id, s5_session_peer(s, peer, sizeof peer));
+  if (s->cfg->socks5.optimistic) { /* the SYN-ACK now; a refused CONNECT resets the client later */
+    s->early = 1;
+    s5_session_answer(s);
+    return ERR_OK;
+  }
   return ERR_INPROGRESS;
 }
 

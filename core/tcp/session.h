@@ -72,6 +72,9 @@ struct s5_session {
   unsigned proxy_shut : 1;       /* our FIN to the proxy is out */
   unsigned shutting : 1;         /* shutdown_req in flight */
   unsigned proxy_reset : 1;      /* proxy reset: client gets the rest, then a RST */
+  unsigned early : 1;            /* [socks5] optimistic: SYN answered before the CONNECT reply, which
+                                  * has not come yet: the client's bytes wait for the request
+                                  * (s5_proxy_data_ok), nothing is read from the proxy */
   uint32_t flow_ref;             /* its slot in the worker's flow table, 0 for none */
   const char *reset_why;         /* for the log when that RST goes out */
 
@@ -104,8 +107,11 @@ int s5_sessions_empty(const struct s5_sessions *t);
 /* --connections: puts every live session into q (core/shared/conntab.h). */
 void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q);
 
-/* session.c: one session. */
+/* session.c: one session. established: CONNECT succeeded, the SYN-ACK
+ * goes out; answer: the same without sending (from the SYN callback, whose
+ * ERR_OK sends it: [socks5] optimistic). */
 void s5_session_established(struct s5_session *s);
+void s5_session_answer(struct s5_session *s);
 /* The proxy client's handles have closed (its ops->closed). */
 void s5_session_proxy_closed(void *session);
 void s5_session_finish(struct s5_session *s);
@@ -127,5 +133,8 @@ int s5_handshake_start(struct s5_session *s);
 void s5_relay_attach(struct s5_session *s);
 err_t s5_relay_start(struct s5_session *s);
 void s5_relay_release(struct s5_session *s);
+/* The proxy can take the client's bytes now (its request went out): flush
+ * at the end of this loop turn. */
+void s5_relay_kick(struct s5_session *s);
 
 #endif

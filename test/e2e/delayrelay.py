@@ -4,7 +4,8 @@
 
 Puts a far-away proxy in front of a near one: accept on --listen:--port,
 connect to --to HOST:PORT, and forward what each side sends --delay-ms
-later (order kept, a FIN too). A round trip through it costs 2 x delay;
+later (order kept; a FIN and a reset too, each after what came before it).
+A round trip through it costs 2 x delay;
 tests measure that themselves and assert in round trips (the accept is
 local, so the upstream TCP handshake is not delayed). Backpressure: a
 direction stops reading while more than --buffer bytes wait in it.
@@ -18,8 +19,12 @@ import socket
 import sys
 
 
+RESET = object()  # in a direction's queue: a reset, delivered as one after the delay too
+
+
 async def pump(reader, writer, delay, limit):
-    """Forwards reader to writer, each chunk delay seconds after it came."""
+    """Forwards reader to writer, each chunk delay seconds after it came; a
+    FIN as a FIN, a reset as a reset (after what came before it)."""
     loop = asyncio.get_running_loop()
     queue = asyncio.Queue()
     room = asyncio.Condition()
@@ -27,17 +32,25 @@ async def pump(reader, writer, delay, limit):
 
     async def sender():
         nonlocal queued
+        dead = False
         while True:
             due, data = await queue.get()
             wait = due - loop.time()
             if wait > 0:
                 await asyncio.sleep(wait)
+            if data is RESET:
+                writer.transport.abort()
+                return
             if data is None:
-                if writer.can_write_eof():
+                if not dead and writer.can_write_eof():
                     writer.write_eof()
                 return
-            writer.write(data)
-            await writer.drain()
+            if not dead:
+                try:
+                    writer.write(data)
+                    await writer.drain()
+                except (ConnectionError, OSError):
+                    dead = True  # its reset comes the other way, delayed too
             async with room:
                 queued -= len(data)
                 room.notify_all()
@@ -52,10 +65,9 @@ async def pump(reader, writer, delay, limit):
             async with room:
                 queued += len(data)
                 await room.wait_for(lambda: queued <= limit)
-        await task
     except (ConnectionError, OSError):
-        task.cancel()
-        raise
+        queue.put_nowait((loop.time() + delay, RESET))
+    await task
 
 
 async def handle(creader, cwriter, args):
@@ -64,20 +76,13 @@ async def handle(creader, cwriter, args):
         ureader, uwriter = await asyncio.open_connection(host.strip("[]"), int(port))
     except OSError as e:
         print(f"delayrelay: upstream {args.to}: {e}", file=sys.stderr, flush=True)
-        cwriter.close()
+        cwriter.transport.abort()
         return
     for w in (cwriter, uwriter):
         w.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     delay = args.delay_ms / 1000.0
-    ups = asyncio.ensure_future(pump(creader, uwriter, delay, args.buffer))
-    downs = asyncio.ensure_future(pump(ureader, cwriter, delay, args.buffer))
-    done, pending = await asyncio.wait({ups, downs}, return_when=asyncio.FIRST_EXCEPTION)
-    for t in pending:
-        t.cancel()
-    for t in done:
-        if t.exception() is not None:  # a reset on one side: reset the other too
-            for w in (cwriter, uwriter):
-                w.transport.abort()
+    await asyncio.gather(pump(creader, uwriter, delay, args.buffer),
+                         pump(ureader, cwriter, delay, args.buffer))
     for w in (cwriter, uwriter):
         w.close()
 

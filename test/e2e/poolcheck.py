@@ -14,6 +14,11 @@
       N connections one after the other, each an echo, none retried: the
       first failure fails the run.
 
+  poolcheck.py reset-after-data --host H --port P
+      [socks5] optimistic with a CONNECT the proxy refuses: the connection
+      opens, the request is sent, then the connection is reset (no byte
+      back, no FIN).
+
 Times are only printed; pool.sh compares them in round trips of the
 relay it measured itself. Standard library only."""
 import argparse
@@ -75,9 +80,24 @@ def one_echo(host, port, timeout, i):
             raise RuntimeError("echo came back different: %r" % got)
 
 
+def reset_after_data(host, port, timeout):
+    with socket.socket(family(host), socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect((host, port))
+        log("connected to %s:%d (the SYN was answered before the CONNECT reply)" % (host, port))
+        s.sendall(b"ECHO\nthese bytes go behind the CONNECT\n")
+        try:
+            got = s.recv(100)
+        except ConnectionResetError:
+            log("reset after the data was sent: ok")
+            return 0
+        log("FAILED: %s instead of a reset" % ("%d bytes" % len(got) if got else "a FIN"))
+        return 1
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["rtt", "ttfb", "first-try"])
+    ap.add_argument("what", choices=["rtt", "ttfb", "first-try", "reset-after-data"])
     ap.add_argument("--host", required=True)
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--count", type=int, default=5)
@@ -89,6 +109,8 @@ def main():
         log("greeting round trips (ms): " + " ".join("%.1f" % t for t in times))
         print("%.1f" % statistics.median(times))
         return 0
+    if args.what == "reset-after-data":
+        return reset_after_data(args.host, args.port, args.timeout)
     if args.what == "ttfb":
         times = []
         for _ in range(args.count):
