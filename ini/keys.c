@@ -105,7 +105,8 @@ static const struct s5_key keys[] = {
    * stays unless asked for. */
   {"socks5", "optimistic", &s5_type_bool, AT(socks5.optimistic), .live = true, .def = "false",
    .doc = "answer a SYN at once and send the client's first bytes right behind the CONNECT: a round trip "
-          "less, but a refused CONNECT resets a connection the client saw open"},
+          "less, but a refused CONNECT resets a connection the client saw open (servers that read a "
+          "stream)"},
   {"socks5", "udp", &s5_type_enum, AT(socks5.udp), .words = udp_words, .live = true, .def = "associate",
    .doc = "associate: UDP ASSOCIATE; off: ICMP port unreachable to the client"},
   /* Empty: the relay address the proxy returns (its own if unspecified). */

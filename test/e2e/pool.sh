@@ -27,7 +27,8 @@
 #                  is refused (RST), pool_hits counted, the daemon lives on
 #   pool_servers   OpenSSH's ssh -D, danted, and microsocks with
 #                  username/password each carry 20 connections through the
-#                  pool (pool_hits, no failure); a mapped-name CONNECT (the
+#                  pool (pool_hits, no failure), ssh -D and danted with
+#                  [socks5] optimistic too; a mapped-name CONNECT (the
 #                  mapped resolver's address) through it too; a reload to
 #                  another proxy flushes the pool
 #
@@ -76,8 +77,30 @@ reload_proxy() {
   local login=""
   [[ $# -eq 3 ]] && login="\\nusername = $2\\npassword = $3"
   sed -i -e '/^username = /d' -e '/^password = /d' -e "s/^port = .*/port = $1$login/" "$S5_CFG"
-  kill -HUP "$S5PID"
+  hup_taken
   log "reloaded: proxy port $1${login:+ with username/password}"
+}
+
+# set_optimistic true|false: [socks5] optimistic in the configuration
+# file, then SIGHUP.
+set_optimistic() {
+  sed -i -e '/^optimistic = /d' -e "s/^port = .*/&\\noptimistic = $1/" "$S5_CFG"
+  hup_taken
+  log "reloaded: optimistic = $1"
+}
+
+# hup_taken: SIGHUP, then until every worker took the new configuration
+# (its debug line), so that the next connections have it.
+hup_taken() {
+  local n0 n
+  n0=$(grep -c 'configuration generation [0-9]* taken' "$S5LOG" || true)
+  kill -HUP "$S5PID"
+  for _ in $(seq $((T_START * 10))); do
+    n=$(grep -c 'configuration generation [0-9]* taken' "$S5LOG" || true)
+    ((n >= n0 + QUEUES)) && return 0
+    sleep 0.1
+  done
+  fail "the workers did not take the reloaded configuration within ${T_START}s"
 }
 
 counter() {   # counter NAME: its total over the queues
@@ -275,11 +298,16 @@ network = $DNS_POOL"
   poolcheck first-try --host "$addr" --port "$TGT_PORT" --count 5 --timeout 30
   (($(counter pool_hits) > hits)) || fail "mapped-name CONNECTs did not go through the pool"
   log "mapped name target.test ($addr): 5 connections through the pool"
+  # Optimistic data: ssh -D and danted read the bytes behind the CONNECT
+  # (microsocks drops them, as with pipeline: it is left out there).
+  set_optimistic true
+  through "ssh -D, optimistic" 1085
   # A reload to another proxy flushes the pool: danted, then microsocks
   # with username/password.
   e2e_start_dante
   reload_proxy "$DANTE_PORT"
-  through danted "$DANTE_PORT"
+  through "danted, optimistic" "$DANTE_PORT"
+  set_optimistic false
   ((($(established 1085)) == 0)) || fail "$(established 1085) pooled connections left at ssh -D after the reload"
   e2e_start_microsocks s5user s5pass
   reload_proxy "$MS_PORT" s5user s5pass
