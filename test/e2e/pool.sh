@@ -115,8 +115,8 @@ established() {   # PORT: connections from C established at a port in S
 # wait_warm PORT N: until N connections from C are established at PORT
 # (every worker's pool full) and the stats socket answers.
 wait_warm() {
-  local i n=0
-  for i in $(seq $((T_START * 10))); do
+  local n=0
+  for _ in $(seq $((T_START * 10))); do
     n=$(established "$1")
     ((n >= $2)) && [[ -S $WORK/stats.sock ]] && { log "$n warm connections at port $1"; return 0; }
     sleep 0.1
