@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "base/env.h"
 #include "base/log.h"
 #include "config.h"
 #include "ctx/wctx.h"
@@ -93,7 +94,7 @@ static void pool_conn_result(void *owner, const struct s5_proxy_result *r) {
   struct s5_pool *pool = c->pool;
   if (r->outcome == S5_PROXY_GRANTED) {
     c->ready = 1;
-    c->expires = pool_now(pool) + S5_POOL_AGE_MS + pool_jitter(pool, S5_POOL_JITTER_MS);
+    c->expires = pool_now(pool) + pool->age_ms + pool_jitter(pool, pool->jitter_ms);
     pool->backoff_ms = 0;
   } else if (c->ready) { /* the proxy closed it while it waited: replaced */
     S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
@@ -228,6 +229,9 @@ void s5_pool_init(struct s5_pool *pool, struct s5_wctx *w) {
   memset(pool, 0, sizeof *pool);
   pool->w = w;
   pool->rng = (uv_hrtime() ^ ((uint64_t)w->index << 32)) | 1;
+  int short_age = s5_env_flag("S5TUND_POOL_SHORT_AGE"); /* tests: see the recycling without waiting 20 s */
+  pool->age_ms = short_age ? S5_POOL_SHORT_AGE_MS : S5_POOL_AGE_MS;
+  pool->jitter_ms = short_age ? S5_POOL_SHORT_JITTER_MS : S5_POOL_JITTER_MS;
   uv_timer_init(&w->loop, &pool->timer);
   pool->timer.data = pool;
 }

@@ -23,6 +23,16 @@
 #                  with a FIN), then danted's server side of them killed
 #                  (ss -K: a RST); each time at once 50 connections, all at
 #                  their first try
+#   pool_age       pooled connections are recycled by age (with
+#                  S5TUND_POOL_SHORT_AGE=1: 1-1.5 s instead of 20-25 s)
+#                  through microsocks, which never closes an idle one: the
+#                  pool is replaced twice over (pool_recycled), the proxy
+#                  holds no more than the pool's size, nothing failed, and
+#                  20 connections go through it at their first try
+#   pool_backoff   no proxy yet: the warm-ups fail and the waits between
+#                  them double (their debug lines, up to one of 2 s or
+#                  more), sessions are refused; the proxy comes up: the
+#                  pool fills at its next try and carries connections
 #   pool_refused   a CONNECT through the pool to a closed port: the client
 #                  is refused (RST), pool_hits counted, the daemon lives on
 #   pool_servers   OpenSSH's ssh -D, danted, and microsocks with
@@ -48,7 +58,7 @@ CASE=${1:-}
 [[ $# -ge 3 ]] || usage
 MODE=$2 QUEUES=$3
 shift 3
-case $CASE in pool_ttfb|optimistic_refused|pool_idle|pool_refused|pool_servers) ;; *) usage ;; esac
+case $CASE in pool_ttfb|optimistic_refused|pool_idle|pool_age|pool_backoff|pool_refused|pool_servers) ;; *) usage ;; esac
 [[ $MODE == thread || $MODE == process ]] || usage
 [[ $QUEUES =~ ^[1-9][0-9]*$ ]] || usage
 
@@ -249,6 +259,46 @@ case_pool_idle() {
   log "pool_hits $(counter pool_hits) pool_misses $(counter pool_misses) pool_recycled $(counter pool_recycled) pool_retried $(counter pool_retried)"
   (($(counter socks5_connect_failed) + $(counter socks5_bad_reply) == 0)) || fail "sessions failed at the proxy"
   e2e_require_alive "after the proxy closed its idle connections"
+}
+
+case_pool_age() {
+  local n=0
+  e2e_topology_up
+  e2e_start_target
+  e2e_start_microsocks
+  E2E_S5_WRAP=(env S5TUND_POOL_SHORT_AGE=1)
+  start_pool "$S_ADDR4" "$MS_PORT" "$POOL"
+  E2E_S5_WRAP=()
+  e2e_wait_ready "$MODE" "$QUEUES"
+  wait_warm "$MS_PORT" $((POOL * QUEUES))
+  for _ in $(seq $((T_START * 10))); do
+    n=$(counter pool_recycled)
+    ((n >= 2 * POOL * QUEUES)) && break
+    sleep 0.1
+  done
+  ((n >= 2 * POOL * QUEUES)) || fail "pool_recycled $n after ${T_START}s, expected the pool replaced twice ($((2 * POOL * QUEUES)))"
+  (($(established "$MS_PORT") <= POOL * QUEUES)) \
+    || fail "$(established "$MS_PORT") connections at microsocks, more than the pool ($((POOL * QUEUES))): recycled ones not closed"
+  (($(counter pool_failed) == 0)) || fail "pool_failed $(counter pool_failed)"
+  through microsocks "$MS_PORT"
+  log "recycled by age: pool_recycled $(counter pool_recycled), $(established "$MS_PORT") connections at the proxy"
+}
+
+case_pool_backoff() {
+  local waits
+  e2e_topology_up
+  e2e_start_target
+  start_pool "$S_ADDR4" "$MS_PORT" "$POOL"
+  e2e_wait_device "$MODE" "$QUEUES"
+  e2e_wait_log "$S5LOG" "connection pool: .*next warm-up in [0-9]{4,} ms" "$T_START" \
+    "warm-up wait of a second or more (the backoff doubling)" >/dev/null
+  waits=$(grep -oE 'next warm-up in [0-9]+ ms' "$S5LOG" | awk '{print $4}' | sort -n | uniq | tr '\n' ' ')
+  log "waits between failed warm-ups (ms): $waits"
+  client --host "$TGT4" --timeout 30 expect-refused
+  (($(counter pool_failed) > 0)) || fail "pool_failed 0 with no proxy"
+  e2e_start_microsocks
+  wait_warm "$MS_PORT" $((POOL * QUEUES))
+  through microsocks "$MS_PORT"
 }
 
 case_pool_refused() {
