@@ -202,9 +202,10 @@ static void session_track(struct s5_session *s) {
   if (s->flow_ref == 0) S5_STAT_ADD(s->w->stats, tcp_untracked, 1);
 }
 
-/* CONNECT succeeded: answer the client's SYN now. The client has what is
- * left of connect-timeout (counted from its SYN, as the proxy client's
- * was) to complete its handshake. */
+/* CONNECT succeeded (or, [socks5] optimistic, was sent): answer the
+ * client's SYN now. The client has what is left of connect-timeout
+ * (counted from its SYN, as the proxy client's was) to complete its
+ * handshake. */
 void s5_session_answer(struct s5_session *s) {
   s->state = S5_SESSION_SYNACK;
   uint64_t budget = s->cfg->session.connect_timeout * 1000ull;

@@ -5,7 +5,9 @@
  *   handshake.c  the CONNECT it asks of the SOCKS5 client (proxy.c);
  *   relay.c      bytes both ways with backpressure, and half-close.
  * The client's SYN is answered only once the proxy's CONNECT succeeded, so a
- * refused CONNECT looks to the client like a refused connection.
+ * refused CONNECT looks to the client like a refused connection; with
+ * [socks5] optimistic it is answered at once (s->early until the reply) and
+ * a refused CONNECT resets the client instead.
  * A worker's sessions are a table (struct s5_sessions, session.c): the
  * listener that takes every SYN and the list of live sessions. The worker
  * drives the table; the table tells it when a drain is over. A SYN to
