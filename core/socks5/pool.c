@@ -142,7 +142,7 @@ static void pool_arm(struct s5_pool *pool);
 
 static void pool_fill(struct s5_pool *pool) {
   uint64_t now = pool_now(pool);
-  int wanted = !pool->stopped && now - pool->last_demand < S5_POOL_IDLE_MS;
+  int wanted = !pool->stopped && now - pool->last_demand < pool->idle_ms;
   while (wanted && pool->live < pool_target(pool) && now >= pool->retry_at)
     if (pool_open_one(pool) < 0) break;
   pool_arm(pool);
@@ -171,7 +171,7 @@ static void pool_arm(struct s5_pool *pool) {
   uint64_t now = pool_now(pool), due = UINT64_MAX;
   for (const struct s5_pool_conn *c = pool->list; c != NULL; c = c->next)
     if (c->ready && c->expires < due) due = c->expires;
-  int short_of = pool->live < pool_target(pool) && now - pool->last_demand < S5_POOL_IDLE_MS;
+  int short_of = pool->live < pool_target(pool) && now - pool->last_demand < pool->idle_ms;
   if (short_of && pool->retry_at > now && pool->retry_at < due) due = pool->retry_at;
   if (pool->stopped || due == UINT64_MAX) {
     uv_timer_stop(&pool->timer);
@@ -232,6 +232,7 @@ void s5_pool_init(struct s5_pool *pool, struct s5_wctx *w) {
   int short_age = s5_env_flag("S5TUND_POOL_SHORT_AGE"); /* tests: see the recycling without waiting 20 s */
   pool->age_ms = short_age ? S5_POOL_SHORT_AGE_MS : S5_POOL_AGE_MS;
   pool->jitter_ms = short_age ? S5_POOL_SHORT_JITTER_MS : S5_POOL_JITTER_MS;
+  pool->idle_ms = short_age ? S5_POOL_SHORT_IDLE_MS : S5_POOL_IDLE_MS;
   uv_timer_init(&w->loop, &pool->timer);
   pool->timer.data = pool;
 }

@@ -42,20 +42,22 @@ struct s5_pool_conn;
 #define S5_POOL_BACKOFF_MIN_MS 500u    /* first wait after a failed warm-up */
 #define S5_POOL_BACKOFF_MAX_MS 30000u  /* doubling stops here */
 #define S5_POOL_IDLE_MS (300u * 1000u) /* no session for this long: no more refills */
-/* S5TUND_POOL_SHORT_AGE=1 (tests): recycled after 1 s plus up to 0.5 s. */
+/* S5TUND_POOL_SHORT_AGE=1 (tests): recycled after 1 s plus up to 0.5 s,
+ * no refills after 5 s without a session. */
 #define S5_POOL_SHORT_AGE_MS 1000u
 #define S5_POOL_SHORT_JITTER_MS 500u
+#define S5_POOL_SHORT_IDLE_MS 5000u
 
 struct s5_pool {
   struct s5_wctx *w;
-  uv_timer_t timer;           /* the next recycle or the end of a backoff */
-  struct s5_pool_conn *list;  /* warming and ready connections */
-  unsigned live;              /* in list */
-  uint64_t backoff_ms;        /* 0 while warm-ups succeed */
-  uint64_t retry_at;          /* no warm-up before (uv_now) */
-  uint64_t last_demand;       /* uv_now of the last session */
-  uint64_t rng;               /* jitter */
-  uint64_t age_ms, jitter_ms; /* S5_POOL_AGE_MS and _JITTER_MS, or the short ones */
+  uv_timer_t timer;                    /* the next recycle or the end of a backoff */
+  struct s5_pool_conn *list;           /* warming and ready connections */
+  unsigned live;                       /* in list */
+  uint64_t backoff_ms;                 /* 0 while warm-ups succeed */
+  uint64_t retry_at;                   /* no warm-up before (uv_now) */
+  uint64_t last_demand;                /* uv_now of the last session */
+  uint64_t rng;                        /* jitter */
+  uint64_t age_ms, jitter_ms, idle_ms; /* S5_POOL_AGE_MS, _JITTER_MS, _IDLE_MS, or the short ones */
   unsigned started : 1;
   unsigned stopped : 1;
 };

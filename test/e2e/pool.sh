@@ -27,8 +27,10 @@
 #                  S5TUND_POOL_SHORT_AGE=1: 1-1.5 s instead of 20-25 s)
 #                  through microsocks, which never closes an idle one: the
 #                  pool is replaced twice over (pool_recycled), the proxy
-#                  holds no more than the pool's size, nothing failed, and
-#                  20 connections go through it at their first try
+#                  holds no more than the pool's size, nothing failed;
+#                  without sessions (5 s instead of 5 minutes) it is not
+#                  refilled and the proxy is left with no connection; the
+#                  next sessions fill it again, 20 at their first try
 #   pool_backoff   no proxy yet: the warm-ups fail and the waits between
 #                  them double (their debug lines, up to one of 2 s or
 #                  more), sessions are refused; the proxy comes up: the
@@ -280,8 +282,22 @@ case_pool_age() {
   (($(established "$MS_PORT") <= POOL * QUEUES)) \
     || fail "$(established "$MS_PORT") connections at microsocks, more than the pool ($((POOL * QUEUES))): recycled ones not closed"
   (($(counter pool_failed) == 0)) || fail "pool_failed $(counter pool_failed)"
-  through microsocks "$MS_PORT"
-  log "recycled by age: pool_recycled $(counter pool_recycled), $(established "$MS_PORT") connections at the proxy"
+  log "recycled by age: pool_recycled $n, $(established "$MS_PORT") connections at the proxy"
+  # No session for 5 s (the short idle time): recycled ones are not
+  # replaced, the proxy is left with nothing.
+  for _ in $(seq $((T_START * 10))); do
+    (($(established "$MS_PORT") == 0)) && break
+    sleep 0.1
+  done
+  (($(established "$MS_PORT") == 0)) || fail "$(established "$MS_PORT") pooled connections still at the proxy with no session for ${T_START}s"
+  log "idle: no pooled connection left at the proxy (pool_recycled $(counter pool_recycled))"
+  # The next sessions find it empty (misses) and fill it again (hits).
+  local hits misses
+  hits=$(counter pool_hits) misses=$(counter pool_misses)
+  poolcheck first-try --host "$TGT4" --port "$TGT_PORT" --count 20
+  (($(counter pool_misses) > misses && $(counter pool_hits) > hits)) \
+    || fail "after the idle time: pool_misses $misses -> $(counter pool_misses), pool_hits $hits -> $(counter pool_hits)"
+  log "after the idle time: misses $misses -> $(counter pool_misses), then hits $hits -> $(counter pool_hits)"
 }
 
 case_pool_backoff() {
