@@ -40,6 +40,7 @@ static void worker_take_config(struct s5_worker *w) {
     int r = s5_log_apply(cfg);
     if (r < -1) s5_error("reload: log file %s: %s", cfg->log.file, strerror(-r));
   }
+  s5_pool_reload(&w->pool);
   s5_debug("configuration generation %llu taken: new sessions use it", (unsigned long long)w->ctx.cfg_gen);
 }
 
@@ -135,6 +136,7 @@ static void worker_shutdown(struct s5_worker *w) {
   if (!s5_sessions_empty(&w->tcp))
     s5_info("resetting %u open TCP sessions", (unsigned)ctx->stats->tcp_active);
   s5_sessions_stop(&w->tcp);
+  s5_pool_stop(&w->pool);
   /* pcbs lwIP kept after their sessions ended (closing, TIME_WAIT) */
   while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);
   while (tcp_tw_pcbs != NULL) tcp_abort(tcp_tw_pcbs);
@@ -162,6 +164,7 @@ static void worker_drain(struct s5_worker *w) {
   struct s5_wctx *ctx = &w->ctx;
   if (ctx->draining || ctx->stopping) return;
   ctx->draining = 1;
+  s5_pool_stop(&w->pool); /* no new sessions: nothing to keep warm for */
   unsigned timeout = ctx->cfg->run.drain_timeout;
   if (!s5_sessions_empty(&w->tcp))
     s5_info("draining %u TCP sessions for up to %u s", (unsigned)ctx->stats->tcp_active, timeout);
@@ -215,6 +218,8 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
   w->fd = fd;
   s5_relay_init(&w->relay, &w->ctx.stats->bytes_to_proxy, &w->ctx.stats->bytes_from_proxy);
   s5_sessions_init(&w->tcp, &w->ctx, &w->relay, s5_handshake_start);
+  s5_pool_init(&w->pool, &w->ctx);
+  w->tcp.pool = &w->pool; /* the handshake's warm connections */
   s5_netif_init(&w->tun, &w->ctx, w->fd);
   return 0;
 }
@@ -270,6 +275,7 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
     s5_error("dropping privileges to %s: %s", w->ctx.cfg->run.user, strerror(-r));
     return -1;
   }
+  s5_pool_start(&w->pool); /* after the privileges drop: the proxy sockets are the user's */
   return worker_start_timers(w);
 }
 

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "ctx/memtrim.h"
 #include "netif/netif.h"
+#include "socks5/pool.h"
 #include "tcp/relay.h"
 #include "tcp/session.h"
 #include "shared/stats.h"
@@ -47,6 +48,7 @@ struct s5_worker {
   struct s5_memtrim trim; /* idle after a load: free heap back to the kernel */
 
   struct s5_sessions tcp; /* the listener and the live sessions */
+  struct s5_pool pool;    /* warm proxy connections for new sessions */
   struct s5_udp *udp;     /* the UDP associations (core/udp/udp.c), NULL until started */
   /* Last, with their large buffers, which init leaves untouched. */
   struct s5_relay relay; /* the sessions' flush list and read buffers */

@@ -102,6 +102,8 @@ struct s5_config {
     char password[256];
     uint32_t mark;                    /* SO_MARK, 0 = none */
     bool pipeline;                    /* greeting, auth and CONNECT in one write */
+    unsigned pool;                    /* warm proxy connections per worker, 0 = off (core/socks5/pool.c) */
+    bool optimistic;                  /* SYN answered at once, the client's bytes right behind the CONNECT */
     bool udp;                         /* udp = associate (true) | off */
     struct sockaddr_storage udp_addr; /* udp-address: ss_family 0 = use the relay address the proxy returns */
   } socks5;

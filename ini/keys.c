@@ -95,6 +95,18 @@ static const struct s5_key keys[] = {
    .doc = "SO_MARK on sockets to the proxy, decimal or 0x hex, 0 = none"},
   {"socks5", "pipeline", &s5_type_bool, AT(socks5.pipeline), .live = true, .def = "false",
    .doc = "send greeting, auth and CONNECT in one write (servers that read a stream)"},
+  /* Bounded: each is an idle session at the proxy (a process or thread for
+   * some servers) and about 1.2 KB here, per worker. */
+  {"socks5", "pool", &s5_type_uint, AT(socks5.pool), .max = 64, .live = true, .def = "4",
+   .doc = "proxy connections per worker kept connected, greeted and authenticated ahead of time, so a new "
+          "connection costs one round trip (its CONNECT); recycled before servers' idle timeouts, 0 = off"},
+  /* Off by default: a client's SYN is answered only once CONNECT succeeded,
+   * and that promise (a refused CONNECT looks like a refused connection)
+   * stays unless asked for. */
+  {"socks5", "optimistic", &s5_type_bool, AT(socks5.optimistic), .live = true, .def = "false",
+   .doc = "answer a SYN at once and send the client's first bytes right behind the CONNECT: a round trip "
+          "less, but a refused CONNECT resets a connection the client saw open (servers that read a "
+          "stream)"},
   {"socks5", "udp", &s5_type_enum, AT(socks5.udp), .words = udp_words, .live = true, .def = "associate",
    .doc = "associate: UDP ASSOCIATE; off: ICMP port unreachable to the client"},
   /* Empty: the relay address the proxy returns (its own if unspecified). */

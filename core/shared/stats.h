@@ -23,6 +23,7 @@
   X(bytes_to_proxy) X(bytes_from_proxy)                                        \
   X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \
   X(socks5_bad_reply) X(socks5_timeout)                                        \
+  X(pool_hits) X(pool_misses) X(pool_recycled) X(pool_retried) X(pool_failed)  \
   X(drop_tun_write) X(drop_max_sessions) X(drop_draining) X(drop_no_memory)    \
   X(drop_udp) X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts)          \
   X(tun_errors) X(tcp_reset_dead_worker) X(tcp_untracked) X(session_log_dropped)

@@ -8,6 +8,7 @@
 #include "socks5/proxy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,11 +35,22 @@ static const struct proxy_words words[] = {
   [S5_PROXY_CONNECT] = {"proxy connection", "SOCKS5 handshake", "CONNECT", "connection"},
   [S5_PROXY_ASSOCIATE] = {"proxy connection for UDP", "SOCKS5 handshake for UDP", "UDP ASSOCIATE",
                           "UDP association"},
+  [S5_PROXY_WARM] = {"pooled proxy connection", "SOCKS5 greeting", "greeting", "pooled connection"},
 };
 
 static const struct proxy_words *proxy_words(const struct s5_proxy *p) { return &words[p->ops->cmd]; }
 
 static int with_auth(const struct s5_proxy *p) { return p->cfg->socks5.username[0] != '\0'; }
+
+/* socks5_* count what sessions and associations met; a pooled
+ * connection's failures are the pool's to count (pool_failed). */
+#define PROXY_COUNT(p, field)                                                 \
+  do {                                                                        \
+    if ((p)->ops->cmd != S5_PROXY_WARM) S5_STAT_ADD((p)->w->stats, field, 1); \
+  } while (0)
+
+static int proxy_retry_fresh(struct s5_proxy *p);
+static void proxy_release(struct s5_proxy *p);
 
 /* ---------------------------------------------------------------- outcomes */
 
@@ -66,26 +78,27 @@ static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, 
 /* The exchange failed on what the server said (or did not let us say). */
 static void proxy_rejected(struct s5_proxy *p, int status, uint8_t rep) {
   char why[160];
-  struct s5_queue_stats *st = p->w->stats;
   if (status == S5_SOCKS5_REFUSED) {
-    S5_STAT_ADD(st, socks5_refused, 1);
+    PROXY_COUNT(p, socks5_refused);
     snprintf(why, sizeof why, "proxy refused %s: %s", proxy_words(p)->req, s5_socks5_strrep(rep));
   } else if (status == S5_SOCKS5_AUTH_FAILED) {
-    S5_STAT_ADD(st, socks5_auth_failed, 1);
+    PROXY_COUNT(p, socks5_auth_failed);
     snprintf(why, sizeof why, "proxy rejected the username/password");
   } else if (status == S5_SOCKS5_NO_METHOD) {
-    S5_STAT_ADD(st, socks5_auth_failed, 1);
+    PROXY_COUNT(p, socks5_auth_failed);
     snprintf(why, sizeof why, "proxy accepts none of our authentication methods (%s)",
              with_auth(p) ? "username/password" : "none: configure [socks5] username");
   } else {
-    S5_STAT_ADD(st, socks5_bad_reply, 1);
+    PROXY_COUNT(p, socks5_bad_reply);
     snprintf(why, sizeof why, "%s failed: %s", proxy_words(p)->hs, s5_socks5_strerror(status));
   }
   proxy_fail(p, S5_LOG_INFO, status, rep, why);
 }
 
 static void proxy_granted(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
-  S5_ASSERT(p->step == S5_PROXY_REPLY); /* granted only by the request's reply */
+  /* granted only by the request's reply, or (warm-up) the greeting's end */
+  S5_ASSERT(p->step == S5_PROXY_REPLY ||
+            (p->ops->cmd == S5_PROXY_WARM && (p->step == S5_PROXY_METHOD || p->step == S5_PROXY_AUTH)));
   p->step = S5_PROXY_DONE;
   uv_timer_stop(&p->timer);
   if (p->ops->cmd == S5_PROXY_CONNECT)
@@ -112,9 +125,17 @@ static int proxy_send_auth(struct s5_proxy *p) {
   return proxy_send(p, msg, proxy_put_auth(p, msg, sizeof msg));
 }
 
+/* The request is on its way: the owner's data may follow it (optimistic). */
+static int proxy_requested(struct s5_proxy *p, int sent) {
+  if (sent < 0) return sent;
+  p->requested = 1;
+  if (p->ops->requested != NULL) p->ops->requested(p->owner);
+  return 0;
+}
+
 static int proxy_send_request(struct s5_proxy *p) {
   uint8_t msg[S5_SOCKS5_MAX_MSG];
-  return proxy_send(p, msg, p->ops->request(p->owner, msg, sizeof msg));
+  return proxy_requested(p, proxy_send(p, msg, p->ops->request(p->owner, msg, sizeof msg)));
 }
 
 /* The first flight: the greeting, and with [socks5] pipeline the
@@ -130,7 +151,7 @@ static int proxy_send_first(struct s5_proxy *p) {
   len += n;
   n = p->ops->request(p->owner, msg + len, sizeof msg - (size_t)len);
   if (n < 0) return n;
-  return proxy_send(p, msg, len + n);
+  return proxy_requested(p, proxy_send(p, msg, len + n));
 }
 
 /* ---------------------------------------------------------------- replies in */
@@ -152,6 +173,9 @@ static int proxy_next(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
   if (p->step == S5_PROXY_METHOD && with_auth(p)) {
     p->step = S5_PROXY_AUTH;
     if (!p->pipeline) sent = proxy_send_auth(p);
+  } else if ((p->step == S5_PROXY_METHOD || p->step == S5_PROXY_AUTH) && p->ops->cmd == S5_PROXY_WARM) {
+    proxy_granted(p, bnd); /* greeted and authenticated: ready for a session's CONNECT */
+    return -1;
   } else if (p->step == S5_PROXY_METHOD || p->step == S5_PROXY_AUTH) {
     p->step = S5_PROXY_REPLY;
     if (!p->pipeline) sent = proxy_send_request(p);
@@ -190,6 +214,7 @@ static void proxy_parse(struct s5_proxy *p) {
  * granted ASSOCIATE the end of the association. */
 static void proxy_read_failed(struct s5_proxy *p, int err) {
   int eof = err == UV_EOF;
+  if (proxy_retry_fresh(p)) return;
   if (p->step == S5_PROXY_DONE) {
     proxy_stop(p);
     proxy_report(p, S5_PROXY_LOST, eof ? "proxy closed the control connection" : "control connection failed");
@@ -198,12 +223,12 @@ static void proxy_read_failed(struct s5_proxy *p, int err) {
   if (eof && p->step == S5_PROXY_REPLY && p->ops->cmd == S5_PROXY_ASSOCIATE) {
     /* It took the greeting (and credentials) and hung up on the request. */
     proxy_stop(p);
-    S5_STAT_ADD(p->w->stats, socks5_refused, 1);
+    PROXY_COUNT(p, socks5_refused);
     proxy_report(p, S5_PROXY_NO_ASSOCIATE,
                  "the proxy closed the connection on UDP ASSOCIATE (no UDP support)");
     return;
   }
-  S5_STAT_ADD(p->w->stats, socks5_bad_reply, 1);
+  PROXY_COUNT(p, socks5_bad_reply);
   proxy_fail(p, S5_LOG_INFO, 0, 0,
              eof ? "proxy closed the connection during the SOCKS5 handshake" : uv_strerror(err));
 }
@@ -236,7 +261,7 @@ static void proxy_connected(uv_connect_t *req, int status) {
   struct s5_proxy *p = S5_PROXY_OF(req, connect_req);
   if (status == UV_ECANCELED || p->step != S5_PROXY_CONNECTING) return;
   if (status < 0) {
-    S5_STAT_ADD(p->w->stats, socks5_connect_failed, 1);
+    PROXY_COUNT(p, socks5_connect_failed);
     char why[160];
     snprintf(why, sizeof why, "%s failed: %s", proxy_words(p)->conn, uv_strerror(status));
     proxy_fail(p, S5_LOG_WARN, 0, 0, why);
@@ -251,7 +276,7 @@ static void proxy_connected(uv_connect_t *req, int status) {
 
 static void proxy_timed_out(uv_timer_t *timer) {
   struct s5_proxy *p = S5_PROXY_OF(timer, timer);
-  S5_STAT_ADD(p->w->stats, socks5_timeout, 1);
+  PROXY_COUNT(p, socks5_timeout);
   char why[160];
   if (p->step == S5_PROXY_CONNECTING) { /* the proxy itself does not answer */
     snprintf(why, sizeof why, "%s not established within connect-timeout", proxy_words(p)->conn);
@@ -286,9 +311,8 @@ static int proxy_open_socket(struct s5_proxy *p, char *why, size_t cap) {
   return r;
 }
 
-int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
-  p->step = S5_PROXY_CONNECTING;
-  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+/* p->sock initialised: from here on it must be closed. */
+static int proxy_sock_init(struct s5_proxy *p, char *why, size_t cap) {
   int r = uv_tcp_init(&p->w->loop, &p->sock);
   if (r < 0) {
     snprintf(why, cap, "proxy socket: %s", uv_strerror(r));
@@ -298,13 +322,96 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   S5_ASSERT(!p->sock_open && p->handles_open == 1); /* started once, after init: the timer only */
   p->sock_open = 1;
   p->handles_open++;
-  r = proxy_open_socket(p, why, cap);
+  return 0;
+}
+
+/* A new connection to the proxy, on to the greeting once it is up. */
+static int proxy_connect(struct s5_proxy *p, char *why, size_t cap) {
+  p->step = S5_PROXY_CONNECTING;
+  int r = proxy_sock_init(p, why, cap);
+  if (r == 0) r = proxy_open_socket(p, why, cap);
   if (r < 0) return r;
   uv_tcp_nodelay(&p->sock, 1);
   r =
     uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)&p->cfg->socks5.addr, proxy_connected);
   if (r < 0) snprintf(why, cap, "connecting to proxy: %s", uv_strerror(r));
   return r;
+}
+
+int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
+  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  return proxy_connect(p, why, cap);
+}
+
+/* ---------------------------------------------------------------- pooled */
+
+/* The socket the retry closed is gone: a fresh connection in its place,
+ * unless the owner closed the client meanwhile. */
+static void proxy_sock_reopen(uv_handle_t *handle) {
+  struct s5_proxy *p = S5_PROXY_OF(handle, sock);
+  p->sock_open = 0;
+  p->retrying = 0;
+  if (p->closing) {
+    proxy_release(p);
+    return;
+  }
+  p->handles_open--;
+  char why[160];
+  if (proxy_connect(p, why, sizeof why) == 0) return;
+  PROXY_COUNT(p, socks5_connect_failed);
+  proxy_fail(p, S5_LOG_WARN, 0, 0, why);
+}
+
+/* A pooled connection that ended before its CONNECT reply (the proxy
+ * closed it while idle and its EOF crossed our request) is retried once on
+ * a fresh connection, unseen by the client. Returns 1 when it was. */
+static int proxy_retry_fresh(struct s5_proxy *p) {
+  if (!p->pooled || p->step != S5_PROXY_REPLY) return 0;
+  S5_STAT_ADD(p->w->stats, pool_retried, 1);
+  p->pooled = 0;
+  p->retrying = 1;
+  p->requested = 0;
+  p->in_len = 0;
+  p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
+  uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
+  return 1;
+}
+
+int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap) {
+  uint8_t msg[S5_SOCKS5_MAX_MSG];
+  int len = p->ops->request(p->owner, msg, sizeof msg);
+  if (len < 0) {
+    snprintf(why, cap, "no %s for this destination (its mapped name is gone)", proxy_words(p)->req);
+    return len;
+  }
+  uv_os_fd_t fd = -1;
+  int r = uv_fileno((const uv_handle_t *)&warm->sock, &fd);
+  int dup_fd = r < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) {
+    snprintf(why, cap, "taking a pooled proxy connection: %s", r < 0 ? uv_strerror(r) : strerror(errno));
+    return r < 0 ? r : -errno;
+  }
+  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  r = proxy_sock_init(p, why, cap);
+  if (r == 0 && (r = uv_tcp_open(&p->sock, dup_fd)) < 0)
+    snprintf(why, cap, "adopting a pooled proxy connection: %s", uv_strerror(r));
+  if (r < 0) {
+    close(dup_fd);
+    return r;
+  }
+  p->pooled = 1;
+  p->step = S5_PROXY_REPLY;
+  if (uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read) < 0 ||
+      proxy_requested(p, proxy_send(p, msg, len)) < 0)
+    proxy_retry_fresh(p);
+  return 0;
+}
+
+int s5_proxy_data_ok(struct s5_proxy *p) {
+  if (p->step == S5_PROXY_DONE) return 1;
+  if (!p->requested || p->step != S5_PROXY_REPLY) return 0;
+  p->pooled = 0; /* the data goes on this connection: no retry elsewhere without it */
+  return 1;
 }
 
 void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
@@ -314,6 +421,9 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->ops = ops;
   p->owner = owner;
   p->step = S5_PROXY_CONNECTING;
+  p->pooled = 0;
+  p->retrying = 0;
+  p->requested = 0;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   p->pipeline = ops->cmd == S5_PROXY_CONNECT && cfg->socks5.pipeline;
@@ -338,7 +448,7 @@ void s5_proxy_close(struct s5_proxy *p, int reset) {
   p->step = S5_PROXY_ENDED;
   uv_timer_stop(&p->timer);
   uv_close((uv_handle_t *)&p->timer, proxy_timer_closed);
-  if (!p->sock_open) return;
+  if (!p->sock_open || p->retrying) return; /* a retry's close callback releases it */
   /* A RST rather than a FIN: the proxy drops the far end at once too. */
   if (reset && uv_tcp_close_reset(&p->sock, proxy_sock_closed) == 0) return;
   uv_close((uv_handle_t *)&p->sock, proxy_sock_closed);

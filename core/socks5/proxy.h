@@ -36,7 +36,10 @@
 struct s5_wctx;
 struct s5_config;
 
-enum s5_proxy_cmd { S5_PROXY_CONNECT, S5_PROXY_ASSOCIATE };
+/* WARM: the pool's (pool.c): connect, greet, authenticate, then report
+ * granted and sit idle, read only to see it end (S5_PROXY_LOST), until a
+ * session's client adopts its socket (s5_proxy_adopt). */
+enum s5_proxy_cmd { S5_PROXY_CONNECT, S5_PROXY_ASSOCIATE, S5_PROXY_WARM };
 
 /* Where the exchange is: the reply awaited next. */
 enum s5_proxy_step {
@@ -74,6 +77,8 @@ struct s5_proxy_ops {
   /* Optional: the TCP connection is up, before the greeting. Returns 0 to
    * go on, or -1 when the owner ended itself (and closed the client). */
   int (*connected)(void *owner);
+  /* Optional: the request went out (the owner's data may follow it). */
+  void (*requested)(void *owner);
   void (*result)(void *owner, const struct s5_proxy_result *r);
   void (*closed)(void *owner);
 };
@@ -91,6 +96,9 @@ struct s5_proxy {
   unsigned sock_open : 1; /* sock initialised: must be closed */
   unsigned pipeline : 1;  /* greeting, auth and request in one flight */
   unsigned closing : 1;
+  unsigned pooled : 1;    /* adopted from the pool: a failure before the reply is retried once, fresh */
+  unsigned retrying : 1;  /* that retry's socket is closing, a fresh one follows */
+  unsigned requested : 1; /* the request is written */
   uint16_t in_len;
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
 };
@@ -104,6 +112,18 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
  * libuv error with what failed in why (then nothing was reported and the
  * owner closes the client). */
 int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap);
+
+/* Instead of s5_proxy_start: the CONNECT on a duplicate of warm's socket
+ * (greeted and authenticated by the pool; the caller closes warm). If that
+ * connection turns out dead before the reply, a fresh one is made, once,
+ * and the client sees nothing of it. Returns 0, or < 0 with why (the
+ * request cannot be made, or the socket not taken): nothing reported then. */
+int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap);
+
+/* May the owner write its own data now, before the reply ([socks5]
+ * optimistic)? Yes once the request is written (or granted); from then on
+ * a pooled connection that fails is not retried (the data went on it). */
+int s5_proxy_data_ok(struct s5_proxy *p);
 
 /* Closes the connection (with a RST when reset) and the timer; ops->closed
  * follows once both have closed. Idempotent. */

@@ -11,6 +11,7 @@
 
 #include "dns/dnsmap.h"
 #include "base/log.h"
+#include "socks5/pool.h"
 #include "tcp/handshake.h"
 
 #include "lwip/tcp.h"
@@ -49,13 +50,23 @@ static int hs_request(void *session, uint8_t *msg, size_t cap) {
 static void hs_result(void *session, const struct s5_proxy_result *r) {
   struct s5_session *s = session;
   if (s->state == S5_SESSION_CLOSED) return;
-  if (r->outcome == S5_PROXY_GRANTED) s5_session_established(s);
-  else s5_session_abort_at(s, r->level, r->why);
+  if (r->outcome != S5_PROXY_GRANTED) {
+    s5_session_abort_at(s, r->level, r->why);
+  } else {
+    s5_session_established(s);
+  }
+}
+
+/* [socks5] optimistic: the client's bytes that came meanwhile follow the request. */
+static void hs_requested(void *session) {
+  struct s5_session *s = session;
+  if (s->early) s5_relay_kick(&s->conn);
 }
 
 static const struct s5_proxy_ops hs_ops = {
   .cmd = S5_PROXY_CONNECT,
   .request = hs_request,
+  .requested = hs_requested,
   .result = hs_result,
   .closed = s5_session_proxy_closed,
 };
@@ -64,7 +75,8 @@ int s5_handshake_start(struct s5_session *s) {
   s5_proxy_init(&s->proxy, s->w, s->cfg, &hs_ops, s);
   s->handles_open++;
   char why[160];
-  if (s5_proxy_start(&s->proxy, why, sizeof why) == 0) return 0;
+  /* A warm pooled connection when there is one: its CONNECT goes out now. */
+  if (s5_pool_connect(s->tab->pool, &s->proxy, why, sizeof why) == 0) return 0;
   char line[200];
   snprintf(line, sizeof line, "s%llu %s", (unsigned long long)s->id, why);
   s5_debug("%s", line);

@@ -161,6 +161,7 @@ static void relay_shutdown_done(uv_shutdown_t *req, int status) {
  * buffers, which libuv keeps inside the request without allocating). Returns
  * what the owner's failed op returned when the connection failed. */
 static err_t relay_flush(struct s5_relay_conn *s) {
+  if (s->held && !s->send_ok) return ERR_OK; /* s5_relay_kick() once the proxy may take bytes */
   while (s->out != NULL && !s->writing) {
     uv_buf_t bufs[S5_RELAY_IOV];
     size_t total;
@@ -402,6 +403,7 @@ void s5_relay_attach(struct s5_relay_conn *c, struct s5_relay *r, struct tcp_pcb
 err_t s5_relay_start(struct s5_relay_conn *s, const uint8_t *early, size_t len) {
   S5_ASSERT(s->state == S5_RELAY_ATTACHED);
   s->state = S5_RELAY_RUNNING;
+  s->held = 0;
   s->sock->data = s; /* the proxy client's until now */
   if (len > 0) {
     if (tcp_write(s->pcb, early, (u16_t)len, TCP_WRITE_FLAG_COPY) != ERR_OK)
@@ -433,6 +435,16 @@ void s5_relay_flush_pending(struct s5_relay *r) {
     relay_check_done(s);
   }
   S5_ASSERT(r->flush_count == 0);
+}
+
+void s5_relay_hold(struct s5_relay_conn *c) {
+  S5_ASSERT(c->state == S5_RELAY_ATTACHED);
+  c->held = 1;
+}
+
+void s5_relay_kick(struct s5_relay_conn *c) {
+  c->send_ok = 1;
+  if (c->state != S5_RELAY_CLOSED) relay_defer(c);
 }
 
 void s5_relay_release(struct s5_relay_conn *c) {

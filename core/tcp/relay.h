@@ -76,6 +76,8 @@ struct s5_relay_conn {
   unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
   unsigned shutting : 1;            /* shutdown_req in flight */
   unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
+  unsigned held : 1;                /* s5_relay_hold(): nothing goes to the proxy before... */
+  unsigned send_ok : 1;             /* ...s5_relay_kick() (its request is out) */
   const char *reset_why;            /* for the owner when that RST goes out */
 };
 
@@ -121,6 +123,12 @@ void s5_relay_flush_pending(struct s5_relay *r);
 void s5_relay_attach(struct s5_relay_conn *c, struct s5_relay *r, struct tcp_pcb *pcb, uv_stream_t *sock,
                      const struct s5_relay_ops *ops, void *owner);
 err_t s5_relay_start(struct s5_relay_conn *c, const uint8_t *early, size_t len);
+/* [socks5] optimistic: the client may send before the proxy's CONNECT
+ * went out. hold (attached, not started) keeps its bytes queued; kick
+ * lets them follow the request (the proxy client wrote it) at the end of
+ * this loop turn, while nothing is read from the proxy until start. */
+void s5_relay_hold(struct s5_relay_conn *c);
+void s5_relay_kick(struct s5_relay_conn *c);
 void s5_relay_release(struct s5_relay_conn *c);
 
 #endif

@@ -183,6 +183,14 @@ static void session_pcb_error(void *arg, err_t err) {
   session_close_handles(s, 1);
 }
 
+/* Bytes flow both ways: first what the proxy sent along with its CONNECT
+ * reply, then the proxy's reads. ERR_ABRT when the session was aborted. */
+static err_t session_relay_start(struct s5_session *s) {
+  err_t r = s5_relay_start(&s->conn, s->proxy.in, s->proxy.in_len);
+  s->proxy.in_len = 0; /* delivered (or the session is gone) */
+  return r;
+}
+
 /* The listener's accept callback: the client's ACK completed the handshake
  * we let through. lwIP passes the new pcb's arg: our session, or for a
  * connection the mapped resolver took at its SYN, that one's. */
@@ -195,9 +203,8 @@ static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   s->state = S5_SESSION_RELAY;
   s5_session_touch(s);
   uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.tcp_idle_timeout * 1000ull, 0);
-  err_t r = s5_relay_start(c, s->proxy.in, s->proxy.in_len);
-  s->proxy.in_len = 0; /* delivered (or the session is gone) */
-  return r;
+  if (s->early) return ERR_OK; /* [socks5] optimistic: the relay starts at the CONNECT reply */
+  return session_relay_start(s);
 }
 
 /* Process mode: from its SYN-ACK on, the flow is in the queue's shared
@@ -221,16 +228,26 @@ static void session_track(struct s5_session *s) {
   if (s->flow_ref == 0) S5_STAT_ADD(s->w->stats, tcp_untracked, 1);
 }
 
-/* CONNECT succeeded: answer the client's SYN now. The client has what is
- * left of connect-timeout (counted from its SYN, as the proxy client's
- * was) to complete its handshake. */
-void s5_session_established(struct s5_session *s) {
+/* CONNECT succeeded (or, [socks5] optimistic, was sent): answer the
+ * client's SYN now. The client has what is left of connect-timeout
+ * (counted from its SYN, as the proxy client's was) to complete its
+ * handshake. */
+static void session_answer(struct s5_session *s) {
   S5_ASSERT(s->state == S5_SESSION_CONNECTING);
   s->state = S5_SESSION_SYNACK;
   uint64_t budget = s->cfg->session.connect_timeout * 1000ull;
   uint64_t spent = uv_now(&s->w->loop) - s->rec.started_ms;
   uv_timer_start(&s->timer, session_timer_fired, spent < budget ? budget - spent : 0, 0);
   if (s->w->flows != NULL) session_track(s);
+}
+
+void s5_session_established(struct s5_session *s) {
+  if (s->early) { /* [socks5] optimistic: the client had its SYN-ACK at once */
+    s->early = 0;
+    if (s->state == S5_SESSION_RELAY) session_relay_start(s);
+    return;
+  }
+  session_answer(s);
   tcp_output(s->conn.pcb);
 }
 
@@ -391,6 +408,10 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
   session_limit_buffers(s, pcb);
   tcp_nagle_disable(pcb); /* the client already coalesced; do not delay its peer's bytes */
 
+  if (s->cfg->socks5.optimistic) { /* the SYN-ACK now; a refused CONNECT resets the client later */
+    s->early = 1;
+    s5_relay_hold(&s->conn); /* the client's bytes wait until the request is out */
+  }
   if (t->start_proxy(s) < 0) {
     /* Refused before lwIP let go of the SYN: let lwIP send the RST. */
     session_detach_pcb(s);
@@ -400,6 +421,10 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
   }
   char peer[128];
   s5_debug("s%llu new %s", (unsigned long long)s->id, s5_session_peer(s, peer, sizeof peer));
+  if (s->early) {
+    session_answer(s);
+    return ERR_OK; /* lwIP sends the SYN-ACK */
+  }
   return ERR_INPROGRESS;
 }
 

@@ -7,7 +7,9 @@
  *   relay.c      bytes both ways with backpressure, and half-close
  *                (relay.h: its own struct, told back through its ops).
  * The client's SYN is answered only once the proxy's CONNECT succeeded, so a
- * refused CONNECT looks to the client like a refused connection.
+ * refused CONNECT looks to the client like a refused connection; with
+ * [socks5] optimistic it is answered at once (s->early until the reply) and
+ * a refused CONNECT resets the client instead.
  * A worker's sessions are a table (struct s5_sessions, session.c): the
  * listener that takes every SYN and the list of live sessions. The worker
  * drives the table; the table tells it when a drain is over. A SYN to
@@ -28,6 +30,7 @@
 
 struct tcp_pcb;
 struct s5_connq;
+struct s5_pool;
 struct s5_session;
 
 /* Starts the session's proxy client (s->proxy); it ends in
@@ -64,6 +67,10 @@ struct s5_session {
   uint64_t last_active; /* uv_now() of the last byte either way */
 
   uint32_t flow_ref; /* its slot in the worker's flow table, 0 for none */
+  /* [socks5] optimistic: the SYN was answered before the CONNECT reply,
+   * which has not come yet; the relay holds the client's bytes until the
+   * request is out and reads nothing from the proxy until the reply. */
+  unsigned early : 1;
 
   struct s5_session_record rec; /* [log] sessions: who, where, bytes, how it ended */
   char end_why[120];            /* rec.end's text when it is not a constant */
@@ -74,6 +81,7 @@ struct s5_sessions {
   struct s5_wctx *w;
   struct s5_relay *relay;        /* what its sessions relay with */
   s5_start_proxy_fn start_proxy; /* how a session reaches the proxy (set at init) */
+  struct s5_pool *pool;          /* warm proxy connections it takes (socks5/pool.h); NULL: none */
   struct tcp_pcb *listener;      /* takes SYNs to every address and port */
   struct s5_session *list;       /* all live sessions */
   struct s5_dns_tcp dns;         /* connections the mapped resolver takes instead (core/dns/dns_tcp.c) */
@@ -96,8 +104,11 @@ int s5_sessions_empty(const struct s5_sessions *t);
 /* --connections: puts every live session into q (core/shared/conntab.h). */
 void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q);
 
-/* session.c: one session. */
+/* session.c: one session. established: CONNECT succeeded, the SYN-ACK
+ * goes out; answer: the same without sending (from the SYN callback, whose
+ * ERR_OK sends it: [socks5] optimistic). */
 void s5_session_established(struct s5_session *s);
+void s5_session_answer(struct s5_session *s);
 /* The proxy client's handles have closed (its ops->closed). */
 void s5_session_proxy_closed(void *session);
 void s5_session_finish(struct s5_session *s);

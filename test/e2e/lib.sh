@@ -420,10 +420,12 @@ e2e_pid_running() {   # true while $1 exists and is not a zombie
 
 # e2e_write_config FILE: an INI file from the variables CFG_MODE, CFG_QUEUES,
 # CFG_PROXY_ADDR, CFG_PROXY_PORT, CFG_USER, CFG_PASS, CFG_MARK, CFG_PERSIST,
-# CFG_IDLE_TIMEOUT, CFG_MAX_SESSIONS (empty ones are left out) and
-# CFG_CONNECT_TIMEOUT (default 10).
+# CFG_IDLE_TIMEOUT, CFG_MAX_SESSIONS, CFG_POOL, CFG_OPTIMISTIC (empty ones are left out) and
+# CFG_CONNECT_TIMEOUT (default 10). E2E_POOL, when set, is CFG_POOL's
+# default: E2E_POOL=0 runs any case without the warm pool of proxy
+# connections, E2E_POOL=8 with a bigger one.
 e2e_write_config() {
-  local f=$1
+  local f=$1 pool=${CFG_POOL:-${E2E_POOL:-}}
   {
     echo "# s5tund configuration for e2e test $E2E_NAME"
     [[ -n ${CFG_MODE:-} ]] && echo "mode = $CFG_MODE"
@@ -435,7 +437,7 @@ e2e_write_config() {
     echo "ipv6 = $TUN_IPV6"
     [[ -n ${CFG_PERSIST:-} ]] && echo "persist = $CFG_PERSIST"
     echo
-    if [[ -n ${CFG_PROXY_ADDR:-} || -n ${CFG_USER:-} || -n ${CFG_MARK:-} || -n ${CFG_PIPELINE:-} ]]; then
+    if [[ -n ${CFG_PROXY_ADDR:-} || -n ${CFG_USER:-} || -n ${CFG_MARK:-} || -n ${CFG_PIPELINE:-} || -n $pool || -n ${CFG_OPTIMISTIC:-} ]]; then
       echo "[socks5]"
       [[ -n ${CFG_PROXY_ADDR:-} ]] && echo "address = $CFG_PROXY_ADDR"
       [[ -n ${CFG_PROXY_PORT:-} ]] && echo "port = $CFG_PROXY_PORT"
@@ -443,6 +445,8 @@ e2e_write_config() {
       [[ -n ${CFG_PASS:-} ]] && echo "password = $CFG_PASS"
       [[ -n ${CFG_MARK:-} ]] && echo "mark = $CFG_MARK"
       [[ -n ${CFG_PIPELINE:-} ]] && echo "pipeline = $CFG_PIPELINE"
+      [[ -n $pool ]] && echo "pool = $pool"
+      [[ -n ${CFG_OPTIMISTIC:-} ]] && echo "optimistic = $CFG_OPTIMISTIC"
       echo
     fi
     echo "[session]"

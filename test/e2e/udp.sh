@@ -507,48 +507,6 @@ case_udp_closed_port() {
   log "3 rounds: the closed port's association ended alone, 60 other sockets echoed at their first try"
 }
 
-# start_sshd_socks PORT: OpenSSH's sshd in S (the binary unpacked from
-# Debian's openssh-server package under the build tree by `make deps`, run
-# as nobody: no privilege separation user, no host service touched), and
-# ssh -D S_ADDR4:PORT logged in to it: a SOCKS5 server that does CONNECT
-# and no UDP ASSOCIATE.
-start_sshd_socks() {
-  local port=$1 sshd=${S5_SSHD:-$E2E_DIR/../../build/openssh-server/usr/sbin/sshd} d=$WORK/sshd i
-  [[ -x $sshd ]] || fail "no sshd at $sshd (run 'make deps')"
-  mkdir -p "$d"
-  ssh-keygen -q -t ed25519 -N "" -f "$d/host_key"
-  ssh-keygen -q -t ed25519 -N "" -f "$d/client_key"
-  cp "$d/client_key.pub" "$d/authorized_keys"
-  chown -R nobody "$d"
-  chmod 755 "$d"
-  # sshd running as nobody takes nobody's shadow entry ("*") for a locked
-  # account: in S only (ip netns exec binds /etc/netns/S/shadow over
-  # /etc/shadow), nobody gets a readable entry without a password.
-  mkdir -p "$NETNS_ETC"
-  sed 's/^nobody:[^:]*:/nobody:NP:/' /etc/shadow >"$NETNS_ETC/shadow"
-  chmod 644 "$NETNS_ETC/shadow"
-  cat >"$d/sshd_config" <<EOC
-ListenAddress $S_ADDR4:2222
-HostKey $d/host_key
-AuthorizedKeysFile $d/authorized_keys
-PidFile $d/sshd.pid
-StrictModes no
-UsePAM no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-AllowTcpForwarding yes
-EOC
-  E2E_LOGS+=("$d/sshd.log" "$d/ssh.log")
-  ip netns exec "$NS_S" setpriv --reuid=nobody --regid=nogroup --clear-groups \
-    "$sshd" -D -e -f "$d/sshd_config" >"$d/sshd.log" 2>&1 &
-  e2e_wait_listen 2222 "$S_ADDR4"
-  ip netns exec "$NS_S" ssh -N -D "$S_ADDR4:$port" -i "$d/client_key" -p 2222 \
-    -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes \
-    -o ExitOnForwardFailure=yes nobody@"$S_ADDR4" >"$d/ssh.log" 2>&1 &
-  e2e_wait_listen "$port" "$S_ADDR4"
-  log "ssh -D on $S_ADDR4:$port through sshd on $S_ADDR4:2222"
-}
-
 case_udp_sshd() {
   e2e_topology_up
   e2e_start_target

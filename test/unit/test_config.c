@@ -111,6 +111,8 @@ static const char *cfg_diff(const struct s5_config *a, const struct s5_config *b
   if (strcmp(a->tun.post_up, b->tun.post_up) != 0) return "tun.post_up";
   if (strcmp(a->tun.pre_down, b->tun.pre_down) != 0) return "tun.pre_down";
   if (a->socks5.pipeline != b->socks5.pipeline) return "socks5.pipeline";
+  if (a->socks5.pool != b->socks5.pool) return "socks5.pool";
+  if (a->socks5.optimistic != b->socks5.optimistic) return "socks5.optimistic";
   if (a->session.tcp_buffer != b->session.tcp_buffer) return "session.tcp_buffer";
   if (strcmp(a->run.user, b->run.user) != 0) return "run.user";
   if (a->run.uid != b->run.uid || a->run.gid != b->run.gid) return "run.uid";

@@ -5,7 +5,10 @@
  * own field, authentication failed, no UDP ASSOCIATE, the connection lost
  * after a granted ASSOCIATE, nobody listening, nobody answering), which
  * counter moves, and that every handle is closed (ops->closed once, the
- * loop closes cleanly). Nothing leaves loopback. */
+ * loop closes cleanly). The pool's steps too: a WARM client greets and
+ * authenticates and stops before the request; a session's client adopts
+ * its socket and sends only the CONNECT; one that finds it dead retries
+ * once on a fresh connection. Nothing leaves loopback. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -268,6 +271,75 @@ static void test_silent(void) {
   CHECK(st.socks5_timeout == 1, "socks5_timeout %llu", (unsigned long long)st.socks5_timeout);
 }
 
+static const struct s5_proxy_ops warm_ops = {
+  .cmd = S5_PROXY_WARM, .request = owner_request, .result = owner_result, .closed = owner_closed};
+
+/* A WARM client greeted (and authenticated) on r's server, then adopted by
+ * a CONNECT client in a; runs until a has its result. */
+static void warm_and_adopt(struct run *r, struct run *a) {
+  memset(&st, 0, sizeof st);
+  server_start(r);
+  s5_proxy_init(&r->proxy, &w, &cfg, &warm_ops, r);
+  char why[160];
+  CHECK(s5_proxy_start(&r->proxy, why, sizeof why) == 0, "warm start: %s", why);
+  while (r->results == 0) uv_run(L, UV_RUN_ONCE);
+  CHECK(r->last.outcome == S5_PROXY_GRANTED, "warm: outcome %d (%s)", r->last.outcome, r->why);
+  a->script = r->script; /* the same server: its replies go on */
+  s5_proxy_init(&a->proxy, &w, &cfg, &connect_ops, a);
+  CHECK(s5_proxy_adopt(&a->proxy, &r->proxy, why, sizeof why) == 0, "adopt: %s", why);
+  s5_proxy_close(&r->proxy, 0); /* as the pool does: the socket stays the adopter's */
+  while (a->results == 0) uv_run(L, UV_RUN_ONCE);
+  s5_proxy_close(&a->proxy, 0);
+  if (r->conn_open) uv_close((uv_handle_t *)&r->conn, conn_closed);
+  r->conn_open = 0;
+  uv_close((uv_handle_t *)&r->server, NULL);
+  uv_run(L, UV_RUN_DEFAULT);
+  CHECK(r->closed == 1 && a->closed == 1, "ops->closed: warm %d, adopter %d", r->closed, a->closed);
+}
+
+static void test_warm_adopted(void) {
+  snprintf(cfg.socks5.username, sizeof cfg.socks5.username, "user");
+  snprintf(cfg.socks5.password, sizeof cfg.socks5.password, "secret");
+  static const struct reply script[] = {R("\x05\x02"), R("\x01\x00"),
+                                        R("\x05\x00\x00\x01\x7f\x00\x00\x01\x1f\x90")};
+  struct run r = {.script = script, .nscript = 3}, a = {0};
+  warm_and_adopt(&r, &a);
+  CHECK(a.last.outcome == S5_PROXY_GRANTED, "adopted CONNECT: outcome %d (%s)", a.last.outcome, a.why);
+  static const uint8_t want[] =
+    "\x05\x01\x02"
+    "\x01\x04user\x06secret"
+    "\x05\x01\x00\x03\x0btarget.test\x1b\x58";
+  CHECK(r.got_len == sizeof want - 1 && memcmp(r.got, want, sizeof want - 1) == 0,
+        "greeting and auth by the warm client, the CONNECT alone by the adopter, one connection (%zu bytes)",
+        r.got_len);
+  CHECK(st.socks5_refused + st.socks5_bad_reply + st.socks5_auth_failed + st.pool_retried == 0,
+        "nothing counted");
+  cfg.socks5.username[0] = cfg.socks5.password[0] = '\0';
+}
+
+static void test_warm_failure_not_counted(void) {
+  static const struct reply bad[] = {R("\x05\xff")}; /* no acceptable method */
+  struct run r = {.script = bad, .nscript = 1};
+  run(&r, &warm_ops, 1);
+  CHECK(r.last.outcome == S5_PROXY_FAILED, "warm, no method: outcome %d", r.last.outcome);
+  CHECK(st.socks5_auth_failed == 0, "a warm-up's failure is the pool's to count (socks5_auth_failed %llu)",
+        (unsigned long long)st.socks5_auth_failed);
+}
+
+static void test_adopted_dead_retried(void) {
+  /* The server closes the pooled connection when the CONNECT comes (as if
+   * its idle close crossed it), then serves a fresh one. */
+  static const struct reply script[] = {R("\x05\x00"), CLOSE, R("\x05\x00"),
+                                        R("\x05\x00\x00\x01\x7f\x00\x00\x01\x1f\x90")};
+  struct run r = {.script = script, .nscript = 4}, a = {0};
+  warm_and_adopt(&r, &a);
+  CHECK(a.results == 1 && a.last.outcome == S5_PROXY_GRANTED,
+        "retried on a fresh connection: %d results, outcome %d (%s)", a.results, a.last.outcome, a.why);
+  CHECK(st.pool_retried == 1, "pool_retried %llu", (unsigned long long)st.pool_retried);
+  CHECK(st.socks5_bad_reply == 0, "the dead pooled connection is no failure (socks5_bad_reply %llu)",
+        (unsigned long long)st.socks5_bad_reply);
+}
+
 int main(void) {
   uv_loop_init(L);
   w.stats = &st;
@@ -279,6 +351,9 @@ int main(void) {
   test_garbage_and_eof();
   test_nobody();
   test_silent();
+  test_warm_adopted();
+  test_warm_failure_not_counted();
+  test_adopted_dead_retried();
   CHECK(uv_loop_close(L) == 0, "handles left open on the loop");
   return check_done();
 }

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/* The warm pool of proxy connections (see pool.h for the design). Each
+ * entry is a proxy client (proxy.c) with the WARM command: it connects,
+ * greets and authenticates, then reports granted and waits. A session
+ * takes it by adopting a duplicate of its socket (s5_proxy_adopt); the
+ * entry itself is then closed, which leaves the socket to the session. */
+#include "socks5/pool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "base/env.h"
+#include "base/log.h"
+#include "config.h"
+#include "ctx/wctx.h"
+
+struct s5_pool_conn {
+  struct s5_proxy proxy; /* WARM; owner is the entry */
+  struct s5_pool *pool;
+  struct s5_pool_conn *prev, *next;
+  const struct s5_config *cfg; /* held while the entry lives */
+  uint64_t expires;            /* uv_now after which it is recycled */
+  unsigned ready : 1;          /* greeted and authenticated */
+};
+
+static uint64_t pool_now(const struct s5_pool *pool) { return uv_now(&pool->w->loop); }
+
+/* Up to max, for spreading recycles and retries (xorshift64). */
+static uint64_t pool_jitter(struct s5_pool *pool, uint64_t max) {
+  pool->rng ^= pool->rng << 13;
+  pool->rng ^= pool->rng >> 7;
+  pool->rng ^= pool->rng << 17;
+  return max == 0 ? 0 : pool->rng % (max + 1);
+}
+
+static unsigned pool_target(const struct s5_pool *pool) {
+  return pool->stopped ? 0 : pool->w->cfg->socks5.pool;
+}
+
+/* Connections of a and b are interchangeable: same proxy, same login. */
+static int pool_same_proxy(const struct s5_config *a, const struct s5_config *b) {
+  return a->socks5.addrlen == b->socks5.addrlen &&
+         memcmp(&a->socks5.addr, &b->socks5.addr, a->socks5.addrlen) == 0 &&
+         strcmp(a->socks5.username, b->socks5.username) == 0 &&
+         strcmp(a->socks5.password, b->socks5.password) == 0 && a->socks5.mark == b->socks5.mark;
+}
+
+/* ---------------------------------------------------------------- entries */
+
+static void pool_unlink(struct s5_pool_conn *c) {
+  struct s5_pool *pool = c->pool;
+  if (c->prev != NULL) c->prev->next = c->next;
+  else pool->list = c->next;
+  if (c->next != NULL) c->next->prev = c->prev;
+  c->prev = c->next = NULL;
+  pool->live--;
+}
+
+/* Out of the pool; freed once its handles closed (pool_conn_closed). */
+static void pool_drop(struct s5_pool_conn *c) {
+  pool_unlink(c);
+  s5_proxy_close(&c->proxy, 0);
+}
+
+static void pool_conn_closed(void *owner) {
+  struct s5_pool_conn *c = owner;
+  s5_wctx_cfg_release(c->pool->w, c->cfg);
+  free(c);
+}
+
+static int pool_conn_request(void *owner, uint8_t *buf, size_t cap) {
+  (void)owner, (void)buf, (void)cap;
+  return -1; /* never asked: a WARM client stops before the request */
+}
+
+static void pool_fill(struct s5_pool *pool);
+
+/* A warm-up failed: wait before the next, twice as long as last time
+ * (once per wait: the other warm-ups of that round failing do not count). */
+static void pool_back_off(struct s5_pool *pool, const char *why) {
+  S5_STAT_ADD(pool->w->stats, pool_failed, 1);
+  uint64_t now = pool_now(pool);
+  if (now < pool->retry_at) return;
+  uint64_t b = pool->backoff_ms == 0 ? S5_POOL_BACKOFF_MIN_MS : pool->backoff_ms * 2;
+  pool->backoff_ms = b > S5_POOL_BACKOFF_MAX_MS ? S5_POOL_BACKOFF_MAX_MS : b;
+  pool->retry_at = now + pool->backoff_ms / 2 + pool_jitter(pool, pool->backoff_ms / 2);
+  s5_debug("connection pool: %s; next warm-up in %llu ms", why, (unsigned long long)(pool->retry_at - now));
+}
+
+static void pool_conn_result(void *owner, const struct s5_proxy_result *r) {
+  struct s5_pool_conn *c = owner;
+  struct s5_pool *pool = c->pool;
+  if (r->outcome == S5_PROXY_GRANTED) {
+    c->ready = 1;
+    c->expires = pool_now(pool) + pool->age_ms + pool_jitter(pool, pool->jitter_ms);
+    pool->backoff_ms = 0;
+  } else if (c->ready) { /* the proxy closed it while it waited: replaced */
+    S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
+    pool_drop(c);
+  } else {
+    pool_back_off(pool, r->why);
+    pool_drop(c);
+  }
+  pool_fill(pool);
+}
+
+static const struct s5_proxy_ops pool_conn_ops = {
+  .cmd = S5_PROXY_WARM,
+  .request = pool_conn_request,
+  .result = pool_conn_result,
+  .closed = pool_conn_closed,
+};
+
+/* One more warm-up. Returns 0, or -1 when it could not even start. */
+static int pool_open_one(struct s5_pool *pool) {
+  struct s5_pool_conn *c = calloc(1, sizeof *c);
+  if (c == NULL) {
+    pool_back_off(pool, "no memory for a pooled connection");
+    return -1;
+  }
+  c->pool = pool;
+  c->cfg = s5_wctx_cfg_hold(pool->w);
+  c->next = pool->list;
+  if (c->next != NULL) c->next->prev = c;
+  pool->list = c;
+  pool->live++;
+  s5_proxy_init(&c->proxy, pool->w, c->cfg, &pool_conn_ops, c);
+  char why[160];
+  if (s5_proxy_start(&c->proxy, why, sizeof why) == 0) return 0;
+  pool_back_off(pool, why);
+  pool_drop(c);
+  return -1;
+}
+
+/* ---------------------------------------------------------------- the pool */
+
+/* The timer for the earliest of: a ready entry's recycle, the end of a
+ * backoff while the pool is short. Stopped when neither is due. */
+static void pool_arm(struct s5_pool *pool);
+
+static void pool_fill(struct s5_pool *pool) {
+  uint64_t now = pool_now(pool);
+  int wanted = !pool->stopped && now - pool->last_demand < pool->idle_ms;
+  while (wanted && pool->live < pool_target(pool) && now >= pool->retry_at)
+    if (pool_open_one(pool) < 0) break;
+  pool_arm(pool);
+}
+
+/* Ready entries past their age are closed (the pool_fill after it
+ * replaces them while sessions come). */
+static void pool_recycle(struct s5_pool *pool) {
+  uint64_t now = pool_now(pool);
+  struct s5_pool_conn *next;
+  for (struct s5_pool_conn *c = pool->list; c != NULL; c = next) {
+    next = c->next;
+    if (!c->ready || now < c->expires) continue;
+    S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
+    pool_drop(c);
+  }
+}
+
+static void pool_timer_fired(uv_timer_t *timer) {
+  struct s5_pool *pool = timer->data;
+  pool_recycle(pool);
+  pool_fill(pool);
+}
+
+static void pool_arm(struct s5_pool *pool) {
+  uint64_t now = pool_now(pool), due = UINT64_MAX;
+  for (const struct s5_pool_conn *c = pool->list; c != NULL; c = c->next)
+    if (c->ready && c->expires < due) due = c->expires;
+  int short_of = pool->live < pool_target(pool) && now - pool->last_demand < pool->idle_ms;
+  if (short_of && pool->retry_at > now && pool->retry_at < due) due = pool->retry_at;
+  if (pool->stopped || due == UINT64_MAX) {
+    uv_timer_stop(&pool->timer);
+    return;
+  }
+  uv_timer_start(&pool->timer, pool_timer_fired, due > now ? due - now : 0, 0);
+}
+
+/* Still open as far as we can tell without a round trip: no EOF, no reset
+ * and no stray bytes waiting on its socket. */
+static int pool_conn_alive(const struct s5_pool_conn *c, uint64_t now) {
+  if (!c->ready || now >= c->expires || c->proxy.step != S5_PROXY_DONE) return 0;
+  uv_os_fd_t fd;
+  if (uv_fileno((const uv_handle_t *)&c->proxy.sock, &fd) < 0) return 0;
+  char b;
+  ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* A ready entry for a session with cfg; the ones found dead are dropped. */
+static struct s5_pool_conn *pool_take(struct s5_pool *pool, const struct s5_config *cfg) {
+  uint64_t now = pool_now(pool);
+  struct s5_pool_conn *next;
+  for (struct s5_pool_conn *c = pool->list; c != NULL; c = next) {
+    next = c->next;
+    if (!c->ready) continue;
+    if (pool_same_proxy(c->cfg, cfg) && pool_conn_alive(c, now)) return c;
+    S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
+    pool_drop(c);
+  }
+  return NULL;
+}
+
+int s5_pool_connect(struct s5_pool *pool, struct s5_proxy *p, char *why, size_t cap) {
+  if (pool == NULL || !pool->started || pool->stopped || p->cfg->socks5.pool == 0)
+    return s5_proxy_start(p, why, cap);
+  pool->last_demand = pool_now(pool);
+  struct s5_pool_conn *c = pool_take(pool, p->cfg);
+  int r;
+  if (c != NULL) {
+    S5_STAT_ADD(pool->w->stats, pool_hits, 1);
+    r = s5_proxy_adopt(p, &c->proxy, why, cap);
+    pool_drop(c); /* the session has its own descriptor of the socket now */
+  } else {
+    S5_STAT_ADD(pool->w->stats, pool_misses, 1);
+    r = s5_proxy_start(p, why, cap);
+  }
+  pool_fill(pool);
+  return r;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+void s5_pool_init(struct s5_pool *pool, struct s5_wctx *w) {
+  memset(pool, 0, sizeof *pool);
+  pool->w = w;
+  pool->rng = (uv_hrtime() ^ ((uint64_t)w->index << 32)) | 1;
+  int short_age = s5_env_flag("S5TUND_POOL_SHORT_AGE"); /* tests: see the recycling without waiting 20 s */
+  pool->age_ms = short_age ? S5_POOL_SHORT_AGE_MS : S5_POOL_AGE_MS;
+  pool->jitter_ms = short_age ? S5_POOL_SHORT_JITTER_MS : S5_POOL_JITTER_MS;
+  pool->idle_ms = short_age ? S5_POOL_SHORT_IDLE_MS : S5_POOL_IDLE_MS;
+  uv_timer_init(&w->loop, &pool->timer);
+  pool->timer.data = pool;
+}
+
+void s5_pool_start(struct s5_pool *pool) {
+  pool->started = 1;
+  pool->last_demand = pool_now(pool); /* the start counts as demand: warm for the first sessions */
+  pool_fill(pool);
+}
+
+void s5_pool_reload(struct s5_pool *pool) {
+  if (!pool->started || pool->stopped) return;
+  const struct s5_config *cfg = pool->w->cfg;
+  struct s5_pool_conn *next;
+  unsigned keep = 0;
+  for (struct s5_pool_conn *c = pool->list; c != NULL; c = next) {
+    next = c->next;
+    if (pool_same_proxy(c->cfg, cfg) && keep < cfg->socks5.pool) {
+      keep++;
+      continue;
+    }
+    S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
+    pool_drop(c);
+  }
+  pool->backoff_ms = 0; /* a new proxy deserves a try at once */
+  pool->retry_at = 0;
+  pool_fill(pool);
+}
+
+void s5_pool_stop(struct s5_pool *pool) {
+  if (pool->stopped) return;
+  pool->stopped = 1;
+  while (pool->list != NULL) pool_drop(pool->list);
+  uv_timer_stop(&pool->timer);
+  if (!uv_is_closing((uv_handle_t *)&pool->timer)) uv_close((uv_handle_t *)&pool->timer, NULL);
+}

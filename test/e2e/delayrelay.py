@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A TCP relay that delays every byte by a fixed one-way time, each way.
+
+Puts a far-away proxy in front of a near one: accept on --listen:--port,
+connect to --to HOST:PORT, and forward what each side sends --delay-ms
+later (order kept; a FIN and a reset too, each after what came before it).
+A round trip through it costs 2 x delay;
+tests measure that themselves and assert in round trips (the accept is
+local, so the upstream TCP handshake is not delayed). Backpressure: a
+direction stops reading while more than --buffer bytes wait in it.
+
+  delayrelay.py --listen 10.200.0.2 --port 1090 --to 10.200.0.2:1081 \
+      --delay-ms 25 [--ready-file F]
+Stdlib only."""
+import argparse
+import asyncio
+import socket
+import sys
+
+
+RESET = object()  # in a direction's queue: a reset, delivered as one after the delay too
+
+
+async def pump(reader, writer, delay, limit):
+    """Forwards reader to writer, each chunk delay seconds after it came; a
+    FIN as a FIN, a reset as a reset (after what came before it)."""
+    loop = asyncio.get_running_loop()
+    queue = asyncio.Queue()
+    room = asyncio.Condition()
+    queued = 0
+
+    async def sender():
+        nonlocal queued
+        dead = False
+        while True:
+            due, data = await queue.get()
+            wait = due - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if data is RESET:
+                writer.transport.abort()
+                return
+            if data is None:
+                if not dead and writer.can_write_eof():
+                    writer.write_eof()
+                return
+            if not dead:
+                try:
+                    writer.write(data)
+                    await writer.drain()
+                except (ConnectionError, OSError):
+                    dead = True  # its reset comes the other way, delayed too
+            async with room:
+                queued -= len(data)
+                room.notify_all()
+
+    task = asyncio.ensure_future(sender())
+    try:
+        while True:
+            data = await reader.read(65536)
+            queue.put_nowait((loop.time() + delay, data or None))
+            if not data:
+                break
+            async with room:
+                queued += len(data)
+                await room.wait_for(lambda: queued <= limit)
+    except (ConnectionError, OSError):
+        queue.put_nowait((loop.time() + delay, RESET))
+    await task
+
+
+async def handle(creader, cwriter, args):
+    host, port = args.to.rsplit(":", 1)
+    try:
+        ureader, uwriter = await asyncio.open_connection(host.strip("[]"), int(port))
+    except OSError as e:
+        print(f"delayrelay: upstream {args.to}: {e}", file=sys.stderr, flush=True)
+        cwriter.transport.abort()
+        return
+    for w in (cwriter, uwriter):
+        w.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    delay = args.delay_ms / 1000.0
+    await asyncio.gather(pump(creader, uwriter, delay, args.buffer),
+                         pump(ureader, cwriter, delay, args.buffer))
+    for w in (cwriter, uwriter):
+        w.close()
+
+
+async def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--listen", action="append", required=True)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--to", required=True, help="HOST:PORT ([v6]:PORT)")
+    ap.add_argument("--delay-ms", type=float, required=True, help="one-way delay, each direction")
+    ap.add_argument("--buffer", type=int, default=4 << 20, help="bytes a direction holds at most")
+    ap.add_argument("--ready-file")
+    args = ap.parse_args()
+    servers = [await asyncio.start_server(lambda r, w: handle(r, w, args), a, args.port)
+               for a in args.listen]
+    if args.ready_file:
+        with open(args.ready_file, "w") as f:
+            f.write("ready\n")
+    await asyncio.gather(*(s.serve_forever() for s in servers))
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
