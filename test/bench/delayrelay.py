@@ -13,11 +13,10 @@ away each way would. The relay's own accept and upstream connect are local
 and not delayed: the proxy's TCP handshake, one more round trip in real
 life, is not counted. The ready file gets "ready" once it listens.
 
-probe: measures the relay's round trip as the bench uses it, in front of a
-SOCKS5 server: opens a connection, sends a SOCKS5 greeting (no
-authentication) and times the 2-byte answer; N rounds on N connections,
-prints "rtt_min_ms=... rtt_p50_ms=... rounds=N". The bench states time to
-first byte in multiples of this measured value, never of MS.
+probe: measures the relay's round trip, in front of an echo server: one
+connection, then N rounds of one byte sent and echoed, timed each; prints
+"rtt_min_ms=... rtt_p50_ms=... rounds=N". The bench states time to first
+byte in multiples of this measured value, never of MS.
 """
 import argparse
 import asyncio
@@ -100,17 +99,13 @@ async def relay(args):
 def probe(args):
     host, port = hostport(args.connect)
     rtts = []
-    for _ in range(args.rounds):
-        with socket.create_connection((host, port), timeout=args.timeout) as s:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    with socket.create_connection((host, port), timeout=args.timeout) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(args.rounds):
             t0 = time.monotonic()
-            s.sendall(b"\x05\x01\x00")
-            got = b""
-            while len(got) < 2:
-                b = s.recv(2 - len(got))
-                if not b:
-                    raise SystemExit("delayrelay probe: the upstream closed before answering")
-                got += b
+            s.sendall(b"p")
+            if not s.recv(1):
+                raise SystemExit("delayrelay probe: the upstream closed before answering")
             rtts.append((time.monotonic() - t0) * 1000.0)
     print(f"rtt_min_ms={min(rtts):.2f} rtt_p50_ms={statistics.median(rtts):.2f} rounds={len(rtts)}")
 
@@ -125,7 +120,7 @@ def main():
     r.add_argument("--ready-file")
     p = sub.add_parser("probe")
     p.add_argument("--connect", required=True)
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--timeout", type=float, default=5.0)
     args = ap.parse_args()
     if args.cmd == "relay":

@@ -47,8 +47,8 @@ def rows_tables(args):
         if "case_rc" in meta:
             fails.append("%s: failed (exit %s): %s" % (n, meta["case_rc"], meta.get("setup", "see its log")))
     lines = ["", "### The rows users compare", ""]
-    lines.append("One queue. Delay relay: %s ms each way; its measured round trip (SOCKS5 greeting, p50) "
-                 "RT = %s ms." % (args.relay_delay_ms, fmt(rt, 1)))
+    lines.append("One queue. Delay relay: %s ms each way; its measured round trip (one byte echoed, p50 of "
+                 "20) RT = %s ms." % (args.relay_delay_ms, fmt(rt, 1)))
     lines += ["", "| row | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
 
     def row(title, key_fn, need=True):

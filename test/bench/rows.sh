@@ -17,6 +17,7 @@
 RELAY_DELAY_MS=${BENCH_RELAY_DELAY_MS:-25}
 RELAY_PROXY_PORT=1090 # delay relay -> the SOCKS5 server
 RELAY_TGT_PORT=1091   # delay relay -> benchsrv's request/response port (direct path)
+RELAY_ECHO_PORT=1092  # delay relay -> benchsrv's echo port (the relay's round trip)
 RELAY_PIDS=()
 
 # Name and extra [socks5] lines of each TTFB variant ("\n" separates lines).
@@ -30,7 +31,8 @@ TTFB_VARIANTS=(
 # The two relays in the server namespace and their measured round trip.
 rows_relays_up() {
   local i
-  for spec in "$RELAY_PROXY_PORT $S_ADDR4:$PROXY_PORT" "$RELAY_TGT_PORT $TGT4:$RR_PORT"; do
+  for spec in "$RELAY_PROXY_PORT $S_ADDR4:$PROXY_PORT" "$RELAY_TGT_PORT $TGT4:$RR_PORT" \
+    "$RELAY_ECHO_PORT $TGT4:$ECHO_PORT"; do
     read -r port up <<<"$spec"
     rm -f "$WORK/relay.$port.ready"
     ip netns exec "$NS_S" "$PY" "$BENCH_DIR/delayrelay.py" relay --listen "$S_ADDR4:$port" --upstream "$up" \
@@ -40,7 +42,7 @@ rows_relays_up() {
     [[ -s $WORK/relay.$port.ready ]] || bench_die "the delay relay on $port did not start ($OUT/raw/delayrelay.log)"
   done
   mkdir -p "$OUT/raw/rows"
-  ip netns exec "$NS_C" "$PY" "$BENCH_DIR/delayrelay.py" probe --connect "$S_ADDR4:$RELAY_PROXY_PORT" --rounds 5 \
+  ip netns exec "$NS_C" "$PY" "$BENCH_DIR/delayrelay.py" probe --connect "$S_ADDR4:$RELAY_ECHO_PORT" --rounds 20 \
     >"$OUT/raw/rows/relay.out" 2>&1 || bench_die "delay relay probe: $(cat "$OUT/raw/rows/relay.out")"
   bench_log "delay relay ($RELAY_DELAY_MS ms each way): $(cat "$OUT/raw/rows/relay.out")"
 }
