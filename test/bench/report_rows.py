@@ -106,7 +106,8 @@ def rows_tables(args):
                 return "", None
             rss, pss = num(meta.get("mem_%s_rss_kb" % what)), num(meta.get("mem_%s_pss_kb" % what))
             if rss is None:
-                return None, meta.get("hold_%s_rc" % what.split("_")[0], "not measured")
+                rc = meta.get("hold_%s_rc" % what.split("_")[0], "0")
+                return None, "not measured" + ("" if rc == "0" else " (holder: %s)" % rc)
             return "%s MiB (PSS %s)" % (fmt(rss / 1024, 1), fmt(pss / 1024 if pss else None, 1)), None
         return f
 
