@@ -108,19 +108,30 @@ clean:
 
 # make bench        deps + build + the benchmark (test/bench/; root; several
 #                   minutes): direct path vs s5tund thread/process mode,
-#                   queues 1 2 4; table, CSV and chart in $(BUILD_DIR)/bench/
-# make bench-short  the same, short (CI): asserts only that every case
-#                   moved traffic and completed, never a speed
+#                   queues 1 2 4 8, and the rows users compare (time to
+#                   first byte through a delay relay, 1 KB request rows,
+#                   memory with 1,000 connections, idle wake-ups, start-up);
+#                   tables, CSV and chart in $(BUILD_DIR)/bench/
+# make bench-short  the same, short (CI): asserts only that every case and
+#                   row ran, never a speed
+# make bench-scale  the queue sweep alone: CPU-s/GB with 8 streams for each
+#                   of QUEUES (default "1 2 4 8 16"), both modes, on a
+#                   machine with many cores
 # BENCH_ARGS passes options to test/bench/run.sh (see its --help).
 BENCH_ARGS ?=
+QUEUES ?= 1 2 4 8 16
 
-.PHONY: bench bench-short
+.PHONY: bench bench-short bench-scale
 
 bench: deps build
 	BUILD_DIR=$(BUILD_DIR) bash test/bench/run.sh --s5tund $(BUILD_DIR)/s5tund $(BENCH_ARGS)
 
 bench-short: deps build
 	BUILD_DIR=$(BUILD_DIR) bash test/bench/run.sh --short --s5tund $(BUILD_DIR)/s5tund $(BENCH_ARGS)
+
+bench-scale: deps build
+	BUILD_DIR=$(BUILD_DIR) bash test/bench/run.sh --s5tund $(BUILD_DIR)/s5tund --queues "$(QUEUES)" --streams 8 \
+	  --tests tcp --no-rows $(BENCH_ARGS)
 
 # make install      build, then install with CMake: s5tund to sbin, the
 #                   systemd unit, the man page, the example configuration

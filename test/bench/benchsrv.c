@@ -2,9 +2,9 @@
 /*
  * benchsrv: the small target server of the s5tund benchmark.
  *
- *   benchsrv -a ADDR [-r PORT] [-e PORT] [-k PORT] [-f READY_FILE]
+ *   benchsrv -a ADDR [-r PORT] [-e PORT] [-k PORT] [-u PORT] [-f READY_FILE]
  *
- * Three listening sockets on ADDR, served by one epoll loop:
+ * Three listening sockets and a UDP socket on ADDR, served by one epoll loop:
  *
  *   request/response port (-r, default 7100): the client sends one line
  *     "<N> ...\n" (any padding before the newline); the server answers with
@@ -14,6 +14,8 @@
  *     ports.
  *   echo port (-e, default 7101): everything read is written back, until
  *     the client closes. Used for round-trip latency.
+ *   UDP echo port (-u, default 7103): every datagram is sent back to its
+ *     sender. Used to hold many UDP flows open through the tunnel.
  *   keep-alive port (-k, default 7102): the same request lines as the
  *     request/response port, any number on one connection; each is
  *     answered with its N bytes and the connection stays open, like
@@ -42,7 +44,7 @@
 #define LINE_MAX_LEN 4096
 #define ECHO_BUF 65536
 
-enum kind { K_LISTEN_RR, K_LISTEN_ECHO, K_LISTEN_KA, K_RR, K_ECHO, K_KA };
+enum kind { K_LISTEN_RR, K_LISTEN_ECHO, K_LISTEN_KA, K_RR, K_ECHO, K_KA, K_UDP_ECHO };
 
 struct conn {
   enum kind kind;
@@ -72,7 +74,8 @@ static void die(const char *what) {
   exit(1);
 }
 
-static int listen_on(int family, const char *addr, int port) {
+/* A bound socket of TYPE (SOCK_STREAM: listening too) on ADDR:PORT. */
+static int listen_on(int family, int type, const char *addr, int port) {
   struct sockaddr_storage ss;
   socklen_t len;
   memset(&ss, 0, sizeof ss);
@@ -89,12 +92,12 @@ static int listen_on(int family, const char *addr, int port) {
     if (inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1) return -1;
     len = sizeof *s6;
   }
-  int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) die("socket");
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (bind(fd, (struct sockaddr *)&ss, len) < 0) die("bind");
-  if (listen(fd, 4096) < 0) die("listen");
+  if (type == SOCK_STREAM && listen(fd, 4096) < 0) die("listen");
   return fd;
 }
 
@@ -302,26 +305,45 @@ static void echo_event(struct conn *c, uint32_t events) {
   }
 }
 
+/* Every datagram waiting goes back to its sender (a full send buffer drops
+ * it: the client retries, as UDP clients do). */
+static void udp_echo_event(struct conn *c) {
+  char buf[2048];
+  for (;;) {
+    struct sockaddr_storage from;
+    socklen_t flen = sizeof from;
+    ssize_t n = recvfrom(c->fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &flen);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) perror("benchsrv: recvfrom");
+      return;
+    }
+    if (sendto(c->fd, buf, (size_t)n, 0, (struct sockaddr *)&from, flen) < 0) perror("benchsrv: sendto");
+  }
+}
+
 static void usage(void) {
-  fprintf(stderr, "usage: benchsrv -a ADDR [-r RR_PORT] [-e ECHO_PORT] [-k KA_PORT] [-f READY_FILE]\n");
+  fprintf(stderr,
+          "usage: benchsrv -a ADDR [-r RR_PORT] [-e ECHO_PORT] [-k KA_PORT] [-u UDP_PORT] [-f READY_FILE]\n");
   exit(2);
 }
 
 int main(int argc, char **argv) {
   const char *addr = NULL, *ready = NULL;
-  int rr_port = 7100, echo_port = 7101, ka_port = 7102, opt;
-  while ((opt = getopt(argc, argv, "a:r:e:k:f:")) != -1) {
+  int rr_port = 7100, echo_port = 7101, ka_port = 7102, udp_port = 7103, opt;
+  while ((opt = getopt(argc, argv, "a:r:e:k:u:f:")) != -1) {
     switch (opt) {
       case 'a': addr = optarg; break;
       case 'r': rr_port = atoi(optarg); break;
       case 'e': echo_port = atoi(optarg); break;
       case 'k': ka_port = atoi(optarg); break;
+      case 'u': udp_port = atoi(optarg); break;
       case 'f': ready = optarg; break;
       default: usage();
     }
   }
   if (!addr || rr_port <= 0 || rr_port > 65535 || echo_port <= 0 || echo_port > 65535 || ka_port <= 0 ||
-      ka_port > 65535)
+      ka_port > 65535 || udp_port <= 0 || udp_port > 65535)
     usage();
   int family = strchr(addr, ':') ? AF_INET6 : AF_INET;
   memset(fill, 'x', sizeof fill);
@@ -333,20 +355,23 @@ int main(int argc, char **argv) {
 
   ep = epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) die("epoll_create1");
-  static struct conn lrr, lecho, lka;
+  static struct conn lrr, lecho, lka, ludp;
   lrr.kind = K_LISTEN_RR;
-  lrr.fd = listen_on(family, addr, rr_port);
+  lrr.fd = listen_on(family, SOCK_STREAM, addr, rr_port);
   lecho.kind = K_LISTEN_ECHO;
-  lecho.fd = listen_on(family, addr, echo_port);
+  lecho.fd = listen_on(family, SOCK_STREAM, addr, echo_port);
   lka.kind = K_LISTEN_KA;
-  lka.fd = listen_on(family, addr, ka_port);
-  if (lrr.fd < 0 || lecho.fd < 0 || lka.fd < 0) {
+  lka.fd = listen_on(family, SOCK_STREAM, addr, ka_port);
+  ludp.kind = K_UDP_ECHO;
+  ludp.fd = listen_on(family, SOCK_DGRAM, addr, udp_port);
+  if (lrr.fd < 0 || lecho.fd < 0 || lka.fd < 0 || ludp.fd < 0) {
     fprintf(stderr, "benchsrv: bad address %s\n", addr);
     return 2;
   }
   add(&lrr, EPOLLIN);
   add(&lecho, EPOLLIN);
   add(&lka, EPOLLIN);
+  add(&ludp, EPOLLIN);
   if (ready) {
     FILE *f = fopen(ready, "w");
     if (!f) die(ready);
@@ -370,6 +395,7 @@ int main(int argc, char **argv) {
         case K_RR: rr_event(c, evs[i].events); break;
         case K_ECHO: echo_event(c, evs[i].events); break;
         case K_KA: ka_event(c, evs[i].events); break;
+        case K_UDP_ECHO: udp_echo_event(c); break;
       }
     }
   }

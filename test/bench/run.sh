@@ -37,6 +37,14 @@
 #                         offers RATE/8 per flow
 #   --udp-len N           UDP datagram payload (BENCH_UDP_LEN; 1400)
 #   --udp-family 4|6      the UDP rows over IPv4 or IPv6 (BENCH_UDP_FAMILY; 4)
+#   --no-rows             without the rows users compare (rows.sh: TTFB
+#                         through a delay relay, 1 KB request rows, memory
+#                         with many connections, idle wake-ups, start-up)
+#                         (BENCH_ROWS=0)
+#   --hold N              connections and UDP flows held for the memory rows
+#                         (BENCH_HOLD; 1000, short 200)
+#   --idle-secs SECS      idle time of the wake-up row (BENCH_IDLE_SECS; 20, short 5)
+#   --ttfb-secs SECS      sequential connections per TTFB variant (BENCH_TTFB_SECS; 3, short 1)
 #   --no-install          do not install missing Debian packages (BENCH_NO_INSTALL=1)
 #
 # Exit status: 0 every case moved traffic and completed; 1 a case failed or
@@ -77,6 +85,10 @@ TESTS=${BENCH_TESTS:-tcp udp}
 UDP_RATE=${BENCH_UDP_RATE:-}
 UDP_LEN=${BENCH_UDP_LEN:-1400}
 UDP_FAMILY=${BENCH_UDP_FAMILY:-4}
+ROWS=${BENCH_ROWS:-1}
+HOLD_N=${BENCH_HOLD:-}
+IDLE_SECS=${BENCH_IDLE_SECS:-}
+TTFB_SECS=${BENCH_TTFB_SECS:-}
 
 while (($#)); do
   opt=$1
@@ -84,8 +96,9 @@ while (($#)); do
     --short) SHORT=1; shift; continue ;;
     --no-install) NO_INSTALL=1; shift; continue ;;
     --conntrack) CONNTRACK=1; shift; continue ;;
+    --no-rows) ROWS=0; shift; continue ;;
     -h|--help) usage ;;
-    --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds|--tests|--udp-rate|--udp-len|--veth-gro|--udp-family)
+    --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds|--tests|--udp-rate|--udp-len|--veth-gro|--udp-family|--hold|--idle-secs|--ttfb-secs)
       (($# >= 2)) || { echo "bench: $opt needs a value" >&2; exit 2; } ;;
     *) echo "bench: unknown option: $opt" >&2; usage ;;
   esac
@@ -110,15 +123,18 @@ while (($#)); do
     --udp-rate) UDP_RATE=$val ;;
     --udp-len) UDP_LEN=$val ;;
     --udp-family) UDP_FAMILY=$val ;;
+    --hold) HOLD_N=$val ;;
+    --idle-secs) IDLE_SECS=$val ;;
+    --ttfb-secs) TTFB_SECS=$val ;;
   esac
 done
 
 if [[ $SHORT == 1 ]]; then
   : "${QUEUES_LIST:=1 2}" "${STREAMS:=1 4}" "${DURATION:=2}" "${CONC:=8}" "${CONN_SECS:=1}" "${ROUNDS:=300}"
-  : "${UDP_RATE:=50M}"
+  : "${UDP_RATE:=50M}" "${HOLD_N:=200}" "${IDLE_SECS:=5}" "${TTFB_SECS:=1}"
 else
-  : "${QUEUES_LIST:=1 2 4}" "${STREAMS:=1 8}" "${DURATION:=8}" "${CONC:=32}" "${CONN_SECS:=5}" "${ROUNDS:=2000}"
-  : "${UDP_RATE:=200M}"
+  : "${QUEUES_LIST:=1 2 4 8}" "${STREAMS:=1 8}" "${DURATION:=8}" "${CONC:=32}" "${CONN_SECS:=5}" "${ROUNDS:=2000}"
+  : "${UDP_RATE:=200M}" "${HOLD_N:=1000}" "${IDLE_SECS:=20}" "${TTFB_SECS:=3}"
 fi
 : "${MODES:=thread process}"
 BUILD_DIR=${BUILD_DIR:-build}
@@ -149,11 +165,15 @@ case ${BASH_REMATCH[2]} in K) UDP_BPS=$((BASH_REMATCH[1] * 1000)) ;; M) UDP_BPS=
   G) UDP_BPS=$((BASH_REMATCH[1] * 1000000000)) ;; *) UDP_BPS=${BASH_REMATCH[1]} ;; esac
 is_uint "$UDP_LEN" && ((UDP_LEN >= 16 && UDP_LEN <= 65000)) || bad "bad --udp-len: $UDP_LEN"
 [[ $UDP_FAMILY == 4 || $UDP_FAMILY == 6 ]] || bad "--udp-family takes 4 or 6: $UDP_FAMILY"
+is_uint "$HOLD_N" && ((HOLD_N >= 1 && HOLD_N <= 20000)) || bad "bad --hold: $HOLD_N"
+is_uint "$IDLE_SECS" && ((IDLE_SECS >= 1 && IDLE_SECS <= 600)) || bad "bad --idle-secs: $IDLE_SECS"
+is_uint "$TTFB_SECS" && ((TTFB_SECS >= 1 && TTFB_SECS <= 600)) || bad "bad --ttfb-secs: $TTFB_SECS"
 has_test() { [[ " $TESTS " == *" $1 "* ]]; }
 
 RR_PORT=7100
 ECHO_PORT=7101
 KA_PORT=7102
+UDP_ECHO_PORT=7103
 IPERF_PORT=5201
 
 # ------------------------------------------------------------ prerequisites
@@ -219,6 +239,8 @@ cc -O2 -Wall -Wextra -pthread -o "$OUT/bin/connrate" "$BENCH_DIR/connrate.c" \
   || bench_die "cannot build test/bench/connrate.c"
 cc -O2 -Wall -Wextra -o "$OUT/bin/benchsrv" "$BENCH_DIR/benchsrv.c" \
   || bench_die "cannot build test/bench/benchsrv.c"
+cc -O2 -Wall -Wextra -o "$OUT/bin/holder" "$BENCH_DIR/holder.c" \
+  || bench_die "cannot build test/bench/holder.c"
 CONNRATE=$OUT/bin/connrate
 BENCHSRV=$OUT/bin/benchsrv
 
@@ -229,7 +251,8 @@ for m in $MODES; do for q in $QUEUES_LIST; do CASES+=("$m-q$q"); done; done
 # Watchdog bound of the whole run (it still cleans up): generous.
 runs_per_case=$(($(wc -w <<<"$STREAMS") * 2 + 4))
 per_case=$((runs_per_case * (DURATION + 25) + 3 * ${CONN_SECS%.*} + 2 * T_START + 100))
-: "${E2E_DEADLINE:=$((${#CASES[@]} * per_case + 300))}"
+rows_secs=$(((IDLE_SECS + 3 * ${CONN_SECS%.*} + 4 * TTFB_SECS + HOLD_N / 50 + 6 * T_START + 120) * 2))
+: "${E2E_DEADLINE:=$((${#CASES[@]} * per_case + rows_secs + 300))}"
 export E2E_DEADLINE
 
 # ------------------------------------------------------------ run set-up
@@ -292,6 +315,10 @@ CLK_TCK=$(getconf CLK_TCK)
   echo "udp_rate=$UDP_RATE"
   echo "udp_len=$UDP_LEN"
   echo "udp_family=$UDP_FAMILY"
+  echo "rows=$ROWS"
+  echo "hold=$HOLD_N"
+  echo "idle_secs=$IDLE_SECS"
+  echo "ttfb_secs=$TTFB_SECS"
   echo "clk_tck=$CLK_TCK"
 } >"$OUT/env.txt"
 bench_log "s5tund $S5TUND; results in $OUT; cases: ${CASES[*]}"
@@ -336,11 +363,14 @@ else
 fi
 bench_log "$PROXY listening on $S_ADDR4:$PROXY_PORT"
 
-ip netns exec "$NS_S" "$BENCHSRV" -a "$TGT4" -r "$RR_PORT" -e "$ECHO_PORT" -k "$KA_PORT" -f "$WORK/benchsrv.ready" \
+ip netns exec "$NS_S" "$BENCHSRV" -a "$TGT4" -r "$RR_PORT" -e "$ECHO_PORT" -k "$KA_PORT" -u "$UDP_ECHO_PORT" -f "$WORK/benchsrv.ready" \
   >"$OUT/raw/benchsrv.log" 2>&1 &
 for _ in $(seq $((T_START * 10))); do [[ -s $WORK/benchsrv.ready ]] && break; sleep 0.1; done
 [[ -s $WORK/benchsrv.ready ]] || bench_die "benchsrv did not start (log: $OUT/raw/benchsrv.log)"
 bench_log "targets on $TGT4 (only in the server namespace): benchsrv $RR_PORT/$ECHO_PORT/$KA_PORT, iperf3 $IPERF_PORT"
+
+# shellcheck source=rows.sh
+source "$BENCH_DIR/rows.sh"
 
 # ------------------------------------------------------------ measurement helpers
 
@@ -623,12 +653,26 @@ for case in "${CASES[@]}"; do
   fi
 done
 
+if [[ $ROWS == 1 ]] && has_test tcp; then
+  BENCH_PHASE=rows
+  run_rows
+fi
+
 # ------------------------------------------------------------ report
 
 report_rc=0
 "$PY" "$BENCH_DIR/report.py" report --out "$OUT" --streams "$STREAMS" --cases "${CASES[*]}" \
   --clk-tck "$CLK_TCK" --tests "$TESTS" --udp-runs "$([[ $SHORT == 1 ]] && echo udpup1 || echo udpup1 udpdown1 udpup8 udpdown8)" \
   || report_rc=$?
+if has_test tcp; then
+  max_streams=$(tr ' ' '\n' <<<"$STREAMS" | sort -n | tail -n 1)
+  "$PY" "$BENCH_DIR/report_rows.py" sweep --out "$OUT" --cases "${CASES[*]}" --streams "$max_streams" \
+    --clk-tck "$CLK_TCK" >>"$OUT/results.md" || report_rc=1
+fi
+if [[ $ROWS == 1 ]] && has_test tcp; then
+  "$PY" "$BENCH_DIR/report_rows.py" rows --out "$OUT" --modes "$MODES" --relay-delay-ms "$RELAY_DELAY_MS" \
+    --hold "$HOLD_N" >>"$OUT/results.md" || report_rc=1
+fi
 if [[ $HAVE_GNUPLOT == 1 && -f $OUT/chart.gp ]] && has_test tcp; then
   if (cd "$OUT" && timeout 60 gnuplot chart.gp >"$OUT/raw/gnuplot.log" 2>&1); then
     bench_log "chart: $OUT/chart.png"
