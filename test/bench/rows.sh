@@ -35,14 +35,14 @@ rows_relays_up() {
     "$RELAY_ECHO_PORT $TGT4:$ECHO_PORT"; do
     read -r port up <<<"$spec"
     rm -f "$WORK/relay.$port.ready"
-    ip netns exec "$NS_S" "$PY" "$BENCH_DIR/delayrelay.py" relay --listen "$S_ADDR4:$port" --upstream "$up" \
+    ip netns exec "$NS_S" "$PY" "$BENCH_DIR/../e2e/delayrelay.py" --listen "$S_ADDR4" --port "$port" --to "$up" \
       --delay-ms "$RELAY_DELAY_MS" --ready-file "$WORK/relay.$port.ready" >>"$OUT/raw/delayrelay.log" 2>&1 &
     RELAY_PIDS+=($!)
     for i in $(seq $((T_START * 10))); do [[ -s $WORK/relay.$port.ready ]] && break; sleep 0.1; done
     [[ -s $WORK/relay.$port.ready ]] || bench_die "the delay relay on $port did not start ($OUT/raw/delayrelay.log)"
   done
   mkdir -p "$OUT/raw/rows"
-  ip netns exec "$NS_C" "$PY" "$BENCH_DIR/delayrelay.py" probe --connect "$S_ADDR4:$RELAY_ECHO_PORT" --rounds 20 \
+  ip netns exec "$NS_C" "$PY" "$BENCH_DIR/rtprobe.py" --connect "$S_ADDR4:$RELAY_ECHO_PORT" --rounds 20 \
     >"$OUT/raw/rows/relay.out" 2>&1 || bench_die "delay relay probe: $(cat "$OUT/raw/rows/relay.out")"
   bench_log "delay relay ($RELAY_DELAY_MS ms each way): $(cat "$OUT/raw/rows/relay.out")"
 }
