@@ -20,6 +20,7 @@
 #include "ctl/stats_server.h"
 
 #define S5_CONTROL_PERIOD_MS 250 /* readiness and watchdog checks */
+#define S5_CONTROL_START_MS 5    /* readiness checks until every queue serves (about 20 ms) */
 #define S5_STALL_MS 5000         /* a loop this quiet is reported */
 
 static const int control_signals[] = {SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1};
@@ -133,7 +134,8 @@ static int handle_signal(struct control *c, int sig) {
 static int control_wait_ms(const struct control *c, const struct s5_stats_server *server,
                            const struct s5_metrics_server *metrics) {
   long t = c->mode->next_tick ? c->mode->next_tick(c->mode->arg) : -1;
-  int w = (t < 0 || t > S5_CONTROL_PERIOD_MS) ? S5_CONTROL_PERIOD_MS : (int)t;
+  int period = c->ready ? S5_CONTROL_PERIOD_MS : S5_CONTROL_START_MS; /* READY=1 not a tick late */
+  int w = (t < 0 || t > period) ? period : (int)t;
   int ws = s5_stats_server_wait_ms(server), wm = s5_metrics_wait_ms(metrics);
   if (ws >= 0 && ws < w) w = ws;
   if (wm >= 0 && wm < w) w = wm;
