@@ -199,7 +199,7 @@ FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_http fuzz_packet
 # allocator (and its quarantine) is another one, and refuses mallopt. Of the
 # longest q2 pairs (route.host, port_reuse, dns_tcp) thread mode runs, as
 # the process-mode code they reach runs in the other cases.
-ASAN_SKIP ?= ^e2e\.((echo|bulk|concurrent|auth|deadproxy|sigterm|udp_echo|dns|udp_teardown|udp_badrelay|udp_off_icmp)\.(thread\.q4|process\.q1)|soak_short\.thread\.q2|ops\.deadworker\.process\.q2|rss_after_load\.(thread|process)\.q2|(route\.host|port_reuse|dns_tcp)\.process\.q2)$$
+ASAN_SKIP ?= ^e2e\.((echo|bulk|concurrent|auth|deadproxy|sigterm|udp_echo|dns|udp_teardown|udp_badrelay|udp_off_icmp)\.(thread\.q4|process\.q1)|soak_short\.thread\.q2|ops\.deadworker\.process\.q2|rss_after_load\.(footprint\.)?(thread|process)\.q[12]|(route\.host|port_reuse|dns_tcp)\.process\.q2)$$
 SAN_ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 SAN_TSAN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 

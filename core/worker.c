@@ -71,6 +71,7 @@ void s5_worker_reload(struct s5_worker *w) { uv_async_send(&w->reload_async); }
 static void worker_idle_check(struct s5_worker *w) {
   if (w->ctx.draining || !s5_memtrim_went_idle(&w->trim, w->ctx.stats)) return;
   s5_relay_drop_cache(&w->relay);
+  s5_udp_release(w->udp);
   if (s5_memtrim_release()) S5_STAT_ADD(w->ctx.stats, mem_trims, 1);
 }
 

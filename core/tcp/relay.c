@@ -273,6 +273,14 @@ void s5_relay_init(struct s5_relay *r, uint64_t *to_proxy, uint64_t *from_proxy)
 }
 
 void s5_relay_drop_cache(struct s5_relay *r) {
+  /* Between turns the current buffer holds no data (a read is copied into
+   * lwIP's segments or handed over whole): it only waits for the next read,
+   * and would keep 64 KiB and the top of the thread's arena while idle. */
+  if (r->rbuf_cur != NULL) {
+    free(r->rbuf_cur);
+    r->rbuf_cur = NULL;
+    r->rbuf_out--;
+  }
   while (r->rbuf_cache != NULL) {
     struct s5_rbuf *b = r->rbuf_cache;
     r->rbuf_cache = b->next;
@@ -283,11 +291,6 @@ void s5_relay_drop_cache(struct s5_relay *r) {
 
 void s5_relay_stop(struct s5_relay *r) {
   r->stopping = 1;
-  if (r->rbuf_cur != NULL) {
-    free(r->rbuf_cur);
-    r->rbuf_cur = NULL;
-    r->rbuf_out--;
-  }
   s5_relay_drop_cache(r);
   /* Buffers lwIP still references are freed when it frees them. */
   if (r->rbuf_out != 0) s5_warn("%u read buffers still held by lwIP at stop", r->rbuf_out);

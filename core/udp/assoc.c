@@ -286,3 +286,7 @@ void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
     s5_conntab_put(q, &c);
   }
 }
+
+void s5_udp_release(struct s5_udp *u) {
+  if (u != NULL) s5_udp_io_release(u->io);
+}

@@ -52,6 +52,8 @@ uint64_t s5_udp_wait_wish(struct s5_udp *u);
 /* --connections: puts every association of u into q (core/shared/conntab.h). */
 struct s5_connq;
 void s5_udp_list(const struct s5_udp *u, struct s5_connq *q);
+/* The worker went idle: buffers' pages back to the kernel (udp_io.h). */
+void s5_udp_release(struct s5_udp *u);
 
 /* Sends len bytes to dst:dport as a UDP datagram from src:sport (both of
  * one family) into the TUN, fragmented by lwIP if above the MTU: relayed

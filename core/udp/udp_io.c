@@ -11,8 +11,9 @@
  * route whose MTU is below the segment, a device without checksum offload)
  * sends its datagrams one by one from then on.
  *
- * Receiving: recvmmsg() into a ring of 64 KiB slots (malloc'd once; only
- * the pages datagrams touch become resident), at most S5_UDPIO_RECV_ROUNDS
+ * Receiving: recvmmsg() into a ring of 64 KiB slots (mapped once; only
+ * the pages datagrams touch become resident, and they are given back when
+ * the worker goes idle: s5_udp_io_release), at most S5_UDPIO_RECV_ROUNDS
  * batches per wake-up so that one busy relay cannot starve the TUN queue
  * (the poll handle is level-triggered and comes back). After each batch
  * the owner's batch_done runs (udp.c flushes the TUN writer: it holds
@@ -28,6 +29,7 @@
 #include <netinet/udp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -55,6 +57,8 @@
 #define S5_UDPIO_MODERATE_MIN 2     /* datagrams found waiting in one turn before a wait is wished */
 #define S5_UDPIO_SLOT (65536 + 512) /* a GRO-coalesced read is at most 64 KiB */
 #define S5_UDPIO_IOV 64             /* header + pbufs on the plain path */
+#define S5_UDPIO_SLOTS_LEN ((size_t)S5_UDPIO_RECV_BATCH * S5_UDPIO_SLOT)
+#define S5_UDPIO_BUFS_LEN (S5_UDPIO_SLOTS_LEN + S5_UDPIO_ARENA)
 
 struct ent {
   uint32_t off, len;
@@ -88,8 +92,8 @@ struct s5_udp_io {
   struct mmsghdr rmsg[S5_UDPIO_RECV_BATCH];
   struct iovec riov[S5_UDPIO_RECV_BATCH];
   union cmsg_int rcm[S5_UDPIO_RECV_BATCH];
-  uint8_t *slots;
-  uint8_t arena[S5_UDPIO_ARENA];
+  uint8_t *slots; /* mapped with the state: the receive slots, then... */
+  uint8_t *arena; /* ...the send arena (S5_UDPIO_BUFS_LEN together) */
 };
 
 int s5_udp_io_batching(const struct s5_udp_io *io) { return io != NULL && io->batch; }
@@ -135,8 +139,8 @@ void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, co
     send_now(io, s, hdr, hlen, p);
     return;
   }
-  if (io->used + len > sizeof io->arena || io->nents == S5_UDPIO_ENTS) s5_udp_io_flush(io);
-  S5_ASSERT(io->used + len <= sizeof io->arena && io->nents < S5_UDPIO_ENTS);
+  if (io->used + len > S5_UDPIO_ARENA || io->nents == S5_UDPIO_ENTS) s5_udp_io_flush(io);
+  S5_ASSERT(io->used + len <= S5_UDPIO_ARENA && io->nents < S5_UDPIO_ENTS);
   uint8_t *d = io->arena + io->used;
   if (hlen > 0) memcpy(d, hdr, hlen); /* none for datagrams queued with theirs */
   pbuf_copy_partial(p, d + hlen, p->tot_len, 0);
@@ -395,29 +399,43 @@ void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb) {
 
 /* ---------------------------------------------------------------- worker glue */
 
+/* The state, then the slots and the arena, in one mapping: pages the
+ * kernel hands out zeroed and untouched (calloc() in a worker's arena
+ * would write every page of the state), and that can be given back. */
+#define S5_UDPIO_HEAD (((sizeof(struct s5_udp_io) + 4095) / 4096) * 4096)
+#define S5_UDPIO_MAP_LEN (S5_UDPIO_HEAD + S5_UDPIO_BUFS_LEN)
+
 struct s5_udp_io *s5_udp_io_start(struct s5_wctx *w, void (*batch_done)(void *arg), void *arg) {
-  struct s5_udp_io *io = calloc(1, sizeof *io);
-  uint8_t *slots = malloc((size_t)S5_UDPIO_RECV_BATCH * S5_UDPIO_SLOT);
-  if (io == NULL || slots == NULL) {
-    free(io);
-    free(slots);
-    s5_error("UDP: out of memory for the relay buffers");
+  void *m = mmap(NULL, S5_UDPIO_MAP_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    s5_error("UDP: no memory for the relay buffers: %s", strerror(errno));
     return NULL;
   }
+  struct s5_udp_io *io = m;
   io->w = w;
   io->batch_done = batch_done;
   io->batch_arg = arg;
-  io->slots = slots;
+  io->slots = (uint8_t *)m + S5_UDPIO_HEAD;
+  io->arena = io->slots + S5_UDPIO_SLOTS_LEN;
   io->batch = !s5_env_flag("S5TUND_NO_UDP_OFFLOAD");
   if (!io->batch)
     s5_info("UDP: batching and offloads disabled by S5TUND_NO_UDP_OFFLOAD (one datagram per system call)");
   return io;
 }
 
+void s5_udp_io_release(struct s5_udp_io *io) {
+  if (io == NULL) return;
+  /* Between turns nothing points into the slots (the TUN writer is
+   * flushed after every batch); the arena is empty unless a timer of this
+   * turn queued a datagram, sent at its end: then it stays. */
+  size_t len = io->nents == 0 ? S5_UDPIO_BUFS_LEN : S5_UDPIO_SLOTS_LEN;
+  if (madvise(io->slots, len, MADV_DONTNEED) != 0)
+    s5_warn("UDP: giving back the relay buffers' pages: %s", strerror(errno));
+}
+
 /* Every socket was closed before (their queues with them). */
 void s5_udp_io_stop(struct s5_udp_io *io) {
   if (io == NULL) return;
   S5_ASSERT(io->pend == NULL);
-  free(io->slots);
-  free(io);
+  if (munmap(io, S5_UDPIO_MAP_LEN) != 0) s5_warn("UDP: unmapping the relay buffers: %s", strerror(errno));
 }

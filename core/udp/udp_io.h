@@ -56,6 +56,9 @@ struct s5_udp_sock {
  * worker's instance, or NULL (logged). stop frees it (NULL: none). */
 struct s5_udp_io *s5_udp_io_start(struct s5_wctx *w, void (*batch_done)(void *arg), void *arg);
 void s5_udp_io_stop(struct s5_udp_io *io);
+/* The worker went idle: the receive slots' and send arena's pages back to
+ * the kernel (they come back, zeroed, with the next datagrams). */
+void s5_udp_io_release(struct s5_udp_io *io);
 
 /* 1 when batching and offloads are on (S5TUND_NO_UDP_OFFLOAD not set). */
 int s5_udp_io_batching(const struct s5_udp_io *io);

@@ -5,6 +5,8 @@
 #   run.sh load MODE QUEUES [S5TUND]     10,000 TCP connections held at once
 #   run.sh soak MODE QUEUES [S5TUND]     mixed traffic for SOAK_SECONDS (600)
 #   run.sh rss MODE QUEUES [S5TUND]      RSS back near idle after a load, twice
+#   run.sh footprint MODE QUEUES [S5TUND] the memory after start and after a bulk
+#                                         transfer against issue 21's limits (footprint.py)
 #
 # Both through danted (a real SOCKS5 server; it spreads its clients over
 # child processes, so 10,000 connections fit in its per-process fd limit,
@@ -15,7 +17,8 @@
 # both modes, `make soak-short` for 60 s each (CI).
 #
 # Environment: SOAK_SECONDS (600), SOAK_EVERY (sample period, 5 s),
-# LOAD_N (10000), RSS_HOLD and RSS_ROUNDS (2000 x 5 a load), SOAK_NOFILE (s5tund's limit-nofile; lower it to see the
+# LOAD_N (10000), RSS_HOLD and RSS_ROUNDS (2000 x 5 a load), FOOTPRINT_ARGS
+# (footprint.py's options, e.g. --measure-only), SOAK_NOFILE (s5tund's limit-nofile; lower it to see the
 # load case fail), E2E_KEEP=1 keeps the work directory.
 SOAK_SECONDS=${SOAK_SECONDS:-600}
 SOAK_EVERY=${SOAK_EVERY:-5}
@@ -68,6 +71,9 @@ setup_soak() {
   elif [[ $CASE == rss ]]; then
     log "case rss mode=$MODE queues=$QUEUES load=${RSS_ROUNDS}x$RSS_HOLD binary=$S5TUND"
     LOAD_N=$RSS_HOLD
+  elif [[ $CASE == footprint ]]; then
+    log "case footprint mode=$MODE queues=$QUEUES binary=$S5TUND"
+    LOAD_N=0
   else
     log "case soak mode=$MODE queues=$QUEUES seconds=$SOAK_SECONDS binary=$S5TUND"
   fi
@@ -89,16 +95,22 @@ setup_soak() {
   in_c sysctl -qw net.ipv4.ip_local_port_range="10000 65000"
   in_s sysctl -qw net.ipv4.ip_local_port_range="10000 65000"
   e2e_start_target
-  [[ $CASE == soak ]] && start_udptarget
+  [[ $CASE == soak || $CASE == footprint ]] && start_udptarget
   e2e_start_dante
 
   ini=$WORK/s5tund.ini
+  # footprint: the debug log has each trim's figures (heap in use, free).
+  [[ $CASE == footprint ]] && export CFG_LOG_LEVEL=debug
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT \
     e2e_write_config "$ini"
   printf '%s\n' "" "[session]" "udp-idle-timeout = $UDP_IDLE" "" "[stats]" "socket = $STATS_SOCK" \
     "" "[run]" "limit-nofile = $NOFILE" >>"$ini"
   e2e_start_s5tund --config "$ini"
-  e2e_wait_ready "$MODE" "$QUEUES"
+  if [[ $CASE == footprint ]]; then
+    e2e_wait_device "$MODE" "$QUEUES" # "after start" is before any traffic
+  else
+    e2e_wait_ready "$MODE" "$QUEUES"
+  fi
   limits=$(grep "open files" "/proc/$S5PID/limits")
   log "s5tund: $(oneline "$limits")"
   [[ $(awk '{print $4}' <<<"$limits") == "$NOFILE" ]] || fail "[run] limit-nofile = $NOFILE not in force: $limits"
@@ -119,6 +131,16 @@ case_load() {
 
 case_rss() {
   soakpy rss --hold "$RSS_HOLD" --rounds "$RSS_ROUNDS"
+  soak_finish
+}
+
+# The memory after start and 5 s after a bulk transfer and a UDP burst,
+# against issue 21's limits (footprint.py says which and why on Pss).
+case_footprint() {
+  # shellcheck disable=SC2086  # FOOTPRINT_ARGS: options, split into words
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$((E2E_DEADLINE - 60))" "$PY" "$HERE/footprint.py" \
+    --pid "$S5PID" --stats "$STATS_SOCK" --mode "$MODE" --queues "$QUEUES" --host "$TGT4" --port "$TGT_PORT" \
+    ${FOOTPRINT_ARGS:-}
   soak_finish
 }
 
