@@ -22,6 +22,16 @@ start_with_flags() {    # ADDR:PORT
   e2e_start_s5tund --config "$WORK/s5tund.flags.ini" --mode "$MODE" --queues "$QUEUES" --socks5 "$1"
 }
 
+# 64 MiB each way to the target at TGT4 with the upload ended by UPLOAD_MODE
+# (length or eof), checked to have crossed the TUN device; s5tund alive after.
+bulk_64m() {            # UPLOAD_MODE
+  local counters
+  counters=$(e2e_tun_bytes)
+  CLIENT_T=$T_BULK client --host "$TGT4" --timeout 60 bulk --size 64M --upload-mode "$1"
+  e2e_check_through_tun "$counters" $((64 << 20))
+  e2e_require_alive "after bulk"
+}
+
 # ---------------------------------------------------------------- cases
 
 # The harness checks itself, without s5tund: topology, target, both proxies,
@@ -106,11 +116,7 @@ case_bulk() {
   e2e_wait_ready "$MODE" "$QUEUES"
   # microsocks ends both directions at the first EOF, so the upload is
   # length-delimited here; bulk_dante does it with half-close.
-  local counters
-  counters=$(e2e_tun_bytes)
-  CLIENT_T=$T_BULK client --host "$TGT4" --timeout 60 bulk --size 64M --upload-mode length
-  e2e_check_through_tun "$counters" $((64 << 20))
-  e2e_require_alive "after bulk"
+  bulk_64m length
   client --host "$TGT4" echo
 }
 
@@ -120,11 +126,7 @@ case_bulk_dante() {
   e2e_start_dante
   start_with_flags "[$S_ADDR6]:$DANTE_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
-  local counters
-  counters=$(e2e_tun_bytes)
-  CLIENT_T=$T_BULK client --host "$TGT4" --timeout 60 bulk --size 64M --upload-mode eof
-  e2e_check_through_tun "$counters" $((64 << 20))
-  e2e_require_alive "after bulk"
+  bulk_64m eof
   client --host "$TGT6" echo --halfclose
 }
 
