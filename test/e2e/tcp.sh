@@ -32,6 +32,11 @@ bulk_64m() {            # UPLOAD_MODE
   e2e_require_alive "after bulk"
 }
 
+# The target's address of IP version 4 or 6.
+target_of() {           # 4|6
+  if [[ $1 == 6 ]]; then echo "$TGT6"; else echo "$TGT4"; fi
+}
+
 # ---------------------------------------------------------------- cases
 
 # The harness checks itself, without s5tund: topology, target, both proxies,
@@ -386,9 +391,7 @@ case_reset_from_client() {
   CFG_LOG_LEVEL=debug start_with_config "$S_ADDR4" "$DANTE_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
   for v in 4 6; do
-    local host=$TGT4
-    [[ $v == 6 ]] && host=$TGT6
-    client --host "$host" rst --tag "rst-dante$v"
+    client --host "$(target_of "$v")" rst --tag "rst-dante$v"
     line=$(e2e_wait_log "$WORK/target.log" "hold rst-dante$v ended" 15 \
       "end of the target's side of rst-dante$v (HOLD through danted, client sent RST)")
     # danted passes a RST on as a RST (seen on every run): so must the
@@ -411,9 +414,7 @@ case_reset_from_client() {
   start_with_config "$S_ADDR4" "$BP_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
   for v in 4 6; do
-    local host=$TGT4
-    [[ $v == 6 ]] && host=$TGT6
-    client --host "$host" rst --tag "rst-bp$v"
+    client --host "$(target_of "$v")" rst --tag "rst-bp$v"
     line=$(e2e_wait_log "$BP_LOG" "\[HOLD rst-bp$v\] client-end=" 15 \
       "end of the proxy connection of rst-bp$v in badproxy's log")
     [[ $line == *"client-end=reset"* ]] \
@@ -531,7 +532,7 @@ case_connect_timeout() {
 # both sides (the client sees ECONNRESET; badproxy sees s5tund's RST and
 # passes it to the target), while one that talks every 0.5 s for 5 s lives.
 case_idle_timeout() {
-  local talk_pid talk_rc=0 v host line
+  local talk_pid talk_rc=0 v line
   e2e_topology_up
   e2e_start_target
   e2e_start_badproxy
@@ -542,9 +543,7 @@ case_idle_timeout() {
     --port "$TGT_PORT" --timeout 15 talk --interval 0.5 --duration 5 >"$WORK/talk.log" 2>&1 &
   talk_pid=$!
   for v in 4 6; do
-    host=$TGT4
-    [[ $v == 6 ]] && host=$TGT6
-    CLIENT_T=30 client --host "$host" --timeout 15 silent --tag "idle$v" --expect reset
+    CLIENT_T=30 client --host "$(target_of "$v")" --timeout 15 silent --tag "idle$v" --expect reset
     line=$(e2e_wait_log "$BP_LOG" "\[HOLD idle$v\] client-end=" 15 \
       "end of the proxy connection of idle$v in badproxy's log")
     [[ $line == *"client-end=reset"* ]] || fail "s5tund did not reset the idle proxy connection: $line"

@@ -57,6 +57,18 @@ static inline err_t output6(struct netif *netif, struct pbuf *p, const ip6_addr_
   return capture(netif, p);
 }
 
+/* The netif's init function: a TUN-like netif (MTU 1500, no link layer)
+ * that takes any destination, as s5tund's does, its output captured. */
+static inline err_t netif_setup(struct netif *netif) {
+  netif->name[0] = 't';
+  netif->name[1] = 'n';
+  netif->mtu = 1500;
+  netif->output = output4;
+  netif->output_ip6 = output6;
+  netif->flags = NETIF_FLAG_ANY_DEST;
+  return ERR_OK;
+}
+
 /* ---- bytes and checksums ------------------------------------------------ */
 
 static inline void put16(uint8_t *p, uint16_t v) {

@@ -129,15 +129,6 @@ static void listen_any(void) {
   tcp_accept(listener, on_accept);
 }
 
-static err_t netif_setup(struct netif *netif) {
-  netif->name[0] = 't';
-  netif->name[1] = 'n';
-  netif->mtu = 1500;
-  netif->output = output4;
-  netif->flags = NETIF_FLAG_ANY_DEST;
-  return ERR_OK;
-}
-
 /* ---- pcb lists ---------------------------------------------------------- */
 
 static int count(struct tcp_pcb *list) {

@@ -177,16 +177,6 @@ static err_t on_bound_accept(void *arg, struct tcp_pcb *newpcb, err_t err) {
   return ERR_OK;
 }
 
-static err_t netif_setup(struct netif *netif) {
-  netif->name[0] = 't';
-  netif->name[1] = 'n';
-  netif->mtu = 1500;
-  netif->output = output4;
-  netif->output_ip6 = output6;
-  netif->flags = NETIF_FLAG_ANY_DEST;
-  return ERR_OK;
-}
-
 static void feed(struct worker *w, const struct flow *f, uint32_t seq, uint32_t ack, uint8_t flags) {
   feed_flow(&w->netif, f, seq, ack, flags, NULL);
 }

@@ -157,15 +157,6 @@ static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   return s5_relay_start(c, (const uint8_t *)early, sizeof early - 1);
 }
 
-static err_t netif_setup(struct netif *netif) {
-  netif->name[0] = 't';
-  netif->name[1] = 'n';
-  netif->mtu = 1500;
-  netif->output = output4;
-  netif->flags = NETIF_FLAG_ANY_DEST;
-  return ERR_OK;
-}
-
 /* One loop turn as the worker runs it: poll, then the end-of-turn flush. */
 static void turn(void) {
   uv_run(&loop, UV_RUN_NOWAIT);
