@@ -872,13 +872,26 @@ case_persist() {
   log "ip link del removed $TUN"
 }
 
+# busy_try MODE WHAT: s5tund on busy.ini in C, bounded, which must refuse
+# the busy device (exit 1); sets BUSY_OUT and BUSY_ERR, shows its stderr.
+busy_try() {
+  local rc=0
+  in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$WORK/busy.ini" --mode "$1" --queues 2 \
+    >"$WORK/busy.out" 2>"$WORK/busy.err" || rc=$?
+  BUSY_OUT=$(cat "$WORK/busy.out")
+  BUSY_ERR=$(cat "$WORK/busy.err")
+  printf '%s\n' "$BUSY_ERR" | sed "s/^/    $2: /"
+  ((rc == 124 || rc == 137)) && fail "$2: s5tund did not exit within ${T_STOP}s"
+  ((rc == 1)) || fail "$2: exit status $rc, expected 1"
+}
+
 # busy_device: the name is taken by a device s5tund cannot serve (a TAP, a
 # dummy or, without that driver, a veth, a single-queue TUN), by a
 # persistent multi-queue TUN nobody serves while persist is off, or by a
 # running s5tund (busy_device_s5tund): exit 1, a message naming the device
 # and what to do, and the device untouched.
 case_busy_device() {
-  local kind mode out err rc before after
+  local kind mode out err before after
   e2e_topology_up
   CFG_MODE="" CFG_QUEUES="" CFG_PROXY_ADDR="$S_ADDR4" CFG_PROXY_PORT="$MS_PORT" \
     e2e_write_config "$WORK/busy.ini"
@@ -900,14 +913,8 @@ case_busy_device() {
     in_c ip addr add 192.0.2.1/24 dev "$TUN"
     before=$(device_state)
     for mode in thread process; do
-      rc=0
-      in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$WORK/busy.ini" --mode "$mode" --queues 2 \
-        >"$WORK/busy.out" 2>"$WORK/busy.err" || rc=$?
-      out=$(cat "$WORK/busy.out")
-      err=$(cat "$WORK/busy.err")
-      printf '%s\n' "$err" | sed "s/^/    $kind $mode: /"
-      ((rc == 124 || rc == 137)) && fail "$kind, $mode: s5tund did not exit within ${T_STOP}s"
-      ((rc == 1)) || fail "$kind, $mode: exit status $rc, expected 1"
+      busy_try "$mode" "$kind, $mode"
+      out=$BUSY_OUT err=$BUSY_ERR
       grep -qF "another device has this name" <<<"$err" \
         || fail "$kind, $mode: stderr does not say the name is taken: $(oneline "$err")"
       grep -qF "delete it or set [tun] name" <<<"$err" \
@@ -928,16 +935,12 @@ case_busy_device() {
 # A persistent multi-queue TUN device with no queue attached, s5tund without
 # persist = true: it must not take over a device it was not told to keep.
 busy_device_idle() {
-  local mode rc err before after
+  local mode err before after
   in_c ip tuntap add mode tun multi_queue name "$TUN"
   before=$(device_state)
   for mode in thread process; do
-    rc=0
-    in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$WORK/busy.ini" --mode "$mode" --queues 2 \
-      >"$WORK/busy.out" 2>"$WORK/busy.err" || rc=$?
-    err=$(cat "$WORK/busy.err")
-    printf '%s\n' "$err" | sed "s/^/    idle persistent tun $mode: /"
-    ((rc == 1)) || fail "idle persistent $TUN, $mode: exit status $rc, expected 1"
+    busy_try "$mode" "idle persistent $TUN, $mode"
+    err=$BUSY_ERR
     grep -qF "$TUN already exists" <<<"$err" || fail "idle persistent $TUN, $mode: stderr does not say $TUN exists: $(oneline "$err")"
     grep -qF "persist = true" <<<"$err" || fail "idle persistent $TUN, $mode: stderr does not mention persist = true: $(oneline "$err")"
     after=$(device_state)
