@@ -212,14 +212,20 @@ case_optimistic_refused() {
   done
 }
 
-case_pool_idle() {
-  local recycled
+# up_warm: namespaces, target, microsocks and s5tund with [socks5] pool =
+# POOL, ready and with every queue's pool full (POOL * QUEUES connections).
+up_warm() {
   e2e_topology_up
   e2e_start_target
   e2e_start_microsocks
   start_pool "$S_ADDR4" "$MS_PORT" "$POOL"
   e2e_wait_ready "$MODE" "$QUEUES"
   wait_warm "$MS_PORT" $((POOL * QUEUES))
+}
+
+case_pool_idle() {
+  local recycled
+  up_warm
   # microsocks goes and comes back at once: every pooled connection ends
   # (FIN) while idle; some EOFs may cross the first CONNECTs.
   e2e_stop_microsocks
@@ -244,14 +250,9 @@ case_pool_idle() {
 
 case_pool_age() {
   local n=0
-  e2e_topology_up
-  e2e_start_target
-  e2e_start_microsocks
-  E2E_S5_WRAP=(env S5TUND_POOL_SHORT_AGE=1)
-  start_pool "$S_ADDR4" "$MS_PORT" "$POOL"
+  E2E_S5_WRAP=(env S5TUND_POOL_SHORT_AGE=1)   # only s5tund's start uses it
+  up_warm
   E2E_S5_WRAP=()
-  e2e_wait_ready "$MODE" "$QUEUES"
-  wait_warm "$MS_PORT" $((POOL * QUEUES))
   for _ in $(seq $((T_START * 10))); do
     n=$(counter pool_recycled)
     ((n >= 2 * POOL * QUEUES)) && break
@@ -298,12 +299,7 @@ case_pool_backoff() {
 
 case_pool_refused() {
   local hits
-  e2e_topology_up
-  e2e_start_target
-  e2e_start_microsocks
-  start_pool "$S_ADDR4" "$MS_PORT" "$POOL"
-  e2e_wait_ready "$MODE" "$QUEUES"
-  wait_warm "$MS_PORT" $((POOL * QUEUES))
+  up_warm
   hits=$(counter pool_hits)
   # Port 7999: nothing listens, microsocks answers the CONNECT with a REP.
   client --host "$TGT4" --port 7999 --timeout 30 expect-refused

@@ -22,6 +22,21 @@ start_with_flags() {    # ADDR:PORT
   e2e_start_s5tund --config "$WORK/s5tund.flags.ini" --mode "$MODE" --queues "$QUEUES" --socks5 "$1"
 }
 
+# 64 MiB each way to the target at TGT4 with the upload ended by UPLOAD_MODE
+# (length or eof), checked to have crossed the TUN device; s5tund alive after.
+bulk_64m() {            # UPLOAD_MODE
+  local counters
+  counters=$(e2e_tun_bytes)
+  CLIENT_T=$T_BULK client --host "$TGT4" --timeout 60 bulk --size 64M --upload-mode "$1"
+  e2e_check_through_tun "$counters" $((64 << 20))
+  e2e_require_alive "after bulk"
+}
+
+# The target's address of IP version 4 or 6.
+target_of() {           # 4|6
+  if [[ $1 == 6 ]]; then echo "$TGT6"; else echo "$TGT4"; fi
+}
+
 # ---------------------------------------------------------------- cases
 
 # The harness checks itself, without s5tund: topology, target, both proxies,
@@ -106,11 +121,7 @@ case_bulk() {
   e2e_wait_ready "$MODE" "$QUEUES"
   # microsocks ends both directions at the first EOF, so the upload is
   # length-delimited here; bulk_dante does it with half-close.
-  local counters
-  counters=$(e2e_tun_bytes)
-  CLIENT_T=$T_BULK client --host "$TGT4" --timeout 60 bulk --size 64M --upload-mode length
-  e2e_check_through_tun "$counters" $((64 << 20))
-  e2e_require_alive "after bulk"
+  bulk_64m length
   client --host "$TGT4" echo
 }
 
@@ -120,11 +131,7 @@ case_bulk_dante() {
   e2e_start_dante
   start_with_flags "[$S_ADDR6]:$DANTE_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
-  local counters
-  counters=$(e2e_tun_bytes)
-  CLIENT_T=$T_BULK client --host "$TGT4" --timeout 60 bulk --size 64M --upload-mode eof
-  e2e_check_through_tun "$counters" $((64 << 20))
-  e2e_require_alive "after bulk"
+  bulk_64m eof
   client --host "$TGT6" echo --halfclose
 }
 
@@ -384,9 +391,7 @@ case_reset_from_client() {
   CFG_LOG_LEVEL=debug start_with_config "$S_ADDR4" "$DANTE_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
   for v in 4 6; do
-    local host=$TGT4
-    [[ $v == 6 ]] && host=$TGT6
-    client --host "$host" rst --tag "rst-dante$v"
+    client --host "$(target_of "$v")" rst --tag "rst-dante$v"
     line=$(e2e_wait_log "$WORK/target.log" "hold rst-dante$v ended" 15 \
       "end of the target's side of rst-dante$v (HOLD through danted, client sent RST)")
     # danted passes a RST on as a RST (seen on every run): so must the
@@ -409,9 +414,7 @@ case_reset_from_client() {
   start_with_config "$S_ADDR4" "$BP_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
   for v in 4 6; do
-    local host=$TGT4
-    [[ $v == 6 ]] && host=$TGT6
-    client --host "$host" rst --tag "rst-bp$v"
+    client --host "$(target_of "$v")" rst --tag "rst-bp$v"
     line=$(e2e_wait_log "$BP_LOG" "\[HOLD rst-bp$v\] client-end=" 15 \
       "end of the proxy connection of rst-bp$v in badproxy's log")
     [[ $line == *"client-end=reset"* ]] \
@@ -529,7 +532,7 @@ case_connect_timeout() {
 # both sides (the client sees ECONNRESET; badproxy sees s5tund's RST and
 # passes it to the target), while one that talks every 0.5 s for 5 s lives.
 case_idle_timeout() {
-  local talk_pid talk_rc=0 v host line
+  local talk_pid talk_rc=0 v line
   e2e_topology_up
   e2e_start_target
   e2e_start_badproxy
@@ -540,9 +543,7 @@ case_idle_timeout() {
     --port "$TGT_PORT" --timeout 15 talk --interval 0.5 --duration 5 >"$WORK/talk.log" 2>&1 &
   talk_pid=$!
   for v in 4 6; do
-    host=$TGT4
-    [[ $v == 6 ]] && host=$TGT6
-    CLIENT_T=30 client --host "$host" --timeout 15 silent --tag "idle$v" --expect reset
+    CLIENT_T=30 client --host "$(target_of "$v")" --timeout 15 silent --tag "idle$v" --expect reset
     line=$(e2e_wait_log "$BP_LOG" "\[HOLD idle$v\] client-end=" 15 \
       "end of the proxy connection of idle$v in badproxy's log")
     [[ $line == *"client-end=reset"* ]] || fail "s5tund did not reset the idle proxy connection: $line"
@@ -871,13 +872,26 @@ case_persist() {
   log "ip link del removed $TUN"
 }
 
+# busy_try MODE WHAT: s5tund on busy.ini in C, bounded, which must refuse
+# the busy device (exit 1); sets BUSY_OUT and BUSY_ERR, shows its stderr.
+busy_try() {
+  local rc=0
+  in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$WORK/busy.ini" --mode "$1" --queues 2 \
+    >"$WORK/busy.out" 2>"$WORK/busy.err" || rc=$?
+  BUSY_OUT=$(cat "$WORK/busy.out")
+  BUSY_ERR=$(cat "$WORK/busy.err")
+  printf '%s\n' "$BUSY_ERR" | sed "s/^/    $2: /"
+  ((rc == 124 || rc == 137)) && fail "$2: s5tund did not exit within ${T_STOP}s"
+  ((rc == 1)) || fail "$2: exit status $rc, expected 1"
+}
+
 # busy_device: the name is taken by a device s5tund cannot serve (a TAP, a
 # dummy or, without that driver, a veth, a single-queue TUN), by a
 # persistent multi-queue TUN nobody serves while persist is off, or by a
 # running s5tund (busy_device_s5tund): exit 1, a message naming the device
 # and what to do, and the device untouched.
 case_busy_device() {
-  local kind mode out err rc before after
+  local kind mode out err before after
   e2e_topology_up
   CFG_MODE="" CFG_QUEUES="" CFG_PROXY_ADDR="$S_ADDR4" CFG_PROXY_PORT="$MS_PORT" \
     e2e_write_config "$WORK/busy.ini"
@@ -899,14 +913,8 @@ case_busy_device() {
     in_c ip addr add 192.0.2.1/24 dev "$TUN"
     before=$(device_state)
     for mode in thread process; do
-      rc=0
-      in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$WORK/busy.ini" --mode "$mode" --queues 2 \
-        >"$WORK/busy.out" 2>"$WORK/busy.err" || rc=$?
-      out=$(cat "$WORK/busy.out")
-      err=$(cat "$WORK/busy.err")
-      printf '%s\n' "$err" | sed "s/^/    $kind $mode: /"
-      ((rc == 124 || rc == 137)) && fail "$kind, $mode: s5tund did not exit within ${T_STOP}s"
-      ((rc == 1)) || fail "$kind, $mode: exit status $rc, expected 1"
+      busy_try "$mode" "$kind, $mode"
+      out=$BUSY_OUT err=$BUSY_ERR
       grep -qF "another device has this name" <<<"$err" \
         || fail "$kind, $mode: stderr does not say the name is taken: $(oneline "$err")"
       grep -qF "delete it or set [tun] name" <<<"$err" \
@@ -927,16 +935,12 @@ case_busy_device() {
 # A persistent multi-queue TUN device with no queue attached, s5tund without
 # persist = true: it must not take over a device it was not told to keep.
 busy_device_idle() {
-  local mode rc err before after
+  local mode err before after
   in_c ip tuntap add mode tun multi_queue name "$TUN"
   before=$(device_state)
   for mode in thread process; do
-    rc=0
-    in_c timeout -k 5 "$T_STOP" "$S5TUND" --config "$WORK/busy.ini" --mode "$mode" --queues 2 \
-      >"$WORK/busy.out" 2>"$WORK/busy.err" || rc=$?
-    err=$(cat "$WORK/busy.err")
-    printf '%s\n' "$err" | sed "s/^/    idle persistent tun $mode: /"
-    ((rc == 1)) || fail "idle persistent $TUN, $mode: exit status $rc, expected 1"
+    busy_try "$mode" "idle persistent $TUN, $mode"
+    err=$BUSY_ERR
     grep -qF "$TUN already exists" <<<"$err" || fail "idle persistent $TUN, $mode: stderr does not say $TUN exists: $(oneline "$err")"
     grep -qF "persist = true" <<<"$err" || fail "idle persistent $TUN, $mode: stderr does not mention persist = true: $(oneline "$err")"
     after=$(device_state)

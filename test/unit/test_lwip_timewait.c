@@ -39,109 +39,12 @@
 #include "lwip/priv/tcp_priv.h" /* tcp_active_pcbs, tcp_tw_pcbs, tcp_tmr() */
 #include "lwip/tcp.h"
 
-/* ---- captured output ---------------------------------------------------- */
-
-#define CAP_MAX 8
-#define CAP_LEN 256
-
-static struct {
-  size_t len;
-  uint8_t data[CAP_LEN];
-} cap[CAP_MAX];
-static int cap_n; /* packets output since the last reset; CAP_MAX are kept */
-
-static err_t capture(struct pbuf *p) {
-  if (cap_n < CAP_MAX) cap[cap_n].len = pbuf_copy_partial(p, cap[cap_n].data, CAP_LEN, 0);
-  cap_n++;
-  return ERR_OK;
-}
-
-static err_t output4(struct netif *netif, struct pbuf *p, const ip4_addr_t *dst) { return capture(p); }
-
-/* ---- client segments ---------------------------------------------------- */
-
-static const uint8_t client_addr[4] = {10, 0, 0, 2};
-static const uint8_t dialled_addr[4] = {192, 0, 2, 10};
-#define DPORT 80
-
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)(v >> 8);
-  p[1] = (uint8_t)v;
-}
-static void put32(uint8_t *p, uint32_t v) {
-  put16(p, (uint16_t)(v >> 16));
-  put16(p + 2, (uint16_t)v);
-}
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static uint32_t get32(const uint8_t *p) { return (uint32_t)get16(p) << 16 | get16(p + 2); }
-
-static uint32_t sum16(uint32_t acc, const uint8_t *d, size_t n) {
-  size_t i;
-
-  for (i = 0; i + 1 < n; i += 2) acc += (uint32_t)(d[i] << 8 | d[i + 1]);
-  if (n & 1) acc += (uint32_t)d[n - 1] << 8;
-  return acc;
-}
-
-static uint16_t fold(uint32_t acc) {
-  while (acc >> 16) acc = (acc & 0xffff) + (acc >> 16);
-  return (uint16_t)~acc;
-}
-
-/* IPv4 segment from client_addr:sport to dialled_addr:DPORT with len bytes
- * of payload (a SYN carries an MSS option instead); returns its length. */
-static size_t build(uint8_t *buf, uint16_t sport, uint32_t seq, uint32_t ack, uint8_t flags, const char *data,
-                    size_t len) {
-  size_t tcpl = (flags & TCP_SYN) ? 24 : 20;
-  uint8_t *t = buf + 20;
-  uint8_t pseudo[12] = {0};
-
-  memset(buf, 0, 20 + tcpl);
-  buf[0] = 0x45;
-  put16(buf + 2, (uint16_t)(20 + tcpl + len));
-  put16(buf + 6, 0x4000); /* DF */
-  buf[8] = 64;
-  buf[9] = 6;
-  memcpy(buf + 12, client_addr, 4);
-  memcpy(buf + 16, dialled_addr, 4);
-  put16(buf + 10, fold(sum16(0, buf, 20)));
-  put16(t, sport);
-  put16(t + 2, DPORT);
-  put32(t + 4, seq);
-  put32(t + 8, ack);
-  t[12] = (uint8_t)((tcpl / 4) << 4);
-  t[13] = flags;
-  put16(t + 14, 65535);
-  if (flags & TCP_SYN) {
-    t[20] = 2; /* MSS 1460 */
-    t[21] = 4;
-    put16(t + 22, 1460);
-  }
-  if (len > 0) memcpy(t + tcpl, data, len);
-  memcpy(pseudo, client_addr, 4);
-  memcpy(pseudo + 4, dialled_addr, 4);
-  pseudo[9] = 6;
-  put16(pseudo + 10, (uint16_t)(tcpl + len));
-  put16(t + 16, fold(sum16(sum16(0, pseudo, sizeof pseudo), t, tcpl + len)));
-  return 20 + tcpl + len;
-}
+#include "lwip_harness.h"
 
 static struct netif tun;
 
-/* Feeds a client segment to lwIP; what lwIP sends in answer is captured
- * from the start of cap[]. */
 static void feed(uint16_t sport, uint32_t seq, uint32_t ack, uint8_t flags, const char *data) {
-  uint8_t buf[128];
-  size_t len = build(buf, sport, seq, ack, flags, data, data ? strlen(data) : 0);
-  struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM);
-
-  cap_n = 0;
-  if (p == NULL) {
-    CHECK(0, "pbuf_alloc failed");
-    return;
-  }
-  pbuf_take(p, buf, (u16_t)len);
-  if (ip_input(p, &tun) != ERR_OK) pbuf_free(p);
+  feed_client(&tun, sport, seq, ack, flags, data);
 }
 
 struct seg {
@@ -224,15 +127,6 @@ static void listen_any(void) {
   if (listener == NULL) return;
   tcp_syn(listener, on_syn);
   tcp_accept(listener, on_accept);
-}
-
-static err_t netif_setup(struct netif *netif) {
-  netif->name[0] = 't';
-  netif->name[1] = 'n';
-  netif->mtu = 1500;
-  netif->output = output4;
-  netif->flags = NETIF_FLAG_ANY_DEST;
-  return ERR_OK;
 }
 
 /* ---- pcb lists ---------------------------------------------------------- */

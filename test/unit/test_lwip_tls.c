@@ -48,44 +48,10 @@ static __thread char my_name[16]; /* check_who: "thread N" */
 
 /* ---- captured output (thread-local: whoever calls lwIP gets the packets) */
 
-#define CAP_MAX 8
-#define CAP_LEN 256
-
-struct captured {
-  struct netif *netif;
-  size_t len;
-  uint8_t data[CAP_LEN];
-};
-
-static __thread struct captured cap[CAP_MAX];
-static __thread int cap_n; /* packets output so far; only CAP_MAX are kept */
-
-static err_t capture(struct netif *netif, struct pbuf *p) {
-  if (cap_n < CAP_MAX) {
-    cap[cap_n].netif = netif;
-    cap[cap_n].len = pbuf_copy_partial(p, cap[cap_n].data, CAP_LEN, 0);
-  }
-  cap_n++;
-  return ERR_OK;
-}
-
-static err_t output4(struct netif *netif, struct pbuf *p, const ip4_addr_t *dst) {
-  (void)dst;
-  return capture(netif, p);
-}
-
-static err_t output6(struct netif *netif, struct pbuf *p, const ip6_addr_t *dst) {
-  (void)dst;
-  return capture(netif, p);
-}
+#define LH_THREAD __thread
+#include "lwip_harness.h"
 
 /* ---- packets ------------------------------------------------------------ */
-
-struct flow {
-  int v6;
-  uint8_t src[16], dst[16]; /* client address, address the client dials */
-  uint16_t sport, dport;
-};
 
 struct seg {
   int v6;
@@ -95,82 +61,6 @@ struct seg {
   uint8_t flags;
   int ip_csum_ok, tcp_csum_ok;
 };
-
-static uint32_t sum16(uint32_t acc, const uint8_t *d, size_t n) {
-  size_t i;
-
-  for (i = 0; i + 1 < n; i += 2) acc += (uint32_t)(d[i] << 8 | d[i + 1]);
-  if (n & 1) acc += (uint32_t)d[n - 1] << 8;
-  return acc;
-}
-
-static uint16_t fold(uint32_t acc) {
-  while (acc >> 16) acc = (acc & 0xffff) + (acc >> 16);
-  return (uint16_t)~acc;
-}
-
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)(v >> 8);
-  p[1] = (uint8_t)v;
-}
-static void put32(uint8_t *p, uint32_t v) {
-  put16(p, (uint16_t)(v >> 16));
-  put16(p + 2, (uint16_t)v);
-}
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static uint32_t get32(const uint8_t *p) { return (uint32_t)get16(p) << 16 | get16(p + 2); }
-
-/* Sum of the TCP pseudo header (RFC 793 / RFC 8200 8.1). */
-static uint32_t pseudo_sum(int v6, const uint8_t *src, const uint8_t *dst, size_t tcplen) {
-  uint8_t tail[4] = {0, 0, 0, 6};
-  size_t alen = v6 ? 16 : 4;
-  uint32_t acc = 0;
-
-  acc = sum16(acc, src, alen);
-  acc = sum16(acc, dst, alen);
-  acc += (uint32_t)(tcplen >> 16) + (uint32_t)(tcplen & 0xffff);
-  return sum16(acc, tail, sizeof tail);
-}
-
-/* A client segment of flow f (client -> dialled address); returns its length. */
-static size_t build(uint8_t *buf, const struct flow *f, uint32_t seq, uint32_t ack, uint8_t flags) {
-  size_t iphl = f->v6 ? 40 : 20;
-  size_t tcpl = (flags & TCP_SYN) ? 24 : 20; /* SYNs carry an MSS option */
-  uint8_t *t = buf + iphl;
-
-  memset(buf, 0, iphl + tcpl);
-  if (f->v6) {
-    buf[0] = 0x60;
-    put16(buf + 4, (uint16_t)tcpl);
-    buf[6] = 6;  /* next header: TCP */
-    buf[7] = 64; /* hop limit */
-    memcpy(buf + 8, f->src, 16);
-    memcpy(buf + 24, f->dst, 16);
-  } else {
-    buf[0] = 0x45;
-    put16(buf + 2, (uint16_t)(iphl + tcpl));
-    put16(buf + 6, 0x4000); /* DF */
-    buf[8] = 64;
-    buf[9] = 6;
-    memcpy(buf + 12, f->src, 4);
-    memcpy(buf + 16, f->dst, 4);
-    put16(buf + 10, fold(sum16(0, buf, 20)));
-  }
-  put16(t, f->sport);
-  put16(t + 2, f->dport);
-  put32(t + 4, seq);
-  put32(t + 8, ack);
-  t[12] = (uint8_t)((tcpl / 4) << 4);
-  t[13] = flags;
-  put16(t + 14, 65535);
-  if (flags & TCP_SYN) {
-    t[20] = 2; /* MSS */
-    t[21] = 4;
-    put16(t + 22, 1460);
-  }
-  put16(t + 16, fold(sum16(pseudo_sum(f->v6, f->src, f->dst, tcpl), t, tcpl)));
-  return iphl + tcpl;
-}
 
 static int parse(const struct captured *c, struct seg *s) {
   const uint8_t *d = c->data, *t;
@@ -287,27 +177,8 @@ static err_t on_bound_accept(void *arg, struct tcp_pcb *newpcb, err_t err) {
   return ERR_OK;
 }
 
-static err_t netif_setup(struct netif *netif) {
-  netif->name[0] = 't';
-  netif->name[1] = 'n';
-  netif->mtu = 1500;
-  netif->output = output4;
-  netif->output_ip6 = output6;
-  netif->flags = NETIF_FLAG_ANY_DEST;
-  return ERR_OK;
-}
-
 static void feed(struct worker *w, const struct flow *f, uint32_t seq, uint32_t ack, uint8_t flags) {
-  uint8_t buf[128];
-  size_t len = build(buf, f, seq, ack, flags);
-  struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_RAM);
-
-  if (p == NULL) {
-    CHECK(0, "pbuf_alloc failed");
-    return;
-  }
-  pbuf_take(p, buf, (u16_t)len);
-  if (ip_input(p, &w->netif) != ERR_OK) pbuf_free(p);
+  feed_flow(&w->netif, f, seq, ack, flags, NULL);
 }
 
 static int addr_is(const ip_addr_t *a, int v6, const uint8_t *bytes) {

@@ -31,12 +31,8 @@
 
 #include "check.h"
 
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
+/* UDP_SEGMENT and UDP_GRO come from <netinet/udp.h> (glibc 2.31 and later),
+ * the kernel's numbers as the system states them, not the product's copy. */
 
 #define HDR 10     /* a SOCKS5 UDP header's worth, queued before each payload */
 #define MAXD 256   /* datagrams per round */
