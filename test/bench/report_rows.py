@@ -19,6 +19,11 @@ import report
 from report import fmt, num, read_kv_file, read_kv_line
 
 
+# The TTFB variants of rows.sh (TTFB_VARIANTS) and their rows' titles; the
+# direct path is shown on the first.
+TTFB_TITLES = (("nopool", "pool = 0"), ("nopool+pipeline", "pool = 0, pipeline = true"),
+               ("pool", "pool = 4 (default)"), ("pool+optimistic", "pool = 4, optimistic = true"))
+
 def load(out, name):
     d = os.path.join(out, "raw", "rows", name)
     return d, read_kv_file(os.path.join(d, "meta"))
@@ -85,7 +90,7 @@ def rows_tables(args):
     def ttfb(variant):
         def f(n, d, meta):
             key = "direct" if n == "direct" else variant
-            if n == "direct" and variant != "default":
+            if n == "direct" and variant != TTFB_TITLES[0][0]:
                 return "", None
             if "ttfb_%s_skipped" % key in meta:
                 return "skipped (key unknown)", None
@@ -97,8 +102,8 @@ def rows_tables(args):
                                            kv.get("conns", "?")), None
         return f
 
-    for v in ("default", "pipeline", "pool", "pool+optimistic"):
-        row("time to first byte, %s (p50)" % v, ttfb(v))
+    for v, title in TTFB_TITLES:
+        row("time to first byte, %s (p50)" % title, ttfb(v))
 
     def mem(what):
         def f(n, d, meta):

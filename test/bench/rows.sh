@@ -22,8 +22,8 @@ RELAY_PIDS=()
 
 # Name and extra [socks5] lines of each TTFB variant ("\n" separates lines).
 TTFB_VARIANTS=(
-  "default|"
-  "pipeline|pipeline = true"
+  "nopool|pool = 0"
+  "nopool+pipeline|pool = 0\npipeline = true"
   "pool|pool = 4"
   "pool+optimistic|pool = 4\noptimistic = true"
 )
