@@ -15,7 +15,7 @@
 # variant whose key this binary does not know: skipped, with a note.
 
 RELAY_DELAY_MS=${BENCH_RELAY_DELAY_MS:-25}
-RELAY_PROXY_PORT=1090 # delay relay -> the SOCKS5 server
+RELAY_PROXY_PORT=1090 # delay relay -> the SOCKS5 server (1090-1092: reserved in S, run.sh)
 RELAY_TGT_PORT=1091   # delay relay -> benchsrv's request/response port (direct path)
 RELAY_ECHO_PORT=1092  # delay relay -> benchsrv's echo port (the relay's round trip)
 RELAY_PIDS=()

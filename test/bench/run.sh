@@ -346,6 +346,10 @@ fi
 # Room for many short connections.
 in_c sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
 in_s sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
+# ... but not the delay relays' listening ports (rows.sh: RELAY_*_PORT,
+# 1090-1092): an outgoing connection of the proxy's could hold one of them
+# when the rows start the relays.
+in_s sysctl -qw net.ipv4.ip_local_reserved_ports="1090-1092"
 
 PROXY_LOG=$OUT/raw/$PROXY.log
 if [[ $PROXY == dante ]]; then
