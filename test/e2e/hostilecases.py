@@ -131,8 +131,11 @@ class Case:
                  lambda: "tcp_active and udp_active back to 0 (now %s)"
                  % {k: self.d.stats()[k] for k in ("tcp_active", "udp_active")}, bound, POLL)
         try:
-            wait_for(lambda: self.d.fds() == self.fd0,
-                     "fd count of the process tree back to %d" % self.fd0, bound, POLL)
+            # At most the baseline: the warm pool's proxy connections come
+            # and go (recycled by age), so the baseline may have caught one
+            # being replaced; a leak only ever adds.
+            wait_for(lambda: self.d.fds() <= self.fd0,
+                     "fd count of the process tree back to %d or fewer" % self.fd0, bound, POLL)
         except Fail as e:
             raise Fail("%s: now %d, by process and kind %s, before %s"
                        % (e, self.d.fds(), self.d.fd_kinds(per_pid=True), self.pidkinds0))

@@ -164,7 +164,8 @@ def cmd_load(args):
         check(d.alive(), "s5tund is not running any more")
         wait_for(lambda: d.stats()["tcp_active"] == 0,
                  lambda: "tcp_active back to 0 after closing (now %d)" % d.stats()["tcp_active"], 120)
-        wait_for(lambda: d.fds() == fd0, lambda: "fds back to %d (now %d)" % (fd0, d.fds()), 120)
+        # at most the baseline: the warm pool's proxy connections come and go
+        wait_for(lambda: d.fds() <= fd0, lambda: "fds back to %d or fewer (now %d)" % (fd0, d.fds()), 120)
         log("after closing: tcp_active 0, %d fds (baseline), RSS %d KiB (baseline %d, peak %d)"
             % (d.fds(), d.rss_kib(), rss0, peak["rss"]))
         log("RESULT load n=%d peak_active=%d peak_fds=%d baseline_fds=%d rss_kib_before=%d "
@@ -214,7 +215,8 @@ def rss_settled(d, fd0, settle):
     falling (idle handing back) or settle seconds pass: the lowest seen."""
     wait_for(lambda: d.stats()["tcp_active"] == 0,
              lambda: "tcp_active back to 0 (now %d)" % d.stats()["tcp_active"], 120)
-    wait_for(lambda: d.fds() == fd0, lambda: "fds back to %d (now %d)" % (fd0, d.fds()), 120)
+    # at most the baseline: the warm pool's proxy connections come and go
+    wait_for(lambda: d.fds() <= fd0, lambda: "fds back to %d or fewer (now %d)" % (fd0, d.fds()), 120)
     low, parts = d.rss_kib(), rss_parts(d)
     deadline = time.monotonic() + settle
     while time.monotonic() < deadline:
