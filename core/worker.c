@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "shared/conntab.h"
+#include "base/assert.h"
 #include "base/log.h"
 #include "base/privileges.h"
 #include "ctx/sessionlog.h"
@@ -26,8 +27,16 @@
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/tcp.h"
 
-/* lwIP's TCP timer period; reassembly timers run every fourth tick. */
+/* The worker's tick: lwIP's TCP timer period while lwIP has a connection
+ * (tcp_tmr()'s delayed ACKs, retransmissions, TIME_WAIT); once a second when
+ * it has none, listeners aside, so an idle worker wakes once a second, not
+ * four times, and still beats its heartbeat and runs its once-a-second work
+ * (reassembly timers, the idle check, the session log's rate limit). */
 #define S5_LWIP_TICK_MS TCP_TMR_INTERVAL
+#define S5_IDLE_TICK_MS 1000
+#define S5_TICKS_PER_SECOND (1000 / S5_LWIP_TICK_MS)
+_Static_assert(S5_IDLE_TICK_MS == S5_TICKS_PER_SECOND * S5_LWIP_TICK_MS, "an idle tick is a whole second");
+_Static_assert(S5_MEMTRIM_PERIOD_MS == 1000, "the idle check runs with the once-a-second work");
 
 /* ---- live reload and --connections ---- */
 
@@ -75,6 +84,28 @@ static void worker_idle_check(struct s5_worker *w) {
   if (s5_memtrim_release()) S5_STAT_ADD(w->ctx.stats, mem_trims, 1);
 }
 
+/* Whether tcp_tmr() has work: a pcb past LISTEN (handshake, open, closing
+ * or TIME_WAIT). */
+static int worker_tcp_busy(void) { return tcp_active_pcbs != NULL || tcp_tw_pcbs != NULL; }
+
+static void worker_tick(uv_timer_t *timer);
+
+static void worker_pace(struct s5_worker *w, unsigned ms) {
+  if (ms == w->tick_ms) return;
+  w->tick_ms = ms;
+  int r = uv_timer_start(&w->lwip_timer, worker_tick, ms, ms);
+  S5_ASSERT(r == 0); /* only fails on a closing handle or a NULL callback */
+}
+
+/* Once a second, whichever the pace. */
+static void worker_second(struct s5_worker *w) {
+  struct s5_wctx *ctx = &w->ctx;
+  ip_reass_tmr();
+  ip6_reass_tmr();
+  worker_idle_check(w);
+  if (ctx->slog.dropped > 0 && uv_now(&ctx->loop) - ctx->slog.second_ms >= 1000) s5_session_log_tick(ctx);
+}
+
 static void worker_tick(uv_timer_t *timer) {
   struct s5_worker *w = timer->data;
   struct s5_wctx *ctx = &w->ctx;
@@ -82,13 +113,15 @@ static void worker_tick(uv_timer_t *timer) {
   /* The watchdog judges a queue served, not a loop turning: no beat while
    * the TUN queue fails (core/netif/netif.c). */
   if (!s5_netif_failing(&w->tun)) S5_STAT_SET(ctx->stats, heartbeat_ms, uv_now(&ctx->loop));
-  tcp_tmr();
-  if (++w->lwip_ticks % (S5_MEMTRIM_PERIOD_MS / S5_LWIP_TICK_MS) == 0) worker_idle_check(w);
-  if (w->lwip_ticks % 4 == 0) {
-    ip_reass_tmr();
-    ip6_reass_tmr();
-    if (ctx->slog.dropped > 0 && uv_now(&ctx->loop) - ctx->slog.second_ms >= 1000) s5_session_log_tick(ctx);
+  if (worker_tcp_busy()) tcp_tmr();
+  w->lwip_ticks += w->tick_ms / S5_LWIP_TICK_MS;
+  if (w->lwip_ticks >= S5_TICKS_PER_SECOND) {
+    w->lwip_ticks = 0;
+    worker_second(w);
   }
+  /* Slows down only here, so the tick a busy worker waits for always comes
+   * (worker_turn_end() only speeds it up). */
+  if (!worker_tcp_busy()) worker_pace(w, S5_IDLE_TICK_MS);
 }
 
 /* ---- the loop's turn ---- */
@@ -100,6 +133,8 @@ static void worker_turn_end(uv_check_t *check) {
   struct s5_worker *w = check->data;
   s5_relay_flush_pending(&w->relay);
   if (w->udp != NULL) s5_udp_end_turn(w->udp);
+  /* A segment of this turn opened a connection: lwIP's timer from now. */
+  if (w->tick_ms != S5_LWIP_TICK_MS && worker_tcp_busy() && !w->ctx.stopping) worker_pace(w, S5_LWIP_TICK_MS);
 }
 
 /* The loop policy, right before the loop polls (everything of the turn
@@ -254,6 +289,7 @@ static int worker_start_timers(struct s5_worker *w) {
   if (r == 0) r = uv_prepare_init(loop, &w->turn_wait);
   if (r == 0) r = uv_prepare_start(&w->turn_wait, worker_turn_wait);
   w->drain_timer.data = w;
+  w->tick_ms = S5_LWIP_TICK_MS;
   if (r == 0) r = uv_timer_start(&w->lwip_timer, worker_tick, S5_LWIP_TICK_MS, S5_LWIP_TICK_MS);
   if (r < 0) {
     s5_error("lwIP timer: %s", uv_strerror(r));

@@ -19,9 +19,13 @@
 #include "ctl/stats_render.h"
 #include "ctl/stats_server.h"
 
-#define S5_CONTROL_PERIOD_MS 250 /* readiness and watchdog checks */
-#define S5_CONTROL_START_MS 5    /* readiness checks until every queue serves (about 20 ms) */
-#define S5_STALL_MS 5000         /* a loop this quiet is reported */
+/* The watchdog, the device and claim checks once a second: a stall is
+ * reported at 5 s and a deleted device within a second, and an idle daemon
+ * wakes once a second here. Signals, restarts and the listeners' deadlines
+ * wake the loop when they are due, not at a tick. */
+#define S5_CONTROL_PERIOD_MS 1000
+#define S5_CONTROL_START_MS 5 /* readiness checks until every queue serves (about 20 ms) */
+#define S5_STALL_MS 5000      /* a loop this quiet is reported */
 
 static const int control_signals[] = {SIGTERM, SIGINT, SIGCHLD, SIGHUP, SIGUSR1};
 

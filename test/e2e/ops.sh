@@ -550,16 +550,45 @@ case_killswitch() {
   log "persist = true: after kill -9 the device's route leads into a device no one serves (blocked); restart and clean stop as without"
 }
 
+# The daemon's sleeps ended, every thread of every process: voluntary
+# context switches (a preemption is not one).
+stats_wakeups() {
+  local p n=0 v
+  for p in "$S5PID" $(e2e_workers); do
+    for v in $(cat /proc/"$p"/task/*/status 2>/dev/null | awk '/^voluntary_ctxt_switches:/ {print $2}'); do
+      n=$((n + v))
+    done
+  done
+  echo "$n"
+}
+
+# Idle, each loop (the control loop, every worker) wakes about once a
+# second: the workers' lwIP timer runs at its 250 ms only while lwIP has a
+# connection. Counted over 4 s from 1 s after READY=1, once the pool is
+# warm and before its first recycling (20 s); the limit, twice a second per
+# loop, is half of what four ticks a second made.
+stats_idle_wakeups() {
+  local loops=$((QUEUES + 1)) secs=4 w0 w1
+  sleep 1
+  w0=$(stats_wakeups)
+  sleep "$secs"
+  w1=$(stats_wakeups)
+  log "idle: $((w1 - w0)) wake-ups in ${secs} s over $loops loops"
+  (((w1 - w0) <= 2 * loops * secs)) || fail "idle: $((w1 - w0)) wake-ups in ${secs} s, expected at most $((2 * loops * secs)) (about one a second per loop)"
+}
+
 # stats: a known transfer (8 MiB up, 12 MiB down) moves bytes_to_proxy and
 # bytes_from_proxy by exactly the bytes the client protocol sent, the TUN
 # byte counters by the payload plus sane header overhead and exactly as the
 # kernel counted; per-queue counters add up to the totals; the table of
 # --stats equals the JSON; SIGUSR1 logs one line per queue and a total.
+# Idle before it, each loop wakes about once a second (stats_idle_wakeups).
 case_stats() {
   ops_setup
   ops_start
   e2e_wait_ready "$MODE" "$QUEUES"
   [[ -S $STATS_SOCK ]] || fail "no stats socket at $STATS_SOCK"
+  stats_idle_wakeups
   ops stats --stats "$STATS_SOCK" --s5tund "$S5TUND" --pid "$S5PID" --log "$S5LOG" \
     --tun "$TUN" --host "$TGT4" --port "$TGT_PORT"
   e2e_require_alive "after the stats checks"
