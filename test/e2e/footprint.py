@@ -19,6 +19,9 @@ Runs in the client namespace, standard library only. Steps:
  3. Once every session is gone and the workers have trimmed their heaps
     (the stats' mem_trims moved), five seconds after the transfer ended:
     the same figures again.
+ 4. For scale, logged with them: the RSS and Pss of sleep, which links libc
+    alone (1.8 MB of RSS on Debian 12: the floor of any dynamically linked
+    program, and why the limits below are on Pss).
 
 Limits (KiB, options), on the proportional set size (Pss: every page the
 process maps, a page shared with N processes counted 1/N): thread mode, the
@@ -38,6 +41,7 @@ import hashlib
 import os
 import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -259,9 +263,26 @@ def limits(args, pss, d, after):
           % (pss[d.pid], args.start_kib))
 
 
+def floor():
+    """RSS and Pss (KiB) of a program that links libc alone and does
+    nothing (sleep), on this machine now: what any dynamically linked
+    process holds before its own work. Logged beside the daemon's figures,
+    as the scale of its RSS."""
+    p = subprocess.Popen(["sleep", "30"])
+    try:
+        time.sleep(0.3)
+        got = settled([p.pid])[p.pid]
+    finally:
+        p.kill()
+        p.wait()
+    return got
+
+
 def run(args):
     d = Daemon(args.pid, args.stats, None)
     start = report(args, "after start", d)
+    floor_rss, floor_pss = floor()
+    log("for scale: sleep, which links libc alone, RSS %d KiB (Pss %d)" % (floor_rss, floor_pss))
     t0 = time.monotonic()
     streams = bulk(args, d)
     udp_burst(args, d)
@@ -275,8 +296,8 @@ def run(args):
     wait_for(lambda: d.stats()["mem_trims"] > trims0, "a heap trim once idle (mem_trims)", 60)
     time.sleep(max(0.0, ended + 5 - time.monotonic()))
     after = report(args, "5 s after the transfer", d)
-    log("RESULT footprint mode=%s queues=%d pss_kib_start=%d pss_kib_after=%d%s"
-        % (args.mode, args.queues, sum(start.values()), sum(after.values()),
+    log("RESULT footprint mode=%s queues=%d pss_kib_start=%d pss_kib_after=%d floor_rss_kib=%d%s"
+        % (args.mode, args.queues, sum(start.values()), sum(after.values()), floor_rss,
            "".join(" worker_kib=%d/%d" % (start[p], after.get(p, 0)) for p in start if p != d.pid)))
     if not args.measure_only:
         limits(args, start, d, False)
