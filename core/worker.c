@@ -90,9 +90,11 @@ static int worker_tcp_busy(void) { return tcp_active_pcbs != NULL || tcp_tw_pcbs
 
 static void worker_tick(uv_timer_t *timer);
 
+/* The tick's period: the timer's own repeat. */
+static uint64_t worker_tick_ms(struct s5_worker *w) { return uv_timer_get_repeat(&w->lwip_timer); }
+
 static void worker_pace(struct s5_worker *w, unsigned ms) {
-  if (ms == w->tick_ms) return;
-  w->tick_ms = ms;
+  if (ms == worker_tick_ms(w)) return;
   int r = uv_timer_start(&w->lwip_timer, worker_tick, ms, ms);
   S5_ASSERT(r == 0); /* only fails on a closing handle or a NULL callback */
 }
@@ -114,7 +116,7 @@ static void worker_tick(uv_timer_t *timer) {
    * the TUN queue fails (core/netif/netif.c). */
   if (!s5_netif_failing(&w->tun)) S5_STAT_SET(ctx->stats, heartbeat_ms, uv_now(&ctx->loop));
   if (worker_tcp_busy()) tcp_tmr();
-  w->lwip_ticks += w->tick_ms / S5_LWIP_TICK_MS;
+  w->lwip_ticks += (unsigned)(worker_tick_ms(w) / S5_LWIP_TICK_MS);
   if (w->lwip_ticks >= S5_TICKS_PER_SECOND) {
     w->lwip_ticks = 0;
     worker_second(w);
@@ -134,7 +136,8 @@ static void worker_turn_end(uv_check_t *check) {
   s5_relay_flush_pending(&w->relay);
   if (w->udp != NULL) s5_udp_end_turn(w->udp);
   /* A segment of this turn opened a connection: lwIP's timer from now. */
-  if (w->tick_ms != S5_LWIP_TICK_MS && worker_tcp_busy() && !w->ctx.stopping) worker_pace(w, S5_LWIP_TICK_MS);
+  if (worker_tick_ms(w) != S5_LWIP_TICK_MS && worker_tcp_busy() && !w->ctx.stopping)
+    worker_pace(w, S5_LWIP_TICK_MS);
 }
 
 /* The loop policy, right before the loop polls (everything of the turn
@@ -289,7 +292,6 @@ static int worker_start_timers(struct s5_worker *w) {
   if (r == 0) r = uv_prepare_init(loop, &w->turn_wait);
   if (r == 0) r = uv_prepare_start(&w->turn_wait, worker_turn_wait);
   w->drain_timer.data = w;
-  w->tick_ms = S5_LWIP_TICK_MS;
   if (r == 0) r = uv_timer_start(&w->lwip_timer, worker_tick, S5_LWIP_TICK_MS, S5_LWIP_TICK_MS);
   if (r < 0) {
     s5_error("lwIP timer: %s", uv_strerror(r));

@@ -40,11 +40,10 @@ struct s5_worker {
   uv_async_t reload_async;                      /* thread mode: s5_worker_reload() from the main thread */
   uv_async_t list_async;                        /* thread mode: s5_worker_list() */
   uv_signal_t sigterm, sigint, sighup, sigusr2; /* process mode: the worker's own signals */
-  uv_timer_t lwip_timer;                        /* drives tcp_tmr() and the once-a-second work */
-  uv_timer_t drain_timer;                       /* stop: ends the drain at drain-timeout */
-  uv_check_t turn_end;                          /* end of each loop turn: the modules' deferred writes */
-  uv_prepare_t turn_wait;                       /* before each poll: the loop's policy (UDP moderation) */
-  unsigned tick_ms;       /* the timer's period: TCP_TMR_INTERVAL, or a second when lwIP has no connection */
+  uv_timer_t lwip_timer;  /* tcp_tmr() and the once-a-second work; its repeat is the pace */
+  uv_timer_t drain_timer; /* stop: ends the drain at drain-timeout */
+  uv_check_t turn_end;    /* end of each loop turn: the modules' deferred writes */
+  uv_prepare_t turn_wait; /* before each poll: the loop's policy (UDP moderation) */
   unsigned lwip_ticks;    /* TCP_TMR_INTERVALs since the last once-a-second work */
   struct s5_memtrim trim; /* idle after a load: free heap back to the kernel */
 
