@@ -314,12 +314,19 @@ case_host() {
   direct "$TGT4"
   direct "$TGT6"
   # Include from a file, the second target excluded: exclude wins.
-  printf '%s\n' "# both targets' networks" "$TGT4/32" "10.202.0.0/24" "fd00:201::/64" "fd00:202::/64" >"$inc"
-  reload_s5 "route-include-file = $inc" "route-exclude = $TGT4B/32, $TGT6B"
+  # An exclude shorter than the include it covers wins too (no route for
+  # the include at all), in both families.
+  printf '%s\n' "# both targets' networks" "$TGT4/32" "10.202.0.0/24" "fd00:201::/64" "fd00:202::/64" \
+    "10.230.1.0/24" "fd0e:1::/64" >"$inc"
+  reload_s5 "route-include-file = $inc" "route-exclude = $TGT4B/32, $TGT6B, 10.230.0.0/16, fd0e::/16"
   via_proxy "$TGT4"
   via_proxy "$TGT6"
   direct "$TGT4B"
   direct "$TGT6B"
+  out=$(in_c ip -4 route show table 5335; in_c ip -6 route show table 5335)
+  grep -q "^throw fd0e::/16" <<<"$out" || fail "no throw fd0e::/16 in table 5335: $(oneline "$out")"
+  grep -q -e "^10.230.1.0/24" -e "^fd0e:1::/64" -e "unreachable 10.230.1.0/24" -e "unreachable fd0e:1::/64" <<<"$out" \
+    && fail "an included prefix inside an excluded one is in table 5335: $(oneline "$(grep -e 10.230.1 -e fd0e:1: <<<"$out")")"
   # A bad line: --check-config exits 2 naming file:line; a reload with it
   # fails and changes nothing.
   printf '%s\n' "10.0.0.0/8" "# fine so far" "10.300.0.0/16" >"$bad"
