@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The connection marks of exclude-local: see nft.h. */
+/* auto-route's connection marks: see nft.h. */
 #include "nft.h"
 
 #include <dlfcn.h>
@@ -84,25 +84,33 @@ static int nft_run(const char *cmds, const char *what, char *err, size_t errlen)
   return r;
 }
 
-int s5_nft_install(const char *dev, uint32_t mark, char *err, size_t errlen) {
-  char cmds[1024];
+int s5_nft_install(const char *dev, uint32_t mark, int exclude_local, char *err, size_t errlen) {
+  char cmds[1280], inbound[160] = "", replies[96] = "";
+  if (exclude_local) {
+    snprintf(inbound, sizeof inbound,
+             "    iifname != \"%s\" ct direction original fib daddr type local ct mark set 0x%x\n", dev,
+             mark);
+    snprintf(replies, sizeof replies, "    meta mark 0 ct mark 0x%1$x meta mark set 0x%1$x\n", mark);
+  }
   /* "add" then "delete": whatever an earlier run left goes in the same
    * transaction that puts the new table in, so there is no moment without. */
   snprintf(cmds, sizeof cmds,
            "add table inet %1$s\n"
            "delete table inet %1$s\n"
            "table inet %1$s {\n"
-           "  chain inbound {\n"
-           "    type filter hook input priority mangle; policy accept;\n"
-           "    iifname != \"%2$s\" ct direction original ct mark set 0x%3$x\n"
+           "  chain prerouting {\n"
+           "    type filter hook prerouting priority mangle; policy accept;\n"
+           "%2$s"
+           "    ct mark 0x%3$x meta mark set 0x%3$x\n"
            "  }\n"
-           "  chain replies {\n"
+           "  chain output {\n"
            "    type route hook output priority mangle; policy accept;\n"
-           "    meta mark 0 ct mark 0x%3$x meta mark set 0x%3$x\n"
+           "    meta mark 0x%3$x ct mark set 0x%3$x\n"
+           "%4$s"
            "  }\n"
            "}\n",
-           S5_NFT_TABLE, dev, mark);
-  return nft_run(cmds, "exclude-local: nftables table inet " S5_NFT_TABLE, err, errlen);
+           S5_NFT_TABLE, inbound, mark, replies);
+  return nft_run(cmds, "auto-route: nftables table inet " S5_NFT_TABLE, err, errlen);
 }
 
 /* Whether our table is there: "list" of an absent table is an error. */
@@ -111,6 +119,6 @@ static int nft_present(void) { return nft_run("list table inet " S5_NFT_TABLE "\
 int s5_nft_remove(char *err, size_t errlen) {
   if (!nft_present()) return 0;
   int r = nft_run("delete table inet " S5_NFT_TABLE "\n",
-                  "exclude-local: removing nftables table inet " S5_NFT_TABLE, err, errlen);
+                  "auto-route: removing nftables table inet " S5_NFT_TABLE, err, errlen);
   return r < 0 ? r : 1;
 }
