@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,9 +85,29 @@ static int nft_run(const char *cmds, const char *what, char *err, size_t errlen)
   return r;
 }
 
-int s5_nft_install(const char *dev, uint32_t mark, int exclude_local, char *err, size_t errlen) {
-  char cmds[1280], inbound[160] = "", replies[96] = "";
-  if (exclude_local) {
+/* The users whose traffic goes around the tunnel (exclude-uid's, or all
+ * but include-uid's): their connections are marked too (nft.h (2)). */
+static void nft_users(const struct s5_route_users *u, uint32_t mark, char *out, size_t outlen) {
+  out[0] = '\0';
+  if (u->n == 0) return;
+  size_t n = (size_t)snprintf(out, outlen, "    meta skuid %s{ ", u->include ? "!= " : "");
+  for (unsigned i = 0; i < u->n && n < outlen; i++) {
+    const char *sep = i + 1 < u->n ? ", " : "";
+    if (u->ranges[i][0] == u->ranges[i][1])
+      n += (size_t)snprintf(out + n, outlen - n, "%" PRIu32 "%s", u->ranges[i][0], sep);
+    else
+      n += (size_t)snprintf(out + n, outlen - n, "%" PRIu32 "-%" PRIu32 "%s", u->ranges[i][0],
+                            u->ranges[i][1], sep);
+  }
+  if (n < outlen) snprintf(out + n, outlen - n, " } ct mark set 0x%x\n", mark);
+}
+
+int s5_nft_install(const struct s5_route_spec *spec, char *err, size_t errlen) {
+  char cmds[2048], inbound[160] = "", replies[96] = "", users[640];
+  uint32_t mark = spec->mark;
+  const char *dev = spec->name;
+  nft_users(&spec->users, mark, users, sizeof users);
+  if (spec->exclude_local) {
     snprintf(inbound, sizeof inbound,
              "    iifname != \"%s\" ct direction original fib daddr type local ct mark set 0x%x\n", dev,
              mark);
@@ -107,9 +128,10 @@ int s5_nft_install(const char *dev, uint32_t mark, int exclude_local, char *err,
            "    type route hook output priority mangle; policy accept;\n"
            "    meta mark 0x%3$x ct mark set 0x%3$x\n"
            "%4$s"
+           "%5$s"
            "  }\n"
            "}\n",
-           S5_NFT_TABLE, inbound, mark, replies);
+           S5_NFT_TABLE, inbound, mark, users, replies);
   return nft_run(cmds, "auto-route: nftables table inet " S5_NFT_TABLE, err, errlen);
 }
 

@@ -13,6 +13,8 @@
  *     chain output {
  *       type route hook output priority mangle;
  *       meta mark MARK ct mark set MARK                                             # (2)
+ *       meta skuid { A-B, ... } ct mark set MARK    # (2) exclude-uid's users
+ *       (or: meta skuid != { A-B, ... } ...)            all but include-uid's
  *       meta mark 0 ct mark MARK meta mark set MARK                                 # (1)
  *     }
  *   }
@@ -25,7 +27,9 @@
  * reply would be routed back to. Unmarked, that is the tunnel (rule 5335)
  * for every source but the connected networks: the proxy's replies when
  * the proxy is behind the default gateway, and (1)'s connections from
- * beyond it, would be dropped. So the packets of marked connections are
+ * beyond it, and those of the users that per-user routing keeps out of the
+ * tunnel (an ssh -D of exclude-uid: the check's lookup has no user), would
+ * be dropped. So the packets of marked connections are
  * marked as they come in, and with net.ipv4.conf.all.src_valid_mark = 1
  * (set by route.c while auto-route is on) the check uses the mark, and the
  * main table. Forwarded packets (a router's LAN clients) are never marked:
@@ -40,11 +44,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "route.h"
+
 #define S5_NFT_TABLE "s5tund"
 
 /* Installs (or atomically replaces an earlier run's) table; the (1) rules
  * only with exclude_local. Returns 0 or -errno with the reason in err. */
-int s5_nft_install(const char *dev, uint32_t mark, int exclude_local, char *err, size_t errlen);
+int s5_nft_install(const struct s5_route_spec *spec, char *err, size_t errlen);
 
 /* Removes the table if it is there. Returns 1 if it was, 0 if not, or
  * -errno with the reason in err (err may be NULL). */

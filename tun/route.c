@@ -289,7 +289,7 @@ int s5_route_install(const struct s5_route_spec *spec, char *err, size_t errlen)
   int ifindex = route_begin(spec, &c, err, errlen), r;
   if (ifindex < 0) return ifindex;
   /* Connections are marked before the rules can take their replies. */
-  r = s5_nft_install(spec->name, spec->mark, spec->exclude_local, err, errlen);
+  r = s5_nft_install(spec, err, errlen);
   for (size_t i = 0; r >= 0 && i < sizeof families / sizeof *families; i++)
     r = install_family(&c, families[i], ifindex, spec, err, errlen);
   if (r < 0) remove_all(&c);

@@ -9,8 +9,9 @@
 #                exclude-local = false they fail), then the prefix lists
 #                (10,000 prefixes from a file, include, reload, a bad line)
 #        rpfilter  strict rp_filter with the proxy behind the default
-#                gateway: the proxy's replies and a remote client's
-#                connection to the host pass it
+#                gateway: the proxy's replies, a remote client's
+#                connection to the host and an exclude-uid user's
+#                connections pass it
 #        router  the host as a LAN client's gateway: TCP (100 MB, SHA-256),
 #                UDP and mapped DNS through the proxy; kill -9 blocks the
 #                client's tunnel-bound traffic, local traffic goes on; a
@@ -405,6 +406,17 @@ case_rpfilter() {
   after=$(routing_snapshot)
   [[ $before == "$after" ]] || fail "routing after a clean stop differs: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
   log "exclude-local = false: the proxy's replies pass rp_filter too"
+
+  # exclude-uid (the ssh -D recipe): that user's connections go around the
+  # tunnel, to the target beyond the gateway, and their replies pass too.
+  PROXY4=$far4 start_s5 "exclude-uid = nobody"
+  via_proxy "$TGT4"
+  proved_by "$WORK/target.log" "$C_ADDR4" 1 bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" \
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$PY" "$E2E_DIR/client.py" --host "$TGT4" echo --count 1 --timeout 10
+  (($(rpf_drops) == n0)) || fail "rp_filter dropped $(($(rpf_drops) - n0)) packet(s) with exclude-uid"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  log "exclude-uid: the excluded user's connection beyond the gateway passes rp_filter"
 }
 
 # ---------------------------------------------------------------- router
