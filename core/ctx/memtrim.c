@@ -58,7 +58,7 @@ int s5_memtrim_setup(void) {
   return -1;
 }
 
-int s5_memtrim_went_idle(struct s5_memtrim *m, const struct s5_queue_stats *st) {
+int s5_memtrim_went_idle(struct s5_memtrim *m, const struct s5_queue_stats *st, uint64_t now_ms) {
   uint64_t now[4] = {S5_STAT_GET(st, tcp_total), S5_STAT_GET(st, tcp_active), S5_STAT_GET(st, udp_total),
                      S5_STAT_GET(st, udp_active)};
   int moved = memcmp(now, m->seen, sizeof now) != 0;
@@ -66,9 +66,10 @@ int s5_memtrim_went_idle(struct s5_memtrim *m, const struct s5_queue_stats *st) 
   if (moved) {
     if (!m->busy) __atomic_add_fetch(&memtrim_busy, 1, __ATOMIC_RELAXED);
     m->busy = 1;
+    m->moved_ms = now_ms;
     return 0;
   }
-  if (!m->busy) return 0;
+  if (!m->busy || now_ms - m->moved_ms < S5_MEMTRIM_PERIOD_MS) return 0;
   m->busy = 0;
   return 1;
 }
