@@ -336,6 +336,31 @@ static int apply(struct s5_config *cfg, int argc, char **argv, char *err, size_t
   return 0;
 }
 
+/* The rules that involve several keys, once more on the final
+ * configuration: the file passed them alone, but a flag can break one
+ * (--netns over a file with auto-route). The key to blame is named by the
+ * flag that set it, or else by the file. */
+static int check_final(const struct s5_config *cfg, int argc, char **argv, const char *file, char *err,
+                       size_t errlen) {
+  char what[256];
+  int key;
+  if (s5_config_check(cfg, &key, what, sizeof what) == 0) return 0;
+  const char *section = s5_config_key_section(key), *name = s5_config_key_name(key);
+  const char *by = NULL;
+  for (int i = 1; i < argc; i++) {
+    struct arg a;
+    char skip[64];
+    if (read_arg(&a, argc, argv, &i, skip, sizeof skip) != 0) break;
+    if (a.flag->key != NULL && strcmp(a.flag->section, section) == 0 && strcmp(a.flag->key, name) == 0)
+      by = a.flag->name;
+  }
+  if (by != NULL) snprintf(err, errlen, "--%s: [%s] %s %s", by, section, name, what);
+  else if (file != NULL)
+    snprintf(err, errlen, "%s: [%s] %s %s (with the command line's flags)", file, section, name, what);
+  else snprintf(err, errlen, "[%s] %s %s", section, name, what);
+  return -1;
+}
+
 enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc, char **argv, FILE *out, FILE *errout) {
   char err[1024];
   struct args as;
@@ -352,6 +377,7 @@ enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc, char **argv
   }
   if (as.config != NULL && s5_config_load_file(cfg, as.config, err, sizeof err) != 0) goto bad;
   if (apply(cfg, argc, argv, err, sizeof err) != 0) goto bad;
+  if (check_final(cfg, argc, argv, as.config, err, sizeof err) != 0) goto bad;
   if (as.check) {
     s5_config_print(cfg, out);
     return S5_ARGS_EXIT_OK;

@@ -349,7 +349,11 @@ void s5_device_close(const struct s5_config *cfg, int *fds, int clean) {
     s5_hook_run(cfg, "pre-down", cfg->tun.pre_down);
     s5_device_ns_leave();
   }
-  if (cfg->tun.auto_route && (clean || !cfg->tun.kill_switch)) {
+  /* Only what this daemon claimed is its to remove: a daemon that never
+   * held the auto-route claim leaves another's rules, table and nft alone. */
+  if (cfg->tun.auto_route && route_claim < 0) {
+    s5_warn("auto-route: not removing the rules and routes: this daemon never claimed them");
+  } else if (cfg->tun.auto_route && (clean || !cfg->tun.kill_switch)) {
     int r = s5_route_remove();
     if (r < 0) s5_warn("auto-route: removing the rules and routes: %s", strerror(-r));
   } else if (cfg->tun.auto_route) {

@@ -12,6 +12,7 @@
  * namespace, as the user who ran sudo. */
 #include "exec.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -68,17 +69,23 @@ static int notify_open(char *name, size_t len) {
 
 /* The daemon: our own binary with the flags given and the namespace. */
 static pid_t daemon_start(char **flags, int nflags, const char *netns, const char *notify) {
-  char **av = calloc((size_t)nflags + 4, sizeof *av);
+  char **av = calloc((size_t)nflags + 6, sizeof *av);
   if (av == NULL) return -1;
   int n = 0;
   av[n++] = "s5tund";
+  /* The tunnel's info lines would land in the command's terminal: warn and
+   * above, unless the command line names a level (it comes later, and wins). */
+  av[n++] = "--log-level";
+  av[n++] = "warn";
   for (int i = 0; i < nflags; i++) av[n++] = flags[i];
   av[n++] = "--netns";
   av[n++] = (char *)netns;
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);                             /* the terminal's Ctrl-C is the command's */
     prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0); /* we killed: a clean stop still */
+    if (getppid() != parent) _exit(1);         /* killed before the line above: no tunnel */
     setenv("NOTIFY_SOCKET", notify, 1);
     execv("/proc/self/exe", av);
     fprintf(stderr, "s5tund exec: starting the tunnel: %s\n", strerror(errno));
@@ -166,6 +173,16 @@ static pid_t command_start(char **cmd, const char *netns) {
  * SIGKILL if it takes too long. */
 static void daemon_stop(pid_t daemon) {
   int st;
+  if (waitpid(daemon, &st, WNOHANG) == daemon) {
+    /* Gone before we asked: whatever it had made is ours to remove. */
+    if (WIFSIGNALED(st))
+      fprintf(stderr, "s5tund exec: warning: the tunnel died (signal %d) while the command ran\n",
+              WTERMSIG(st));
+    else
+      fprintf(stderr, "s5tund exec: warning: the tunnel exited (status %d) while the command ran\n",
+              WEXITSTATUS(st));
+    return;
+  }
   kill(daemon, SIGTERM);
   for (int i = 0; i < S5_EXEC_STOP_S * 10; i++) {
     if (waitpid(daemon, &st, WNOHANG) == daemon) return;
@@ -176,17 +193,55 @@ static void daemon_stop(pid_t daemon) {
   waitpid(daemon, &st, 0);
 }
 
+/* What the tunnel of exec PID leaves if it dies without its clean stop:
+ * the namespace's mount and /etc/netns/NAME/resolv.conf (only ours). */
+static void leftovers_remove(const char *name) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "/run/netns/%s", name);
+  if (umount2(path, MNT_DETACH) == 0 || errno == EINVAL) {
+    if (unlink(path) == 0) fprintf(stderr, "s5tund exec: removed the leftover namespace %s\n", name);
+  }
+  snprintf(path, sizeof path, "/etc/netns/%s/resolv.conf", name);
+  FILE *f = fopen(path, "r");
+  char line[128] = "";
+  if (f != NULL) {
+    if (fgets(line, sizeof line, f) == NULL) line[0] = '\0';
+    fclose(f);
+  }
+  if (strncmp(line, "# written by s5tund", 19) == 0) unlink(path);
+  snprintf(path, sizeof path, "/etc/netns/%s", name);
+  rmdir(path); /* only if empty: an admin's files stay */
+}
+
+/* Namespaces of execs that no longer run (killed -9 with their tunnel):
+ * swept before a new one is made, so none lingers to be "used as it is". */
+static void leftovers_sweep(void) {
+  DIR *d = opendir("/run/netns");
+  if (d == NULL) return;
+  struct dirent *e;
+  size_t plen = strlen(S5_EXEC_NETNS_PREFIX);
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, S5_EXEC_NETNS_PREFIX, plen) != 0) continue;
+    char *end;
+    long pid = strtol(e->d_name + plen, &end, 10);
+    if (*end != '\0' || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH)) continue;
+    leftovers_remove(e->d_name);
+  }
+  closedir(d);
+}
+
 int s5_exec_command(int argc, char **argv) {
   int dash = 2;
   while (dash < argc && strcmp(argv[dash], "--") != 0) dash++;
   if (dash + 1 >= argc) return usage();
   char netns[64], notify[108];
-  snprintf(netns, sizeof netns, "s5exec-%d", (int)getpid());
+  snprintf(netns, sizeof netns, S5_EXEC_NETNS_PREFIX "%d", (int)getpid());
   int nfd = notify_open(notify, sizeof notify);
   if (nfd < 0) {
     fprintf(stderr, "s5tund exec: notify socket: %s\n", strerror(errno));
     return 1;
   }
+  leftovers_sweep();
   /* Ctrl-C and the like are the command's: we outlive it to clean up. */
   signal(SIGINT, SIG_IGN);
   signal(SIGQUIT, SIG_IGN);
@@ -201,6 +256,7 @@ int s5_exec_command(int argc, char **argv) {
   int r = daemon_wait_ready(nfd, daemon, &gone);
   if (r != 0) {
     if (!gone) daemon_stop(daemon);
+    leftovers_remove(netns);
     close(nfd);
     return r;
   }
@@ -208,6 +264,7 @@ int s5_exec_command(int argc, char **argv) {
   if (cmd < 0) {
     fprintf(stderr, "s5tund exec: fork: %s\n", strerror(errno));
     daemon_stop(daemon);
+    leftovers_remove(netns);
     close(nfd);
     return 1;
   }
@@ -217,6 +274,7 @@ int s5_exec_command(int argc, char **argv) {
   }
   child_pid = 0;
   daemon_stop(daemon);
-  close(nfd); /* open until here: the daemon says STOPPING=1 on it */
+  leftovers_remove(netns); /* nothing after a clean stop */
+  close(nfd);              /* open until here: the daemon says STOPPING=1 on it */
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

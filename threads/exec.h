@@ -8,6 +8,9 @@
 #ifndef S5_THREADS_EXEC_H
 #define S5_THREADS_EXEC_H
 
+/* The namespace of exec's tunnel is S5_EXEC_NETNS_PREFIX followed by exec's pid. */
+#define S5_EXEC_NETNS_PREFIX "s5exec-"
+
 int s5_exec_command(int argc, char **argv);
 
 #endif

@@ -11,6 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/vfs.h>
+
+#ifndef NSFS_MAGIC
+#define NSFS_MAGIC 0x6e736673
+#endif
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,6 +76,15 @@ int s5_netns_open(struct s5_netns *ns, const char *name, char *err, size_t errle
     snprintf(err, errlen, "[tun] netns: %s: %s", path, strerror(-e));
     s5_netns_close(ns, true);
     return e;
+  }
+  /* A file there that is not a namespace (what a killed `ip netns add` or
+   * a crash between create and mount leaves): setns would only say EINVAL. */
+  struct statfs sf;
+  if (fstatfs(ns->fd, &sf) == 0 && sf.f_type != NSFS_MAGIC) {
+    snprintf(err, errlen, "[tun] netns: %s is not a network namespace (a leftover?); remove it: rm %s", path,
+             path);
+    s5_netns_close(ns, false);
+    return -EINVAL;
   }
   return 0;
 }

@@ -701,3 +701,107 @@ case_exec() {
   exec_nothing_left
   log "exec: TCP (IPv4, IPv6), UDP and a mapped name through danted; exit 0, 3, 127, 130, 137; two at once; nothing left"
 }
+
+# ---------------------------------------------------------------- owner
+
+# owner_rc WHAT EXPECTED CMD...: CMD exits with EXPECTED (bounded).
+owner_rc() {
+  local what=$1 want=$2 rc=0
+  shift 2
+  timeout -k 5 "$T_STEP" "$@" >>"$WORK/owner.log" 2>&1 || rc=$?
+  ((rc == want)) || fail "$what: exit $rc, expected $want: $(oneline "$(tail -3 "$WORK/owner.log")")"
+}
+
+# A daemon with auto-route runs (A); every other entry point that would
+# touch what A owns is refused before it changes anything, or leaves it
+# alone: `exec` and --netns with A's own file, a second daemon, another
+# daemon on A's stats socket. A's rules, table, nft table and stats socket
+# are intact after each, and A still carries traffic.
+case_owner() {
+  topology_up
+  servers_up
+  E2E_LOGS+=("$WORK/owner.log")
+  start_s5 "[stats]" "socket = $WORK/a.sock"
+  local a_ini=$S5_INI a_pid=$S5PID snap bad ini2
+  snap=$(routing_snapshot)
+  owner_intact() {
+    kill -0 "$a_pid" 2>/dev/null || fail "daemon A died ($1)"
+    [[ $(routing_snapshot) == "$snap" ]] || fail "A's routing changed after $1: $(diff <(echo "$snap") <(routing_snapshot) | tr '\n' ' ')"
+    "$S5TUND" --stats "$WORK/a.sock" >/dev/null || fail "A's stats socket does not answer after $1"
+    via_proxy "$TGT4"
+  }
+  # --netns over A's auto-route file: a flag breaks a rule the file kept.
+  owner_rc "--netns with an auto-route file" 2 nsenter --net="/run/netns/$NS_C" -- "$S5TUND" --config "$a_ini" --netns "s5c-own-$$"
+  grep -q -- "--netns: \[tun\] netns .*auto-route" "$WORK/owner.log" || fail "no clear error for --netns with auto-route: $(oneline "$(tail -2 "$WORK/owner.log")")"
+  [[ -e /run/netns/s5c-own-$$ ]] && fail "--netns created its namespace though refused"
+  owner_intact "--netns"
+  # exec with A's file: refused the same way, nothing left.
+  owner_rc "exec with an auto-route file" 2 nsenter --net="/run/netns/$NS_C" -- "$S5TUND" exec --config "$a_ini" -- true
+  owner_intact "exec"
+  ls /run/netns /etc/netns 2>/dev/null | grep -q '^s5exec-' && fail "exec left a namespace behind"
+  # Namespace names: paths and shell words are refused, exit 2.
+  for bad in "../../tmp/s5own" "a;b" "a b" "é"; do
+    owner_rc "--netns '$bad'" 2 nsenter --net="/run/netns/$NS_C" -- "$S5TUND" --socks5 "$S_ADDR4:$DANTE_PORT" --netns "$bad" --tun s5own0
+  done
+  [[ -e /tmp/s5own ]] && fail "--netns ../../tmp/s5own created /tmp/s5own"
+  # A second daemon with auto-route on another device: refused by the claim.
+  ini2=$WORK/second.ini
+  sed -e "s/^name = .*/name = s5own1/" "$a_ini" >"$ini2"
+  grep -q '^name = s5own1' "$ini2" || printf '%s\n' "" "[tun]" "name = s5own1" >>"$ini2"
+  owner_rc "a second auto-route daemon" 1 ip netns exec "$NS_C" "$S5TUND" --config "$ini2"
+  owner_intact "a second auto-route daemon"
+  # Another daemon, no auto-route, on A's stats socket: refused; A's stays.
+  printf '%s\n' "[tun]" "name = s5own2" "[socks5]" "address = $S_ADDR4" "port = $DANTE_PORT" \
+    "[stats]" "socket = $WORK/a.sock" >"$WORK/third.ini"
+  owner_rc "a daemon on A's stats socket" 1 ip netns exec "$NS_C" "$S5TUND" --config "$WORK/third.ini"
+  grep -q "stats socket .*in use by another running s5tund" "$WORK/owner.log" || fail "no clear error for a stats socket in use"
+  owner_intact "a daemon on A's stats socket"
+  # A stale socket (a daemon killed -9) is taken over.
+  kill -KILL "$a_pid"
+  wait "$a_pid" 2>/dev/null || true
+  S5PID=""
+  [[ -S $WORK/a.sock ]] || fail "the socket of a daemon killed -9 is gone"
+  start_s5 "[stats]" "socket = $WORK/a.sock"
+  "$S5TUND" --stats "$WORK/a.sock" >/dev/null || fail "a stale stats socket was not taken over"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  [[ -e $WORK/a.sock ]] && fail "a clean stop left its stats socket"
+  owner_exec_deaths
+  log "owner: --netns and exec refused over an auto-route file, bad names refused, a second daemon refused; A intact; exec's deaths leave nothing"
+}
+
+# exec in every order of deaths: its tunnel killed -9 under the command
+# (a warning, nothing left), exec itself killed -9 as it starts (no tunnel
+# left running; a namespace left is swept by the next exec), and a stale
+# file in /run/netns named as [tun] netns (a clear error).
+owner_exec_deaths() {
+  local i p left err
+  EXEC_INI=$WORK/owner-exec.ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT e2e_write_config "$EXEC_INI"
+  printf '%s\n' "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" >>"$EXEC_INI"
+  err=$WORK/owner-exec.err
+  s5exec -- sh -c 'pkill -KILL -f -- "--netns s5exec-$PPID"; sleep 1' 2>"$err" || fail "exec returned $? after its tunnel died"
+  grep -q "warning: the tunnel died (signal 9)" "$err" || fail "exec did not warn that its tunnel died: $(oneline "$(cat "$err")")"
+  grep -q "s5tund.*level.*info\|info  main" "$err" && fail "exec printed the tunnel's info lines: $(oneline "$(head -2 "$err")")"
+  exec_nothing_left
+  for i in $(seq 10); do
+    nsenter --net="/run/netns/$NS_C" -- "$S5TUND" exec --config "$EXEC_INI" -- sleep 30 >>"$WORK/owner.log" 2>&1 &
+    p=$!
+    sleep "0.0$i"
+    kill -KILL "$p"
+    wait "$p" 2>/dev/null || true
+  done
+  for i in $(seq $((T_STOP * 10))); do
+    pgrep -f -- "--config $EXEC_INI --netns s5exec-" >/dev/null || break
+    sleep 0.1
+  done
+  pgrep -fa -- "--config $EXEC_INI --netns s5exec-" && fail "a tunnel of a killed exec still runs"
+  s5exec -- true || fail "exec after the killed ones failed"
+  exec_nothing_left
+  touch "/run/netns/s5c-stale-$$"
+  p=0; nsenter --net="/run/netns/$NS_C" -- "$S5TUND" --config "$EXEC_INI" --netns "s5c-stale-$$" --tun s5own3 \
+    >"$err" 2>&1 || p=$?
+  rm -f "/run/netns/s5c-stale-$$"
+  ((p != 0)) || fail "a daemon on a stale /run/netns file started"
+  grep -q "is not a network namespace" "$err" || fail "no hint for a stale /run/netns file: $(oneline "$(tail -2 "$err")")"
+}

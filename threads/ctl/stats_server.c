@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -17,6 +18,7 @@
 #include "base/log.h"
 #include "ctl/stats_render.h"
 #include "ctl/stats_server.h"
+#include "exec.h"
 
 /* --connections: every worker writes its list on its own loop; at most
  * this long for all of them (a stalled worker is named in the answer). */
@@ -37,6 +39,47 @@ static int unix_address(const char *path, struct sockaddr_un *sun) {
   return 0;
 }
 
+/* A socket file left at the path: a stale one (a daemon killed -9) is
+ * removed (0); a live one belongs to another daemon and is never taken
+ * over (1). -1 after logging. */
+static int stale_remove(const char *path, const struct sockaddr_un *sun) {
+  struct stat st;
+  if (lstat(path, &st) < 0) {
+    if (errno == ENOENT) return 0;
+    s5_error("stats socket %s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    s5_error("stats socket %s: exists and is not a socket; not replacing it", path);
+    return -1;
+  }
+  int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) {
+    s5_error("stats socket %s: probing the existing socket: %s", path, strerror(errno));
+    return -1;
+  }
+  int live = connect(probe, (const struct sockaddr *)sun, sizeof *sun) == 0;
+  int err = errno;
+  close(probe);
+  if (live) return 1;
+  if (err != ECONNREFUSED && err != ENOENT) {
+    s5_error("stats socket %s: probing the existing socket: %s", path, strerror(err));
+    return -1;
+  }
+  if (unlink(path) < 0 && errno != ENOENT) {
+    s5_error("stats socket %s: removing the stale socket: %s", path, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+/* The path still names the socket this daemon bound (not one a later
+ * daemon put there), so it is ours to remove. */
+static void own_remove(const struct s5_stats_server *srv) {
+  struct stat st;
+  if (lstat(srv->path, &st) == 0 && st.st_dev == srv->dev && st.st_ino == srv->ino) unlink(srv->path);
+}
+
 int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cfg,
                          const struct s5_stats_area *stats) {
   srv->ctl.fd = -1;
@@ -54,16 +97,37 @@ int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cf
     s5_error("stats socket: %s", strerror(errno));
     return -1;
   }
-  unlink(srv->path); /* a stale socket from a previous run */
+  int r = stale_remove(srv->path, &sun);
+  if (r != 0) close(fd);
+  if (r < 0) return -1;
+  if (r > 0 && strncmp(cfg->tun.netns, S5_EXEC_NETNS_PREFIX, strlen(S5_EXEC_NETNS_PREFIX)) == 0) {
+    /* `s5tund exec` with the running daemon's file: that one keeps it. */
+    s5_warn("stats socket %s: in use by another running s5tund; this tunnel serves none", srv->path);
+    srv->path[0] = '\0';
+    return 0;
+  }
+  if (r > 0) {
+    s5_error("stats socket %s: in use by another running s5tund; give this one another [stats] socket",
+             srv->path);
+    return -1;
+  }
   if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 || listen(fd, 16) < 0) {
     s5_error("stats socket %s: %s", srv->path, strerror(errno));
     close(fd);
     return -1;
   }
+  struct stat st;
+  if (stat(srv->path, &st) < 0) {
+    s5_error("stats socket %s: stat after bind: %s", srv->path, strerror(errno));
+    close(fd);
+    return -1;
+  }
+  srv->dev = st.st_dev;
+  srv->ino = st.st_ino;
   if (s5_ctl_init(&srv->ctl, fd, "stats socket", &stats_ops, srv) < 0) {
     s5_error("stats socket %s: out of memory", srv->path);
     close(fd);
-    unlink(srv->path);
+    own_remove(srv);
     return -1;
   }
   srv->ctl.read_ms = S5_STATS_READ_MS;
@@ -154,7 +218,7 @@ void s5_stats_server_serve(struct s5_stats_server *srv, const struct pollfd *pfd
 void s5_stats_server_close(struct s5_stats_server *srv) {
   if (srv->ctl.fd < 0) return;
   s5_ctl_close(&srv->ctl);
-  unlink(srv->path);
+  own_remove(srv);
 }
 
 /* How long --stats and --connections wait for the daemon, for each of

@@ -6,6 +6,7 @@
 #define S5_THREADS_STATS_SERVER_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "ctl/ctl_server.h"
@@ -14,6 +15,8 @@
 struct s5_stats_server {
   struct s5_ctl_server ctl; /* its fd: -1 when no socket is configured */
   char path[108];           /* a copy: a reload may change the configuration's */
+  dev_t dev;                /* the socket file this daemon bound: removed at */
+  ino_t ino;                /* close only while the path still names it */
   const struct s5_stats_area *stats;
   void (*poke)(void *arg); /* --connections: ask every worker for its list */
   void *poke_arg;
