@@ -190,7 +190,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SHORT_SECONDS ?= 25
 FUZZ_TARGETS ?=
 TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|reload|metrics)\.thread\.)
-FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_http fuzz_packet
+FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_upstream fuzz_dns fuzz_ini fuzz_http fuzz_packet
 # Under ASan the mode x queues matrix of the basic TCP and UDP cases runs
 # once per case (thread q1 and process q4, the two ends), the short soak in
 # process mode and the dead-worker case at 1 and 4 queues: proportionate,
