@@ -110,7 +110,8 @@ static void usage(FILE *out) {
     "       s5tund --stats [SOCKET] [--json]\n"
     "       s5tund --connections [SOCKET] [--json]\n"
     "       s5tund exec [OPTION]... -- COMMAND [ARG]...\n"
-    "Carry TCP and UDP from a multi-queue TUN device to a SOCKS5 proxy.\n"
+    "Carry TCP and UDP from a multi-queue TUN device to SOCKS5 proxies\n"
+    "(TCP also to SOCKS4 and HTTP CONNECT proxies).\n"
     "exec: run COMMAND in a network namespace whose only way out is the proxy.\n"
     "\n",
     out);

@@ -6,7 +6,8 @@
 #   upstream_squid    squid with basic_ncsa_auth, --proxy http://USER:PASS@
 #                     (the password percent-encoded in the URL): IPv4 and
 #                     IPv6 destinations, 20 at once, through the warm pool
-#                     (pool_hits); squid's access log shows every CONNECT
+#                     (pool_hits), a mapped DNS name sent as the name;
+#                     squid's access log shows every CONNECT
 #                     tunnelled (TCP_TUNNEL/200) with the user; the start
 #                     says what becomes of UDP. Then a wrong password: the
 #                     client is refused, s5tund logs squid's status line
@@ -15,7 +16,8 @@
 #                     SOCKS4 server (socks4://USERID@): IPv4 destinations
 #                     carried, danted's log shows the v4 CONNECTs; an IPv6
 #                     destination cannot go through SOCKS4: refused, and
-#                     the log says so.
+#                     the log says so. Then ssh -D as a SOCKS4a server: a
+#                     mapped DNS name carried as the name (danted has no 4a).
 #   upstream_hostile  httpproxy.py (a CONNECT proxy of our own, behaviour by
 #                     the CONNECT's port): no final CRLF, an endless header,
 #                     1xx before the 200, a body on a 407, a close during
@@ -27,25 +29,43 @@ SQUID_PORT=3128
 TP_PORT=8888
 HTTPPROXY_PORT=1084
 DANTE4_PORT=1085
+SSH4_PORT=1086
 UP_USER=alice
 UP_PASS='p@ss:w%rd'      # as squid checks it
 UP_PASS_URL='p%40ss%3Aw%25rd'
 
+# shellcheck source=dnslib.sh
+source "$HERE/dnslib.sh"
+
 setup_upstream() {
+  udp_install_exit   # dnslib.sh: S's /etc/netns hosts file (target.test) goes on exit too
   e2e_topology_up
   e2e_start_target
+  udp_hosts
 }
 
 # start_up URL...: s5tund with these --proxy URLs over a file with the
-# case's mode and queues, a stats socket, log level debug; until an echo
-# goes through (CFG_* from the caller).
+# case's mode and queues, a stats socket, mapped DNS, log level debug; the
+# device up (CFG_* from the caller).
 start_up() {
   local ini=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini args=() u
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
-  printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" >>"$ini"
+  printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" \
+    "network = $DNS_POOL" >>"$ini"
   for u; do args+=(--proxy "$u"); done
   e2e_start_s5tund --config "$ini" "${args[@]}"
   e2e_wait_device "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+}
+
+# echo_by_name: an echo to target.test, through the mapped resolver: the
+# CONNECT carries the name, the proxy resolves it (S's hosts file).
+echo_by_name() {
+  local addr
+  addr=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" dig +time=5 +tries=1 +short "@$DNS_ADDR" target.test A)
+  [[ -n $addr ]] || fail "the mapped resolver did not answer target.test"
+  client --host "$addr" echo --count 3 >/dev/null
+  log "target.test ($addr): echoed"
 }
 
 stop_up() {
@@ -127,6 +147,8 @@ case_upstream_squid() {
   client --host "$TGT6" echo --count 20 >/dev/null
   client --host "$TGT4" concurrent 20 --rounds 1 >/dev/null
   client --host "$TGT4" bulk --size 4M --upload-mode length >/dev/null
+  echo_by_name
+  wait_count "$SQUID_LOG" "TCP_TUNNEL/200 .* CONNECT target\.test:$TGT_PORT $UP_USER " 1 "CONNECTs by name"
   local hits
   hits=$(counter pool_hits)
   ((hits > 0)) || fail "no CONNECT went over a pooled connection to squid (pool_hits $hits)"
@@ -245,6 +267,15 @@ case_upstream_proxies() {
   e2e_wait_log "$S5LOG" "no CONNECT to upstream dante4: a SOCKS4 upstream cannot carry an IPv6 destination" 5 \
     "the SOCKS4/IPv6 line" >/dev/null
   client --host "$TGT4" echo --count 3 >/dev/null
+  stop_up
+
+  # SOCKS4a (danted has none: it connects to 0.0.0.1): OpenSSH's ssh -D,
+  # a mapped name carried as the name and resolved in S.
+  start_sshd_socks "$SSH4_PORT"
+  start_up "socks4://nobody@$S_ADDR4:$SSH4_PORT#ssh4"
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  echo_by_name
+  e2e_wait_log "$S5LOG" "100\.64\.[0-9.]+ stands for target\.test: sent by name" 5 >/dev/null
   stop_up
 }
 
