@@ -11,7 +11,10 @@
 #                     tunnelled (TCP_TUNNEL/200) with the user; the start
 #                     says what becomes of UDP. Then a wrong password: the
 #                     client is refused, s5tund logs squid's status line
-#                     (407), squid logs TCP_DENIED/407.
+#                     (407), squid logs TCP_DENIED/407; a datagram gets ICMP
+#                     port unreachable (no upstream carries UDP). Last,
+#                     [upstream] sections squid then danted: TCP through
+#                     squid, UDP only through danted (SOCKS5).
 #   upstream_proxies  tinyproxy with BasicAuth (http://), then danted as a
 #                     SOCKS4 server (socks4://USERID@): IPv4 destinations
 #                     carried, danted's log shows the v4 CONNECTs; an IPv6
@@ -30,6 +33,7 @@ TP_PORT=8888
 HTTPPROXY_PORT=1084
 DANTE4_PORT=1085
 SSH4_PORT=1086
+UDP_ECHO_PORT=7001
 UP_USER=alice
 UP_PASS='p@ss:w%rd'      # as squid checks it
 UP_PASS_URL='p%40ss%3Aw%25rd'
@@ -171,7 +175,44 @@ case_upstream_squid() {
   local failed
   failed=$(counter socks5_auth_failed)
   ((failed >= 1)) || fail "socks5_auth_failed $failed after a 407"
+  # No upstream carries UDP: ICMP port unreachable at once.
+  start_udp_echo
+  uclient expect-unreachable --host "$TGT4" --port "$UDP_ECHO_PORT" >/dev/null
   stop_up
+
+  # Mixed upstreams in a file: TCP to the first (squid), UDP only to the
+  # SOCKS5 one (danted), which the start-up names.
+  e2e_start_dante
+  local ini=$WORK/mixed.ini tunnels
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[upstream squid]" "type = http" \
+    "address = $S_ADDR4" "port = $SQUID_PORT" "username = $UP_USER" "password = \"$UP_PASS\"" "" \
+    "[upstream dante]" "type = socks5" "address = $S_ADDR4" "port = $DANTE_PORT" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  e2e_wait_log "$S5LOG" "UDP: through upstream dante" 5 >/dev/null
+  tunnels=$(count_in "$SQUID_LOG" "TCP_TUNNEL/200 ")
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  uclient echo --host "$TGT4" --port "$UDP_ECHO_PORT" --sizes 1,100,1400 --sources 4 >/dev/null
+  wait_count "$SQUID_LOG" "TCP_TUNNEL/200 " $((tunnels + 1)) "tunnels (TCP still through squid)"
+  wait_count "$WORK/danted.log" "udp/udpassociate \\[" 1 "UDP associations at danted"
+  [[ $(count_in "$WORK/danted.log" "tcp/connect \\[") == 0 ]] || fail "TCP went to danted, not to the first upstream"
+  log "mixed: TCP through squid, UDP through danted"
+  stop_up
+}
+
+# start_udp_echo: udptarget.py in S, port UDP_ECHO_PORT on the targets.
+start_udp_echo() {
+  local ready=$WORK/udptarget.ready
+  [[ -s $ready ]] && return 0
+  E2E_LOGS+=("$WORK/udptarget.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" \
+    --port "$UDP_ECHO_PORT" --ready-file "$ready" >"$WORK/udptarget.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do
+    [[ -s $ready ]] && return 0
+    sleep 0.1
+  done
+  fail "udptarget.py did not start"
 }
 
 # ------------------------------------------------------------ tinyproxy, danted (SOCKS4)
