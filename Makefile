@@ -28,13 +28,14 @@ CTEST_ARGS ?=
 # is not ours, against the mapped resolver over UDP and TCP (e2e.dns_tcp).
 # libnftables-dev: auto-route's exclude-local; nftables (nft): the route
 # tests read the table back. apache2-utils: ab, short connections reusing
-# ports through the tunnel (e2e.port_reuse). curl: a client of ours through
-# s5tund exec (e2e.route.exec).
+# ports through the tunnel (e2e.port_reuse); htpasswd, squid's password file
+# (e2e.upstream_squid). curl: a client of ours through s5tund exec
+# (e2e.route.exec). squid, tinyproxy: HTTP CONNECT upstreams (e2e.upstream_*).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev libnftables-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
         systemd man-db python3-prometheus-client iperf3 clang-format dnsutils nftables \
-        apache2-utils curl
+        apache2-utils curl squid tinyproxy
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
@@ -190,7 +191,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SHORT_SECONDS ?= 25
 FUZZ_TARGETS ?=
 TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|reload|metrics)\.thread\.)
-FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_dns fuzz_ini fuzz_http fuzz_packet
+FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_upstream fuzz_dns fuzz_ini fuzz_http fuzz_packet
 # Under ASan the mode x queues matrix of the basic TCP and UDP cases runs
 # once per case (thread q1 and process q4, the two ends), the short soak in
 # process mode and the dead-worker case at 1 and 4 queues: proportionate,

@@ -25,6 +25,7 @@ enum flag_id {
   FLAG_MTU,
   FLAG_NETNS,
   FLAG_SOCKS5,
+  FLAG_PROXY,
   FLAG_LOG_LEVEL,
   FLAG_CHECK,
   FLAG_STATS,
@@ -58,6 +59,10 @@ static const struct flag flags[] = {
   {FLAG_NETNS, "netns", 0, "NAME", "tun", "netns", NULL, "create the device in network namespace NAME"},
   {FLAG_SOCKS5, "socks5", 0, "ADDR:PORT", NULL, NULL, NULL,
    "SOCKS5 proxy, e.g. 127.0.0.1:1080 or [::1]:1080"},
+  {FLAG_PROXY, "proxy", 0, "URL", NULL, NULL, NULL,
+   "an upstream proxy, repeatable; replaces the file's:\n"
+   "                           socks5://[USER:PASS@]ADDR:PORT, socks4://, socks4a://,\n"
+   "                           http://USER:PASS@[::1]:3128 (a #NAME may follow)"},
   {FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level", "LEVEL",
    "error, warn, info or debug"},
   {FLAG_CHECK, "check-config", 0, NULL, NULL, NULL, NULL, "print the effective configuration and exit"},
@@ -88,6 +93,7 @@ struct arg {
 /* What the first pass found. */
 struct args {
   const char *config; /* --config FILE, NULL = none */
+  bool socks5, proxy; /* --socks5 given, --proxy given */
   bool check;
   bool help;
   bool version;
@@ -104,7 +110,8 @@ static void usage(FILE *out) {
     "       s5tund --stats [SOCKET] [--json]\n"
     "       s5tund --connections [SOCKET] [--json]\n"
     "       s5tund exec [OPTION]... -- COMMAND [ARG]...\n"
-    "Carry TCP and UDP from a multi-queue TUN device to a SOCKS5 proxy.\n"
+    "Carry TCP and UDP from a multi-queue TUN device to SOCKS5 proxies\n"
+    "(TCP also to SOCKS4 and HTTP CONNECT proxies).\n"
     "exec: run COMMAND in a network namespace whose only way out is the proxy.\n"
     "\n",
     out);
@@ -245,6 +252,8 @@ static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen
         as->config = a.value;
         break;
       case FLAG_CHECK: as->check = true; break;
+      case FLAG_SOCKS5: as->socks5 = true; break;
+      case FLAG_PROXY: as->proxy = true; break;
       case FLAG_HELP: as->help = true; return 0;
       case FLAG_VERSION: as->version = true; return 0;
       case FLAG_STATS:
@@ -263,6 +272,11 @@ static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen
       default: break;
     }
   }
+  if (as->socks5 && as->proxy) {
+    snprintf(err, errlen,
+             "--socks5 and --proxy: choose one (--proxy socks5://ADDR:PORT is --socks5 ADDR:PORT)");
+    return -1;
+  }
   return 0;
 }
 
@@ -276,6 +290,11 @@ static int apply_socks5(struct s5_config *cfg, const char *value, char *err, siz
   size_t len;
 
   s5_show(shown, sizeof shown, value);
+  if (!cfg->socks5_section) {
+    snprintf(err, errlen, "the configuration file has [upstream NAME] sections: use --proxy socks5://%s",
+             shown);
+    return -1;
+  }
   if (value[0] == '[') {
     const char *close = strchr(value, ']');
     if (close == NULL || close[1] != ':') {
@@ -314,17 +333,40 @@ static int apply_socks5(struct s5_config *cfg, const char *value, char *err, siz
   return 0;
 }
 
+/* --proxy URL: the first replaces the file's upstreams, each adds one.
+ * They take the first upstream's mark (auto-route's). */
+static int apply_proxy(struct s5_config *cfg, const char *url, bool *first, char *err, size_t errlen) {
+  uint32_t mark = cfg->upstreams[0].mark;
+  if (*first) {
+    *first = false;
+    cfg->n_upstreams = 0;
+    cfg->socks5_section = false;
+  }
+  int up = s5_upstream_from_url(cfg, url, err, errlen);
+  if (up < 0) return -1;
+  cfg->upstreams[up].mark = mark;
+  int key, bad;
+  char what[256];
+  if (s5_config_check(cfg, &key, &bad, what, sizeof what) == 0) return 0;
+  if (bad >= 0)
+    snprintf(err, errlen, "[upstream %s] %s: %s", cfg->upstreams[bad].name, s5_config_key_name(key), what);
+  else snprintf(err, errlen, "[%s] %s: %s", s5_config_key_section(key), s5_config_key_name(key), what);
+  return -1;
+}
+
 /* Second pass: the values, over defaults and file. Spelling was checked by
  * scan(), so read_arg() cannot fail here. */
 static int apply(struct s5_config *cfg, int argc, char **argv, char *err, size_t errlen) {
   char what[512];
   struct arg a;
+  bool first_proxy = true;
   int rc;
   int i;
 
   for (i = 1; i < argc; i++) {
     if (read_arg(&a, argc, argv, &i, err, errlen) != 0) return -1;
     if (a.flag->id == FLAG_SOCKS5) rc = apply_socks5(cfg, a.value, what, sizeof what);
+    else if (a.flag->id == FLAG_PROXY) rc = apply_proxy(cfg, a.value, &first_proxy, what, sizeof what);
     else if (a.flag->key != NULL)
       rc = s5_config_set(cfg, a.flag->section, a.flag->key, a.value, what, sizeof what);
     else continue;

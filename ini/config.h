@@ -68,6 +68,32 @@ typedef int s5_prefix_fn(const struct s5_prefix *p, void *arg, char *err, size_t
 long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned *n4, unsigned *n6, char *err,
                          size_t errlen);
 
+/* Several upstreams: [upstream NAME] sections or --proxy URLs, at most
+ * this many. */
+#define S5_UPSTREAMS_MAX 16
+
+/* What an upstream speaks (the words of [upstream] type). */
+enum s5_upstream_type { S5_UPSTREAM_SOCKS5, S5_UPSTREAM_SOCKS4, S5_UPSTREAM_HTTP };
+
+/* One upstream proxy: the keys of [socks5] and of an [upstream NAME]
+ * section. Keys that a type has no use for (pipeline and udp beyond SOCKS5)
+ * are kept but do nothing. */
+struct s5_upstream_cfg {
+  char name[32]; /* [upstream NAME]; "socks5" for [socks5]; [A-Za-z0-9_.-], 1..31 */
+  enum s5_upstream_type type;
+  unsigned weight;              /* 1..1000, for [balance] */
+  struct sockaddr_storage addr; /* proxy address and port */
+  socklen_t addrlen;
+  char username[256]; /* empty = no authentication; SOCKS4: the user id */
+  char password[256];
+  uint32_t mark;                    /* SO_MARK, 0 = none */
+  bool pipeline;                    /* SOCKS5: greeting, auth and CONNECT in one write */
+  unsigned pool;                    /* warm proxy connections per worker, 0 = off (core/socks5/pool.c) */
+  bool optimistic;                  /* SYN answered at once, the client's bytes right behind the CONNECT */
+  bool udp;                         /* SOCKS5: udp = associate (true) | off */
+  struct sockaddr_storage udp_addr; /* udp-address: ss_family 0 = use the relay address the proxy returns */
+};
+
 struct s5_config {
   enum s5_mode mode;
   unsigned queues;            /* resolved: 1..S5_QUEUES_MAX, never 0 */
@@ -95,18 +121,16 @@ struct s5_config {
     char pre_down[PATH_MAX]; /* command run before the device goes */
   } tun;
 
-  struct {
-    struct sockaddr_storage addr; /* proxy address and port */
-    socklen_t addrlen;
-    char username[256]; /* empty = no authentication */
-    char password[256];
-    uint32_t mark;                    /* SO_MARK, 0 = none */
-    bool pipeline;                    /* greeting, auth and CONNECT in one write */
-    unsigned pool;                    /* warm proxy connections per worker, 0 = off (core/socks5/pool.c) */
-    bool optimistic;                  /* SYN answered at once, the client's bytes right behind the CONNECT */
-    bool udp;                         /* udp = associate (true) | off */
-    struct sockaddr_storage udp_addr; /* udp-address: ss_family 0 = use the relay address the proxy returns */
-  } socks5;
+  /* The upstream proxies, in file order (the order failover tries them):
+   * [socks5] is upstreams[0] when written (socks5_section), the [upstream
+   * NAME] sections follow; --proxy URLs replace them all. socks5 is the
+   * same storage as upstreams[0], the name the single-proxy code reads. */
+  union {
+    struct s5_upstream_cfg upstreams[S5_UPSTREAMS_MAX];
+    struct s5_upstream_cfg socks5;
+  };
+  unsigned n_upstreams; /* 1..S5_UPSTREAMS_MAX */
+  bool socks5_section;  /* upstreams[0] is [socks5] (the default, one SOCKS5 proxy) */
 
   struct {
     unsigned connect_timeout;  /* seconds, >= 1 */

@@ -91,16 +91,77 @@ static int check_netns(const struct s5_config *cfg, int *key, char *err, size_t 
   return 0;
 }
 
-int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t errlen) {
-  bool user = cfg->socks5.username[0] != '\0';
-  bool pass = cfg->socks5.password[0] != '\0';
-  /* RFC 1929 sends both or nothing; one alone is surely a mistake. */
+/* Points *key and *up at an upstream's key: [socks5]'s own for a [socks5]
+ * upstream (which has no type or weight), else the [upstream] one. */
+static void blame(const struct s5_config *cfg, unsigned i, const char *name, int *key, int *up) {
+  if (i == 0 && cfg->socks5_section && s5_config_key_find("socks5", name) >= 0) {
+    *key = s5_config_key_find("socks5", name);
+    *up = -1;
+    return;
+  }
+  *key = s5_config_key_find("upstream", name);
+  *up = (int)i;
+}
+
+/* Credentials as each protocol carries them. */
+static int check_upstream(const struct s5_config *cfg, unsigned i, int *key, int *up, char *err,
+                          size_t errlen) {
+  const struct s5_upstream_cfg *u = &cfg->upstreams[i];
+  bool user = u->username[0] != '\0';
+  bool pass = u->password[0] != '\0';
+  char where[64];
+  if (i == 0 && cfg->socks5_section) snprintf(where, sizeof where, "[socks5]");
+  else snprintf(where, sizeof where, "[upstream %s]", u->name);
+  if (u->type == S5_UPSTREAM_SOCKS4) {
+    if (pass) {
+      blame(cfg, i, "password", key, up);
+      snprintf(err, errlen, "set for type = socks4, which has none (username is its user id)");
+      return -1;
+    }
+    return 0;
+  }
+  /* RFC 1929 sends both or nothing; one alone is surely a mistake. Basic
+   * too: a proxy that wants credentials wants both. */
   if (user != pass) {
-    *key = s5_config_key_find("socks5", user ? "username" : "password");
-    snprintf(err, errlen, "set without [socks5] %s (authentication needs both)",
+    blame(cfg, i, user ? "username" : "password", key, up);
+    snprintf(err, errlen, "set without %s %s (authentication needs both)", where,
              user ? "password" : "username");
     return -1;
   }
+  if (u->type == S5_UPSTREAM_HTTP && strchr(u->username, ':') != NULL) {
+    blame(cfg, i, "username", key, up);
+    snprintf(err, errlen, "contains ':', which Basic authentication cannot carry in a user id (RFC 7617)");
+    return -1;
+  }
+  return 0;
+}
+
+/* Without a mark the proxy connections would be routed into the tunnel;
+ * the routing rule keeps one mark out, so every upstream carries it. */
+static int check_marks(const struct s5_config *cfg, int *key, int *up, char *err, size_t errlen) {
+  if (!cfg->tun.auto_route) return 0;
+  if (cfg->upstreams[0].mark == 0) {
+    *key = s5_config_key_find("tun", "auto-route");
+    *up = -1;
+    snprintf(err, errlen, "needs %s mark: the proxy connections must carry a mark to stay out of the tunnel",
+             cfg->socks5_section ? "[socks5]" : "[upstream] NAME");
+    return -1;
+  }
+  for (unsigned i = 1; i < cfg->n_upstreams; i++) {
+    if (cfg->upstreams[i].mark == cfg->upstreams[0].mark) continue;
+    blame(cfg, i, "mark", key, up);
+    snprintf(err, errlen,
+             "differs from the first upstream's (%s, %#x): auto-route keeps one mark out of the tunnel",
+             cfg->upstreams[0].name, (unsigned)cfg->upstreams[0].mark);
+    return -1;
+  }
+  return 0;
+}
+
+int s5_config_check(const struct s5_config *cfg, int *key, int *up, char *err, size_t errlen) {
+  *up = -1;
+  for (unsigned i = 0; i < cfg->n_upstreams; i++)
+    if (check_upstream(cfg, i, key, up, err, errlen) != 0) return -1;
   /* One family may be switched off by leaving it empty, not both. */
   if (cfg->tun.ipv4.family == 0 && cfg->tun.ipv6.family == 0) {
     *key = s5_config_key_find("tun", "ipv4");
@@ -133,12 +194,5 @@ int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t err
     }
   }
   if (check_netns(cfg, key, err, errlen) != 0) return -1;
-  /* Without a mark the proxy connections would be routed into the tunnel. */
-  if (cfg->tun.auto_route && cfg->socks5.mark == 0) {
-    *key = s5_config_key_find("tun", "auto-route");
-    snprintf(err, errlen,
-             "needs [socks5] mark: the proxy connections must carry a mark to stay out of the tunnel");
-    return -1;
-  }
-  return 0;
+  return check_marks(cfg, key, up, err, errlen);
 }

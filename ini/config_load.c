@@ -43,7 +43,13 @@ struct load {
   const char *text; /* the same line without its leading blanks */
   unsigned lineno;  /* number of the current line, from 1 */
   unsigned *set_at; /* per key: line where it was set, 0 = not yet */
-  bool failed;      /* the one message has been written */
+  /* The upstream sections (upstream.c): the one being read (-1 = another
+   * section), per upstream its header's line and its keys' lines. */
+  int up;
+  bool socks5_seen, upstream_seen; /* a [socks5] header, an [upstream NAME] one */
+  unsigned up_line[S5_UPSTREAMS_MAX];
+  unsigned *up_set_at; /* [up * key count + key] */
+  bool failed;         /* the one message has been written */
   int read_errno;
   char *err;
   size_t errlen;
@@ -86,6 +92,44 @@ static const char *skip_blanks(const char *s) {
   return s;
 }
 
+/* A section header, seen before inih sees it: [upstream NAME] adds an
+ * upstream (the first one drops the default [socks5] unless the file wrote
+ * [socks5], which must then come first). inih reports a header without
+ * its ']' itself. */
+static void load_header(struct load *ld) {
+  const char *close = strchr(ld->text, ']');
+  char inside[128], what[256];
+  if (close == NULL) return;
+  size_t n = (size_t)(close - ld->text - 1);
+  if (n >= sizeof inside) n = sizeof inside - 1;
+  memcpy(inside, ld->text + 1, n);
+  inside[n] = '\0';
+  while (n > 0 && isspace((unsigned char)inside[n - 1])) inside[--n] = '\0';
+  const char *p = skip_blanks(inside);
+  ld->up = -1;
+  if (strncmp(p, "upstream", 8) == 0 && (p[8] == '\0' || isspace((unsigned char)p[8]))) {
+    if (!ld->upstream_seen) {
+      ld->upstream_seen = true;
+      ld->cfg->n_upstreams = ld->socks5_seen ? 1 : 0;
+      ld->cfg->socks5_section = ld->socks5_seen;
+    }
+    int up = s5_upstream_add(ld->cfg, skip_blanks(p + 8), what, sizeof what);
+    if (up < 0) {
+      load_fail(ld, ld->lineno, NULL, NULL, what);
+      return;
+    }
+    ld->up = up;
+    ld->up_line[up] = ld->lineno;
+  } else if (strcmp(p, "socks5") == 0) {
+    if (ld->upstream_seen) {
+      load_fail(ld, ld->lineno, NULL, NULL,
+                "[socks5] must come before the [upstream NAME] sections (it is the first upstream)");
+      return;
+    }
+    ld->socks5_seen = true;
+  }
+}
+
 /* Feeds inih one physical line at a time (see the top of the file). */
 static char *load_read(char *buf, int size, void *user) {
   struct load *ld = user;
@@ -114,6 +158,8 @@ static char *load_read(char *buf, int size, void *user) {
     return NULL;
   }
   ld->text = skip_blanks(ld->line);
+  if (ld->text[0] == '[') load_header(ld);
+  if (ld->failed) return NULL;
   len = strlen(ld->text);
   if (len < (size_t)size) {
     memcpy(buf, ld->text, len + 1);
@@ -216,21 +262,29 @@ static int load_key(void *user, const char *section, const char *name, const cha
   (void)lineno; /* counted by load_read() instead */
   if (ld->failed) return 0;
   if (name == NULL) return 1; /* start of a section, if inih was built to report it */
-  key = s5_config_key_find(section, name);
+  char upsection[64];
+  unsigned *set_at = ld->set_at;
+  if (ld->up >= 0) {
+    snprintf(upsection, sizeof upsection, "upstream %s", ld->cfg->upstreams[ld->up].name);
+    section = upsection;
+    set_at = ld->up_set_at + (size_t)ld->up * (size_t)s5_config_key_count();
+  }
+  key = s5_config_key_find(ld->up >= 0 ? "upstream" : section, name);
   if (key < 0) {
-    s5_config_key_unknown(section, name, what, sizeof what);
+    s5_config_key_unknown(ld->up >= 0 ? "upstream" : section, name, what, sizeof what);
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
   }
-  if (ld->set_at[key] != 0) {
+  if (set_at[key] != 0) {
     /* Later-wins would hide typos such as a pasted block: refuse. */
-    snprintf(what, sizeof what, "set twice, first at line %u", ld->set_at[key]);
+    snprintf(what, sizeof what, "set twice, first at line %u", set_at[key]);
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
   }
-  ld->set_at[key] = ld->lineno;
+  set_at[key] = ld->lineno;
   if (raw_value(ld->text, ld->value, sizeof ld->value, what, sizeof what) != 0 ||
-      s5_config_key_set(ld->cfg, key, ld->value, what, sizeof what) != 0) {
+      (ld->up >= 0 ? s5_upstream_key_set(ld->cfg, key, (unsigned)ld->up, ld->value, what, sizeof what)
+                   : s5_config_key_set(ld->cfg, key, ld->value, what, sizeof what)) != 0) {
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
   }
@@ -257,11 +311,18 @@ static void load_syntax_error(struct load *ld, unsigned line) {
 
 /* Rules involving several keys, checked once the whole file is in. */
 static void load_check(struct load *ld) {
-  char what[256];
-  int key;
+  char what[256], section[64];
+  int key, up;
 
-  if (s5_config_check(ld->cfg, &key, what, sizeof what) != 0)
+  if (s5_config_check(ld->cfg, &key, &up, what, sizeof what) == 0) return;
+  if (up < 0) {
     load_fail(ld, ld->set_at[key], s5_config_key_section(key), s5_config_key_name(key), what);
+    return;
+  }
+  /* A key left at its default is blamed on its section's header. */
+  unsigned line = ld->up_set_at[(size_t)up * (size_t)s5_config_key_count() + (size_t)key];
+  snprintf(section, sizeof section, "upstream %s", ld->cfg->upstreams[up].name);
+  load_fail(ld, line != 0 ? line : ld->up_line[up], section, s5_config_key_name(key), what);
 }
 
 static void load_stream(struct load *ld) {
@@ -301,7 +362,9 @@ int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size
     goto out;
   }
   ld->set_at = calloc((size_t)s5_config_key_count(), sizeof *ld->set_at);
-  if (ld->set_at == NULL) {
+  ld->up_set_at = calloc((size_t)s5_config_key_count() * S5_UPSTREAMS_MAX, sizeof *ld->up_set_at);
+  ld->up = -1;
+  if (ld->set_at == NULL || ld->up_set_at == NULL) {
     snprintf(err, errlen, "%s: out of memory", path);
     goto out;
   }
@@ -327,6 +390,7 @@ out:
     if (ld->fp != NULL) fclose(ld->fp);
     free(ld->line);
     free(ld->set_at);
+    free(ld->up_set_at);
   }
   free(ld);
   free(scratch);

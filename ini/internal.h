@@ -83,13 +83,39 @@ int s5_config_key_set(struct s5_config *cfg, int key, const char *value, char *e
 void s5_config_key_unknown(const char *section, const char *name, char *err, size_t errlen);
 
 /* Checks rules that involve more than one key (config_check.c). On failure
- * returns -1, names the key to blame in *key and writes what is wrong into
+ * returns -1, names the key to blame in *key (and in *up its upstream for a
+ * key of an [upstream] section, else -1) and writes what is wrong into
  * err. */
-int s5_config_check(const struct s5_config *cfg, int *key, char *err, size_t errlen);
+int s5_config_check(const struct s5_config *cfg, int *key, int *up, char *err, size_t errlen);
 
 /* The long names of the command-line flags (args.c), for the docs test. */
 int s5_args_flag_count(void);
 const char *s5_args_flag_name(int i);
+
+/* One key's line as --check-config prints it, without the newline (keys.c). */
+struct s5_key;
+void s5_key_line(const struct s5_key *k, const struct s5_config *cfg, char *buf, size_t len);
+
+/* The upstream list (upstream.c). Keys of [upstream NAME] sections are
+ * declared at upstreams[0] (key->upstream); these read, print and merge
+ * them for upstream up. */
+int s5_upstream_key_set(struct s5_config *cfg, int key, unsigned up, const char *value, char *err,
+                        size_t errlen);
+void s5_upstream_key_print(const struct s5_config *cfg, int key, unsigned up, FILE *out);
+/* Upstream up to the [upstream] defaults, named name. */
+void s5_upstream_defaults(struct s5_config *cfg, unsigned up, const char *name);
+/* 0 if name may name an upstream, else -1 with err. */
+int s5_upstream_name_check(const char *name, char *err, size_t errlen);
+/* Appends an upstream with the defaults: its index, or -1 with err (a bad or
+ * taken name, too many). */
+int s5_upstream_add(struct s5_config *cfg, const char *name, char *err, size_t errlen);
+/* The [upstream NAME] sections of cfg (all but a [socks5] one). */
+void s5_upstream_print(const struct s5_config *cfg, FILE *out);
+/* s5_config_reload_merge() for one [upstream] key over every upstream. */
+int s5_upstream_reload_merge(struct s5_config *next, const struct s5_config *cur, int key,
+                             s5_config_reload_warn *warn, void *arg);
+/* --proxy URL (proxy_url.c): appends the upstream it describes. */
+int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size_t errlen);
 
 /* Port of a socket address in host byte order, 0 if the family is unset
  * (types.c). */

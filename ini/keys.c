@@ -21,10 +21,16 @@ static const char *const mode_words[] = {"thread", "process", NULL};
 static const char *const level_words[] = {"error", "warn", "info", "debug", NULL};
 static const char *const icmp_words[] = {"off", "reply", NULL};
 static const char *const udp_words[] = {"off", "associate", NULL};
+static const char *const upstream_words[] = {"socks5", "socks4", "http", NULL};
 
 /* An enum field is read and written as an int (types.c). */
 _Static_assert(sizeof(enum s5_mode) == sizeof(int), "enum s5_mode is not an int");
 _Static_assert(sizeof(enum s5_log_level) == sizeof(int), "enum s5_log_level is not an int");
+_Static_assert(sizeof(enum s5_upstream_type) == sizeof(int), "enum s5_upstream_type is not an int");
+
+/* A key of every [upstream NAME] section: declared at upstreams[0], moved
+ * to the section's upstream by upstream.c. */
+#define UP(member) AT(upstreams[0].member), .upstream = true
 
 /* The order is the order of --check-config and of the "expected one of"
  * hints; within a sockaddr, address comes before port (the defaults). */
@@ -112,6 +118,33 @@ static const struct s5_key keys[] = {
   /* Empty: the relay address the proxy returns (its own if unspecified). */
   {"socks5", "udp-address", &s5_type_addr, AT(socks5.udp_addr), .max = 0, .live = true, .def = "",
    .doc = "UDP relay address to use instead of the one the proxy returns"},
+
+  /* Each [upstream NAME] section is one more proxy, in file order; the keys
+   * are [socks5]'s (same defaults, same bounds) plus type and weight. */
+  {"upstream", "type", &s5_type_enum, UP(type), .words = upstream_words, .live = true, .def = "socks5",
+   .doc = "socks5; socks4 (4a for mapped names); http (CONNECT, RFC 9110)"},
+  {"upstream", "address", &s5_type_proxy, UP(addr), .live = true, .def = "127.0.0.1",
+   .doc = "the proxy: an IPv4 or IPv6 literal"},
+  {"upstream", "port", &s5_type_port, UP(addr), .min = 1, .max = 65535, .live = true, .def = "1080",
+   .doc = "the proxy's port"},
+  {"upstream", "username", &s5_type_text, UP(username), .live = true, .def = "",
+   .doc = "socks5: RFC 1929 with password; socks4: the user id; http: Basic with password"},
+  {"upstream", "password", &s5_type_secret, UP(password), .live = true, .def = "",
+   .doc = "socks5 and http (--check-config prints ***); socks4 has none"},
+  {"upstream", "mark", &s5_type_mark, UP(mark), .max = 4294967295ul, .def = "0",
+   .doc = "SO_MARK on sockets to the proxy, decimal or 0x hex, 0 = none"},
+  {"upstream", "pipeline", &s5_type_bool, UP(pipeline), .live = true, .def = "false",
+   .doc = "socks5: send greeting, auth and CONNECT in one write"},
+  {"upstream", "pool", &s5_type_uint, UP(pool), .max = 64, .live = true, .def = "4",
+   .doc = "proxy connections per worker kept ready ahead of time, 0 = off"},
+  {"upstream", "optimistic", &s5_type_bool, UP(optimistic), .live = true, .def = "false",
+   .doc = "answer a SYN at once and send the client's first bytes right behind the CONNECT"},
+  {"upstream", "udp", &s5_type_enum, UP(udp), .words = udp_words, .live = true, .def = "associate",
+   .doc = "socks5: associate or off; other types never carry UDP"},
+  {"upstream", "udp-address", &s5_type_addr, UP(udp_addr), .max = 0, .live = true, .def = "",
+   .doc = "socks5: UDP relay address to use instead of the one the proxy returns"},
+  {"upstream", "weight", &s5_type_uint, UP(weight), .min = 1, .max = 1000, .live = true, .def = "1",
+   .doc = "share of new sessions under [balance] round-robin, 1..1000"},
 
   /* A connect that takes an hour is already a failure. */
   {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600,
@@ -238,7 +271,9 @@ static void list_names(const char *section, char *buf, size_t len) {
   buf[0] = '\0';
   for (int i = 0; i < n && at < len; i++) {
     const char *sep = i == 0 ? "" : section == NULL && i == n - 1 ? " or " : ", ";
-    at += (size_t)snprintf(buf + at, len - at, section == NULL ? "%s[%s]" : "%s%s", sep, names[i]);
+    bool up = section == NULL && strcmp(names[i], "upstream") == 0;
+    at += (size_t)snprintf(buf + at, len - at, section == NULL ? "%s[%s%s]" : "%s%s%s", sep, names[i],
+                           up ? " NAME" : "");
   }
 }
 
@@ -292,7 +327,12 @@ int s5_config_set(struct s5_config *cfg, const char *section, const char *key, c
 void s5_config_defaults(struct s5_config *cfg) {
   char err[256];
   memset(cfg, 0, sizeof *cfg);
+  /* One upstream, [socks5]: the [upstream] defaults, then [socks5]'s. */
+  s5_upstream_defaults(cfg, 0, "socks5");
+  cfg->n_upstreams = 1;
+  cfg->socks5_section = true;
   for (int i = 0; i < KEY_COUNT; i++) {
+    if (keys[i].upstream) continue;
     if (s5_config_key_set(cfg, i, keys[i].def, err, sizeof err) != 0) {
       /* A broken default is a bug in this table, not a user error. */
       fprintf(stderr, "s5tund: bad built-in default for [%s] %s: %s\n", keys[i].section, keys[i].name, err);
@@ -305,6 +345,12 @@ void s5_config_print(const struct s5_config *cfg, FILE *out) {
   const char *section = "";
   fputs("; s5tund effective configuration\n", out);
   for (int i = 0; i < KEY_COUNT; i++) {
+    if (strcmp(keys[i].section, "socks5") == 0 && !cfg->socks5_section) continue;
+    if (keys[i].upstream) {
+      if (strcmp(keys[i].section, section) != 0) s5_upstream_print(cfg, out);
+      section = keys[i].section;
+      continue;
+    }
     if (strcmp(keys[i].section, section) != 0) {
       section = keys[i].section;
       fprintf(out, "\n[%s]\n", section);
@@ -314,7 +360,7 @@ void s5_config_print(const struct s5_config *cfg, FILE *out) {
 }
 
 /* One key's line as --check-config prints it, without the newline. */
-static void key_line(const struct s5_key *k, const struct s5_config *cfg, char *buf, size_t len) {
+void s5_key_line(const struct s5_key *k, const struct s5_config *cfg, char *buf, size_t len) {
   FILE *f = fmemopen(buf, len, "w");
   if (f == NULL) {
     snprintf(buf, len, "%s", k->name);
@@ -332,11 +378,15 @@ int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, 
   int kept = 0;
   for (int i = 0; i < KEY_COUNT; i++) {
     const struct s5_key *k = &keys[i];
+    if (k->upstream) {
+      kept += s5_upstream_reload_merge(next, cur, i, warn, arg);
+      continue;
+    }
     if (k->live || memcmp((const char *)next + k->offset, (const char *)cur + k->offset, k->size) == 0)
       continue;
     char was[320], now[320];
-    key_line(k, cur, was, sizeof was);
-    key_line(k, next, now, sizeof now);
+    s5_key_line(k, cur, was, sizeof was);
+    s5_key_line(k, next, now, sizeof now);
     memcpy((char *)next + k->offset, (const char *)cur + k->offset, k->size);
     if (warn != NULL) warn(arg, k->section, was, now);
     kept++;

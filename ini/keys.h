@@ -36,6 +36,7 @@ struct s5_key {
   int family;               /* prefixes: AF_INET or AF_INET6 */
   const char *const *words; /* enums: the words, NULL-terminated, index = value */
   bool live;                /* a reload (SIGHUP) applies it, to sessions opened after it */
+  bool upstream;            /* a key of every [upstream NAME] section: offset in upstreams[0] (upstream.c) */
   const char *def;          /* default, in the file's syntax; "" = empty */
   const char *doc;          /* one line for people */
 };
@@ -62,8 +63,9 @@ extern const struct s5_key_type
 extern const struct s5_key_type s5_type_addr;  /* sockaddr_storage, port max; empty = unset */
 extern const struct s5_key_type s5_type_addrs; /* sockaddr_storage[2], port max: "A, B", at most one
                                                     IPv4 ([0]) and one IPv6 ([1]); empty = neither */
-extern const struct s5_key_type s5_type_proxy; /* sockaddr_storage and cfg->socks5.addrlen; keeps its port */
-extern const struct s5_key_type s5_type_port;  /* the port of a sockaddr_storage, 1..65535 */
+extern const struct s5_key_type
+  s5_type_proxy; /* an upstream's sockaddr_storage and its addrlen; keeps its port */
+extern const struct s5_key_type s5_type_port;   /* the port of a sockaddr_storage, 1..65535 */
 extern const struct s5_key_type s5_type_listen; /* sockaddr_storage from "ADDR:PORT"; empty = unset */
 
 /* The table (keys.c); keys are identified by their index 0..count-1. */

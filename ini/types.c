@@ -430,7 +430,10 @@ static void addrs_print(const struct s5_key *k, const struct s5_config *cfg, FIL
 static int proxy_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                        size_t errlen) {
   struct sockaddr_storage *ss = s5_key_field(k, cfg);
-  return s5_parse_ip(text, s5_sockaddr_port(ss), ss, &cfg->socks5.addrlen, err, errlen);
+  /* The field is the addr of a struct s5_upstream_cfg: its addrlen beside it. */
+  struct s5_upstream_cfg *up =
+    (struct s5_upstream_cfg *)((char *)ss - offsetof(struct s5_upstream_cfg, addr));
+  return s5_parse_ip(text, s5_sockaddr_port(ss), ss, &up->addrlen, err, errlen);
 }
 
 static int port_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,

@@ -26,6 +26,7 @@
 #include "run.h"
 #include "shared/stats.h"
 #include "ctl/stats_server.h"
+#include "socks5/upstream.h"
 
 /* What a configuration needs to run at all, in open files of one process
  * (thread mode holds everything in one; process mode's supervisor holds
@@ -143,5 +144,6 @@ int main(int argc, char **argv) {
   }
   s5_info("s5tund %s starting: %s, %u %s, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
           cfg.queues == 1 ? "queue" : "queues", cfg.mode == S5_MODE_THREAD ? "thread" : "process");
+  s5_upstreams_log(&cfg);
   return cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg, stats) : s5_run_processes(&cfg, stats);
 }

@@ -25,7 +25,8 @@ int s5_privileges_restrict_main(const struct s5_config *cfg) {
  * system calls change only the caller, which is what thread mode needs. */
 int s5_privileges_drop(const struct s5_config *cfg) {
   if (cfg->run.user[0] == '\0') return 0;
-  int keep = cfg->socks5.mark != 0;
+  int keep = 0; /* CAP_NET_ADMIN for SO_MARK, if any upstream has a mark */
+  for (unsigned i = 0; i < cfg->n_upstreams; i++) keep |= cfg->upstreams[i].mark != 0;
   gid_t gid = cfg->run.gid;
   uid_t uid = cfg->run.uid;
   /* The kernel clears the parent-death signal when credentials change; a

@@ -39,12 +39,12 @@ static unsigned pool_target(const struct s5_pool *pool) {
   return pool->stopped ? 0 : pool->w->cfg->socks5.pool;
 }
 
-/* Connections of a and b are interchangeable: same proxy, same login. */
-static int pool_same_proxy(const struct s5_config *a, const struct s5_config *b) {
-  return a->socks5.addrlen == b->socks5.addrlen &&
-         memcmp(&a->socks5.addr, &b->socks5.addr, a->socks5.addrlen) == 0 &&
-         strcmp(a->socks5.username, b->socks5.username) == 0 &&
-         strcmp(a->socks5.password, b->socks5.password) == 0 && a->socks5.mark == b->socks5.mark;
+/* Connections to a and b are interchangeable: same proxy, same type, same
+ * login (an HTTP or SOCKS4 entry is a bare TCP connection, the login goes
+ * with each CONNECT; compared all the same). */
+static int pool_same_proxy(const struct s5_upstream_cfg *a, const struct s5_upstream_cfg *b) {
+  return a->type == b->type && a->addrlen == b->addrlen && memcmp(&a->addr, &b->addr, a->addrlen) == 0 &&
+         strcmp(a->username, b->username) == 0 && strcmp(a->password, b->password) == 0 && a->mark == b->mark;
 }
 
 /* ---------------------------------------------------------------- entries */
@@ -191,14 +191,14 @@ static int pool_conn_alive(const struct s5_pool_conn *c, uint64_t now) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-/* A ready entry for a session with cfg; the ones found dead are dropped. */
-static struct s5_pool_conn *pool_take(struct s5_pool *pool, const struct s5_config *cfg) {
+/* A ready entry for a session to up; the ones found dead are dropped. */
+static struct s5_pool_conn *pool_take(struct s5_pool *pool, const struct s5_upstream_cfg *up) {
   uint64_t now = pool_now(pool);
   struct s5_pool_conn *next;
   for (struct s5_pool_conn *c = pool->list; c != NULL; c = next) {
     next = c->next;
     if (!c->ready) continue;
-    if (pool_same_proxy(c->cfg, cfg) && pool_conn_alive(c, now)) return c;
+    if (pool_same_proxy(c->proxy.up, up) && pool_conn_alive(c, now)) return c;
     S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
     pool_drop(c);
   }
@@ -206,10 +206,9 @@ static struct s5_pool_conn *pool_take(struct s5_pool *pool, const struct s5_conf
 }
 
 int s5_pool_connect(struct s5_pool *pool, struct s5_proxy *p, char *why, size_t cap) {
-  if (pool == NULL || !pool->started || pool->stopped || p->cfg->socks5.pool == 0)
-    return s5_proxy_start(p, why, cap);
+  if (pool == NULL || !pool->started || pool->stopped || p->up->pool == 0) return s5_proxy_start(p, why, cap);
   pool->last_demand = pool_now(pool);
-  struct s5_pool_conn *c = pool_take(pool, p->cfg);
+  struct s5_pool_conn *c = pool_take(pool, p->up);
   int r;
   if (c != NULL) {
     S5_STAT_ADD(pool->w->stats, pool_hits, 1);
@@ -250,7 +249,7 @@ void s5_pool_reload(struct s5_pool *pool) {
   unsigned keep = 0;
   for (struct s5_pool_conn *c = pool->list; c != NULL; c = next) {
     next = c->next;
-    if (pool_same_proxy(c->cfg, cfg) && keep < cfg->socks5.pool) {
+    if (pool_same_proxy(c->proxy.up, &cfg->upstreams[0]) && keep < cfg->socks5.pool) {
       keep++;
       continue;
     }

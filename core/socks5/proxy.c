@@ -18,6 +18,7 @@
 #include "base/assert.h"
 #include "config.h"
 #include "ctx/wctx.h"
+#include "socks5/socks4.h"
 
 /* The client a handle or request belongs to: they are its members, so no
  * data pointer is needed (sock.data is the owner's, for the relay). */
@@ -40,7 +41,7 @@ static const struct proxy_words words[] = {
 
 static const struct proxy_words *proxy_words(const struct s5_proxy *p) { return &words[p->ops->cmd]; }
 
-static int with_auth(const struct s5_proxy *p) { return p->cfg->socks5.username[0] != '\0'; }
+static int with_auth(const struct s5_proxy *p) { return p->up->username[0] != '\0'; }
 
 /* socks5_* count what sessions and associations met; a pooled
  * connection's failures are the pool's to count (pool_failed). */
@@ -75,24 +76,18 @@ static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, 
   p->ops->result(p->owner, &r);
 }
 
-/* The exchange failed on what the server said (or did not let us say). */
+/* The exchange failed on what the server said (or did not let us say).
+ * An HTTP proxy's status line is worth a warning: it is often the proxy's
+ * policy (407, 403), not the destination. */
 static void proxy_rejected(struct s5_proxy *p, int status, uint8_t rep) {
-  char why[160];
-  if (status == S5_SOCKS5_REFUSED) {
-    PROXY_COUNT(p, socks5_refused);
-    snprintf(why, sizeof why, "proxy refused %s: %s", proxy_words(p)->req, s5_socks5_strrep(rep));
-  } else if (status == S5_SOCKS5_AUTH_FAILED) {
+  char why[200];
+  if (status == S5_SOCKS5_REFUSED) PROXY_COUNT(p, socks5_refused);
+  else if (status == S5_SOCKS5_AUTH_FAILED || status == S5_SOCKS5_NO_METHOD)
     PROXY_COUNT(p, socks5_auth_failed);
-    snprintf(why, sizeof why, "proxy rejected the username/password");
-  } else if (status == S5_SOCKS5_NO_METHOD) {
-    PROXY_COUNT(p, socks5_auth_failed);
-    snprintf(why, sizeof why, "proxy accepts none of our authentication methods (%s)",
-             with_auth(p) ? "username/password" : "none: configure [socks5] username");
-  } else {
-    PROXY_COUNT(p, socks5_bad_reply);
-    snprintf(why, sizeof why, "%s failed: %s", proxy_words(p)->hs, s5_socks5_strerror(status));
-  }
-  proxy_fail(p, S5_LOG_INFO, status, rep, why);
+  else PROXY_COUNT(p, socks5_bad_reply);
+  s5_upstream_why(p->up, proxy_words(p)->req, proxy_words(p)->hs, status, rep, &p->http, why, sizeof why);
+  int http_status = p->up->type == S5_UPSTREAM_HTTP && p->http.status != 0;
+  proxy_fail(p, http_status ? S5_LOG_WARN : S5_LOG_INFO, status, rep, why);
 }
 
 static void proxy_granted(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
@@ -117,7 +112,7 @@ static int proxy_send(struct s5_proxy *p, const uint8_t *msg, int len) {
 }
 
 static int proxy_put_auth(const struct s5_proxy *p, uint8_t *msg, size_t cap) {
-  return s5_socks5_write_auth(msg, cap, p->cfg->socks5.username, p->cfg->socks5.password);
+  return s5_socks5_write_auth(msg, cap, p->up->username, p->up->password);
 }
 
 static int proxy_send_auth(struct s5_proxy *p) {
@@ -129,13 +124,26 @@ static int proxy_send_auth(struct s5_proxy *p) {
 static int proxy_requested(struct s5_proxy *p, int sent) {
   if (sent < 0) return sent;
   p->requested = 1;
+  s5_http_reply_init(&p->http);
   if (p->ops->requested != NULL) p->ops->requested(p->owner);
   return 0;
 }
 
+/* The request: the owner's bytes, or its CONNECT's destination written
+ * for the upstream's type. */
+static int proxy_request(struct s5_proxy *p, uint8_t *msg, size_t cap, const char **why) {
+  struct s5_proxy_target t;
+  *why = "its mapped name is gone";
+  if (p->ops->target == NULL) return p->ops->request(p->owner, msg, cap);
+  memset(&t, 0, sizeof t);
+  if (p->ops->target(p->owner, &t) < 0) return -1;
+  return s5_upstream_write_connect(p->up, &t, msg, cap, why);
+}
+
 static int proxy_send_request(struct s5_proxy *p) {
-  uint8_t msg[S5_SOCKS5_MAX_MSG];
-  return proxy_requested(p, proxy_send(p, msg, p->ops->request(p->owner, msg, sizeof msg)));
+  uint8_t msg[S5_HTTP_REQUEST_MAX];
+  const char *why;
+  return proxy_requested(p, proxy_send(p, msg, proxy_request(p, msg, sizeof msg, &why)));
 }
 
 /* The first flight: the greeting, and with [socks5] pipeline the
@@ -149,7 +157,8 @@ static int proxy_send_first(struct s5_proxy *p) {
   int n = with_auth(p) ? proxy_put_auth(p, msg + len, sizeof msg - (size_t)len) : 0;
   if (n < 0) return n;
   len += n;
-  n = p->ops->request(p->owner, msg + len, sizeof msg - (size_t)len);
+  const char *why;
+  n = proxy_request(p, msg + len, sizeof msg - (size_t)len, &why);
   if (n < 0) return n;
   return proxy_requested(p, proxy_send(p, msg, len + n));
 }
@@ -159,9 +168,16 @@ static int proxy_send_first(struct s5_proxy *p) {
 /* One reply of the current step at the start of in[]: its length, or a
  * negative s5_socks5_status. A refused CONNECT is final once REP is known;
  * an ASSOCIATE reply is read whole, for its bound address. */
-static int proxy_parse_one(const struct s5_proxy *p, uint8_t *rep, struct s5_socks5_addr *bnd) {
+static int proxy_parse_one(struct s5_proxy *p, uint8_t *rep, struct s5_socks5_addr *bnd) {
   if (p->step == S5_PROXY_METHOD) return s5_socks5_parse_method(p->in, p->in_len, with_auth(p));
   if (p->step == S5_PROXY_AUTH) return s5_socks5_parse_auth(p->in, p->in_len);
+  if (p->up->type == S5_UPSTREAM_SOCKS4) return s5_socks4_parse_reply(p->in, p->in_len, rep);
+  if (p->up->type == S5_UPSTREAM_HTTP) { /* a stream: what is read of the header is dropped */
+    size_t used = 0;
+    int r = s5_http_reply_feed(&p->http, p->in, p->in_len, &used);
+    if (r == S5_SOCKS5_NEED_MORE) p->in_len = 0;
+    return r > 0 ? (int)used : r;
+  }
   if (p->ops->cmd == S5_PROXY_CONNECT) return s5_socks5_parse_reply(p->in, p->in_len, rep);
   return s5_socks5_parse_reply_addr(p->in, p->in_len, rep, bnd);
 }
@@ -229,8 +245,11 @@ static void proxy_read_failed(struct s5_proxy *p, int err) {
     return;
   }
   PROXY_COUNT(p, socks5_bad_reply);
-  proxy_fail(p, S5_LOG_INFO, 0, 0,
-             eof ? "proxy closed the connection during the SOCKS5 handshake" : uv_strerror(err));
+  int http = p->up->type == S5_UPSTREAM_HTTP;
+  char why[160];
+  snprintf(why, sizeof why, "proxy closed the connection during the %s %s", s5_upstream_proto(p->up),
+           http ? "response" : "handshake");
+  proxy_fail(p, http ? S5_LOG_WARN : S5_LOG_INFO, 0, 0, eof ? why : uv_strerror(err));
 }
 
 static void proxy_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
@@ -268,6 +287,16 @@ static void proxy_connected(uv_connect_t *req, int status) {
     return;
   }
   if (p->ops->connected != NULL && p->ops->connected(p->owner) != 0) return;
+  if (p->up->type != S5_UPSTREAM_SOCKS5) { /* no greeting: the request, or (warm) ready as it is */
+    p->step = S5_PROXY_REPLY;
+    struct s5_socks5_addr none = {0};
+    int r = uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read);
+    if (r == 0 && p->ops->cmd == S5_PROXY_WARM) proxy_granted(p, &none);
+    else if (r == 0 && proxy_send_request(p) < 0)
+      proxy_fail(p, S5_LOG_INFO, 0, 0, "sending the request failed");
+    if (r < 0) proxy_fail(p, S5_LOG_INFO, 0, 0, uv_strerror(r));
+    return;
+  }
   p->step = S5_PROXY_METHOD;
   int r = proxy_send_first(p);
   if (r == 0) r = uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read);
@@ -289,17 +318,16 @@ static void proxy_timed_out(uv_timer_t *timer) {
 
 /* A socket to the proxy, SO_MARK set, adopted by p->sock. */
 static int proxy_open_socket(struct s5_proxy *p, char *why, size_t cap) {
-  const struct s5_config *cfg = p->cfg;
-  int fd = socket(cfg->socks5.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const struct s5_upstream_cfg *up = p->up;
+  int fd = socket(up->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     int r = -errno;
     snprintf(why, cap, "socket to proxy: %s", strerror(errno));
     return r;
   }
-  if (cfg->socks5.mark != 0 &&
-      setsockopt(fd, SOL_SOCKET, SO_MARK, &cfg->socks5.mark, sizeof cfg->socks5.mark) < 0) {
+  if (up->mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &up->mark, sizeof up->mark) < 0) {
     int r = -errno;
-    snprintf(why, cap, "SO_MARK %u on proxy socket: %s", cfg->socks5.mark, strerror(errno));
+    snprintf(why, cap, "SO_MARK %u on proxy socket: %s", up->mark, strerror(errno));
     close(fd);
     return r;
   }
@@ -332,13 +360,18 @@ static int proxy_connect(struct s5_proxy *p, char *why, size_t cap) {
   if (r == 0) r = proxy_open_socket(p, why, cap);
   if (r < 0) return r;
   uv_tcp_nodelay(&p->sock, 1);
-  r =
-    uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)&p->cfg->socks5.addr, proxy_connected);
+  r = uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)&p->up->addr, proxy_connected);
   if (r < 0) snprintf(why, cap, "connecting to proxy: %s", uv_strerror(r));
   return r;
 }
 
 int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
+  uint8_t msg[S5_HTTP_REQUEST_MAX];
+  const char *cannot;
+  if (p->ops->target != NULL && proxy_request(p, msg, sizeof msg, &cannot) < 0) {
+    snprintf(why, cap, "no %s to upstream %s: %s", proxy_words(p)->req, p->up->name, cannot);
+    return UV_EINVAL;
+  }
   uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
   return proxy_connect(p, why, cap);
 }
@@ -378,10 +411,11 @@ static int proxy_retry_fresh(struct s5_proxy *p) {
 }
 
 int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap) {
-  uint8_t msg[S5_SOCKS5_MAX_MSG];
-  int len = p->ops->request(p->owner, msg, sizeof msg);
+  uint8_t msg[S5_HTTP_REQUEST_MAX];
+  const char *cannot;
+  int len = proxy_request(p, msg, sizeof msg, &cannot);
   if (len < 0) {
-    snprintf(why, cap, "no %s for this destination (its mapped name is gone)", proxy_words(p)->req);
+    snprintf(why, cap, "no %s to upstream %s: %s", proxy_words(p)->req, p->up->name, cannot);
     return len;
   }
   uv_os_fd_t fd = -1;
@@ -426,9 +460,14 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->requested = 0;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
-  p->pipeline = ops->cmd == S5_PROXY_CONNECT && cfg->socks5.pipeline;
+  s5_proxy_use(p, &cfg->upstreams[0]);
   uv_timer_init(&w->loop, &p->timer);
   p->handles_open = 1;
+}
+
+void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up) {
+  p->up = up;
+  p->pipeline = p->ops->cmd == S5_PROXY_CONNECT && up->type == S5_UPSTREAM_SOCKS5 && up->pipeline;
 }
 
 /* ---------------------------------------------------------------- closing */

@@ -30,8 +30,10 @@
 #include <uv.h>
 
 #include "base/log.h"
+#include "socks5/http_connect.h"
 #include "socks5/socks5.h"
 #include "socks5/socks5_udp.h"
+#include "socks5/upstream.h"
 
 struct s5_wctx;
 struct s5_config;
@@ -74,6 +76,10 @@ struct s5_proxy_ops {
   /* The request into buf (cap bytes): its length, or < 0 when it cannot be
    * made (a mapped address whose name is gone). */
   int (*request)(void *owner, uint8_t *buf, size_t cap);
+  /* Instead of request, for a CONNECT: the destination, which the client
+   * writes as its upstream's type asks (upstream.c). Returns 0, or < 0
+   * when there is none (a mapped address whose name is gone). */
+  int (*target)(void *owner, struct s5_proxy_target *t);
   /* Optional: the TCP connection is up, before the greeting. Returns 0 to
    * go on, or -1 when the owner ended itself (and closed the client). */
   int (*connected)(void *owner);
@@ -88,7 +94,8 @@ struct s5_proxy {
   uv_timer_t timer; /* connect-timeout, until the reply */
   uv_connect_t connect_req;
   struct s5_wctx *w;
-  const struct s5_config *cfg; /* the owner's (held by it) */
+  const struct s5_config *cfg;      /* the owner's (held by it) */
+  const struct s5_upstream_cfg *up; /* in cfg: the proxy (upstreams[0] unless s5_proxy_use) */
   const struct s5_proxy_ops *ops;
   void *owner;
   enum s5_proxy_step step;
@@ -101,6 +108,7 @@ struct s5_proxy {
   unsigned requested : 1; /* the request is written */
   uint16_t in_len;
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
+  struct s5_http_reply http;     /* an HTTP upstream's response, read as it comes */
 };
 _Static_assert(S5_SOCKS5_MAX_MSG <= UINT16_MAX, "struct s5_proxy: in_len counts in[] in 16 bits");
 
@@ -108,7 +116,11 @@ _Static_assert(S5_SOCKS5_MAX_MSG <= UINT16_MAX, "struct s5_proxy: in_len counts 
 void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
                    const struct s5_proxy_ops *ops, void *owner);
 
-/* Connects to [socks5] address, with SO_MARK. Returns 0, or a negative
+/* Before s5_proxy_start or s5_proxy_adopt: the upstream to use, one of
+ * cfg's (the first by default). */
+void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up);
+
+/* Connects to the upstream's address, with SO_MARK. Returns 0, or a negative
  * libuv error with what failed in why (then nothing was reported and the
  * owner closes the client). */
 int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap);

@@ -33,18 +33,17 @@ static void original_destination(const struct tcp_pcb *pcb, struct sockaddr_stor
   }
 }
 
-/* The CONNECT request for the client's destination, into msg. */
-static int hs_request(void *session, uint8_t *msg, size_t cap) {
+/* The CONNECT's destination: the client's, written by the client in
+ * proxy.c as the upstream's type asks. */
+static int hs_target(void *session, struct s5_proxy_target *t) {
   struct s5_session *s = session;
-  struct sockaddr_storage dst;
-  original_destination(s->conn.pcb, &dst);
+  original_destination(s->conn.pcb, &t->addr);
   /* A mapped DNS address: CONNECT by name, the proxy resolves it. */
-  char name[256];
-  int mapped = s5_dnsmap_name_of((struct sockaddr *)&dst, name, sizeof name);
+  int mapped = s5_dnsmap_name_of((struct sockaddr *)&t->addr, t->name, sizeof t->name);
   if (mapped < 0) return -1;
-  if (mapped > 0 && s->rec.name == NULL) s->rec.name = strdup(name); /* the session log, --connections */
-  if (mapped > 0) return s5_socks5_write_connect_name(msg, cap, name, s->conn.pcb->local_port);
-  return s5_socks5_write_connect(msg, cap, (struct sockaddr *)&dst);
+  if (mapped == 0) t->name[0] = '\0';
+  if (mapped > 0 && s->rec.name == NULL) s->rec.name = strdup(t->name); /* the session log, --connections */
+  return 0;
 }
 
 static void hs_result(void *session, const struct s5_proxy_result *r) {
@@ -65,7 +64,7 @@ static void hs_requested(void *session) {
 
 static const struct s5_proxy_ops hs_ops = {
   .cmd = S5_PROXY_CONNECT,
-  .request = hs_request,
+  .target = hs_target,
   .requested = hs_requested,
   .result = hs_result,
   .closed = s5_session_proxy_closed,

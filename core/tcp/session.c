@@ -306,10 +306,10 @@ static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb
   return s;
 }
 
-/* A SYN to the proxy itself means the proxy connections are routed into
- * the tunnel (no mark, or a rule missing): carrying it would loop forever. */
-static int session_targets_proxy(const struct s5_wctx *w, const struct tcp_pcb *pcb) {
-  const struct sockaddr_storage *ss = &w->cfg->socks5.addr;
+/* A SYN to an upstream proxy itself means the proxy connections are routed
+ * into the tunnel (no mark, or a rule missing): carrying it would loop
+ * forever. */
+static int targets_upstream(const struct sockaddr_storage *ss, const struct tcp_pcb *pcb) {
   if (ss->ss_family == AF_INET && !IP_IS_V6(&pcb->local_ip)) {
     const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
     return sin->sin_addr.s_addr == ip_2_ip4(&pcb->local_ip)->addr && ntohs(sin->sin_port) == pcb->local_port;
@@ -319,6 +319,12 @@ static int session_targets_proxy(const struct s5_wctx *w, const struct tcp_pcb *
     return memcmp(&sin6->sin6_addr, ip_2_ip6(&pcb->local_ip)->addr, 16) == 0 &&
            ntohs(sin6->sin6_port) == pcb->local_port;
   }
+  return 0;
+}
+
+static int session_targets_proxy(const struct s5_wctx *w, const struct tcp_pcb *pcb) {
+  for (unsigned i = 0; i < w->cfg->n_upstreams; i++)
+    if (targets_upstream(&w->cfg->upstreams[i].addr, pcb)) return 1;
   return 0;
 }
 

@@ -170,11 +170,11 @@ void s5_assoc_set_ready(struct s5_assoc *a, uint16_t relay_port) {
  * always with BND.PORT. */
 int s5_assoc_relay_target(const struct s5_assoc *a, const struct s5_socks5_addr *bnd,
                           struct sockaddr_storage *out) {
-  const struct s5_config *cfg = a->cfg;
+  const struct s5_upstream_cfg *up = a->proxy.up;
   static const uint8_t zero[16];
   memset(out, 0, sizeof *out);
-  if (cfg->socks5.udp_addr.ss_family != 0) {
-    *out = cfg->socks5.udp_addr;
+  if (up->udp_addr.ss_family != 0) {
+    *out = up->udp_addr;
   } else if ((bnd->family == AF_INET && memcmp(bnd->ip, zero, 4) != 0) ||
              (bnd->family == AF_INET6 && memcmp(bnd->ip, zero, 16) != 0)) {
     if (bnd->family == AF_INET) {
@@ -187,13 +187,13 @@ int s5_assoc_relay_target(const struct s5_assoc *a, const struct s5_socks5_addr 
       memcpy(&sin6->sin6_addr, bnd->ip, 16);
     }
   } else {
-    *out = cfg->socks5.addr;
+    *out = up->addr;
   }
   if (out->ss_family != a->udp_local.ss_family) {
     /* A relay of the other family than the control connection (a dual-stack
      * proxy reached over one family): its own address is the safe bet. */
-    if (cfg->socks5.udp_addr.ss_family != 0) return -1;
-    *out = cfg->socks5.addr;
+    if (up->udp_addr.ss_family != 0) return -1;
+    *out = up->addr;
   }
   if (out->ss_family == AF_INET) ((struct sockaddr_in *)out)->sin_port = htons(bnd->port);
   else ((struct sockaddr_in6 *)out)->sin6_port = htons(bnd->port);
@@ -255,7 +255,9 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   uv_timer_init(&w->loop, &a->timer);
   a->timer.data = a;
   s5_proxy_init(&a->proxy, w, a->cfg, u->proxy_ops, a);
-  a->handles_open = 2; /* the timer and the proxy client */
+  const struct s5_upstream_cfg *up = s5_upstream_for_udp(a->cfg);
+  if (up != NULL) s5_proxy_use(&a->proxy, up); /* udp.c asked the same configuration */
+  a->handles_open = 2;                         /* the timer and the proxy client */
   assoc_link(u, a);
   char c[80], why[160];
   s5_debug("u%llu %s: new association", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c));

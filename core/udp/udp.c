@@ -236,7 +236,7 @@ static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) 
  * (the address the proxy sees us at), any port, SO_MARK like every socket
  * to the proxy. */
 static int relay_open(struct s5_assoc *a) {
-  const struct s5_config *cfg = a->cfg;
+  const struct s5_upstream_cfg *up = a->proxy.up;
   struct sockaddr_storage local;
   int len = sizeof local;
   int r = uv_tcp_getsockname(&a->proxy.sock, (struct sockaddr *)&local, &len);
@@ -245,8 +245,7 @@ static int relay_open(struct s5_assoc *a) {
   else ((struct sockaddr_in6 *)&local)->sin6_port = 0;
   int fd = socket(local.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
-  if ((cfg->socks5.mark != 0 &&
-       setsockopt(fd, SOL_SOCKET, SO_MARK, &cfg->socks5.mark, sizeof cfg->socks5.mark) < 0) ||
+  if ((up->mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &up->mark, sizeof up->mark) < 0) ||
       bind(fd, (struct sockaddr *)&local, (socklen_t)len) < 0) {
     r = -errno;
     close(fd);
@@ -270,7 +269,7 @@ static int relay_loops(struct s5_assoc *a, const struct sockaddr_storage *target
   if (a->cfg->tun.netns[0] != '\0') return 0; /* the device is in another namespace than our sockets */
   if (u->tun_ifindex == 0) u->tun_ifindex = if_nametoindex(a->cfg->tun.name);
   int oif = s5_route_get_oif((const struct sockaddr *)target, (const struct sockaddr *)&a->udp_local,
-                             a->cfg->socks5.mark);
+                             a->proxy.up->mark);
   if (oif <= 0 || (unsigned)oif != u->tun_ifindex) return 0; /* no route: connect() will say */
   S5_STAT_ADD(u->w->stats, drop_proxy_loop, 1);
   int again;
@@ -404,7 +403,7 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     udp_dns_query(w, p, src, sport, dst, dport, dns);
     return;
   }
-  if (!w->cfg->socks5.udp || w->stopping) {
+  if (s5_upstream_for_udp(w->cfg) == NULL || w->stopping) { /* no upstream carries UDP */
     s5_icmp_port_unreachable(w, p);
     return;
   }

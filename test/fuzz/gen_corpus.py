@@ -407,6 +407,21 @@ def http_seeds():
     s["partial"] = full + b"GET /metrics HTTP/1.1\r\nHost: a\r\n"
     return s
 
+def upstream_seeds():
+    # byte 0: bit 7 SOCKS4, else HTTP in pieces of (bits 0-6) + 1 bytes
+    s = {}
+    s["http_200"] = bytes([0x7F]) + b"HTTP/1.1 200 Connection established\r\n\r\nSSH-2.0-x\r\n"
+    s["http_1xx"] = bytes([0x02]) + b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nVia: 1.1 x\r\n\r\n"
+    s["http_407"] = bytes([0x10]) + (b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+                                     b"Proxy-Authenticate: Basic realm=\"x\"\r\nContent-Length: 4\r\n\r\nbody")
+    s["http_lf_only"] = bytes([0x00]) + b"HTTP/1.0 200 OK\nA: b\n\n"
+    s["http_bare_cr"] = bytes([0x05]) + b"HTTP/1.1 200 OK\r\nA: b\rc\r\n\r\n"
+    s["http_no_end"] = bytes([0x03]) + b"HTTP/1.1 200 OK\r\nA: b\r\n"
+    s["http_long"] = bytes([0x7F]) + b"HTTP/1.1 200 OK\r\nX: " + b"x" * 17000
+    s["socks4_granted"] = bytes([0x80, 0, 90, 0, 0, 0, 0, 0, 0]) + b"data"
+    s["socks4_rejected"] = bytes([0x80, 0, 91, 0, 0, 0, 0, 0, 0])
+    return s
+
 
 def write(corpus, target, seeds):
     d = os.path.join(corpus, target)
@@ -428,6 +443,7 @@ def main():
     write(corpus, "fuzz_dns", dns_seeds())
     write(corpus, "fuzz_ini", ini_seeds())
     write(corpus, "fuzz_http", http_seeds())
+    write(corpus, "fuzz_upstream", upstream_seeds())
 
 
 if __name__ == "__main__":

@@ -121,7 +121,29 @@ static const char *cfg_diff(const struct s5_config *a, const struct s5_config *b
   if (a->run.limit_nofile != b->run.limit_nofile) return "run.limit_nofile";
   if (strcmp(a->stats.socket, b->stats.socket) != 0) return "stats.socket";
   if (memcmp(&a->stats.http, &b->stats.http, sizeof a->stats.http) != 0) return "stats.http";
+  if (a->n_upstreams != b->n_upstreams || a->socks5_section != b->socks5_section) return "n_upstreams";
+  for (unsigned i = 0; i < a->n_upstreams; i++) {
+    const struct s5_upstream_cfg *x = &a->upstreams[i], *y = &b->upstreams[i];
+    if (strcmp(x->name, y->name) != 0 || x->type != y->type || x->weight != y->weight) return "upstream name";
+    if (x->addrlen != y->addrlen || memcmp(&x->addr, &y->addr, x->addrlen) != 0) return "upstream address";
+    if (strcmp(x->username, y->username) != 0) return "upstream username";
+    if (password && strcmp(x->password, y->password) != 0) return "upstream password";
+    if (x->mark != y->mark || x->pipeline != y->pipeline || x->pool != y->pool ||
+        x->optimistic != y->optimistic)
+      return "upstream mark/pipeline/pool/optimistic";
+    if (x->udp != y->udp || memcmp(&x->udp_addr, &y->udp_addr, sizeof x->udp_addr) != 0)
+      return "upstream udp";
+  }
   return NULL;
+}
+
+/* As --check-config prints them. */
+static void mask_passwords(struct s5_config *c) {
+  for (unsigned i = 0; i < c->n_upstreams; i++) {
+    if (c->upstreams[i].password[0] == '\0') continue;
+    memset(c->upstreams[i].password, 0, sizeof c->upstreams[i].password);
+    strcpy(c->upstreams[i].password, "***");
+  }
 }
 
 static const char *show_diff(const char *d) { return d != NULL ? d : "(none)"; }
@@ -331,7 +353,7 @@ struct bad {
 static const struct bad bad_files[] = {
   {"bad_section.ini", 3, "[tunnel] mtu", "unknown section [tunnel]"},
   {"bad_section.ini", 3, "[tunnel] mtu",
-   "(expected [tun], [socks5], "
+   "(expected [tun], [socks5], [upstream NAME], "
    "[session], [dns], [log], [run] or [stats])"},
   {"bad_run_key.ini", 3, "[run] usr",
    "unknown key (expected one of: user, "
@@ -961,8 +983,7 @@ static void every_round_trip(const char *file) {
     CHECK(strcmp(first, second) == 0, "%s: second print differs:\n%s---\n%s", file, first, second);
     free(second);
     want = c;
-    memset(want.socks5.password, 0, sizeof want.socks5.password);
-    strcpy(want.socks5.password, "***");
+    mask_passwords(&want);
     CHECK(memcmp(&want, &back, sizeof want) == 0, "%s: loaded configuration differs (%s)", file,
           show_diff(cfg_diff(&want, &back, true)));
   }
@@ -987,8 +1008,7 @@ static void test_every_key(void) {
           first, second);
     free(second);
     want = c;
-    memset(want.socks5.password, 0, sizeof want.socks5.password);
-    strcpy(want.socks5.password, "***");
+    mask_passwords(&want);
     CHECK(memcmp(&want, &back, sizeof want) == 0,
           "every_key.ini: loaded "
           "configuration differs (%s)",

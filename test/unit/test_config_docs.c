@@ -131,10 +131,15 @@ static size_t key_len(const char *s) {
   return n;
 }
 
-/* A "[name]" line: the section name into section. */
+/* A "[name]" line: the section name into section. "[upstream NAME]" (any
+ * name) is the section "upstream", whose keys every such section has. */
 static bool section_line(const char *line, char *section, size_t len) {
   if (line[0] != '[') return false;
   size_t n = key_len(line + 1);
+  if (n == 8 && strncmp(line + 1, "upstream ", 9) == 0 && strchr(line, ']') != NULL) {
+    snprintf(section, len, "upstream");
+    return true;
+  }
   if (line[1 + n] != ']') return false;
   snprintf(section, len, "%.*s", (int)n, line + 1);
   return true;
@@ -150,6 +155,9 @@ static void ini_lines(struct doc *d, char *text, const char *comment) {
   for (char *line; (line = next_line(&at)) != NULL;) {
     lineno++;
     if (section_line(line, section, sizeof section)) continue;
+    /* The example's [upstream NAME] is commented out too. */
+    if (clen > 0 && strncmp(line, comment, clen) == 0 && section_line(line + clen, section, sizeof section))
+      continue;
     if (strncmp(line, comment, clen) != 0) continue;
     const char *p = line + clen;
     size_t n = key_len(p);
@@ -160,13 +168,21 @@ static void ini_lines(struct doc *d, char *text, const char *comment) {
   }
 }
 
+/* The defaults, with one [upstream NAME] section of defaults after
+ * [socks5] so that its keys are printed too. */
 static char *print_defaults(void) {
   struct s5_config c;
   char *text = NULL;
   size_t len = 0;
+  char tmp[] = "/tmp/test_config_docs.XXXXXX", err[1024] = "";
+  const char *ini = "[socks5]\n[upstream x]\n";
+  int fd = mkstemp(tmp);
+  if (fd < 0 || write(fd, ini, strlen(ini)) != (ssize_t)strlen(ini) || close(fd) != 0) exit(1);
   FILE *out = open_memstream(&text, &len);
   if (out == NULL) exit(1);
   s5_config_defaults(&c);
+  CHECK(s5_config_load_file(&c, tmp, err, sizeof err) == 0 && c.n_upstreams == 2, "%s: %s", ini, err);
+  unlink(tmp);
   s5_config_print(&c, out);
   fclose(out);
   return text;
@@ -189,10 +205,16 @@ static void test_example(void) {
   ini_lines(&d, text, ";");
   doc_compare(&d);
 
+  /* Uncommented, except in the commented-out [upstream NAME] section: that
+   * would be one more upstream, not the defaults. */
   char *w = open;
+  bool commented_section = false;
   for (char *r = open; *r != '\0'; r++) {
     bool at_start = r == open || r[-1] == '\n';
-    if (at_start && r[0] == ';' && key_len(r + 1) > 0 && strncmp(r + 1 + key_len(r + 1), " =", 2) == 0)
+    if (at_start && r[0] == '[') commented_section = false;
+    if (at_start && strncmp(r, ";[", 2) == 0) commented_section = true;
+    if (at_start && !commented_section && r[0] == ';' && key_len(r + 1) > 0 &&
+        strncmp(r + 1 + key_len(r + 1), " =", 2) == 0)
       continue;
     *w++ = *r;
   }

@@ -39,6 +39,7 @@ struct run {
   struct s5_proxy_result last;
   char why[200];
   int close_after_result; /* the owner closes at once, as sessions do on failure */
+  int close_after_script; /* the server closes once it wrote its last reply */
 };
 
 static struct s5_wctx w; /* the client's loop and counters (w.loop, w.stats) */
@@ -75,6 +76,10 @@ static void server_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
   }
   uv_buf_t b = uv_buf_init((char *)rp->bytes, (unsigned)rp->len);
   CHECK(uv_try_write(s, &b, 1) == (int)rp->len, "server write");
+  if (r->close_after_script && r->next == r->nscript) {
+    uv_close((uv_handle_t *)&r->conn, conn_closed);
+    r->conn_open = 0;
+  }
 }
 
 static void server_accept(uv_stream_t *srv, int status) {
@@ -340,6 +345,136 @@ static void test_adopted_dead_retried(void) {
         (unsigned long long)st.socks5_bad_reply);
 }
 
+/* ---------------------------------------------------------------- other upstream types */
+
+static int target_v6; /* the next target is an IPv6 address, not a name */
+
+static int owner_target(void *owner, struct s5_proxy_target *t) {
+  (void)owner;
+  if (target_v6) {
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&t->addr;
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(7000);
+    inet_pton(AF_INET6, "2001:db8::7", &sin6->sin6_addr);
+    return 0;
+  }
+  struct sockaddr_in *sin = (struct sockaddr_in *)&t->addr;
+  sin->sin_family = AF_INET;
+  sin->sin_port = htons(7000);
+  snprintf(t->name, sizeof t->name, "target.test");
+  return 0;
+}
+
+static const struct s5_proxy_ops target_ops = {
+  .cmd = S5_PROXY_CONNECT, .target = owner_target, .result = owner_result, .closed = owner_closed};
+static const struct s5_proxy_ops target_warm_ops = {
+  .cmd = S5_PROXY_WARM, .target = owner_target, .result = owner_result, .closed = owner_closed};
+
+static void test_http(void) {
+  cfg.socks5.type = S5_UPSTREAM_HTTP;
+  snprintf(cfg.socks5.username, sizeof cfg.socks5.username, "Aladdin");
+  snprintf(cfg.socks5.password, sizeof cfg.socks5.password, "open sesame");
+  static const struct reply ok[] = {
+    R("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 Connection established\r\n\r\n"
+      "early")};
+  struct run r = {.script = ok, .nscript = 1, .close_after_result = 1};
+  run(&r, &target_ops, 1);
+  CHECK(r.last.outcome == S5_PROXY_GRANTED, "HTTP CONNECT: outcome %d (%s)", r.last.outcome, r.why);
+  CHECK(r.proxy.in_len == 5 && memcmp(r.proxy.in, "early", 5) == 0, "the tunnel's first bytes kept (%u)",
+        r.proxy.in_len);
+  static const char want[] =
+    "CONNECT target.test:7000 HTTP/1.1\r\nHost: target.test:7000\r\n"
+    "Proxy-Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==\r\n\r\n";
+  CHECK(r.got_len == sizeof want - 1 && memcmp(r.got, want, sizeof want - 1) == 0,
+        "the CONNECT as sent: %.*s", (int)r.got_len, r.got);
+
+  static const struct reply auth[] = {
+    R("HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 4\r\n"
+      "\r\nbody")};
+  struct run r2 = {.script = auth, .nscript = 1};
+  run(&r2, &target_ops, 1);
+  CHECK(r2.last.outcome == S5_PROXY_FAILED && r2.last.status == S5_SOCKS5_AUTH_FAILED &&
+          r2.last.level == S5_LOG_WARN,
+        "407: outcome %d status %d level %d", r2.last.outcome, r2.last.status, r2.last.level);
+  CHECK(
+    strcmp(r2.why,
+           "proxy answered CONNECT with \"HTTP/1.1 407 Proxy Authentication Required\" (check username and "
+           "password)") == 0,
+    "why: %s", r2.why);
+  CHECK(st.socks5_auth_failed == 1, "socks5_auth_failed %llu", (unsigned long long)st.socks5_auth_failed);
+
+  static const struct reply cut[] = {R("HTTP/1.1 200 OK\r\nVia: x\r\n")};
+  struct run r3 = {.script = cut, .nscript = 1, .close_after_script = 1};
+  run(&r3, &target_ops, 1);
+  CHECK(strcmp(r3.why, "proxy closed the connection during the HTTP CONNECT response") == 0, "why: %s",
+        r3.why);
+  CHECK(st.socks5_bad_reply == 1, "socks5_bad_reply %llu", (unsigned long long)st.socks5_bad_reply);
+  cfg.socks5.username[0] = cfg.socks5.password[0] = '\0';
+  cfg.socks5.type = S5_UPSTREAM_SOCKS5;
+}
+
+/* An HTTP upstream's pooled connection is the bare TCP connection: the
+ * WARM client is ready once connected, the adopter sends the CONNECT. */
+static void test_http_warm(void) {
+  cfg.socks5.type = S5_UPSTREAM_HTTP;
+  static const struct reply script[] = {R("HTTP/1.0 200 OK\r\n\r\n")};
+  struct run r = {.script = script, .nscript = 1}, a = {0};
+  memset(&st, 0, sizeof st);
+  server_start(&r);
+  s5_proxy_init(&r.proxy, &w, &cfg, &target_warm_ops, &r);
+  char why[160];
+  CHECK(s5_proxy_start(&r.proxy, why, sizeof why) == 0, "warm start: %s", why);
+  while (r.results == 0) uv_run(L, UV_RUN_ONCE);
+  CHECK(r.last.outcome == S5_PROXY_GRANTED && r.got_len == 0, "warm HTTP: ready with nothing sent (%zu)",
+        r.got_len);
+  s5_proxy_init(&a.proxy, &w, &cfg, &target_ops, &a);
+  CHECK(s5_proxy_adopt(&a.proxy, &r.proxy, why, sizeof why) == 0, "adopt: %s", why);
+  s5_proxy_close(&r.proxy, 0);
+  while (a.results == 0) uv_run(L, UV_RUN_ONCE);
+  CHECK(a.last.outcome == S5_PROXY_GRANTED, "adopted HTTP CONNECT: %d (%s)", a.last.outcome, a.why);
+  CHECK(r.got_len > 8 && memcmp(r.got, "CONNECT ", 8) == 0, "the CONNECT on the pooled connection");
+  s5_proxy_close(&a.proxy, 0);
+  if (r.conn_open) uv_close((uv_handle_t *)&r.conn, conn_closed);
+  r.conn_open = 0;
+  uv_close((uv_handle_t *)&r.server, NULL);
+  uv_run(L, UV_RUN_DEFAULT);
+  CHECK(r.closed == 1 && a.closed == 1, "ops->closed: warm %d, adopter %d", r.closed, a.closed);
+  cfg.socks5.type = S5_UPSTREAM_SOCKS5;
+}
+
+static void test_socks4(void) {
+  cfg.socks5.type = S5_UPSTREAM_SOCKS4;
+  snprintf(cfg.socks5.username, sizeof cfg.socks5.username, "id");
+  static const struct reply ok[] = {R("\x00\x5a\x00\x00\x00\x00\x00\x00")};
+  struct run r = {.script = ok, .nscript = 1, .close_after_result = 1};
+  run(&r, &target_ops, 1);
+  CHECK(r.last.outcome == S5_PROXY_GRANTED, "SOCKS4a CONNECT: %d (%s)", r.last.outcome, r.why);
+  CHECK(
+    r.got_len == 8 + 3 + 12 && memcmp(r.got, "\x04\x01\x1b\x58\x00\x00\x00\x01id\0target.test\0", 23) == 0,
+    "SOCKS4a request as sent (%zu)", r.got_len);
+  static const struct reply no[] = {R("\x00\x5b\x00\x00\x00\x00\x00\x00")};
+  struct run r2 = {.script = no, .nscript = 1};
+  run(&r2, &target_ops, 1);
+  CHECK(r2.last.status == S5_SOCKS5_REFUSED && strcmp(r2.why,
+                                                      "proxy refused CONNECT: request rejected or failed "
+                                                      "(SOCKS4 91)") == 0,
+        "91: %s", r2.why);
+  /* IPv6: refused before any connection, saying why. */
+  target_v6 = 1;
+  struct run r3 = {0};
+  s5_proxy_init(&r3.proxy, &w, &cfg, &target_ops, &r3);
+  char why[160] = "";
+  CHECK(s5_proxy_start(&r3.proxy, why, sizeof why) < 0 &&
+          strstr(why, "SOCKS4 upstream cannot carry an IPv6") != NULL,
+        "IPv6 to SOCKS4: %s", why);
+  s5_proxy_close(&r3.proxy, 0);
+  uv_run(L, UV_RUN_DEFAULT);
+  CHECK(r3.closed == 1, "closed once");
+  target_v6 = 0;
+  cfg.socks5.username[0] = '\0';
+  cfg.socks5.type = S5_UPSTREAM_SOCKS5;
+}
+
 int main(void) {
   uv_loop_init(L);
   w.stats = &st;
@@ -354,6 +489,9 @@ int main(void) {
   test_warm_adopted();
   test_warm_failure_not_counted();
   test_adopted_dead_retried();
+  test_http();
+  test_http_warm();
+  test_socks4();
   CHECK(uv_loop_close(L) == 0, "handles left open on the loop");
   return check_done();
 }

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* The differences between upstream types (see upstream.h). */
+#include "socks5/upstream.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+
+#include "base/log.h"
+
+#include "socks5/socks4.h"
+#include "socks5/socks5.h"
+
+static uint16_t port_of(const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+  return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+}
+
+int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_proxy_target *t, uint8_t *buf,
+                              size_t cap, const char **why) {
+  const struct sockaddr *dst = (const struct sockaddr *)&t->addr;
+  const char *name = t->name[0] != '\0' ? t->name : NULL;
+  int n;
+  *why = "the destination does not fit a request";
+  switch (up->type) {
+    case S5_UPSTREAM_SOCKS4:
+      if (name == NULL && dst->sa_family != AF_INET) {
+        *why = "a SOCKS4 upstream cannot carry an IPv6 destination";
+        return S5_SOCKS5_BAD_MESSAGE;
+      }
+      n = name != NULL ? s5_socks4_write_connect_name(buf, cap, name, port_of(&t->addr), up->username)
+                       : s5_socks4_write_connect(buf, cap, dst, up->username);
+      break;
+    case S5_UPSTREAM_HTTP:
+      n = s5_http_write_connect(buf, cap, name, dst, port_of(&t->addr), up->username, up->password);
+      break;
+    default:
+      n = name != NULL ? s5_socks5_write_connect_name(buf, cap, name, port_of(&t->addr))
+                       : s5_socks5_write_connect(buf, cap, dst);
+  }
+  return n;
+}
+
+const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg) {
+  for (unsigned i = 0; i < cfg->n_upstreams; i++)
+    if (cfg->upstreams[i].type == S5_UPSTREAM_SOCKS5 && cfg->upstreams[i].udp) return &cfg->upstreams[i];
+  return NULL;
+}
+
+void s5_upstreams_log(const struct s5_config *cfg) {
+  for (unsigned i = 0; i < cfg->n_upstreams; i++) {
+    const struct s5_upstream_cfg *up = &cfg->upstreams[i];
+    char a[INET6_ADDRSTRLEN] = "?";
+    const void *raw = up->addr.ss_family == AF_INET6
+                        ? (const void *)&((const struct sockaddr_in6 *)&up->addr)->sin6_addr
+                        : (const void *)&((const struct sockaddr_in *)&up->addr)->sin_addr;
+    inet_ntop(up->addr.ss_family, raw, a, sizeof a);
+    s5_info("upstream %s: %s %s%s%s:%u%s", up->name, s5_upstream_proto(up),
+            up->addr.ss_family == AF_INET6 ? "[" : "", a, up->addr.ss_family == AF_INET6 ? "]" : "",
+            (unsigned)port_of(&up->addr), up->username[0] != '\0' ? " with credentials" : "");
+  }
+  const struct s5_upstream_cfg *udp = s5_upstream_for_udp(cfg);
+  if (udp == NULL)
+    s5_info(
+      "UDP: no upstream carries it (only SOCKS5 ones with udp = associate): datagrams are answered with "
+      "ICMP port unreachable");
+  else if (cfg->n_upstreams > 1) s5_info("UDP: through upstream %s", udp->name);
+}
+
+const char *s5_upstream_proto(const struct s5_upstream_cfg *up) {
+  switch (up->type) {
+    case S5_UPSTREAM_SOCKS4: return "SOCKS4";
+    case S5_UPSTREAM_HTTP: return "HTTP CONNECT";
+    default: return "SOCKS5";
+  }
+}
+
+static void why_http(const char *req, int status, const struct s5_http_reply *http, char *why, size_t cap) {
+  if (status == S5_SOCKS5_REFUSED || status == S5_SOCKS5_AUTH_FAILED)
+    snprintf(why, cap, "proxy answered %s with \"%s\"%s", req, http->line,
+             status == S5_SOCKS5_AUTH_FAILED ? " (check username and password)" : "");
+  else if (status == S5_SOCKS5_TOO_LONG)
+    snprintf(why, cap, "HTTP CONNECT failed: response header longer than %u bytes", S5_HTTP_HEADER_MAX);
+  else if (http->status == 0)
+    snprintf(why, cap, "HTTP CONNECT failed: not an HTTP status line (\"%s\")", http->line);
+  else snprintf(why, cap, "HTTP CONNECT failed: malformed response header after \"%s\"", http->line);
+}
+
+void s5_upstream_why(const struct s5_upstream_cfg *up, const char *req, const char *hs, int status,
+                     uint8_t rep, const struct s5_http_reply *http, char *why, size_t cap) {
+  if (up->type == S5_UPSTREAM_HTTP) {
+    why_http(req, status, http, why, cap);
+    return;
+  }
+  if (up->type == S5_UPSTREAM_SOCKS4 && (status == S5_SOCKS5_REFUSED || status == S5_SOCKS5_AUTH_FAILED)) {
+    snprintf(why, cap, "proxy refused %s: %s (SOCKS4 %u)", req, s5_socks4_strcd(rep), rep);
+    return;
+  }
+  if (status == S5_SOCKS5_REFUSED) snprintf(why, cap, "proxy refused %s: %s", req, s5_socks5_strrep(rep));
+  else if (status == S5_SOCKS5_AUTH_FAILED) snprintf(why, cap, "proxy rejected the username/password");
+  else if (status == S5_SOCKS5_NO_METHOD)
+    snprintf(why, cap, "proxy accepts none of our authentication methods (%s)",
+             up->username[0] != '\0' ? "username/password" : "none: configure [socks5] username");
+  else if (up->type == S5_UPSTREAM_SOCKS5)
+    snprintf(why, cap, "%s failed: %s", hs, s5_socks5_strerror(status));
+  else snprintf(why, cap, "%s handshake failed: %s", s5_upstream_proto(up), s5_socks5_strerror(status));
+}

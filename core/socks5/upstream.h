@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* What differs between the types of upstream proxy (SOCKS5, SOCKS4/4a,
+ * HTTP CONNECT) for the client in proxy.c: the CONNECT request for a
+ * destination, and the words for what went wrong. No I/O. */
+#ifndef S5_CORE_UPSTREAM_H
+#define S5_CORE_UPSTREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "socks5/http_connect.h"
+
+/* The destination of a CONNECT: the client's address and port, or (name
+ * not empty) a mapped DNS name with that port, which the proxy resolves. */
+struct s5_proxy_target {
+  struct sockaddr_storage addr;
+  char name[256];
+};
+
+/* The CONNECT for up's type into buf (cap >= S5_HTTP_REQUEST_MAX): its
+ * length, or < 0 with why (a static text): SOCKS4 cannot carry IPv6. */
+int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_proxy_target *t, uint8_t *buf,
+                              size_t cap, const char **why);
+
+/* The upstream UDP associations go to: the first SOCKS5 one with udp =
+ * associate, NULL when none can carry UDP (datagrams then get ICMP port
+ * unreachable). */
+const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg);
+
+/* At start-up: one line per upstream, and what becomes of UDP when no
+ * upstream can carry it. */
+void s5_upstreams_log(const struct s5_config *cfg);
+
+/* "SOCKS5", "SOCKS4", "HTTP CONNECT": for log lines. */
+const char *s5_upstream_proto(const struct s5_upstream_cfg *up);
+
+/* Why the exchange failed on what the proxy answered (status an
+ * s5_socks5_status; rep SOCKS5's REP or SOCKS4's CD; http the response
+ * read for an HTTP upstream), naming req (e.g. "CONNECT") and, for SOCKS5,
+ * the exchange hs (e.g. "SOCKS5 handshake"). */
+void s5_upstream_why(const struct s5_upstream_cfg *up, const char *req, const char *hs, int status,
+                     uint8_t rep, const struct s5_http_reply *http, char *why, size_t cap);
+
+#endif
