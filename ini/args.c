@@ -384,10 +384,14 @@ static int apply(struct s5_config *cfg, int argc, char **argv, char *err, size_t
  * flag that set it, or else by the file. */
 static int check_final(const struct s5_config *cfg, int argc, char **argv, const char *file, char *err,
                        size_t errlen) {
-  char what[256];
-  int key;
-  if (s5_config_check(cfg, &key, what, sizeof what) == 0) return 0;
+  char what[256], where[96];
+  int key, up;
+  if (s5_config_check(cfg, &key, &up, what, sizeof what) == 0) return 0;
   const char *section = s5_config_key_section(key), *name = s5_config_key_name(key);
+  if (up >= 0) {
+    snprintf(where, sizeof where, "upstream %s", cfg->upstreams[up].name);
+    section = where;
+  }
   const char *by = NULL;
   for (int i = 1; i < argc; i++) {
     struct arg a;
