@@ -724,7 +724,7 @@ case_max_sessions() {
 #   table: the proxies' subnets only in table 100, reached only by packets
 #          marked 0x53 (ip rule fwmark 0x53 lookup 100); the default routes
 #          into tun0;
-#   readme: the README's recipe word for word: marked packets use main,
+#   readme: the recipe of docs/routing.md word for word: marked packets use main,
 #          everything else table 100, whose default route is tun0.
 # With [socks5] mark = 0x53 traffic flows (the proxy connections carry the
 # mark: ss shows it); with mark = 0 the proxy connections go into the tunnel
@@ -805,7 +805,7 @@ case_mark_routing() {
     log "recipe $recipe"
     routing "$recipe"
     if [[ $recipe == table ]]; then
-      # Unmarked, the proxies cannot be reached (no tun0 yet). The README's
+      # Unmarked, the proxies cannot be reached (no tun0 yet). docs/routing.md's
       # recipe falls through to main while table 100 is still empty.
       out=$(client --host "$TGT4" --socks5 "$S_ADDR4:$MS_PORT" --timeout 3 echo --count 1) \
         && fail "recipe $recipe: the proxy is reachable without the mark: $out"
