@@ -100,8 +100,9 @@ struct s5_config {
   unsigned queues_configured; /* as written: 0 = one per online CPU (--check-config prints it) */
 
   struct {
-    char name[16]; /* IFNAMSIZ */
-    unsigned mtu;  /* 1280..65535 */
+    char name[16];       /* IFNAMSIZ */
+    unsigned mtu;        /* 1280..65535 */
+    unsigned txqueuelen; /* 0 = the kernel's default */
     struct s5_prefix ipv4;
     struct s5_prefix ipv6;
     bool persist;

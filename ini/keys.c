@@ -46,6 +46,10 @@ static const struct s5_key keys[] = {
    * a device below it, and one floor for both families keeps it simple.
    * 65535 is the largest IP packet (and lwIP keeps the MTU in 16 bits). */
   {"tun", "mtu", &s5_type_uint, AT(tun.mtu), .min = 1280, .max = 65535, .def = "8500", .doc = "device MTU"},
+  /* The kernel's queue toward the workers (the tun ring of each queue):
+   * 500 by default, which a storm of SYNs overflows (docs/router.md). */
+  {"tun", "txqueuelen", &s5_type_uint, AT(tun.txqueuelen), .min = 0, .max = 1000000, .def = "4096",
+   .doc = "transmit queue of a device s5tund creates, packets; 0 = the kernel's default (500)"},
   /* Either family may be empty; s5_config_check() wants at least one. */
   {"tun", "ipv4", &s5_type_prefix, AT(tun.ipv4), .family = AF_INET, .def = "198.18.0.1/15",
    .doc = "address/prefix of the device; may be empty if ipv6 is set"},

@@ -204,6 +204,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     s5_metrics_serve(&metrics, pfd + 1 + ns, n > 0 ? nm : 0);
     if (mode->tick) mode->tick(mode->arg);
     s5_device_tend();
+    s5_device_count(cfg, stats);
     check_ready(&c);
     check_stalls(&c);
     if (result == 0) result = check_device(&c);

@@ -13,6 +13,8 @@
  * (process mode) until the device is closed; workers and hooks do not
  * inherit them. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "device_ns.h"
+#include "base/clock.h"
 #include "base/env.h"
 #include "base/log.h"
 #include "owner.h"
@@ -29,9 +32,15 @@
 #include "route.h"
 #include "srcmark.h"
 #include "tun.h"
+#include "txq.h"
+#include "shared/stats.h"
 
-static int device_claim = -1; /* "dev/NAME" */
-static int route_claim = -1;  /* "auto-route", with auto-route only */
+static int device_claim = -1;   /* "dev/NAME" */
+static bool existed;            /* the device was there before the start: its queue length is not ours */
+static int drops_fd = -1;       /* /proc/net/dev of the device's namespace */
+static uint64_t drops_at_start; /* the device's transmit drops when we took it */
+static uint64_t drops_read_ms;
+static int route_claim = -1; /* "auto-route", with auto-route only */
 
 static const char *tun_advice(int err) {
   switch (err) {
@@ -68,6 +77,7 @@ static int check_existing(const struct s5_config *cfg) {
     return -1;
   }
   if (!st.exists) return 0;
+  existed = true;
   if (strcmp(st.kind, "tun") != 0 || (st.known && (st.tap || !st.multi_queue))) {
     const char *what = strcmp(st.kind, "tun") != 0 ? st.kind : st.tap ? "TAP" : "single-queue TUN";
     s5_error("TUN device %s: %s exists and is a %s device, not a multi-queue TUN: %s", name, name,
@@ -258,6 +268,38 @@ static int route_apply(const struct s5_config *cfg,
   return r;
 }
 
+/* [tun] txqueuelen on a device we created; one that was there is left as
+ * it is, with a note when its queue is shorter. Then the drops' source,
+ * opened in the device's namespace (we are in it with [tun] netns). */
+static void device_txq(const struct s5_config *cfg) {
+  unsigned want = cfg->tun.txqueuelen, have = 0;
+  int r = s5_tun_txqlen_get(cfg->tun.name, &have);
+  if (r < 0) s5_warn("%s: reading its transmit queue length: %s", cfg->tun.name, strerror(-r));
+  else if (existed && want > have)
+    s5_info(
+      "%s existed before the start: its transmit queue (%u packets) is left as it is, shorter than "
+      "[tun] txqueuelen = %u; connection storms may drop packets there (ip link set %s txqueuelen %u)",
+      cfg->tun.name, have, want, cfg->tun.name, want);
+  else if (!existed && want != 0 && want != have) {
+    r = s5_tun_txqlen_set(cfg->tun.name, want);
+    if (r < 0) s5_warn("%s: setting txqueuelen %u: %s (stays %u)", cfg->tun.name, want, strerror(-r), have);
+  }
+  drops_fd = s5_tun_drops_open();
+  if (drops_fd < 0) {
+    s5_warn("%s: /proc/net/dev: %s: its transmit drops are not counted", cfg->tun.name, strerror(-drops_fd));
+    return;
+  }
+  if (s5_tun_drops_read(drops_fd, cfg->tun.name, &drops_at_start) < 0) drops_at_start = 0;
+}
+
+void s5_device_count(const struct s5_config *cfg, struct s5_stats_area *stats) {
+  uint64_t now = s5_now_ms(), dropped;
+  if (drops_fd < 0 || now - drops_read_ms < 1000) return;
+  drops_read_ms = now;
+  if (s5_tun_drops_read(drops_fd, cfg->tun.name, &dropped) == 0 && dropped >= drops_at_start)
+    S5_STAT_SET(stats, tun_tx_dropped, dropped - drops_at_start);
+}
+
 static int device_route(const struct s5_config *cfg) {
   char err[320];
   struct s5_route_spec spec;
@@ -319,6 +361,7 @@ int s5_device_open(const struct s5_config *cfg, int *fds) {
     s5_error("%s", err);
     goto fail;
   }
+  device_txq(cfg);
   if (cfg->tun.auto_route && device_route(cfg) < 0) goto fail;
   /* With [tun] netns the hooks run in the device's namespace too. */
   if (s5_hook_run(cfg, "post-up", cfg->tun.post_up) < 0) goto fail_routed;
@@ -366,6 +409,8 @@ void s5_device_close(const struct s5_config *cfg, int *fds, int clean) {
   }
   close_queues(fds, cfg->queues);
   release_claims();
+  if (drops_fd >= 0) close(drops_fd);
+  drops_fd = -1;
   s5_device_ns_close(clean);
 }
 

@@ -23,6 +23,10 @@ int s5_device_open_queue(const struct s5_config *cfg, unsigned index);
  * traffic stays blocked. Releases the claims on the device and auto-route. */
 void s5_device_close(const struct s5_config *cfg, int *fds, int clean);
 
+/* The device's transmit drops since the start into stats (at most once a
+ * second; call from the main loop). */
+void s5_device_count(const struct s5_config *cfg, struct s5_stats_area *stats);
+
 /* The device's ifindex (in its namespace with [tun] netns), 0 with errno. */
 unsigned s5_device_ifindex(const struct s5_config *cfg);
 

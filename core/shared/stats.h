@@ -55,6 +55,8 @@ struct s5_stats_area {
   uint64_t reloads;          /* configuration reloads applied (SIGHUP); written by the control loop */
   uint64_t reload_failures;  /* reloads refused: the file did not load or check */
   uint64_t last_reload_unix; /* time of the last applied reload, 0 = none */
+  uint64_t
+    tun_tx_dropped; /* the device's transmit drops since the start (its queue was full); control loop */
   struct s5_queue_stats q[];
 };
 _Static_assert(offsetof(struct s5_stats_area, q) % 64 == 0, "the queues' counters start on a cache line");

@@ -371,7 +371,7 @@ static const struct bad bad_files[] = {
   {"bad_section_case.ini", 2, "[TUN] mtu", "lowercase: [tun]"},
   {"bad_key.ini", 3, "[tun] mtuu",
    "unknown key (expected one of: name, "
-   "mtu, ipv4, ipv6, persist, icmp, offload, auto-route, kill-switch, exclude-uid, include-uid, "
+   "mtu, txqueuelen, ipv4, ipv6, persist, icmp, offload, auto-route, kill-switch, exclude-uid, include-uid, "
    "exclude-local, route-exclude, route-include, route-exclude-file, route-include-file, netns, post-up, "
    "pre-down)"},
   {"bad_netns_autoroute.ini", 3, "[tun] netns", "set with [tun] auto-route"},

@@ -156,6 +156,8 @@ static void test_document(struct s5_stats_area *a, struct s5_config *cfg) {
   expect_sample("s5tund_reload_failures_total", 1);
   expect_family("s5tund_last_reload_timestamp_seconds", "gauge", 1);
   expect_sample("s5tund_last_reload_timestamp_seconds", 1700000100);
+  expect_family("s5tund_tun_tx_dropped_total", "counter", 1);
+  expect_sample("s5tund_tun_tx_dropped_total", 17);
   expect_family("s5tund_queue_ready", "gauge", QUEUES);
   for (unsigned i = 0; i < QUEUES; i++) {
     snprintf(key, sizeof key, "s5tund_queue_ready{queue=\"%u\"}", i);
@@ -181,8 +183,8 @@ static void test_document(struct s5_stats_area *a, struct s5_config *cfg) {
   CHECK(strcmp(family_of("s5tund_tcp_active") != NULL ? family_of("s5tund_tcp_active")->help : "",
                "TCP sessions open now.") == 0,
         "the HELP of s5tund_tcp_active");
-  CHECK(nfam == 7 + (int)(sizeof names / sizeof names[0]), "%d families, want %d", nfam,
-        7 + (int)(sizeof names / sizeof names[0]));
+  CHECK(nfam == 8 + (int)(sizeof names / sizeof names[0]), "%d families, want %d", nfam,
+        8 + (int)(sizeof names / sizeof names[0]));
   free(doc);
 }
 
@@ -196,6 +198,7 @@ int main(void) {
   a->reloads = 3;
   a->reload_failures = 1;
   a->last_reload_unix = 1700000100;
+  a->tun_tx_dropped = 17;
   for (unsigned i = 0; i < QUEUES; i++) {
     unsigned j = 0;
     struct s5_queue_stats *q = &a->q[i];

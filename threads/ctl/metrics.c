@@ -188,6 +188,10 @@ char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_confi
                 "When the last reload was applied, seconds since the Unix epoch; 0 = none yet.");
   text_add(&t, "s5tund_last_reload_timestamp_seconds %llu\n",
            (unsigned long long)S5_STAT_GET(stats, last_reload_unix));
+  family_header(
+    &t, "s5tund_tun_tx_dropped_total", "counter",
+    "Packets the kernel dropped toward s5tund because the device's queue was full ([tun] txqueuelen).");
+  text_add(&t, "s5tund_tun_tx_dropped_total %llu\n", (unsigned long long)S5_STAT_GET(stats, tun_tx_dropped));
   family_header(&t, "s5tund_queue_ready", "gauge", "1 while the queue's worker serves, else 0.");
   for (unsigned i = 0; i < nq; i++)
     text_add(&t, "s5tund_queue_ready{queue=\"%u\"} %u\n", i, q[i].ready ? 1u : 0u);

@@ -34,11 +34,12 @@ static size_t json_object(char *buf, size_t cap, size_t at, const struct s5_queu
 size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap) {
   struct s5_queue_stats st;
   s5_stats_read(a, a->queues, &st);
-  size_t at = put(buf, cap, 0,
-                  "{\"started\":%" PRIu64 ",\"queue_count\":%u,\"reloads\":%" PRIu64
-                  ",\"reload_failures\":%" PRIu64 ",\"last_reload\":%" PRIu64 ",\"totals\":",
-                  a->started_unix, a->queues, S5_STAT_GET(a, reloads), S5_STAT_GET(a, reload_failures),
-                  S5_STAT_GET(a, last_reload_unix));
+  size_t at =
+    put(buf, cap, 0,
+        "{\"started\":%" PRIu64 ",\"queue_count\":%u,\"reloads\":%" PRIu64 ",\"reload_failures\":%" PRIu64
+        ",\"last_reload\":%" PRIu64 ",\"tun_tx_dropped\":%" PRIu64 ",\"totals\":",
+        a->started_unix, a->queues, S5_STAT_GET(a, reloads), S5_STAT_GET(a, reload_failures),
+        S5_STAT_GET(a, last_reload_unix), S5_STAT_GET(a, tun_tx_dropped));
   at = json_object(buf, cap, at, &st, -1);
   at = put(buf, cap, at, ",\"queues\":[");
   for (unsigned i = 0; i < a->queues; i++) {
