@@ -22,6 +22,7 @@ struct s5_pool_conn {
   struct s5_pool_conn *prev, *next;
   const struct s5_config *cfg; /* held while the entry lives */
   uint64_t expires;            /* uv_now after which it is recycled */
+  uint64_t granted;            /* uv_now when it became ready */
   unsigned ready : 1;          /* greeted and authenticated */
 };
 
@@ -94,10 +95,19 @@ static void pool_conn_result(void *owner, const struct s5_proxy_result *r) {
   struct s5_pool *pool = c->pool;
   if (r->outcome == S5_PROXY_GRANTED) {
     c->ready = 1;
-    c->expires = pool_now(pool) + pool->age_ms + pool_jitter(pool, pool->jitter_ms);
+    c->granted = pool_now(pool);
+    c->expires = c->granted + pool->age_ms + pool_jitter(pool, pool->jitter_ms);
     pool->backoff_ms = 0;
   } else if (c->ready) { /* the proxy closed it while it waited: replaced */
     S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
+    uint64_t now = pool_now(pool);
+    if (now < c->expires && !pool->await_demand) { /* its idle timeout is shorter than our age */
+      pool->await_demand = 1;
+      s5_info(
+        "connection pool: the proxy closed a warm connection after %llu ms idle: refilled at the next "
+        "session only",
+        (unsigned long long)(now - c->granted));
+    }
     pool_drop(c);
   } else {
     pool_back_off(pool, r->why);
@@ -142,7 +152,7 @@ static void pool_arm(struct s5_pool *pool);
 
 static void pool_fill(struct s5_pool *pool) {
   uint64_t now = pool_now(pool);
-  int wanted = !pool->stopped && now - pool->last_demand < pool->idle_ms;
+  int wanted = !pool->stopped && !pool->await_demand && now - pool->last_demand < pool->idle_ms;
   while (wanted && pool->live < pool_target(pool) && now >= pool->retry_at)
     if (pool_open_one(pool) < 0) break;
   pool_arm(pool);
@@ -171,7 +181,8 @@ static void pool_arm(struct s5_pool *pool) {
   uint64_t now = pool_now(pool), due = UINT64_MAX;
   for (const struct s5_pool_conn *c = pool->list; c != NULL; c = c->next)
     if (c->ready && c->expires < due) due = c->expires;
-  int short_of = pool->live < pool_target(pool) && now - pool->last_demand < pool->idle_ms;
+  int short_of =
+    pool->live < pool_target(pool) && !pool->await_demand && now - pool->last_demand < pool->idle_ms;
   if (short_of && pool->retry_at > now && pool->retry_at < due) due = pool->retry_at;
   if (pool->stopped || due == UINT64_MAX) {
     uv_timer_stop(&pool->timer);
@@ -208,6 +219,7 @@ static struct s5_pool_conn *pool_take(struct s5_pool *pool, const struct s5_upst
 int s5_pool_connect(struct s5_pool *pool, struct s5_proxy *p, char *why, size_t cap) {
   if (pool == NULL || !pool->started || pool->stopped || p->up->pool == 0) return s5_proxy_start(p, why, cap);
   pool->last_demand = pool_now(pool);
+  pool->await_demand = 0;
   struct s5_pool_conn *c = pool_take(pool, p->up);
   int r;
   if (c != NULL) {
@@ -244,6 +256,7 @@ void s5_pool_start(struct s5_pool *pool) {
 
 void s5_pool_reload(struct s5_pool *pool) {
   if (!pool->started || pool->stopped) return;
+  pool->await_demand = 0; /* another proxy, perhaps: warm again */
   const struct s5_config *cfg = pool->w->cfg;
   struct s5_pool_conn *next;
   unsigned keep = 0;

@@ -60,6 +60,8 @@ struct s5_pool {
   uint64_t age_ms, jitter_ms, idle_ms; /* S5_POOL_AGE_MS, _JITTER_MS, _IDLE_MS, or the short ones */
   unsigned started : 1;
   unsigned stopped : 1;
+  unsigned await_demand : 1; /* the proxy closed a warm connection before its recycle: */
+                             /* no refill until the next session (no churn while idle) */
 };
 
 void s5_pool_init(struct s5_pool *pool, struct s5_wctx *w);

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The SOCKS5 client (see proxy.h for the design): one exchange with the
- * proxy, for a TCP session's CONNECT or a UDP association's ASSOCIATE.
- * Everything the two requests share is here once: the socket (SO_MARK),
- * the connect-timeout, the reply parsing, the failure texts with their
- * counters, and the closing of the handles. What differs is the request
- * itself (ops->request) and a word or two in the log lines. */
+/* The proxy client (see proxy.h): one exchange with an upstream, for a TCP
+ * session's CONNECT or a UDP association's ASSOCIATE. The socket (SO_MARK),
+ * the connect-timeout, reply parsing, failure texts with their counters and
+ * closing are here once; the request (ops) and a few log words differ. */
 #include "socks5/proxy.h"
 
 #include <errno.h>
@@ -20,8 +18,7 @@
 #include "ctx/wctx.h"
 #include "socks5/socks4.h"
 
-/* The client a handle or request belongs to: they are its members, so no
- * data pointer is needed (sock.data is the owner's, for the relay). */
+/* The client a handle or request is a member of (sock.data is the relay's). */
 #define S5_PROXY_OF(ptr, member) ((struct s5_proxy *)((char *)(ptr)-offsetof(struct s5_proxy, member)))
 
 /* The words the log lines use for either request. */
@@ -43,8 +40,7 @@ static const struct proxy_words *proxy_words(const struct s5_proxy *p) { return 
 
 static int with_auth(const struct s5_proxy *p) { return p->up->username[0] != '\0'; }
 
-/* socks5_* count what sessions and associations met; a pooled
- * connection's failures are the pool's to count (pool_failed). */
+/* socks5_* count sessions' and associations' failures; the pool counts its own. */
 #define PROXY_COUNT(p, field)                                                 \
   do {                                                                        \
     if ((p)->ops->cmd != S5_PROXY_WARM) S5_STAT_ADD((p)->w->stats, field, 1); \
@@ -76,9 +72,7 @@ static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, 
   p->ops->result(p->owner, &r);
 }
 
-/* The exchange failed on what the server said (or did not let us say).
- * An HTTP proxy's status line is worth a warning: it is often the proxy's
- * policy (407, 403), not the destination. */
+/* The exchange failed on what the server said (or did not let us say). */
 static void proxy_rejected(struct s5_proxy *p, int status, uint8_t rep) {
   char why[200];
   if (status == S5_SOCKS5_REFUSED) PROXY_COUNT(p, socks5_refused);
@@ -86,8 +80,15 @@ static void proxy_rejected(struct s5_proxy *p, int status, uint8_t rep) {
     PROXY_COUNT(p, socks5_auth_failed);
   else PROXY_COUNT(p, socks5_bad_reply);
   s5_upstream_why(p->up, proxy_words(p)->req, proxy_words(p)->hs, status, rep, &p->http, why, sizeof why);
-  int http_status = p->up->type == S5_UPSTREAM_HTTP && p->http.status != 0;
-  proxy_fail(p, http_status ? S5_LOG_WARN : S5_LOG_INFO, status, rep, why);
+  if (p->ops->cmd == S5_PROXY_ASSOCIATE && status == S5_SOCKS5_REFUSED && rep == 7) { /* not supported */
+    proxy_stop(p); /* microsocks's answer to UDP ASSOCIATE: the udp = off hint, once */
+    proxy_report(p, S5_PROXY_NO_ASSOCIATE, why);
+  } else /* a wrong login, or an HTTP proxy's policy (407, 403): warnings */
+    proxy_fail(p,
+               (p->up->type == S5_UPSTREAM_HTTP && p->http.status != 0) || status == S5_SOCKS5_AUTH_FAILED
+                 ? S5_LOG_WARN
+                 : S5_LOG_INFO,
+               status, rep, why);
 }
 
 static void proxy_granted(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
@@ -246,10 +247,12 @@ static void proxy_read_failed(struct s5_proxy *p, int err) {
   }
   PROXY_COUNT(p, socks5_bad_reply);
   int http = p->up->type == S5_UPSTREAM_HTTP;
-  char why[160];
-  snprintf(why, sizeof why, "proxy closed the connection during the %s %s", s5_upstream_proto(p->up),
-           http ? "response" : "handshake");
-  proxy_fail(p, http ? S5_LOG_WARN : S5_LOG_INFO, 0, 0, eof ? why : uv_strerror(err));
+  char why[160]; /* with optimistic data sent, never silence about the client's bytes */
+  snprintf(why, sizeof why, "proxy closed the connection during the %s %s%s", s5_upstream_proto(p->up),
+           http ? "response" : "handshake",
+           p->data_sent ? ", after the client's first bytes (optimistic): reset" : "");
+  proxy_fail(p, http || p->data_sent ? S5_LOG_WARN : S5_LOG_INFO, 0, 0,
+             eof || p->data_sent ? why : uv_strerror(err));
 }
 
 static void proxy_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
@@ -406,6 +409,7 @@ static int proxy_retry_fresh(struct s5_proxy *p) {
   p->requested = 0;
   p->in_len = 0;
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
+  if (p->ops->withdrawn != NULL) p->ops->withdrawn(p->owner);
   uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
   return 1;
 }
@@ -445,6 +449,7 @@ int s5_proxy_data_ok(struct s5_proxy *p) {
   if (p->step == S5_PROXY_DONE) return 1;
   if (!p->requested || p->step != S5_PROXY_REPLY) return 0;
   p->pooled = 0; /* the data goes on this connection: no retry elsewhere without it */
+  p->data_sent = 1;
   return 1;
 }
 
@@ -458,6 +463,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->pooled = 0;
   p->retrying = 0;
   p->requested = 0;
+  p->data_sent = 0;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   s5_proxy_use(p, &cfg->upstreams[0]);

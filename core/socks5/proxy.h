@@ -85,6 +85,10 @@ struct s5_proxy_ops {
   int (*connected)(void *owner);
   /* Optional: the request went out (the owner's data may follow it). */
   void (*requested)(void *owner);
+  /* Optional: that request went out on a pooled connection that died
+   * before the reply, and a fresh one is being made: nothing may follow it
+   * until requested() again. */
+  void (*withdrawn)(void *owner);
   void (*result)(void *owner, const struct s5_proxy_result *r);
   void (*closed)(void *owner);
 };
@@ -106,6 +110,7 @@ struct s5_proxy {
   unsigned pooled : 1;    /* adopted from the pool: a failure before the reply is retried once, fresh */
   unsigned retrying : 1;  /* that retry's socket is closing, a fresh one follows */
   unsigned requested : 1; /* the request is written */
+  unsigned data_sent : 1; /* s5_proxy_data_ok(): the owner's bytes went out behind it */
   uint16_t in_len;
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
   struct s5_http_reply http;     /* an HTTP upstream's response, read as it comes */

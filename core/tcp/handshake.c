@@ -62,10 +62,18 @@ static void hs_requested(void *session) {
   if (s->early) s5_relay_kick(&s->conn);
 }
 
+/* The pooled connection the request went out on died before the reply,
+ * with none of the client's bytes on it: they wait for the fresh one's. */
+static void hs_withdrawn(void *session) {
+  struct s5_session *s = session;
+  if (s->early) s5_relay_unkick(&s->conn);
+}
+
 static const struct s5_proxy_ops hs_ops = {
   .cmd = S5_PROXY_CONNECT,
   .target = hs_target,
   .requested = hs_requested,
+  .withdrawn = hs_withdrawn,
   .result = hs_result,
   .closed = s5_session_proxy_closed,
 };

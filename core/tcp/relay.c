@@ -162,6 +162,10 @@ static void relay_shutdown_done(uv_shutdown_t *req, int status) {
  * what the owner's failed op returned when the connection failed. */
 static err_t relay_flush(struct s5_relay_conn *s) {
   if (s->held && !s->send_ok) return ERR_OK; /* s5_relay_kick() once the proxy may take bytes */
+  if (s->held && s->state == S5_RELAY_ATTACHED && s->out != NULL && !s->held_sent) {
+    s->held_sent = 1;
+    if (s->ops->sending != NULL) s->ops->sending(s->owner);
+  }
   while (s->out != NULL && !s->writing) {
     uv_buf_t bufs[S5_RELAY_IOV];
     size_t total;
@@ -448,6 +452,11 @@ void s5_relay_hold(struct s5_relay_conn *c) {
 void s5_relay_kick(struct s5_relay_conn *c) {
   c->send_ok = 1;
   if (c->state != S5_RELAY_CLOSED) relay_defer(c);
+}
+
+void s5_relay_unkick(struct s5_relay_conn *c) {
+  S5_ASSERT(c->held && !c->held_sent); /* the proxy retries only a connection none of our bytes went on */
+  c->send_ok = 0;
 }
 
 void s5_relay_release(struct s5_relay_conn *c) {

@@ -40,6 +40,10 @@ struct s5_relay_ops {
   void (*touch)(void *owner); /* a byte moved, or the client acknowledged some */
   void (*finished)(void *owner);
   int (*failed)(void *owner, const char *why);
+  /* A held connection (s5_relay_hold) is about to write the client's first
+   * bytes to the proxy, before its reply: from here on the connection
+   * carries them and cannot be replaced by another. May be NULL. */
+  void (*sending)(void *owner);
 };
 
 enum s5_relay_state {
@@ -78,6 +82,7 @@ struct s5_relay_conn {
   unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
   unsigned held : 1;                /* s5_relay_hold(): nothing goes to the proxy before... */
   unsigned send_ok : 1;             /* ...s5_relay_kick() (its request is out) */
+  unsigned held_sent : 1;           /* ops->sending() said: bytes went out while held */
   const char *reset_why;            /* for the owner when that RST goes out */
 };
 
@@ -129,6 +134,9 @@ err_t s5_relay_start(struct s5_relay_conn *c, const uint8_t *early, size_t len);
  * this loop turn, while nothing is read from the proxy until start. */
 void s5_relay_hold(struct s5_relay_conn *c);
 void s5_relay_kick(struct s5_relay_conn *c);
+/* The request that kick followed is void (its connection died before any
+ * byte went behind it): hold again until the next kick. */
+void s5_relay_unkick(struct s5_relay_conn *c);
 void s5_relay_release(struct s5_relay_conn *c);
 
 #endif

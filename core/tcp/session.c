@@ -276,11 +276,19 @@ static void session_timer_fired(uv_timer_t *timer) {
 static void session_relay_touch(void *owner) { s5_session_touch(owner); }
 static void session_relay_finished(void *owner) { s5_session_finish(owner); }
 static int session_relay_failed(void *owner, const char *why) { return s5_session_abort(owner, why); }
+/* [socks5] optimistic: the client's first bytes go on this proxy connection;
+ * a pooled one that dies before its reply is no longer retried elsewhere
+ * (the bytes are gone with it): the client is reset instead. */
+static void session_relay_sending(void *owner) {
+  struct s5_session *s = owner;
+  s5_proxy_data_ok(&s->proxy);
+}
 
 static const struct s5_relay_ops session_relay_ops = {
   .touch = session_relay_touch,
   .finished = session_relay_finished,
   .failed = session_relay_failed,
+  .sending = session_relay_sending,
 };
 
 static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb) {

@@ -208,9 +208,8 @@ void s5_assoc_no_associate(struct s5_assoc *a, const char *why) {
   struct s5_udp *u = a->u;
   if (!u->no_associate_logged) {
     u->no_associate_logged = 1;
-    s5_warn(
-      "the proxy does not support UDP ASSOCIATE; set [socks5] udp = off and use [dns] for "
-      "names (it closed the connection on the request)");
+    s5_warn("the proxy does not support UDP ASSOCIATE (%s); set [socks5] udp = off and use [dns] for names",
+            why);
   }
   s5_assoc_hold(u);
   s5_assoc_end(a, why);

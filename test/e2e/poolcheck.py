@@ -14,6 +14,13 @@
       N connections one after the other, each an echo, none retried: the
       first failure fails the run.
 
+  poolcheck.py first-bytes --host H --port P [--count N] [--gap S]
+      N connections one after the other (S seconds apart), each sending
+      "ECHO" and a payload of its own right after connect() returned, then
+      reading the echo to its end: each must get its whole payload back or
+      be reset; a partial or foreign echo (first bytes lost) or a hang fails.
+      Prints "ok N reset M".
+
   poolcheck.py reset-after-data --host H --port P
       [socks5] optimistic with a CONNECT the proxy refuses: the connection
       opens, the request is sent, then the connection is reset (no byte
@@ -95,9 +102,42 @@ def reset_after_data(host, port, timeout):
         return 1
 
 
+def first_bytes(host, port, count, gap, timeout):
+    ok = reset = 0
+    for i in range(count):
+        payload = b"first-bytes %d %s\n" % (i, b"y" * 200)
+        try:
+            with socket.socket(family(host), socket.SOCK_STREAM) as s:
+                s.settimeout(timeout)
+                s.connect((host, port))
+                s.sendall(b"ECHO\n" + payload)
+                s.shutdown(socket.SHUT_WR)
+                got = b""
+                while True:
+                    data = s.recv(65536)
+                    if not data:
+                        break
+                    got += data
+        except ConnectionResetError:
+            reset += 1
+            log("connection %d reset" % i)
+            time.sleep(gap)
+            continue
+        except socket.timeout:
+            log("connection %d of %d HUNG (%.0f s without its echo)" % (i + 1, count, timeout))
+            return 1
+        if got != payload:
+            log("connection %d of %d got %r, sent %r: its first bytes were lost" % (i + 1, count, got[:60], payload[:60]))
+            return 1
+        ok += 1
+        time.sleep(gap)
+    print("ok %d reset %d" % (ok, reset))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["rtt", "ttfb", "first-try", "reset-after-data"])
+    ap.add_argument("what", choices=["rtt", "ttfb", "first-try", "reset-after-data", "first-bytes"])
     ap.add_argument("--host", required=True)
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--count", type=int, default=5)
@@ -111,6 +151,8 @@ def main():
         return 0
     if args.what == "reset-after-data":
         return reset_after_data(args.host, args.port, args.timeout)
+    if args.what == "first-bytes":
+        return first_bytes(args.host, args.port, args.count, args.gap, args.timeout)
     if args.what == "ttfb":
         times = []
         for _ in range(args.count):

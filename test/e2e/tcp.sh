@@ -168,6 +168,8 @@ case_auth() {
   e2e_tun_up || fail "$TUN is not up after a failed authentication"
   client --host "$TGT4" --timeout 30 expect-refused
   e2e_require_alive "after a second failed authentication"
+  grep -qE " warn .*proxy rejected the username/password" "$S5LOG" \
+    || fail "a wrong password is not logged at warn: $(oneline "$(grep -i 'username' "$S5LOG" | tail -2)")"
 }
 
 # [socks5] pipeline = true: greeting and CONNECT in one write. Works

@@ -338,6 +338,11 @@ icmp = reply"
   e2e_wait_ready "$MODE" "$QUEUES"
   uclient ping --host "$TGT4" --expect-reply
   uclient ping --host "$TGT6" --expect-reply
+  # microsocks answers UDP ASSOCIATE "command not supported": the same
+  # once-per-worker hint at warn as ssh -D's closed connection.
+  uclient send --host "$TGT4" --port 7001 --count 1
+  udp_wait_log "warn .*the proxy does not support UDP ASSOCIATE (.*); set \[socks5\] udp = off" "$T_STEP" \
+    "microsocks's refused UDP ASSOCIATE: the udp = off hint at warn"
   e2e_require_alive "with icmp = reply"
 }
 
@@ -525,7 +530,7 @@ case_udp_sshd() {
     uclient send --host "$TGT4" --port 7001 --count 1
     uclient send --host "$TGT6" --port 7001 --count 1
   done
-  udp_wait_log "the proxy does not support UDP ASSOCIATE; set \[socks5\] udp = off" "$T_STEP" "'does not support UDP ASSOCIATE' line"
+  udp_wait_log "the proxy does not support UDP ASSOCIATE (.*); set \[socks5\] udp = off" "$T_STEP" "'does not support UDP ASSOCIATE' line"
   CLIENT_T=$T_STEP uclient send --host "$TGT4" --port 7002 --count 8 --gap 0.3
   n=$(udp_count_log 'does not support UDP ASSOCIATE')
   ((n >= 1 && n <= QUEUES)) || fail "$n 'does not support UDP ASSOCIATE' lines, expected one per worker at most ($QUEUES)"
