@@ -27,16 +27,16 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/addr.h"
+#include "dns/dns_table.h"
 #include "dns/dnsmap.h"
 #include "base/log.h"
 #include "ctx/wctx.h"
 
 #include "lwip/pbuf.h"
-
-#define S5_DNS_TTL 1
 
 /* "198.18.0.2, fc00::2", the resolver addresses for the start-up line. */
 static void resolvers_text(const struct s5_config *cfg, char *buf, size_t len) {
@@ -115,9 +115,20 @@ int s5_dns_answer(struct s5_wctx *w, const uint8_t *msg, size_t len, const ip_ad
   unsigned rcode = s5_dns_answer_plan(r, &q, s5_dnsmap_has_pool6(), &rtype);
   uint8_t addr[16];
   size_t alen = 0;
-  if ((rtype == S5_DNS_TYPE_A || rtype == S5_DNS_TYPE_AAAA) &&
-      s5_dnsmap_address(q.name, q.name_len, rtype == S5_DNS_TYPE_AAAA, addr) == 0)
-    alen = rtype == S5_DNS_TYPE_A ? 4 : 16;
+  int m = rtype == S5_DNS_TYPE_A || rtype == S5_DNS_TYPE_AAAA
+            ? s5_dnsmap_address(q.name, q.name_len, rtype == S5_DNS_TYPE_AAAA, addr)
+            : -1;
+  if (m == 0) alen = rtype == S5_DNS_TYPE_A ? 4 : 16;
+  if (m == S5_DNS_TABLE_FULL) { /* a recent answer's address is never another name's */
+    rcode = S5_DNS_RCODE_SERVFAIL;
+    S5_STAT_ADD(w->stats, dns_pool_full, 1);
+    char line[S5_DNS_NAME_MAX + 160];
+    snprintf(line, sizeof line,
+             "dns: no mapped address free for %s: every one was answered within %llu s; SERVFAIL (raise "
+             "[dns] cache-size)",
+             q.name, (unsigned long long)(S5_DNS_REUSE_MS / 1000));
+    s5_wctx_failure(w, S5_LOG_WARN, line);
+  }
   int n = s5_dns_build_response(out, cap, msg, &q, rcode, alen > 0 ? addr : NULL, alen, S5_DNS_TTL);
   if (n < 0) return dns_drop(w, src, "answer does not fit");
   dns_log_answer(&q, rcode, addr, alen);

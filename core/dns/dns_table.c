@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 
 #include "base/assert.h"
+#include "base/clock.h"
 #include "dns/dns_msg.h"
 
 struct entry {
@@ -30,6 +31,7 @@ struct entry {
   int32_t prev, next; /* LRU list: head = most recently used */
   uint8_t used;
   uint8_t len;
+  uint64_t used_ms; /* s5_now_ms() of its last answer or connection */
   char name[S5_DNS_NAME_MAX + 1];
 };
 _Static_assert(S5_DNS_NAME_MAX <= UINT8_MAX, "struct entry: a name's length in a byte");
@@ -43,6 +45,7 @@ struct s5_dns_table {
   uint32_t count;    /* entries */
   uint32_t nbuckets; /* a power of two */
   int32_t head, tail;
+  uint64_t reuse_ms; /* an entry used more recently is not given to another name */
   _Atomic uint64_t resets;
   int32_t *buckets;      /* point into this mapping; same address in every */
   struct entry *entries; /* process (forked after the mapping was made) */
@@ -123,6 +126,7 @@ struct s5_dns_table *s5_dns_table_create(const uint8_t net[4], unsigned len, uin
   t->buckets = (int32_t *)((uint8_t *)m + hdr);
   t->entries = (struct entry *)((uint8_t *)m + hdr + bsize);
   atomic_init(&t->resets, 0);
+  t->reuse_ms = S5_DNS_REUSE_MS;
 
   pthread_mutexattr_t attr;
   int r = pthread_mutexattr_init(&attr);
@@ -138,6 +142,8 @@ struct s5_dns_table *s5_dns_table_create(const uint8_t net[4], unsigned len, uin
   table_clear(t);
   return t;
 }
+
+void s5_dns_table_reuse_ms(struct s5_dns_table *t, uint64_t ms) { t->reuse_ms = ms; }
 
 void s5_dns_table_destroy(struct s5_dns_table *t) {
   if (t == NULL) return;
@@ -174,7 +180,7 @@ static void hash_remove(struct s5_dns_table *t, int32_t i) {
 }
 
 /* The entry standing for name, given one if it has none; -1 if len is out
- * of range. */
+ * of range, S5_DNS_TABLE_FULL if every entry is too recently used. */
 static int32_t table_map(struct s5_dns_table *t, const char *name, size_t len) {
   if (len == 0 || len > S5_DNS_NAME_MAX) return -1;
   uint32_t b = hash_name(name, len) & (t->nbuckets - 1);
@@ -182,10 +188,15 @@ static int32_t table_map(struct s5_dns_table *t, const char *name, size_t len) {
   int32_t i = t->buckets[b];
   while (i >= 0 && !(t->entries[i].len == len && memcmp(t->entries[i].name, name, len) == 0))
     i = t->entries[i].hnext;
+  uint64_t now = s5_now_ms();
   if (i < 0) {
     i = t->tail; /* the least recently used entry, or a free one */
     S5_ASSERT(i >= 0 && (uint32_t)i < t->count);
     struct entry *e = &t->entries[i];
+    if (e->used && now - e->used_ms < t->reuse_ms) { /* the oldest is young: all are */
+      table_unlock(t);
+      return S5_DNS_TABLE_FULL;
+    }
     if (e->used) hash_remove(t, i);
     memcpy(e->name, name, len);
     e->name[len] = '\0';
@@ -194,6 +205,7 @@ static int32_t table_map(struct s5_dns_table *t, const char *name, size_t len) {
     e->hnext = t->buckets[b];
     t->buckets[b] = i;
   }
+  t->entries[i].used_ms = now;
   lru_to_head(t, i);
   table_unlock(t);
   return i;
@@ -201,7 +213,7 @@ static int32_t table_map(struct s5_dns_table *t, const char *name, size_t len) {
 
 int s5_dns_table_map(struct s5_dns_table *t, const char *name, size_t len, uint8_t addr[4]) {
   int32_t i = table_map(t, name, len);
-  if (i < 0) return -1;
+  if (i < 0) return i;
   put_u32(addr, t->first + (uint32_t)i);
   return 0;
 }
@@ -218,6 +230,7 @@ static int table_name(struct s5_dns_table *t, uint32_t i, char *name, size_t cap
   if (e->used && (size_t)e->len < cap) {
     memcpy(name, e->name, (size_t)e->len + 1);
     n = e->len;
+    e->used_ms = s5_now_ms();
     lru_to_head(t, (int32_t)i);
   }
   table_unlock(t);
@@ -277,7 +290,7 @@ static int64_t index6(const struct s5_dns_table *t, const uint8_t addr[16]) {
 int s5_dns_table_map6(struct s5_dns_table *t, const char *name, size_t len, uint8_t addr[16]) {
   if (!t->has_pool6) return -1;
   int32_t i = table_map(t, name, len);
-  if (i < 0) return -1;
+  if (i < 0) return i;
   memcpy(addr, t->first6, 8);
   put_u64(addr + 8, get_u64(t->first6 + 8) + (uint64_t)i);
   return 0;

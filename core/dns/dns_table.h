@@ -17,6 +17,14 @@
 
 struct s5_dns_table;
 
+/* The TTL of every mapped answer (seconds), and how long after its last
+ * answer or connection an entry stays its name's before another name may
+ * take it: the TTL and a minute more for clients that keep answers past it
+ * (browsers' own caches hold them up to a minute, Java's 30 s). A client
+ * that still holds an address can thus never reach another name with it. */
+#define S5_DNS_TTL 1
+#define S5_DNS_REUSE_MS ((S5_DNS_TTL + 60) * 1000ull)
+
 /* Usable addresses of an IPv4 pool of prefix length len: every address but
  * the network's first and last (those look like network/broadcast
  * addresses to some software). 0 if len is out of 1..30. */
@@ -30,8 +38,10 @@ void s5_dns_table_destroy(struct s5_dns_table *t);
 
 /* The address standing for name (len bytes of lowercase text, 1..253),
  * giving the name an entry if it has none. Marks it most recently used.
- * Writes the address (network order) into addr. Returns 0, or -1 if len is
- * out of range. */
+ * Writes the address (network order) into addr. Returns 0, -1 if len is
+ * out of range, or S5_DNS_TABLE_FULL when the name has no entry and every
+ * entry was used within the reuse age (none may be given away). */
+#define S5_DNS_TABLE_FULL (-2)
 int s5_dns_table_map(struct s5_dns_table *t, const char *name, size_t len, uint8_t addr[4]);
 
 /* The name addr (network order) stands for, NUL-terminated into name
@@ -39,6 +49,9 @@ int s5_dns_table_map(struct s5_dns_table *t, const char *name, size_t len, uint8
  * name's length, 0 when addr is in the pool but stands for no name (never
  * given out, or recycled since), -1 when addr is not in the pool. */
 int s5_dns_table_name(struct s5_dns_table *t, const uint8_t addr[4], char *name, size_t cap);
+
+/* The reuse age (S5_DNS_REUSE_MS by default; tests set it short). */
+void s5_dns_table_reuse_ms(struct s5_dns_table *t, uint64_t ms);
 
 /* 1 if addr (network order) is one of the pool's addresses. No lock taken. */
 int s5_dns_table_in_pool(const struct s5_dns_table *t, const uint8_t addr[4]);

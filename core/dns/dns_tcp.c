@@ -27,8 +27,15 @@
 /* Answers waiting for room in the send buffer; reading stops below one. */
 #define S5_DNS_TCP_ANSWER (2 + S5_DNS_ANSWER_MAX)
 #define S5_DNS_TCP_OUT (4 * S5_DNS_TCP_ANSWER)
-/* RFC 7766 6.2.3: servers close idle connections after seconds. */
+/* RFC 7766 6.2.3: servers close idle connections after seconds. Idle is
+ * no progress: no whole message in, no answer acknowledged. */
 #define S5_DNS_TCP_IDLE_MS 10000u
+/* A message whole within this of its first byte: a client that trickles
+ * bytes holds no connection (each byte would have reset an idle timer). */
+#define S5_DNS_TCP_MESSAGE_MS 5000u
+/* Connections from one client address per worker: one source cannot take
+ * every slot (a stub keeps one or two; a busy NAT a few dozen). */
+#define S5_DNS_TCP_PER_SOURCE 32
 /* lwIP's poll interval is counted in its slow-timer ticks (500 ms). */
 #define S5_DNS_TCP_POLL_TICKS 2
 
@@ -41,7 +48,8 @@ struct s5_dns_conn {
   struct s5_dns_tcp *tab;
   struct tcp_pcb *pcb;
   enum s5_dns_dest dest;
-  uint64_t last_ms;     /* uv_now() of the last byte either way */
+  uint64_t last_ms;     /* uv_now() of the last progress: a whole message in, an answer acknowledged */
+  uint64_t msg_ms;      /* uv_now() of the first byte of the message being read */
   struct pbuf *in;      /* received, not read yet: its window stays closed */
   unsigned eof : 1;     /* the client's FIN: answer what came, then close */
   unsigned closing : 1; /* a malformed message: nothing more is read */
@@ -176,11 +184,16 @@ static void conn_read(struct s5_dns_conn *c) {
       pbuf_free(p);
       continue;
     }
+    int fresh = c->frame.done || c->frame.prefix_have == 0;
     size_t used = s5_dns_frame_feed(&c->frame, p->payload, p->len);
+    if (fresh) c->msg_ms = now_ms(c);
     S5_ASSERT(used <= p->len);
     c->in = pbuf_free_header(p, (u16_t)used);
     read += used;
-    if (c->frame.done) conn_answer(c);
+    if (c->frame.done) {
+      c->last_ms = now_ms(c);
+      conn_answer(c);
+    }
   }
   if (c->closing) read += conn_drop_input(c);
   conn_recved(c, read);
@@ -228,7 +241,6 @@ static err_t conn_on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t 
     }
     return ERR_OK;
   }
-  c->last_ms = now_ms(c);
   if (p == NULL) c->eof = 1;
   else if (c->in == NULL) c->in = p;
   else pbuf_cat(c->in, p);
@@ -258,7 +270,13 @@ static void conn_on_error(void *arg, err_t err) {
 static err_t conn_on_poll(void *arg, struct tcp_pcb *pcb) {
   struct s5_dns_conn *c = arg;
   (void)pcb;
-  if (c == NULL || now_ms(c) - c->last_ms < S5_DNS_TCP_IDLE_MS) return ERR_OK;
+  if (c == NULL) return ERR_OK;
+  if (!c->frame.done && c->frame.prefix_have > 0 && now_ms(c) - c->msg_ms >= S5_DNS_TCP_MESSAGE_MS) {
+    S5_STAT_ADD(c->tab->w->stats, dns_tcp_limited, 1);
+    S5_STAT_ADD(c->tab->w->stats, drop_dns, 1);
+    return conn_abort(c, "a message not whole within 5 s of its first byte");
+  }
+  if (now_ms(c) - c->last_ms < S5_DNS_TCP_IDLE_MS) return ERR_OK;
   if (c->out_len == 0 && c->in == NULL) {
     conn_count_cut(c);
     return conn_close(c, "idle");
@@ -289,8 +307,20 @@ static void conn_limit_buffers(struct tcp_pcb *pcb) {
   pcb->snd_buf = S5_DNS_TCP_BUFFER;
 }
 
+/* Connections from pcb's address on this worker. */
+static unsigned same_source(const struct s5_dns_tcp *t, const struct tcp_pcb *pcb) {
+  unsigned n = 0;
+  for (const struct s5_dns_conn *c = t->list; c != NULL; c = c->next)
+    if (c->pcb != NULL && ip_addr_cmp(&c->pcb->remote_ip, &pcb->remote_ip)) n++;
+  return n;
+}
+
 err_t s5_dns_tcp_accept(struct s5_dns_tcp *t, struct tcp_pcb *pcb, enum s5_dns_dest dest) {
   if (t->count >= S5_DNS_TCP_CONNS) return dns_tcp_refuse(t, pcb, "too many DNS connections on this queue");
+  if (same_source(t, pcb) >= S5_DNS_TCP_PER_SOURCE) {
+    S5_STAT_ADD(t->w->stats, dns_tcp_limited, 1);
+    return dns_tcp_refuse(t, pcb, "too many DNS connections from this address on this queue");
+  }
   struct s5_dns_conn *c = calloc(1, sizeof *c);
   if (c == NULL) return dns_tcp_refuse(t, pcb, "out of memory");
   c->tab = t;

@@ -19,6 +19,7 @@
   X(tun_rx_packets) X(tun_rx_bytes) X(tun_tx_packets) X(tun_tx_bytes)          \
   X(tcp_active) X(tcp_total) X(tcp_handshake_timeout)                          \
   X(udp_active) X(udp_total) X(udp_coalesce_waits) X(dns_hijacked)              \
+  X(dns_pool_full) X(dns_tcp_limited)                                          \
   X(mem_trims)                                                                  \
   X(bytes_to_proxy) X(bytes_from_proxy)                                        \
   X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \

@@ -22,9 +22,16 @@ messages after a 2-byte length (RFC 7766), several on one connection.
       reads the answers for S seconds: the server must stop reading, so it
       takes (acknowledges) at most B bytes meanwhile (backpressure); then
       every answer must come, in order, and the connection close cleanly.
-  dnstcp.py many --server S --count N
+  dnstcp.py many --server S --count N [--also-from ADDR]
       Opens N connections at once, each answering one query; prints
       "accepted A refused R" (refused: ECONNREFUSED, the server's RST).
+      --also-from: while they are open, a query on a connection from ADDR
+      (another client address) must be answered.
+  dnstcp.py trickle --server S --count N --seconds T [--also-from ADDR]
+      N connections that send the first byte of a message, then one more
+      byte a second, never a whole message, for at most T seconds; prints
+      "held H closed C refused R" (held: still open at the end). With
+      --also-from, a query from ADDR once they are all open must be answered.
 
 Exit status 0 when every check passed, 1 otherwise; the last line says why.
 """
@@ -58,8 +65,9 @@ def frame(msg):
     return struct.pack("!H", len(msg)) + msg
 
 
-def connect(args):
-    s = socket.create_connection((args.server, 53), timeout=args.timeout)
+def connect(args, source=None):
+    s = socket.create_connection((args.server, 53), timeout=args.timeout,
+                                 source_address=(source, 0) if source else None)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return s
 
@@ -210,6 +218,60 @@ def cmd_flood(args):
         "answered in order" % (taken, args.count, len(data)))
 
 
+def also_from(args):
+    if not args.also_from:
+        return
+    with connect(args, args.also_from) as s:
+        s.sendall(frame(dns_query_bytes(0x4242, "other.test", 1)))
+        msg = read_message(s)
+        if msg is None or dns_parse(msg)[0] != 0x4242:
+            raise Fail("a query from %s got no answer while the others were open" % args.also_from)
+    log("a query from %s answered while the others were open" % args.also_from)
+
+
+def cmd_trickle(args):
+    held, refused, closed = [], 0, 0
+    msg = frame(dns_query_bytes(0x5151, "trickle.test", 1))
+    for _ in range(args.count):
+        try:
+            s = connect(args)
+        except ConnectionRefusedError:
+            refused += 1
+            continue
+        s.setblocking(False)
+        held.append([s, 1])
+        s.send(msg[:1])
+    also_from(args)
+    end = time.monotonic() + args.seconds
+    while held and time.monotonic() < end:
+        time.sleep(1)
+        for h in list(held):
+            s, sent = h
+            try:
+                if s.recv(1) == b"":
+                    raise ConnectionResetError
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed += 1
+                held.remove(h)
+                s.close()
+                continue
+            if sent < len(msg) - 1:
+                try:
+                    s.send(msg[sent:sent + 1])
+                    h[1] += 1
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed += 1
+                    held.remove(h)
+                    s.close()
+    for s, _ in held:
+        s.close()
+    print("held %d closed %d refused %d" % (len(held), closed, refused), flush=True)
+
+
 def cmd_many(args):
     held, refused = [], 0
     try:
@@ -221,6 +283,7 @@ def cmd_many(args):
                 continue
             held.append(s)
             s.sendall(frame(dns_query_bytes(i & 0xFFFF, "many.test", 1)))
+        also_from(args)
         for i, s in enumerate(held):
             msg = read_message(s)
             if msg is None:
@@ -262,7 +325,14 @@ def main():
     p = sub.add_parser("many")
     p.add_argument("--server", required=True)
     p.add_argument("--count", type=int, required=True)
+    p.add_argument("--also-from")
     p.set_defaults(fn=cmd_many)
+    p = sub.add_parser("trickle")
+    p.add_argument("--server", required=True)
+    p.add_argument("--count", type=int, required=True)
+    p.add_argument("--seconds", type=float, required=True)
+    p.add_argument("--also-from")
+    p.set_defaults(fn=cmd_trickle)
     args = ap.parse_args()
     try:
         args.fn(args)

@@ -256,12 +256,20 @@ static void test_table(void) {
   /* LRU is now one.test (touched by the map before three), then ... the
    * order of use: one(map), two(map), one(map), three(map), two(name):
    * least recently used is one.test. */
-  CHECK(s5_dns_table_map(t, "four.test", 9, d) == 0 && memcmp(d, a, 4) == 0,
-        "four.test recycles one.test's address");
-  CHECK(s5_dns_table_name(t, a, name, sizeof name) == 9 && strcmp(name, "four.test") == 0,
+  /* Every entry answered just now: none may go to another name (a client
+   * may still hold its address), so four.test gets none, and one.test's
+   * address is still one.test's. */
+  CHECK(s5_dns_table_map(t, "four.test", 9, d) == S5_DNS_TABLE_FULL, "a young full table refuses a new name");
+  CHECK(s5_dns_table_name(t, a, name, sizeof name) == 8 && strcmp(name, "one.test") == 0,
+        "one.test keeps its address while young");
+  CHECK(s5_dns_table_map(t, "one.test", 8, e) == 0 && memcmp(a, e, 4) == 0, "a known name still answered");
+  s5_dns_table_reuse_ms(t, 0); /* as if a minute had passed */
+  CHECK(s5_dns_table_map(t, "four.test", 9, d) == 0 && memcmp(d, c, 4) == 0,
+        "four.test recycles the least recently used address (three.test's)");
+  CHECK(s5_dns_table_name(t, c, name, sizeof name) == 9 && strcmp(name, "four.test") == 0,
         "recycled address");
-  CHECK(s5_dns_table_map(t, "one.test", 8, e) == 0 && memcmp(e, c, 4) == 0,
-        "one.test again takes three's (LRU)");
+  CHECK(s5_dns_table_map(t, "three.test", 10, e) == 0 && memcmp(e, b, 4) == 0,
+        "three.test again takes two's (LRU)");
   static const uint8_t out_of_pool[4] = {100, 64, 0, 9};
   static const uint8_t outside[4] = {10, 0, 0, 1};
   CHECK(s5_dns_table_name(t, out_of_pool, name, sizeof name) == -1, "beyond the entries: not in pool");
@@ -288,6 +296,7 @@ static void test_table(void) {
 
   /* Many names through a small table: every lookup consistent. */
   t = s5_dns_table_create(net, 16, 100);
+  if (t != NULL) s5_dns_table_reuse_ms(t, 0);
   int bad = 0;
   for (int i = 0; i < 5000 && t != NULL; i++) {
     char nm[32];
@@ -336,6 +345,8 @@ static void test_table6(void) {
   s5_dns_table_map(t, "three.test", 10, a);
   s5_dns_table_name6(t, b6, name, sizeof name); /* two.test used again */
   uint8_t d6[16];
+  CHECK(s5_dns_table_map6(t, "four.test", 9, d6) == S5_DNS_TABLE_FULL, "young entries: AAAA refused too");
+  s5_dns_table_reuse_ms(t, 0); /* as if a minute had passed */
   CHECK(s5_dns_table_map6(t, "four.test", 9, d6) == 0 && memcmp(d6, a6, 16) == 0, "four.test recycles one's");
   CHECK(s5_dns_table_name6(t, a6, name, sizeof name) == 9 && strcmp(name, "four.test") == 0,
         "one.test's IPv6 address now stands for four.test");
