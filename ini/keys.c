@@ -157,8 +157,9 @@ static const struct s5_key keys[] = {
   {"balance", "fail-after", &s5_type_uint, AT(balance.fail_after), .min = 1, .max = 1000, .def = "3",
    .doc = "set-ups failed in a row (connect, handshake, auth, timeout) that mark an upstream down"},
   {"balance", "check-interval", &s5_type_uint, AT(balance.check_interval), .min = 1, .max = 3600,
-   .live = true, .def = "5", .doc = "seconds between checks of a down upstream (jittered); one that "
-                                    "answers is up again"},
+   .live = true, .def = "5",
+   .doc = "seconds between checks of a down upstream (jittered); one that "
+          "answers is up again"},
 
   /* A connect that takes an hour is already a failure. */
   {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600,

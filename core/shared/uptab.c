@@ -22,7 +22,8 @@ static struct s5_uptab *table; /* set before the workers start */
 void s5_uptab_init(struct s5_uptab *t, const struct s5_config *cfg) {
   t->n = cfg->n_upstreams;
   t->fail_after = cfg->balance.fail_after;
-  for (unsigned i = 0; i < t->n; i++) snprintf(t->u[i].name, sizeof t->u[i].name, "%s", cfg->upstreams[i].name);
+  for (unsigned i = 0; i < t->n; i++)
+    snprintf(t->u[i].name, sizeof t->u[i].name, "%s", cfg->upstreams[i].name);
 }
 
 int s5_uptab_setup(const struct s5_config *cfg) {
@@ -33,7 +34,9 @@ int s5_uptab_setup(const struct s5_config *cfg) {
   return 0;
 }
 
-struct s5_uptab *s5_uptab(void) { return table; }
+struct s5_uptab *s5_uptab(void) {
+  return table;
+}
 
 const char *s5_up_cause_name(enum s5_up_cause c) {
   static const char *const names[] = {"connect", "handshake", "auth", "timeout"};
@@ -189,9 +192,10 @@ int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, cons
   if (!__atomic_compare_exchange_n(&u->down, &zero, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;
   STORE(&u->why, (uint32_t)cause);
   STORE(&u->since_unix, (uint64_t)time(NULL));
-  s5_warn("upstream %s is down: %llu set-ups failed in a row (%s: %s); it takes no new connections until a "
-          "check succeeds",
-          u->name, (unsigned long long)row, s5_up_cause_name(cause), why);
+  s5_warn(
+    "upstream %s is down: %llu set-ups failed in a row (%s: %s); it takes no new connections until a "
+    "check succeeds",
+    u->name, (unsigned long long)row, s5_up_cause_name(cause), why);
   uint32_t none = 0;
   if (count_up(t) == 0 &&
       __atomic_compare_exchange_n(&t->all_down, &none, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))

@@ -41,18 +41,18 @@ struct s5_up_slot {
   uint64_t open;       /* sessions open now, all workers */
   uint64_t total;      /* sessions carried */
   uint64_t failed[S5_UP_CAUSES];
-  uint64_t refused;   /* CONNECTs the destination refused (not the upstream's fault) */
-  uint64_t retried;   /* set-ups that moved on from here to another upstream */
-  uint64_t bytes_up;  /* client to proxy, counted as sessions end */
+  uint64_t refused;  /* CONNECTs the destination refused (not the upstream's fault) */
+  uint64_t retried;  /* set-ups that moved on from here to another upstream */
+  uint64_t bytes_up; /* client to proxy, counted as sessions end */
   uint64_t bytes_down;
 } __attribute__((aligned(64)));
 
 struct s5_uptab {
-  uint64_t rr;           /* round-robin ticket */
-  uint64_t no_upstream;  /* sessions refused: every upstream down or failed */
-  uint32_t all_down;     /* the "every upstream is down" line was written */
-  uint32_t n;            /* slots in use */
-  uint32_t fail_after;   /* [balance] fail-after at set-up */
+  uint64_t rr;          /* round-robin ticket */
+  uint64_t no_upstream; /* sessions refused: every upstream down or failed */
+  uint32_t all_down;    /* the "every upstream is down" line was written */
+  uint32_t n;           /* slots in use */
+  uint32_t fail_after;  /* [balance] fail-after at set-up */
   struct s5_up_slot u[S5_UPSTREAMS_MAX];
 };
 
