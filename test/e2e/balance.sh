@@ -126,6 +126,15 @@ log_clean() {
   [[ -z $bad ]] || fail "s5tund logged errors or warnings ($(basename "$S5LOG")): $(oneline "$bad")"
 }
 
+# up_stat NAME FIELD: that upstream's field in --stats --json.
+up_stat() {
+  "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+for u in json.load(sys.stdin)["upstreams"]:
+    if u["name"] == sys.argv[1]:
+        print(u[sys.argv[2]])' "$1" "$2"
+}
+
 # lines ERE: s5tund's warn lines matching (0 when none).
 lines() { grep -cE -- "warn .*$1" "$S5LOG" || true; }
 
@@ -143,6 +152,13 @@ case_balance_failover() {
   e2e_wait_log "$S5LOG" "warn .*upstream a is down: 3 set-ups failed in a row \(connect" 5 >/dev/null
   (($(lines "upstream a is down") == 1)) || fail "'upstream a is down' logged $(lines "upstream a is down") times"
   (($(lines "upstream b is down") == 0)) || fail "b was marked down"
+  # --stats: a down (connect), b carried them; the table has a row each.
+  up_stat a state | grep -qx down || fail "--stats: a is $(up_stat a state), expected down"
+  up_stat a why | grep -qx connect || fail "--stats: a is down for $(up_stat a why), expected connect"
+  (($(up_stat a failed_connect) >= 3 && $(up_stat b total) >= 100)) ||
+    fail "--stats: a failed_connect $(up_stat a failed_connect), b total $(up_stat b total)"
+  (($(up_stat a retried) >= 3)) || fail "--stats: a retried $(up_stat a retried), expected at least 3"
+  "$S5TUND" --stats "$WORK/stats.sock" | grep -qE '^b +up ' || fail "--stats table: no row for b"
 
   ms_start a
   e2e_wait_log "$S5LOG" "warn .*upstream a is up again \(its check succeeded\)" "$T_START" >/dev/null
