@@ -15,7 +15,7 @@
  * one), help. */
 /* clang-format off */
 #define S5_UP_FIELDS(X)                                                                           \
-  X(open, "s5tund_upstream_sessions", "gauge", "Sessions open through the upstream now.")           \
+  X(open, "s5tund_upstream_open_sessions", "gauge", "Sessions open through the upstream now.")           \
   X(total, "s5tund_upstream_sessions_total", "counter", "Sessions the upstream carried.")           \
   X(failed_connect, NULL, NULL, NULL)                                                             \
   X(failed_handshake, NULL, NULL, NULL)                                                           \
