@@ -36,7 +36,7 @@
 #define S5_IDLE_TICK_MS 1000
 #define S5_TICKS_PER_SECOND (1000 / S5_LWIP_TICK_MS)
 _Static_assert(S5_IDLE_TICK_MS == S5_TICKS_PER_SECOND * S5_LWIP_TICK_MS, "an idle tick is a whole second");
-_Static_assert(S5_MEMTRIM_PERIOD_MS == 1000, "the idle check runs with the once-a-second work");
+_Static_assert(S5_MEMTRIM_PERIOD_MS <= S5_IDLE_TICK_MS, "an idle worker checks once a period at least");
 
 /* ---- live reload and --connections ---- */
 
@@ -75,10 +75,11 @@ void s5_worker_reload(struct s5_worker *w) { uv_async_send(&w->reload_async); }
 
 /* ---- timers ---- */
 
-/* Once a period: a worker that went idle after a load lets go of its
- * spare read buffers; the last of the process to go idle trims the heap. */
+/* Once a second, and on every tick while a load is on (memtrim.h): a
+ * worker that went idle after a load lets go of its spare read buffers;
+ * the last of the process to go idle trims the heap. */
 static void worker_idle_check(struct s5_worker *w) {
-  if (w->ctx.draining || !s5_memtrim_went_idle(&w->trim, w->ctx.stats)) return;
+  if (w->ctx.draining || !s5_memtrim_went_idle(&w->trim, w->ctx.stats, uv_now(&w->ctx.loop))) return;
   s5_relay_drop_cache(&w->relay);
   s5_udp_release(w->udp);
   if (s5_memtrim_release()) S5_STAT_ADD(w->ctx.stats, mem_trims, 1);
@@ -120,6 +121,8 @@ static void worker_tick(uv_timer_t *timer) {
   if (w->lwip_ticks >= S5_TICKS_PER_SECOND) {
     w->lwip_ticks = 0;
     worker_second(w);
+  } else if (w->trim.busy) {
+    worker_idle_check(w);
   }
   /* Slows down only here, so the tick a busy worker waits for always comes
    * (worker_turn_end() only speeds it up). */

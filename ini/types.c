@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -73,8 +74,11 @@ static int mark_parse(const struct s5_key *k, struct s5_config *cfg, const char 
   return s5_parse_u32(text, s5_key_field(k, cfg), err, errlen);
 }
 
+/* In hex, as marks are written (ip rule, nft); 0 as the default reads. */
 static void mark_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
-  fprintf(out, "%s = %lu\n", k->name, (unsigned long)*(const uint32_t *)s5_key_cfield(k, cfg));
+  uint32_t mark = *(const uint32_t *)s5_key_cfield(k, cfg);
+  if (mark == 0) fprintf(out, "%s = 0\n", k->name);
+  else fprintf(out, "%s = 0x%" PRIx32 "\n", k->name, mark);
 }
 
 /* An enum field holds the word's index; a bool field (two words) holds

@@ -27,6 +27,7 @@
 #include "run.h"
 #include "nft.h"
 #include "route.h"
+#include "srcmark.h"
 #include "tun.h"
 
 static int device_claim = -1; /* "dev/NAME" */
@@ -277,6 +278,12 @@ static int device_route(const struct s5_config *cfg) {
                              : "exclude-local off: connected networks go into the tunnel too",
           spec.include.n > 0 ? "only route-include's" : "all", spec.exclude.n);
   if (spec.include.n > 0) s5_info("auto-route: %zu prefixes included", spec.include.n);
+  int r = s5_srcmark_enable(); /* strict rp_filter: tun/nft.h (2) */
+  if (r < 0)
+    s5_warn(
+      "auto-route: setting net.ipv4.conf.all.src_valid_mark = 1: %s: with strict rp_filter (1), "
+      "replies from a proxy that is not on a connected network are dropped",
+      strerror(-r));
   return 0;
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The connection marks of exclude-local: see nft.h. */
+/* auto-route's connection marks: see nft.h. */
 #include "nft.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
 #include <string.h>
@@ -84,25 +85,54 @@ static int nft_run(const char *cmds, const char *what, char *err, size_t errlen)
   return r;
 }
 
-int s5_nft_install(const char *dev, uint32_t mark, char *err, size_t errlen) {
-  char cmds[1024];
+/* The users whose traffic goes around the tunnel (exclude-uid's, or all
+ * but include-uid's): their connections are marked too (nft.h (2)). */
+static void nft_users(const struct s5_route_users *u, uint32_t mark, char *out, size_t outlen) {
+  out[0] = '\0';
+  if (u->n == 0) return;
+  size_t n = (size_t)snprintf(out, outlen, "    meta skuid %s{ ", u->include ? "!= " : "");
+  for (unsigned i = 0; i < u->n && n < outlen; i++) {
+    const char *sep = i + 1 < u->n ? ", " : "";
+    if (u->ranges[i][0] == u->ranges[i][1])
+      n += (size_t)snprintf(out + n, outlen - n, "%" PRIu32 "%s", u->ranges[i][0], sep);
+    else
+      n += (size_t)snprintf(out + n, outlen - n, "%" PRIu32 "-%" PRIu32 "%s", u->ranges[i][0],
+                            u->ranges[i][1], sep);
+  }
+  if (n < outlen) snprintf(out + n, outlen - n, " } ct mark set 0x%x\n", mark);
+}
+
+int s5_nft_install(const struct s5_route_spec *spec, char *err, size_t errlen) {
+  char cmds[2048], inbound[160] = "", replies[96] = "", users[640];
+  uint32_t mark = spec->mark;
+  const char *dev = spec->name;
+  nft_users(&spec->users, mark, users, sizeof users);
+  if (spec->exclude_local) {
+    snprintf(inbound, sizeof inbound,
+             "    iifname != \"%s\" ct direction original fib daddr type local ct mark set 0x%x\n", dev,
+             mark);
+    snprintf(replies, sizeof replies, "    meta mark 0 ct mark 0x%1$x meta mark set 0x%1$x\n", mark);
+  }
   /* "add" then "delete": whatever an earlier run left goes in the same
    * transaction that puts the new table in, so there is no moment without. */
   snprintf(cmds, sizeof cmds,
            "add table inet %1$s\n"
            "delete table inet %1$s\n"
            "table inet %1$s {\n"
-           "  chain inbound {\n"
-           "    type filter hook input priority mangle; policy accept;\n"
-           "    iifname != \"%2$s\" ct direction original ct mark set 0x%3$x\n"
+           "  chain prerouting {\n"
+           "    type filter hook prerouting priority mangle; policy accept;\n"
+           "%2$s"
+           "    ct mark 0x%3$x meta mark set 0x%3$x\n"
            "  }\n"
-           "  chain replies {\n"
+           "  chain output {\n"
            "    type route hook output priority mangle; policy accept;\n"
-           "    meta mark 0 ct mark 0x%3$x meta mark set 0x%3$x\n"
+           "    meta mark 0x%3$x ct mark set 0x%3$x\n"
+           "%4$s"
+           "%5$s"
            "  }\n"
            "}\n",
-           S5_NFT_TABLE, dev, mark);
-  return nft_run(cmds, "exclude-local: nftables table inet " S5_NFT_TABLE, err, errlen);
+           S5_NFT_TABLE, inbound, mark, users, replies);
+  return nft_run(cmds, "auto-route: nftables table inet " S5_NFT_TABLE, err, errlen);
 }
 
 /* Whether our table is there: "list" of an absent table is an error. */
@@ -111,6 +141,6 @@ static int nft_present(void) { return nft_run("list table inet " S5_NFT_TABLE "\
 int s5_nft_remove(char *err, size_t errlen) {
   if (!nft_present()) return 0;
   int r = nft_run("delete table inet " S5_NFT_TABLE "\n",
-                  "exclude-local: removing nftables table inet " S5_NFT_TABLE, err, errlen);
+                  "auto-route: removing nftables table inet " S5_NFT_TABLE, err, errlen);
   return r < 0 ? r : 1;
 }

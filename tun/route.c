@@ -11,6 +11,7 @@
 #include "netlink.h"
 #include "nft.h"
 #include "route_table.h"
+#include "srcmark.h"
 
 #include <errno.h>
 #include <linux/fib_rules.h>
@@ -180,7 +181,8 @@ int s5_route_remove(void) {
   int r = s5_nl_open(&c);
   if (r == 0) r = remove_all(&c);
   s5_nl_close(&c);
-  return r;
+  int e = s5_srcmark_restore(); /* if device.c's start set it */
+  return r < 0 ? r : e < 0 ? e : r;
 }
 
 /* The per-user rules, before the catch-all one: each excluded range looks
@@ -286,8 +288,8 @@ int s5_route_install(const struct s5_route_spec *spec, char *err, size_t errlen)
   struct nl_conn c;
   int ifindex = route_begin(spec, &c, err, errlen), r;
   if (ifindex < 0) return ifindex;
-  /* Inbound connections are marked before the rules can take their replies. */
-  r = spec->exclude_local ? s5_nft_install(spec->name, spec->mark, err, errlen) : s5_nft_remove(err, errlen);
+  /* Connections are marked before the rules can take their replies. */
+  r = s5_nft_install(spec, err, errlen);
   for (size_t i = 0; r >= 0 && i < sizeof families / sizeof *families; i++)
     r = install_family(&c, families[i], ifindex, spec, err, errlen);
   if (r < 0) remove_all(&c);

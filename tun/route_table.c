@@ -46,11 +46,17 @@ static int vec_push(struct rt_vec *vec, const struct rt *r) {
 
 static size_t addr_len(int family) { return family == AF_INET ? 4 : 16; }
 
+/* Order by prefix alone. */
+static int rt_prefix_cmp(const void *pa, const void *pb) {
+  const struct rt *a = pa, *b = pb;
+  if (a->len != b->len) return a->len < b->len ? -1 : 1;
+  return memcmp(a->addr, b->addr, sizeof a->addr);
+}
+
 /* Order by prefix, then metric: the lookup key of a route. */
 static int rt_cmp(const void *pa, const void *pb) {
   const struct rt *a = pa, *b = pb;
-  if (a->len != b->len) return a->len < b->len ? -1 : 1;
-  int c = memcmp(a->addr, b->addr, sizeof a->addr);
+  int c = rt_prefix_cmp(a, b);
   if (c != 0) return c;
   return a->metric < b->metric ? -1 : a->metric > b->metric;
 }
@@ -59,13 +65,14 @@ static int rt_same(const struct rt *a, const struct rt *b) {
   return rt_cmp(a, b) == 0 && a->type == b->type && (a->type != RTN_UNICAST || a->oif == b->oif);
 }
 
-/* 1 if a prefix in the sorted excludes covers (equals or holds) p. */
+/* 1 if a prefix in the sorted excludes covers (equals or holds) p. By
+ * prefix alone: the metric (IPv6's is 1024) is no part of the question. */
 static int excluded(const struct rt_vec *ex, const struct rt *p) {
   if (ex->n == 0) return 0; /* and ex->v may be NULL, which bsearch must not get */
   for (unsigned len = 0; len <= p->len; len++) {
     struct rt key = {.len = (uint8_t)len};
     for (unsigned bit = 0; bit < len; bit++) key.addr[bit / 8] |= p->addr[bit / 8] & (0x80u >> (bit % 8));
-    if (bsearch(&key, ex->v, ex->n, sizeof *ex->v, rt_cmp) != NULL) return 1;
+    if (bsearch(&key, ex->v, ex->n, sizeof *ex->v, rt_prefix_cmp) != NULL) return 1;
   }
   return 0;
 }

@@ -20,6 +20,23 @@
  * what makes malloc look at the top of a thread's arena. */
 #define S5_MEMTRIM_PROBE (64 << 10)
 
+/* Whether malloc is glibc's: a sanitizer's allocator (ASan, TSan, MSan)
+ * replaces malloc and free but not glibc's introspection and trimming, which
+ * then walk arenas nobody uses (mallinfo2() crashed an ASan build); so
+ * without glibc's allocator the trim is skipped. Known at build time, and
+ * at run time when mallopt() is refused (s5_memtrim_setup). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define S5_MEMTRIM_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define S5_MEMTRIM_SANITIZER 1
+#endif
+#endif
+#ifndef S5_MEMTRIM_SANITIZER
+#define S5_MEMTRIM_SANITIZER 0
+#endif
+static int memtrim_glibc = !S5_MEMTRIM_SANITIZER;
+
 /* Workers of this process in a busy period. Thread mode: every worker
  * shares it, so that only the last one to go idle trims every arena, and
  * never while another is serving a burst (malloc_trim walks and locks every
@@ -29,13 +46,19 @@ static unsigned memtrim_busy;
 static pthread_mutex_t memtrim_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int s5_memtrim_setup(void) {
+  if (!memtrim_glibc) {
+    s5_debug("memory: built with a sanitizer, whose allocator is not glibc's: no heap trimming");
+    return -1;
+  }
   if (mallopt(M_TRIM_THRESHOLD, S5_MEMTRIM_BUSY_THRESHOLD) == 1) return 0;
-  /* A sanitizer's allocator refuses every mallopt(); it keeps its own heap. */
-  s5_debug("mallopt(M_TRIM_THRESHOLD, %d) refused: keeping malloc's default", S5_MEMTRIM_BUSY_THRESHOLD);
+  /* Another allocator refuses mallopt(); it keeps its own heap. */
+  memtrim_glibc = 0;
+  s5_debug("memory: mallopt(M_TRIM_THRESHOLD, %d) refused, the allocator is not glibc's: no heap trimming",
+           S5_MEMTRIM_BUSY_THRESHOLD);
   return -1;
 }
 
-int s5_memtrim_went_idle(struct s5_memtrim *m, const struct s5_queue_stats *st) {
+int s5_memtrim_went_idle(struct s5_memtrim *m, const struct s5_queue_stats *st, uint64_t now_ms) {
   uint64_t now[4] = {S5_STAT_GET(st, tcp_total), S5_STAT_GET(st, tcp_active), S5_STAT_GET(st, udp_total),
                      S5_STAT_GET(st, udp_active)};
   int moved = memcmp(now, m->seen, sizeof now) != 0;
@@ -43,9 +66,10 @@ int s5_memtrim_went_idle(struct s5_memtrim *m, const struct s5_queue_stats *st) 
   if (moved) {
     if (!m->busy) __atomic_add_fetch(&memtrim_busy, 1, __ATOMIC_RELAXED);
     m->busy = 1;
+    m->moved_ms = now_ms;
     return 0;
   }
-  if (!m->busy) return 0;
+  if (!m->busy || now_ms - m->moved_ms < S5_MEMTRIM_PERIOD_MS) return 0;
   m->busy = 0;
   return 1;
 }
@@ -103,6 +127,7 @@ int s5_memtrim_release(void) {
   unsigned busy = __atomic_fetch_sub(&memtrim_busy, 1, __ATOMIC_RELAXED);
   S5_ASSERT(busy > 0); /* each busy period counted once, released once */
   int all = busy == 1;
+  if (!memtrim_glibc) return 0; /* nothing of glibc's to trim or to ask */
   if (s5_log_enabled(S5_LOG_DEBUG)) {
     memtrim_logged(all);
   } else {

@@ -23,13 +23,18 @@
  * this. Idle, the worker gives it back (above). */
 #define S5_MEMTRIM_BUSY_THRESHOLD (8 << 20)
 
-/* A whole period with no session opened or closed is idle: 1-2 s after the
- * last one, depending on where in the period it fell. */
+/* A whole period with no session opened or closed is idle. The worker
+ * looks on every tick while busy: 1-1.25 s after the last session while
+ * lwIP still holds its pcbs (closing, TIME_WAIT: the tick runs at 250 ms),
+ * 1-2 s once it holds none (the idle tick, once a second, which runs
+ * whether or not anything else wakes the worker), plus the tick's
+ * lateness. */
 #define S5_MEMTRIM_PERIOD_MS 1000
 
 struct s5_memtrim {
-  uint64_t seen[4]; /* tcp_total, tcp_active, udp_total, udp_active at the last check */
-  int busy;         /* sessions came or went since this worker last went idle */
+  uint64_t seen[4];  /* tcp_total, tcp_active, udp_total, udp_active at the last check */
+  uint64_t moved_ms; /* when a check last saw them move */
+  int busy;          /* sessions came or went since this worker last went idle */
 };
 
 /* At start, before any thread or worker: malloc's busy threshold. Returns
@@ -37,9 +42,11 @@ struct s5_memtrim {
  * then skip their own arena's step too). */
 int s5_memtrim_setup(void);
 
-/* Once a period: 1 when the worker has just gone idle after a busy period
- * (it should then let go of its caches and call s5_memtrim_release()). */
-int s5_memtrim_went_idle(struct s5_memtrim *m, const struct s5_queue_stats *st);
+/* Once a period at least, and as often as wished while m->busy (now_ms:
+ * the loop's clock): 1 when the worker has just gone idle after a busy
+ * period (it should then let go of its caches and call
+ * s5_memtrim_release()). */
+int s5_memtrim_went_idle(struct s5_memtrim *m, const struct s5_queue_stats *st, uint64_t now_ms);
 
 /* The worker went idle: the free top of its own arena goes back, and when
  * no other worker of the process is busy, the free pages of every arena.

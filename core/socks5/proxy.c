@@ -298,7 +298,8 @@ static void proxy_connected(uv_connect_t *req, int status) {
     struct s5_socks5_addr none = {0};
     int r = uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read);
     if (r == 0 && p->ops->cmd == S5_PROXY_WARM) proxy_granted(p, &none);
-    else if (r == 0 && proxy_send_request(p) < 0) proxy_rejected(p, S5_SOCKS5_BAD_MESSAGE, 0);
+    else if (r == 0 && proxy_send_request(p) < 0)
+      proxy_fail(p, S5_LOG_INFO, 0, 0, "sending the request failed");
     if (r < 0) proxy_fail(p, S5_LOG_INFO, 0, 0, uv_strerror(r));
     return;
   }

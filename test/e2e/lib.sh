@@ -349,8 +349,9 @@ e2e_stop_microsocks() {
 # (CONNECT and UDP ASSOCIATE), pid in DANTE_PID. Its log goes to DANTE_LOG
 # (default $WORK/danted.log), with a line per connection unless
 # DANTE_LOG_SESSIONS=0 (the benchmark: that logging would be measured).
+# DANTE_INTERNAL="ADDR...": further addresses (of S) it listens on.
 e2e_start_dante() {
-  local conf=$WORK/danted.conf dlog=${DANTE_LOG:-$WORK/danted.log} slog="error connect disconnect"
+  local conf=$WORK/danted.conf dlog=${DANTE_LOG:-$WORK/danted.log} slog="error connect disconnect" a
   [[ ${DANTE_LOG_SESSIONS:-1} == 0 ]] && slog=error
   E2E_LOGS+=("$dlog")
   cat >"$conf" <<EOF
@@ -358,6 +359,7 @@ e2e_start_dante() {
 logoutput: $dlog
 internal: $S_ADDR4 port = $DANTE_PORT
 internal: $S_ADDR6 port = $DANTE_PORT
+$(for a in ${DANTE_INTERNAL:-}; do echo "internal: $a port = $DANTE_PORT"; done)
 external: $S_ADDR4
 external: $S_ADDR6
 clientmethod: none
@@ -379,6 +381,9 @@ EOF
   DANTE_PID=$!
   e2e_wait_listen "$DANTE_PORT" "$S_ADDR4" || fail "danted does not listen on $S_ADDR4:$DANTE_PORT"
   e2e_wait_listen "$DANTE_PORT" "$S_ADDR6" || fail "danted does not listen on [$S_ADDR6]:$DANTE_PORT"
+  for a in ${DANTE_INTERNAL:-}; do
+    e2e_wait_listen "$DANTE_PORT" "$a" || fail "danted does not listen on $a:$DANTE_PORT"
+  done
   log "danted listening on $S_ADDR4:$DANTE_PORT and [$S_ADDR6]:$DANTE_PORT pid $DANTE_PID"
 }
 

@@ -8,6 +8,10 @@
 #                stay out of the tunnel, a network added later too; with
 #                exclude-local = false they fail), then the prefix lists
 #                (10,000 prefixes from a file, include, reload, a bad line)
+#        rpfilter  strict rp_filter with the proxy behind the default
+#                gateway: the proxy's replies, a remote client's
+#                connection to the host and an exclude-uid user's
+#                connections pass it
 #        router  the host as a LAN client's gateway: TCP (100 MB, SHA-256),
 #                UDP and mapped DNS through the proxy; kill -9 blocks the
 #                client's tunnel-bound traffic, local traffic goes on; a
@@ -147,7 +151,7 @@ routing_snapshot() {
 S5_INI=""
 start_s5() {
   S5_INI=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini
-  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$DANTE_PORT CFG_MARK=$MARK \
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=${PROXY4:-$S_ADDR4} CFG_PROXY_PORT=$DANTE_PORT CFG_MARK=$MARK \
     e2e_write_config "$S5_INI"
   printf '%s\n' "" "[tun]" "auto-route = true" "$@" >>"$S5_INI"
   e2e_start_s5tund --config "$S5_INI"
@@ -290,7 +294,9 @@ case_host() {
   # exclude-local = false: today's behaviour, everything into the tunnel.
   start_s5 "exclude-local = false"
   check_rules 1
-  in_c nft list table inet s5tund >/dev/null 2>&1 && fail "nftables table inet s5tund with exclude-local = false"
+  # The table only restores the proxy connections' marks (for rp_filter).
+  out=$(in_c nft list table inet s5tund) || fail "no nftables table inet s5tund with exclude-local = false"
+  grep -q "fib daddr type local" <<<"$out" && fail "inbound connections marked with exclude-local = false: $(oneline "$out")"
   host_paths_fail
   e2e_stop_s5tund
 
@@ -314,12 +320,19 @@ case_host() {
   direct "$TGT4"
   direct "$TGT6"
   # Include from a file, the second target excluded: exclude wins.
-  printf '%s\n' "# both targets' networks" "$TGT4/32" "10.202.0.0/24" "fd00:201::/64" "fd00:202::/64" >"$inc"
-  reload_s5 "route-include-file = $inc" "route-exclude = $TGT4B/32, $TGT6B"
+  # An exclude shorter than the include it covers wins too (no route for
+  # the include at all), in both families.
+  printf '%s\n' "# both targets' networks" "$TGT4/32" "10.202.0.0/24" "fd00:201::/64" "fd00:202::/64" \
+    "10.230.1.0/24" "fd0e:1::/64" >"$inc"
+  reload_s5 "route-include-file = $inc" "route-exclude = $TGT4B/32, $TGT6B, 10.230.0.0/16, fd0e::/16"
   via_proxy "$TGT4"
   via_proxy "$TGT6"
   direct "$TGT4B"
   direct "$TGT6B"
+  out=$(in_c ip -4 route show table 5335; in_c ip -6 route show table 5335)
+  grep -q "^throw fd0e::/16" <<<"$out" || fail "no throw fd0e::/16 in table 5335: $(oneline "$out")"
+  grep -q -e "^10.230.1.0/24" -e "^fd0e:1::/64" -e "unreachable 10.230.1.0/24" -e "unreachable fd0e:1::/64" <<<"$out" \
+    && fail "an included prefix inside an excluded one is in table 5335: $(oneline "$(grep -e 10.230.1 -e fd0e:1: <<<"$out")")"
   # A bad line: --check-config exits 2 naming file:line; a reload with it
   # fails and changes nothing.
   printf '%s\n' "10.0.0.0/8" "# fine so far" "10.300.0.0/16" >"$bad"
@@ -342,6 +355,68 @@ case_host() {
   after=$(routing_snapshot)
   [[ $before == "$after" ]] || fail "routing after a clean stop differs: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
   log "prefix lists: excluded direct, others through danted, include, reload both ways, bad line refused"
+}
+
+# ---------------------------------------------------------------- rpfilter
+
+# TcpExt IPReversePathFilter of C: packets strict reverse-path filtering dropped.
+rpf_drops() {
+  in_c awk '/^TcpExt:/ { if (!n) { for (i = 1; i <= NF; i++) if ($i == "IPReversePathFilter") f = i; n = 1 } else print $f }' \
+    /proc/net/netstat
+}
+
+# Strict reverse-path filtering (rp_filter = 1) with the proxy where a VPS
+# has it: not on a connected network, reached through the default gateway.
+# The proxy's replies and a remote client's connection to the host arrive
+# on veth0 from sources that the reverse lookup (unmarked) finds in table
+# 5335, via tun0: the kernel drops them, unless s5tund marks them (their
+# connection's mark, restored from conntrack) and the lookup uses the mark
+# (src_valid_mark, set while auto-route is on, restored at the stop).
+case_rpfilter() {
+  topology_up
+  local far4=10.203.0.1 svm before after out n0
+  in_s ip addr add "$far4/32" dev lo
+  DANTE_INTERNAL=$far4 servers_up
+  in_c sysctl -qw net.ipv4.conf.all.rp_filter=1 net.ipv4.conf.default.rp_filter=1 \
+    net.ipv4.conf.veth0.rp_filter=1 net.ipv4.conf.lan0.rp_filter=1
+  svm=$(in_c sysctl -n net.ipv4.conf.all.src_valid_mark)
+  before=$(routing_snapshot)
+  n0=$(rpf_drops)
+
+  PROXY4=$far4 start_s5
+  via_proxy "$TGT4"
+  via_proxy "$TGT6"
+  proved_by "$WORK/host.log" "$TGT4" 1 rclient --bind "$TGT4" --host "$C_ADDR4" --port "$H_PORT" echo --count 1 --timeout 10
+  proved_by "$WORK/host.log" "$TGT6" 1 rclient --bind "$TGT6" --host "$C_ADDR6" --port "$H_PORT" echo --count 1 --timeout 10
+  (($(rpf_drops) == n0)) || fail "rp_filter dropped $(($(rpf_drops) - n0)) packet(s) (TcpExt IPReversePathFilter)"
+  [[ $(in_c sysctl -n net.ipv4.conf.all.src_valid_mark) == 1 ]] || fail "src_valid_mark is not 1 while auto-route is on"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  [[ $(in_c sysctl -n net.ipv4.conf.all.src_valid_mark) == "$svm" ]] || fail "src_valid_mark not restored to $svm"
+  after=$(routing_snapshot)
+  [[ $before == "$after" ]] || fail "routing after a clean stop differs: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+  log "rp_filter = 1, proxy behind the gateway: through danted both families, a remote client reaches the host"
+
+  # Without exclude-local the proxy's replies must pass as well.
+  PROXY4=$far4 start_s5 "exclude-local = false"
+  via_proxy "$TGT4"
+  (($(rpf_drops) == n0)) || fail "rp_filter dropped $(($(rpf_drops) - n0)) packet(s) with exclude-local = false"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  after=$(routing_snapshot)
+  [[ $before == "$after" ]] || fail "routing after a clean stop differs: $(diff <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+  log "exclude-local = false: the proxy's replies pass rp_filter too"
+
+  # exclude-uid (the ssh -D recipe): that user's connections go around the
+  # tunnel, to the target beyond the gateway, and their replies pass too.
+  PROXY4=$far4 start_s5 "exclude-uid = nobody"
+  via_proxy "$TGT4"
+  proved_by "$WORK/target.log" "$C_ADDR4" 1 bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" \
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$PY" "$E2E_DIR/client.py" --host "$TGT4" echo --count 1 --timeout 10
+  (($(rpf_drops) == n0)) || fail "rp_filter dropped $(($(rpf_drops) - n0)) packet(s) with exclude-uid"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  log "exclude-uid: the excluded user's connection beyond the gateway passes rp_filter"
 }
 
 # ---------------------------------------------------------------- router

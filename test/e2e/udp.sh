@@ -165,6 +165,11 @@ network = $DNS_POOL
 network6 = $DNS_POOL6
 cache-size = 4"
   e2e_wait_ready "$MODE" "$QUEUES"
+  # For a failure's diagnostics: every change of C's IPv6 routes, addresses
+  # and links (an on-link resolver lost for a moment was reported once
+  # under ASan and not reproduced since).
+  E2E_LOGS+=("$WORK/ip6monitor.log")
+  in_c ip -6 -timestamp monitor route address link neigh >"$WORK/ip6monitor.log" 2>&1 &
   in_c ip route replace "$DNS_POOL" dev "$TUN"
   in_c ip -6 route replace "$DNS_POOL6" dev "$TUN"
   # A pool address that stands for no name yet: refused, never sent on.

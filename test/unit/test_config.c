@@ -1024,6 +1024,13 @@ static void test_every_key(void) {
         first);
   free(first);
 
+  /* A mark is printed in hex, as marks are written (ip rule, nft). */
+  if (load_ok(conf("every_key_include.ini"), &back)) {
+    second = print_text(&back);
+    CHECK(strstr(second, "\nmark = 0x53\n") != NULL, "mark = 0x53 printed as:\n%s", second);
+    free(second);
+  }
+
   /* queues = 0 (one per CPU) is printed as written, not as the count. */
   run(&r, "--queues", "0", "--check-config", NULL);
   CHECK(r.rc == S5_ARGS_EXIT_OK && strstr(r.out, "\nqueues = 0\n") != NULL, "--queues 0 --check-config: [%s]",

@@ -153,6 +153,37 @@ static void test_bad_sections(void) {
   bad_file(many, "bad.ini:17: more than 16 upstreams");
 }
 
+/* --check-config of f, written to a file: loads back, and prints the same. */
+static void round_trip(const char *f) {
+  struct s5_config c, back;
+  char *first = NULL, *second = NULL, err[1024] = "";
+  size_t n1 = 0, n2 = 0;
+  char *argv[] = {"s5tund", "-c", (char *)f, "--check-config", NULL};
+  FILE *o = open_memstream(&first, &n1), *e = fopen("/dev/null", "w");
+  CHECK(s5_args_load_io(&c, 4, argv, o, e) == S5_ARGS_EXIT_OK, "%s --check-config", f);
+  fclose(o);
+  const char *printed = write_ini("printed.ini", first);
+  char *argv2[] = {"s5tund", "-c", (char *)printed, "--check-config", NULL};
+  o = open_memstream(&second, &n2);
+  CHECK(s5_args_load_io(&back, 4, argv2, o, e) == S5_ARGS_EXIT_OK, "printed %s loads: %s", f, err);
+  fclose(o);
+  fclose(e);
+  CHECK(strcmp(first, second) == 0, "%s: printed twice differs:\n%s---\n%s", f, first, second);
+  CHECK(back.n_upstreams == c.n_upstreams && back.socks5_section == c.socks5_section &&
+          memcmp(back.upstreams, c.upstreams, sizeof c.upstreams) == 0,
+        "%s: the upstreams differ after the round trip", f);
+  free(first);
+  free(second);
+}
+
+static void test_round_trips(void) {
+  round_trip(write_ini("rt1.ini",
+                       "[upstream b]\ntype = http\naddress = 192.0.2.1\nport = 3128\nweight = 9\n"
+                       "[upstream a.2]\ntype = socks4\naddress = fd00::2\nusername = id\npool = 0\n"));
+  round_trip(write_ini("rt2.ini", "[socks5]\naddress = ::1\n[upstream x]\nudp = off\nmark = 7\n"));
+  round_trip(write_ini("rt3.ini", "[session]\nconnect-timeout = 3\n"));
+}
+
 static void test_proxy_urls(void) {
   struct s5_config c;
   char err[1024];
@@ -240,6 +271,7 @@ int main(void) {
   test_defaults();
   test_sections();
   test_bad_sections();
+  test_round_trips();
   test_proxy_urls();
   test_bad_urls();
   char cmd[128];
