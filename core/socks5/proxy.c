@@ -70,15 +70,9 @@ static void proxy_report(struct s5_proxy *p, enum s5_proxy_outcome outcome, cons
 /* The caller counted the failure already. */
 static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, uint8_t rep,
                        const char *why) {
-  enum s5_proxy_step step = p->step;
+  struct s5_proxy_result r = {
+    .outcome = S5_PROXY_FAILED, .level = level, .why = why, .status = status, .rep = rep, .step = p->step};
   proxy_stop(p);
-  struct s5_proxy_result r = {.outcome = S5_PROXY_FAILED,
-                              .level = level,
-                              .why = why,
-                              .status = status,
-                              .rep = rep,
-                              .step = step,
-                              .timed_out = p->timed_out};
   p->ops->result(p->owner, &r);
 }
 
@@ -312,7 +306,6 @@ static void proxy_connected(uv_connect_t *req, int status) {
 static void proxy_timed_out(uv_timer_t *timer) {
   struct s5_proxy *p = S5_PROXY_OF(timer, timer);
   PROXY_COUNT(p, socks5_timeout);
-  p->timed_out = 1;
   char why[160];
   if (p->step == S5_PROXY_CONNECTING) { /* the proxy itself does not answer */
     snprintf(why, sizeof why, "%s not established within connect-timeout", proxy_words(p)->conn);
@@ -379,7 +372,6 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
     snprintf(why, cap, "no %s to upstream %s: %s", proxy_words(p)->req, p->up->name, cannot);
     return UV_EINVAL;
   }
-  p->deadline = uv_now(&p->w->loop) + p->cfg->session.connect_timeout * 1000ull;
   uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
   return proxy_connect(p, why, cap);
 }
@@ -409,13 +401,7 @@ static void proxy_sock_reopen(uv_handle_t *handle) {
 static int proxy_retry_fresh(struct s5_proxy *p) {
   if (!p->pooled || p->step != S5_PROXY_REPLY) return 0;
   S5_STAT_ADD(p->w->stats, pool_retried, 1);
-  p->pooled = 0;
-  p->retrying = 1;
-  p->requested = 0;
-  p->in_len = 0;
-  p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
-  uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
-  return 1;
+  return s5_proxy_retry(p, p->up, 0) == 0;
 }
 
 int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap) {
@@ -433,7 +419,6 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
     snprintf(why, cap, "taking a pooled proxy connection: %s", r < 0 ? uv_strerror(r) : strerror(errno));
     return r < 0 ? r : -errno;
   }
-  p->deadline = uv_now(&p->w->loop) + p->cfg->session.connect_timeout * 1000ull;
   uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
   r = proxy_sock_init(p, why, cap);
   if (r == 0 && (r = uv_tcp_open(&p->sock, dup_fd)) < 0)
@@ -450,26 +435,15 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   return 0;
 }
 
-int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up) {
-  uint64_t now = uv_now(&p->w->loop);
-  if (p->closing || p->retrying || now >= p->deadline) return -1;
+int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms) {
+  if (p->closing || p->retrying || !p->sock_open) return -1;
   s5_proxy_use(p, up);
-  p->pooled = 0;
-  p->requested = 0;
-  p->timed_out = 0;
-  p->in_len = 0;
-  p->step = S5_PROXY_CONNECTING; /* nothing reported until the new one answers */
-  uv_timer_start(&p->timer, proxy_timed_out, p->deadline - now, 0);
-  if (p->sock_open) {
-    p->retrying = 1;
-    uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen); /* connects to up once closed */
-    return 0;
-  }
-  char why[160];
-  if (proxy_connect(p, why, sizeof why) == 0) return 0;
-  uv_timer_stop(&p->timer);
-  p->step = S5_PROXY_ENDED;
-  return -1;
+  if (ms != 0) uv_timer_start(&p->timer, proxy_timed_out, ms, 0);
+  p->pooled = p->requested = p->in_len = 0;
+  p->retrying = 1;
+  p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
+  uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
+  return 0;
 }
 
 int s5_proxy_data_ok(struct s5_proxy *p) {
@@ -489,8 +463,6 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->pooled = 0;
   p->retrying = 0;
   p->requested = 0;
-  p->timed_out = 0;
-  p->deadline = 0;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   s5_proxy_use(p, &cfg->upstreams[0]);

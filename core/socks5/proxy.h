@@ -70,7 +70,6 @@ struct s5_proxy_result {
   uint8_t rep;               /* the server's REP when status is S5_SOCKS5_REFUSED */
   struct s5_socks5_addr bnd; /* BND.ADDR and BND.PORT when granted */
   enum s5_proxy_step step;   /* failed: where the exchange was (CONNECTING: the TCP connect) */
-  int timed_out;             /* failed: by connect-timeout */
 };
 
 struct s5_proxy_ops {
@@ -108,8 +107,6 @@ struct s5_proxy {
   unsigned pooled : 1;    /* adopted from the pool: a failure before the reply is retried once, fresh */
   unsigned retrying : 1;  /* that retry's socket is closing, a fresh one follows */
   unsigned requested : 1; /* the request is written */
-  unsigned timed_out : 1; /* connect-timeout fired */
-  uint64_t deadline;      /* uv_now when connect-timeout ends, retries on other upstreams included */
   uint16_t in_len;
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
   struct s5_http_reply http;     /* an HTTP upstream's response, read as it comes */
@@ -136,11 +133,11 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap);
  * request cannot be made, or the socket not taken): nothing reported then. */
 int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap);
 
-/* From ops->result with a failure: the same exchange again on another
- * upstream, a fresh connection, within what is left of connect-timeout
- * ([balance]: the client has seen nothing yet). Returns 0, or -1 when no
- * time is left or the client is closing (nothing reported then). */
-int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up);
+/* From ops->result with a failure: the same exchange again on up, a fresh
+ * connection once the old one closed ([balance]: the client has seen
+ * nothing yet); connect-timeout restarted with ms (0: runs on). Returns 0,
+ * or -1 when the client is closing (nothing reported then). */
+int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms);
 
 /* May the owner write its own data now, before the reply ([socks5]
  * optimistic)? Yes once the request is written (or granted); from then on

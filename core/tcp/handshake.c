@@ -50,8 +50,8 @@ static int hs_target(void *session, struct s5_proxy_target *t) {
 /* Why a set-up failed, when it is the upstream's fault; -1 when the
  * destination answered (a refused CONNECT: the next upstream would hear
  * the same) or the session itself is going. */
-static int hs_cause(const struct s5_proxy_result *r) {
-  if (r->timed_out) return S5_UP_TIMEOUT;
+static int hs_cause(const struct s5_proxy_result *r, uint64_t left) {
+  if (left == 0) return S5_UP_TIMEOUT;
   if (r->status == S5_SOCKS5_REFUSED) return -1;
   if (r->status == S5_SOCKS5_AUTH_FAILED || r->status == S5_SOCKS5_NO_METHOD) return S5_UP_AUTH;
   if (r->step == S5_PROXY_CONNECTING) return S5_UP_CONNECT;
@@ -65,7 +65,10 @@ static unsigned hs_index(const struct s5_session *s) { return (unsigned)(s->prox
  * may have gone to the failed one (optimistic, after the request). */
 static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
   struct s5_uptab *t = s5_uptab();
-  int cause = hs_cause(r);
+  /* connect-timeout counts from the SYN, over every upstream tried */
+  uint64_t end = s->rec.started_ms + s->cfg->session.connect_timeout * 1000ull, now = uv_now(&s->w->loop);
+  uint64_t left = now < end ? end - now : 0;
+  int cause = hs_cause(r, left);
   if (t == NULL || cause < 0) {
     if (t != NULL && r->status == S5_SOCKS5_REFUSED)
       __atomic_add_fetch(&t->u[hs_index(s)].refused, 1, __ATOMIC_RELAXED);
@@ -76,7 +79,7 @@ static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
   if (s->early && (s->proxy.requested || s->conn.send_ok)) return -1; /* its bytes went to from */
   s->up_tried |= 1u << from;
   int next = s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
-  if (next < 0 || s5_proxy_retry(&s->proxy, &s->cfg->upstreams[next]) < 0) return -1;
+  if (next < 0 || left == 0 || s5_proxy_retry(&s->proxy, &s->cfg->upstreams[next], left) < 0) return -1;
   __atomic_add_fetch(&t->u[from].retried, 1, __ATOMIC_RELAXED);
   s5_debug("s%llu upstream %s failed (%s): trying %s", (unsigned long long)s->id, t->u[from].name, r->why,
            t->u[next].name);
