@@ -99,6 +99,7 @@ start_balance() {
   local ini=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini strategy=$1 u kv
   shift
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  sed -i 's/^level = debug$/&\nsessions = true/' "$ini"   # a line per session, naming its upstream
   for u in a b; do
     printf '%s\n' "" "[upstream $u]" "address = $S_ADDR4" "port = $([[ $u == b ]] && echo "${B_PORT:-$MS_B_PORT}" || echo "$MS_PORT")" \
       "weight = $([[ $u == a ]] && echo "${WEIGHT_A:-1}" || echo "${WEIGHT_B:-1}")" >>"$ini"
@@ -159,6 +160,9 @@ case_balance_failover() {
     fail "--stats: a failed_connect $(up_stat a failed_connect), b total $(up_stat b total)"
   (($(up_stat a retried) >= 3)) || fail "--stats: a retried $(up_stat a retried), expected at least 3"
   "$S5TUND" --stats "$WORK/stats.sock" | grep -qE '^b +up ' || fail "--stats table: no row for b"
+  # The session log names the upstream that carried each session.
+  (($(grep -cE "info .*session s[0-9]+ tcp .* via $S_ADDR4:$MS_B_PORT \(b\): " "$S5LOG") >= 100)) ||
+    fail "fewer than 100 session lines name upstream b"
 
   ms_start a
   e2e_wait_log "$S5LOG" "warn .*upstream a is up again \(its check succeeded\)" "$T_START" >/dev/null
