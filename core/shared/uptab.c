@@ -81,22 +81,22 @@ static int usable(const struct s5_uptab *t, unsigned i, uint32_t tried) {
 }
 
 /* The first usable in file order. */
-static int pick_failover(const struct s5_uptab *t, uint32_t tried) {
-  for (unsigned i = 0; i < t->n; i++)
+static int pick_failover(const struct s5_uptab *t, unsigned n, uint32_t tried) {
+  for (unsigned i = 0; i < n; i++)
     if (usable(t, i, tried)) return (int)i;
   return -1;
 }
 
 /* Weighted: ticket k of each sum-of-weights round falls on the upstream
  * whose share of the round holds it; taken by a down one, the next usable. */
-static int pick_round_robin(struct s5_uptab *t, const struct s5_config *cfg, uint32_t tried) {
+static int pick_round_robin(struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
   uint64_t sum = 0;
-  for (unsigned i = 0; i < t->n; i++) sum += cfg->upstreams[i].weight;
+  for (unsigned i = 0; i < n; i++) sum += cfg->upstreams[i].weight;
   uint64_t k = (ADD(&t->rr, 1) - 1) % sum;
   unsigned at = 0;
   while (k >= cfg->upstreams[at].weight) k -= cfg->upstreams[at++].weight;
-  for (unsigned j = 0; j < t->n; j++) {
-    unsigned i = (at + j) % t->n;
+  for (unsigned j = 0; j < n; j++) {
+    unsigned i = (at + j) % n;
     if (usable(t, i, tried)) return (int)i;
   }
   return -1;
@@ -104,10 +104,10 @@ static int pick_round_robin(struct s5_uptab *t, const struct s5_config *cfg, uin
 
 /* The fewest open sessions per weight; ties to the fewest carried so far
  * (per weight), so that short sessions one after the other spread too. */
-static int pick_least(const struct s5_uptab *t, const struct s5_config *cfg, uint32_t tried) {
+static int pick_least(const struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
   int best = -1;
   double best_open = 0, best_total = 0;
-  for (unsigned i = 0; i < t->n; i++) {
+  for (unsigned i = 0; i < n; i++) {
     if (!usable(t, i, tried)) continue;
     double w = cfg->upstreams[i].weight;
     double open = (double)LOAD(&t->u[i].open) / w, total = (double)LOAD(&t->u[i].total) / w;
@@ -123,12 +123,14 @@ static int pick_least(const struct s5_uptab *t, const struct s5_config *cfg, uin
 /* Rendezvous hashing, weighted: each upstream scores the destination,
  * the highest usable one wins. An upstream that goes down moves only its
  * own destinations, which return when it is back. */
-static int pick_hash(const struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried) {
+static int pick_hash(const struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint64_t hash,
+                     uint32_t tried) {
   int best = -1;
   double best_score = 0;
-  for (unsigned i = 0; i < t->n; i++) {
+  for (unsigned i = 0; i < n; i++) {
     if (!usable(t, i, tried)) continue;
-    uint64_t h = mix(hash ^ fnv1a(0xcbf29ce484222325ull, t->u[i].name, strlen(t->u[i].name)));
+    const char *name = cfg->upstreams[i].name;
+    uint64_t h = mix(hash ^ fnv1a(0xcbf29ce484222325ull, name, strlen(name)));
     double u = ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
     double score = -(double)cfg->upstreams[i].weight / log(u);
     if (best < 0 || score > best_score) {
@@ -140,12 +142,14 @@ static int pick_hash(const struct s5_uptab *t, const struct s5_config *cfg, uint
 }
 
 int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried) {
-  if (t->n > cfg->n_upstreams) return -1; /* a reload shortened the list: slots past it unused */
+  /* The session's configuration's list: slots by position (a reload that
+   * changes the list keeps the slots' history by position). */
+  unsigned n = cfg->n_upstreams < S5_UPSTREAMS_MAX ? cfg->n_upstreams : S5_UPSTREAMS_MAX;
   switch (cfg->balance.strategy) {
-    case S5_BALANCE_ROUND_ROBIN: return pick_round_robin(t, cfg, tried);
-    case S5_BALANCE_LEAST_CONN: return pick_least(t, cfg, tried);
-    case S5_BALANCE_HASH: return pick_hash(t, cfg, hash, tried);
-    default: return pick_failover(t, tried);
+    case S5_BALANCE_ROUND_ROBIN: return pick_round_robin(t, cfg, n, tried);
+    case S5_BALANCE_LEAST_CONN: return pick_least(t, cfg, n, tried);
+    case S5_BALANCE_HASH: return pick_hash(t, cfg, n, hash, tried);
+    default: return pick_failover(t, n, tried);
   }
 }
 
