@@ -15,7 +15,7 @@
 size_t s5_upstreams_json(const struct s5_uptab *t, char *buf, size_t cap, size_t at);
 
 /* --stats's table of the upstreams, from the JSON document (nothing when
- * it has none). */
+ * it has fewer than two). */
 void s5_upstreams_table(FILE *out, const char *json);
 
 /* The Prometheus families, into buf (as snprintf). */
