@@ -142,8 +142,10 @@ struct s5_config {
 
   struct {
     enum s5_balance strategy;
-    unsigned fail_after;     /* set-ups failed in a row that mark an upstream down */
-    unsigned check_interval; /* seconds between checks of a down upstream (jittered) */
+    unsigned fail_after;                  /* set-ups failed in a row that mark an upstream down */
+    unsigned check_interval;              /* seconds between checks of a down upstream (jittered) */
+    unsigned check_timeout;               /* seconds a check may take (at most connect-timeout) */
+    struct sockaddr_storage check_target; /* a check CONNECTs here; ss_family 0 = the handshake alone */
   } balance;
 
   struct {

@@ -158,8 +158,11 @@ static const struct s5_key keys[] = {
    .doc = "set-ups failed in a row (connect, handshake, auth, timeout) that mark an upstream down"},
   {"balance", "check-interval", &s5_type_uint, AT(balance.check_interval), .min = 1, .max = 3600,
    .live = true, .def = "5",
-   .doc = "seconds between checks of a down upstream (jittered); one that "
-          "answers is up again"},
+   .doc = "seconds between checks of a down upstream (jittered); one that answers is up again"},
+  {"balance", "check-timeout", &s5_type_uint, AT(balance.check_timeout), .min = 1, .max = 3600, .live = true,
+   .def = "5", .doc = "seconds a check may take (connect-timeout bounds it too)"},
+  {"balance", "check-target", &s5_type_listen, AT(balance.check_target), .live = true, .def = "",
+   .doc = "ADDR:PORT each check CONNECTs to through the upstream; empty = the handshake alone"},
 
   /* A connect that takes an hour is already a failure. */
   {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The checks of down upstreams (see upcheck.h). Each probe is a proxy
- * client (proxy.c) with the WARM command on the upstream: granted means
- * the proxy took a connection and (SOCKS5) our greeting and credentials. */
+ * client (proxy.c) on the upstream: with the WARM command, granted means
+ * the proxy took a connection and (SOCKS5) our greeting and credentials;
+ * with [balance] check-target, a CONNECT there, granted by the upstream. A
+ * timer of its own ends it after check-timeout. */
 #include "socks5/upcheck.h"
 
 #include <stdlib.h>
@@ -14,11 +16,14 @@
 #include "socks5/proxy.h"
 
 struct s5_upcheck_probe {
-  struct s5_proxy proxy; /* WARM; owner is the probe */
+  struct s5_proxy proxy; /* WARM or CONNECT; owner is the probe */
+  uv_timer_t timer;      /* check-timeout */
   struct s5_upcheck *check;
   struct s5_upcheck_probe *next;
   const struct s5_config *cfg; /* held while the probe lives */
   unsigned index;
+  int handles; /* the proxy client and the timer: freed when both closed */
+  int ended;
 };
 
 static void upcheck_arm(struct s5_upcheck *c);
@@ -32,16 +37,33 @@ static void probe_unlink(struct s5_upcheck_probe *pr) {
 
 static void probe_closed(void *owner) {
   struct s5_upcheck_probe *pr = owner;
+  if (--pr->handles > 0) return;
   s5_wctx_cfg_release(pr->check->w, pr->cfg);
   free(pr);
+}
+
+static void probe_timer_closed(uv_handle_t *h) { probe_closed(h->data); }
+
+/* Out of the list, its handles closed. Once. */
+static void probe_end(struct s5_upcheck_probe *pr) {
+  if (pr->ended) return;
+  pr->ended = 1;
+  probe_unlink(pr);
+  uv_close((uv_handle_t *)&pr->timer, probe_timer_closed);
+  s5_proxy_close(&pr->proxy, 1);
 }
 
 static void probe_result(void *owner, const struct s5_proxy_result *r) {
   struct s5_upcheck_probe *pr = owner;
   if (r->outcome == S5_PROXY_GRANTED) s5_uptab_probe_ok(s5_uptab(), pr->index);
   else s5_debug("upstream %s: check failed: %s", pr->cfg->upstreams[pr->index].name, r->why);
-  probe_unlink(pr);
-  s5_proxy_close(&pr->proxy, 0);
+  probe_end(pr);
+}
+
+static void probe_timed_out(uv_timer_t *timer) {
+  struct s5_upcheck_probe *pr = timer->data;
+  s5_debug("upstream %s: check failed: no answer within check-timeout", pr->cfg->upstreams[pr->index].name);
+  probe_end(pr);
 }
 
 static int probe_request(void *owner, uint8_t *buf, size_t cap) {
@@ -49,11 +71,17 @@ static int probe_request(void *owner, uint8_t *buf, size_t cap) {
   return -1; /* never asked: a WARM client stops before the request */
 }
 
-static const struct s5_proxy_ops probe_ops = {
-  .cmd = S5_PROXY_WARM,
-  .request = probe_request,
-  .result = probe_result,
-  .closed = probe_closed,
+/* check-target: the CONNECT's destination. */
+static int probe_target(void *owner, struct s5_proxy_target *t) {
+  struct s5_upcheck_probe *pr = owner;
+  t->addr = pr->cfg->balance.check_target;
+  t->name[0] = '\0';
+  return 0;
+}
+
+static const struct s5_proxy_ops probe_ops[] = {
+  {.cmd = S5_PROXY_WARM, .request = probe_request, .result = probe_result, .closed = probe_closed},
+  {.cmd = S5_PROXY_CONNECT, .target = probe_target, .result = probe_result, .closed = probe_closed},
 };
 
 static void probe_start(struct s5_upcheck *c, unsigned i) {
@@ -66,15 +94,18 @@ static void probe_start(struct s5_upcheck *c, unsigned i) {
   pr->index = i;
   pr->cfg = s5_wctx_cfg_hold(c->w);
   pr->next = c->probes;
+  pr->handles = 2;
   c->probes = pr;
   c->busy |= 1u << i;
-  s5_proxy_init(&pr->proxy, c->w, pr->cfg, &probe_ops, pr);
+  uv_timer_init(&c->w->loop, &pr->timer);
+  pr->timer.data = pr;
+  uv_timer_start(&pr->timer, probe_timed_out, pr->cfg->balance.check_timeout * 1000ull, 0);
+  s5_proxy_init(&pr->proxy, c->w, pr->cfg, &probe_ops[pr->cfg->balance.check_target.ss_family != 0], pr);
   s5_proxy_use(&pr->proxy, &pr->cfg->upstreams[i]);
   char why[160];
   if (s5_proxy_start(&pr->proxy, why, sizeof why) == 0) return;
   s5_debug("upstream %s: check not started: %s", pr->cfg->upstreams[i].name, why);
-  probe_unlink(pr);
-  s5_proxy_close(&pr->proxy, 0);
+  probe_end(pr);
 }
 
 static void upcheck_fired(uv_timer_t *timer) {
@@ -113,11 +144,7 @@ void s5_upcheck_start(struct s5_upcheck *c) {
 void s5_upcheck_stop(struct s5_upcheck *c) {
   if (c->stopped) return;
   c->stopped = 1;
-  while (c->probes != NULL) {
-    struct s5_upcheck_probe *pr = c->probes;
-    probe_unlink(pr);
-    s5_proxy_close(&pr->proxy, 0);
-  }
+  while (c->probes != NULL) probe_end(c->probes);
   uv_timer_stop(&c->timer);
   if (!uv_is_closing((uv_handle_t *)&c->timer)) uv_close((uv_handle_t *)&c->timer, NULL);
 }

@@ -2,8 +2,9 @@
 /* [balance] check-interval: queue 0's worker checks each down upstream
  * (core/shared/uptab.h) every check-interval, jittered by up to a quarter
  * either way: a connection to it and, for SOCKS5, its greeting and
- * authentication (proxy.c's warm-up), within connect-timeout. One that
- * answers is up again for every worker. Up upstreams are not checked:
+ * authentication (proxy.c's warm-up), or with check-target a CONNECT
+ * there, within check-timeout. One that answers is up again for every
+ * worker. Up upstreams are not checked:
  * the sessions through them are their check. One upstream alone is never
  * down, so never checked.
  *

@@ -105,7 +105,7 @@ start_balance() {
       "weight = $([[ $u == a ]] && echo "${WEIGHT_A:-1}" || echo "${WEIGHT_B:-1}")" >>"$ini"
     for kv; do echo "${kv%%=*} = ${kv#*=}" >>"$ini"; done
   done
-  printf '%s\n' "" "[balance]" "strategy = $strategy" "check-interval = 1" "" "[stats]" \
+  printf '%s\n' "" "[balance]" "strategy = $strategy" "check-interval = 1" "fail-after = ${FAIL_AFTER:-3}" "" "[stats]" \
     "socket = $WORK/stats.sock" >>"$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
@@ -189,20 +189,47 @@ case_balance_failover() {
 
   # optimistic: the SYN-ACK goes before the CONNECT; a refused connection
   # to a is retried on b before the request (and the client's bytes) went
-  # out. b is danted here: microsocks drops bytes that follow a CONNECT.
+  # out. b is danted here: microsocks may drop bytes that follow a CONNECT.
   # Without the pool: a pooled connection to a that died with a takes the
   # request and the client's bytes, and that session is reset instead
   # (docs/upstreams-balance.md).
   e2e_start_dante
-  B_PORT=$DANTE_PORT start_balance failover optimistic=true pool=0
-  ms_kill a
+  ms_kill a   # before any session: microsocks would drop the bytes behind a CONNECT
+  # fail-after = 1000: a is never marked down, so every session tries it first.
+  B_PORT=$DANTE_PORT FAIL_AFTER=1000 start_balance failover optimistic=true pool=0
   a0=$(carried a) b0=$(carried dante)
   client --host "$TGT4" concurrent 50 --rounds 1 >/dev/null
   for _ in $(seq $((T_START * 10))); do (($(carried dante) >= b0 + 50)) && break; sleep 0.1; done
   (($(carried a) == a0 && $(carried dante) == b0 + 50)) ||
     fail "optimistic: a carried $(($(carried a) - a0)), danted $(($(carried dante) - b0)) of 50"
+  (($(up_stat a retried) >= 50)) || fail "optimistic: a retried $(up_stat a retried), expected every session"
   log "optimistic, a dead: 50 connections through danted, none failed"
   ms_start a
+  stop_balance
+
+  # check-target: a check is a CONNECT there. To an address the upstreams
+  # cannot reach, a restarted a fails its checks and stays down; reloaded
+  # (SIGHUP) with the target's address, the next check brings it back.
+  local n0 ini
+  start_balance failover "pool=0"
+  ini=$WORK/s5tund.$S5_RUNS.ini
+  sed -i "s/^check-interval = 1$/&\ncheck-target = 10.201.0.99:$TGT_PORT/" "$ini"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "main configuration reloaded" 10 >/dev/null
+  ms_kill a
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+  ms_start a
+  n0=$(grep -c "upstream a: check failed" "$S5LOG" || true)
+  for _ in $(seq $((T_START * 10))); do
+    (($(grep -c "upstream a: check failed" "$S5LOG" || true) >= n0 + 2)) && break
+    sleep 0.1
+  done
+  up_stat a state | grep -qx down || fail "check-target unreachable: a is $(up_stat a state), expected down"
+  (($(lines "upstream a is up again") == 0)) || fail "a came back though its check-target is unreachable"
+  sed -i "s/^check-target = .*/check-target = $TGT4:$TGT_PORT/" "$ini"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "warn .*upstream a is up again \(its check succeeded\)" "$T_START" >/dev/null
+  log "check-target: a stayed down while its check could not reach 10.201.0.99, up once it could reach $TGT4"
   stop_balance
 }
 
