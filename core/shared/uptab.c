@@ -62,18 +62,15 @@ static uint64_t mix(uint64_t x) {
 
 uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name) {
   uint64_t h = 0xcbf29ce484222325ull;
-  uint16_t port = 0;
+  if (name != NULL && name[0] != '\0') return mix(fnv1a(h, name, strlen(name))); /* the site: any port */
   if (dest->ss_family == AF_INET6) {
     const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)dest;
-    port = a->sin6_port;
-    if (name == NULL || name[0] == '\0') h = fnv1a(h, &a->sin6_addr, sizeof a->sin6_addr);
+    h = fnv1a(fnv1a(h, &a->sin6_addr, sizeof a->sin6_addr), &a->sin6_port, sizeof a->sin6_port);
   } else if (dest->ss_family == AF_INET) {
     const struct sockaddr_in *a = (const struct sockaddr_in *)dest;
-    port = a->sin_port;
-    if (name == NULL || name[0] == '\0') h = fnv1a(h, &a->sin_addr, sizeof a->sin_addr);
+    h = fnv1a(fnv1a(h, &a->sin_addr, sizeof a->sin_addr), &a->sin_port, sizeof a->sin_port);
   }
-  if (name != NULL && name[0] != '\0') h = fnv1a(h, name, strlen(name));
-  return mix(fnv1a(h, &port, sizeof port));
+  return mix(h);
 }
 
 static int usable(const struct s5_uptab *t, unsigned i, uint32_t tried) {

@@ -64,7 +64,7 @@ struct s5_uptab *s5_uptab(void);
 void s5_uptab_init(struct s5_uptab *t, const struct s5_config *cfg);
 
 /* The destination's hash for [balance] strategy = hash: the mapped name
- * and port when there is a name, else the address and port. */
+ * when there is one (every port of a site), else the address and port. */
 uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name);
 
 /* The upstream for a new session under cfg's strategy: an up one that is

@@ -115,9 +115,13 @@ static void test_hash(void) {
     CHECK(s5_uptab_pick(&tab, &cfg, s5_uptab_hash(&d, NULL), 0) == first[k], "sticky");
   }
   CHECK(n[0] > 60 && n[1] > 60 && n[2] > 60, "spread: %u %u %u", n[0], n[1], n[2]);
-  struct sockaddr_storage a = dest4(0x0a000001u, 443), b = dest4(0x0a000002u, 443);
-  CHECK(s5_uptab_hash(&a, "example.org") == s5_uptab_hash(&b, "example.org"), "a mapped name: by name");
-  CHECK(s5_uptab_hash(&a, NULL) != s5_uptab_hash(&b, NULL), "else by address");
+  struct sockaddr_storage a = dest4(0x0a000001u, 443), b = dest4(0x0a000002u, 80);
+  CHECK(s5_uptab_hash(&a, "example.org") == s5_uptab_hash(&b, "example.org"), "a mapped name: by name alone");
+  CHECK(s5_uptab_hash(&a, "example.org") != s5_uptab_hash(&a, "example.net"), "names differ");
+  CHECK(s5_uptab_hash(&a, NULL) != s5_uptab_hash(&a, "example.org"), "a name is not its address");
+  CHECK(s5_uptab_hash(&a, NULL) != s5_uptab_hash(&b, NULL), "else by address and port");
+  struct sockaddr_storage a80 = dest4(0x0a000001u, 80);
+  CHECK(s5_uptab_hash(&a, NULL) != s5_uptab_hash(&a80, NULL), "the port counts");
   down(1);
   int moved = 0, wrong = 0;
   for (int k = 0; k < 300; k++) {
