@@ -30,6 +30,7 @@ void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *
   c->bytes_down = r->bytes_down;
   c->started_ms = r->started_ms;
   if (r->name != NULL) snprintf(c->name, sizeof c->name, "%s", r->name);
+  if (r->upstream != NULL) snprintf(c->upstream, sizeof c->upstream, "%s", r->upstream);
 }
 
 int s5_session_log_on(const struct s5_config *cfg) {

@@ -160,6 +160,19 @@ case_balance_failover() {
     fail "--stats: a failed_connect $(up_stat a failed_connect), b total $(up_stat b total)"
   (($(up_stat a retried) >= 3)) || fail "--stats: a retried $(up_stat a retried), expected at least 3"
   "$S5TUND" --stats "$WORK/stats.sock" | grep -qE '^b +up ' || fail "--stats table: no row for b"
+  # --connections names the upstream of an open session.
+  local holder got=""
+  client --host "$TGT4" hold --hold 30 >/dev/null &
+  holder=$!
+  for _ in $(seq $((T_START * 10))); do
+    got=$("$S5TUND" --connections "$WORK/stats.sock" --json |
+      "$PY" -c 'import json, sys; print(" ".join(c["upstream"] for c in json.load(sys.stdin) if c["state"] == "open"))')
+    [[ -n $got ]] && break
+    sleep 0.1
+  done
+  kill "$holder" 2>/dev/null || true
+  wait "$holder" 2>/dev/null || true
+  [[ $got == b ]] || fail "--connections: the open session's upstream is '$got', expected b"
   # The session log names the upstream that carried each session.
   (($(grep -cE "info .*session s[0-9]+ tcp .* via $S_ADDR4:$MS_B_PORT \(b\): " "$S5LOG") >= 100)) ||
     fail "fewer than 100 session lines name upstream b"
