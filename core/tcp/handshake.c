@@ -81,8 +81,8 @@ static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
   int next = s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
   if (next < 0 || left == 0 || s5_proxy_retry(&s->proxy, &s->cfg->upstreams[next], left) < 0) return -1;
   __atomic_add_fetch(&t->u[from].retried, 1, __ATOMIC_RELAXED);
-  s5_debug("s%llu upstream %s failed (%s): trying %s", (unsigned long long)s->id, t->u[from].name, r->why,
-           t->u[next].name);
+  s5_debug("s%llu upstream %s failed (%s): trying %s", (unsigned long long)s->id,
+           s->cfg->upstreams[from].name, r->why, s->cfg->upstreams[next].name);
   return 0;
 }
 
