@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "shared/conntab.h"
+#include "shared/uptab.h"
 #include "base/assert.h"
 #include "base/log.h"
 #include "base/privileges.h"
@@ -321,6 +322,7 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
     return -1;
   }
   s5_pool_start(&w->pool); /* after the privileges drop: the proxy sockets are the user's */
+  if (s5_uptab() != NULL) s5_uptab_queue_reset(s5_uptab(), w->ctx.index); /* a dead predecessor's */
   if (w->ctx.index == 0) s5_upcheck_start(&w->check); /* one worker checks down upstreams for all */
   return worker_start_timers(w);
 }

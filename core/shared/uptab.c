@@ -169,8 +169,9 @@ static void mark_up(struct s5_uptab *t, unsigned i, const char *how) {
     s5_warn("upstreams: %s is back, new connections are accepted again", t->u[i].name);
 }
 
-void s5_uptab_granted(struct s5_uptab *t, unsigned i) {
+void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i) {
   struct s5_up_slot *u = &t->u[i];
+  STORE(&t->open_q[q][i], LOAD(&t->open_q[q][i]) + 1); /* one writer: the queue's worker */
   ADD(&u->open, 1);
   ADD(&u->total, 1);
   if (LOAD(&u->fails_row) != 0) STORE(&u->fails_row, 0);
@@ -204,9 +205,19 @@ int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, cons
   return 1;
 }
 
-void s5_uptab_ended(struct s5_uptab *t, unsigned i, uint64_t up, uint64_t down) {
+void s5_uptab_ended(struct s5_uptab *t, unsigned q, unsigned i, uint64_t up, uint64_t down) {
   struct s5_up_slot *u = &t->u[i];
+  STORE(&t->open_q[q][i], LOAD(&t->open_q[q][i]) - 1);
   __atomic_sub_fetch(&u->open, 1, __ATOMIC_RELAXED);
   ADD(&u->bytes_up, up);
   ADD(&u->bytes_down, down);
+}
+
+void s5_uptab_queue_reset(struct s5_uptab *t, unsigned q) {
+  for (unsigned i = 0; i < S5_UPSTREAMS_MAX; i++) {
+    uint64_t left = LOAD(&t->open_q[q][i]);
+    if (left == 0) continue;
+    __atomic_sub_fetch(&t->u[i].open, left, __ATOMIC_RELAXED);
+    STORE(&t->open_q[q][i], 0);
+  }
 }

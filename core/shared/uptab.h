@@ -54,6 +54,10 @@ struct s5_uptab {
   uint32_t n;           /* slots in use */
   uint32_t fail_after;  /* [balance] fail-after at set-up */
   struct s5_up_slot u[S5_UPSTREAMS_MAX];
+  /* Sessions open per queue and upstream, each row written by its queue's
+   * worker only: what a dead worker left open is taken off open when its
+   * queue's next worker starts (s5_uptab_queue_reset). */
+  uint64_t open_q[S5_QUEUES_MAX][S5_UPSTREAMS_MAX];
 };
 
 /* Maps the table for cfg's upstreams (before the workers start). Returns
@@ -71,16 +75,18 @@ uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name);
  * not in tried (a bit per index), or -1 when there is none. */
 int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried);
 
-/* A set-up through upstream i succeeded: a session opens (open, total),
- * the failure run ends, a down upstream is up again. */
-void s5_uptab_granted(struct s5_uptab *t, unsigned i);
+/* A set-up through upstream i on queue q succeeded: a session opens
+ * (open, total), the failure run ends, a down upstream is up again. */
+void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i);
 /* A set-up through i failed for cause; 1 when this failure marked it
  * down. why: the last failure's text, for the warn line. */
 int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why);
 /* A probe of a down upstream answered: up again. */
 void s5_uptab_probe_ok(struct s5_uptab *t, unsigned i);
-/* A session through i ended with these bytes. */
-void s5_uptab_ended(struct s5_uptab *t, unsigned i, uint64_t up, uint64_t down);
+/* A session through i on queue q ended with these bytes. */
+void s5_uptab_ended(struct s5_uptab *t, unsigned q, unsigned i, uint64_t up, uint64_t down);
+/* Queue q's worker starts: sessions a dead one left counted open are not. */
+void s5_uptab_queue_reset(struct s5_uptab *t, unsigned q);
 
 /* "connect", "handshake", "auth", "timeout". */
 const char *s5_up_cause_name(enum s5_up_cause c);

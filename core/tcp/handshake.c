@@ -95,7 +95,7 @@ static void hs_result(void *session, const struct s5_proxy_result *r) {
   } else {
     s->rec.upstream = s->proxy.up->name;
     if (s5_uptab() != NULL) {
-      s5_uptab_granted(s5_uptab(), hs_index(s));
+      s5_uptab_granted(s5_uptab(), s->w->index, hs_index(s));
       s->up_open = 1;
     }
     s5_session_established(s);

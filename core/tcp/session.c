@@ -100,7 +100,7 @@ static void session_close_handles(struct s5_session *s, int reset) {
   s->state = S5_SESSION_CLOSED;
   session_sync_bytes(s);
   if (s->up_open)
-    s5_uptab_ended(s5_uptab(), (unsigned)(s->proxy.up - s->cfg->upstreams), s->rec.bytes_up,
+    s5_uptab_ended(s5_uptab(), s->w->index, (unsigned)(s->proxy.up - s->cfg->upstreams), s->rec.bytes_up,
                    s->rec.bytes_down);
   s->up_open = 0;
   s5_session_log(s->w, s->cfg, &s->rec);

@@ -53,9 +53,9 @@ static void test_failover(void) {
   CHECK(tab.u[0].down == 1 && tab.u[0].why == S5_UP_TIMEOUT, "down, why timeout");
   CHECK(tab.u[0].failed[S5_UP_CONNECT] == 1 && tab.u[0].failed[S5_UP_TIMEOUT] == 2, "causes counted");
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 1, "the next healthy one");
-  s5_uptab_granted(&tab, 1);
+  s5_uptab_granted(&tab, 0, 1);
   CHECK(tab.u[1].open == 1 && tab.u[1].total == 1, "open, total");
-  s5_uptab_ended(&tab, 1, 10, 20);
+  s5_uptab_ended(&tab, 0, 1, 10, 20);
   CHECK(tab.u[1].open == 0 && tab.u[1].bytes_up == 10 && tab.u[1].bytes_down == 20, "ended, bytes");
   s5_uptab_probe_ok(&tab, 0);
   CHECK(tab.u[0].down == 0 && tab.u[0].fails_row == 0, "a probe brings it back");
@@ -63,13 +63,13 @@ static void test_failover(void) {
   /* Failures with successes between them are not a run. */
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
-  s5_uptab_granted(&tab, 0);
+  s5_uptab_granted(&tab, 0, 0);
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
   CHECK(tab.u[0].down == 0, "a success ends the run");
   down(0), down(1), down(2);
   CHECK(tab.all_down == 1, "every one down: said once");
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == -1, "every one down: none");
-  s5_uptab_granted(&tab, 2); /* a session started before it went down */
+  s5_uptab_granted(&tab, 0, 2); /* a session started before it went down */
   CHECK(tab.u[2].down == 0 && tab.all_down == 0, "a success brings it back");
 }
 
@@ -96,12 +96,18 @@ static void test_least(void) {
   for (int k = 0; k < 300; k++) {
     int i = s5_uptab_pick(&tab, &cfg, 0, 0);
     n[i]++;
-    s5_uptab_granted(&tab, (unsigned)i);
-    s5_uptab_ended(&tab, (unsigned)i, 0, 0);
+    s5_uptab_granted(&tab, 0, (unsigned)i);
+    s5_uptab_ended(&tab, 0, (unsigned)i, 0, 0);
   }
   CHECK(n[0] == 100 && n[1] == 100 && n[2] == 100, "short sessions spread: %u %u %u", n[0], n[1], n[2]);
-  s5_uptab_granted(&tab, 0), s5_uptab_granted(&tab, 0), s5_uptab_granted(&tab, 1);
+  s5_uptab_granted(&tab, 0, 0), s5_uptab_granted(&tab, 0, 0), s5_uptab_granted(&tab, 0, 1);
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 2, "the fewest open");
+  /* A worker of queue 3 dies with 5 sessions open on upstream 2. */
+  for (int k = 0; k < 5; k++) s5_uptab_granted(&tab, 3, 2);
+  CHECK(tab.u[2].open == 5 && s5_uptab_pick(&tab, &cfg, 0, 0) != 2, "its open sessions count");
+  s5_uptab_queue_reset(&tab, 3);
+  CHECK(tab.u[2].open == 0 && tab.u[0].open == 2 && s5_uptab_pick(&tab, &cfg, 0, 0) == 2,
+        "its successor starts: they count no more, the other queues' still do");
 }
 
 static void test_hash(void) {
