@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "shared/conntab.h"
+#include "shared/uptab.h"
 #include "base/assert.h"
 #include "base/log.h"
 #include "base/privileges.h"
@@ -179,6 +180,7 @@ static void worker_shutdown(struct s5_worker *w) {
     s5_info("resetting %u open TCP sessions", (unsigned)ctx->stats->tcp_active);
   s5_sessions_stop(&w->tcp);
   s5_pool_stop(&w->pool);
+  s5_upcheck_stop(&w->check);
   /* pcbs lwIP kept after their sessions ended (closing, TIME_WAIT) */
   while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);
   while (tcp_tw_pcbs != NULL) tcp_abort(tcp_tw_pcbs);
@@ -207,6 +209,7 @@ static void worker_drain(struct s5_worker *w) {
   if (ctx->draining || ctx->stopping) return;
   ctx->draining = 1;
   s5_pool_stop(&w->pool); /* no new sessions: nothing to keep warm for */
+  s5_upcheck_stop(&w->check);
   unsigned timeout = ctx->cfg->run.drain_timeout;
   if (!s5_sessions_empty(&w->tcp))
     s5_info("draining %u TCP sessions for up to %u s", (unsigned)ctx->stats->tcp_active, timeout);
@@ -262,6 +265,7 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
   s5_sessions_init(&w->tcp, &w->ctx, &w->relay, s5_handshake_start);
   s5_pool_init(&w->pool, &w->ctx);
   w->tcp.pool = &w->pool; /* the handshake's warm connections */
+  s5_upcheck_init(&w->check, &w->ctx);
   s5_netif_init(&w->tun, &w->ctx, w->fd);
   return 0;
 }
@@ -318,6 +322,8 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
     return -1;
   }
   s5_pool_start(&w->pool); /* after the privileges drop: the proxy sockets are the user's */
+  if (s5_uptab() != NULL) s5_uptab_queue_reset(s5_uptab(), w->ctx.index); /* a dead predecessor's */
+  if (w->ctx.index == 0) s5_upcheck_start(&w->check); /* one worker checks down upstreams for all */
   return worker_start_timers(w);
 }
 

@@ -27,6 +27,7 @@
 #include "ctx/memtrim.h"
 #include "netif/netif.h"
 #include "socks5/pool.h"
+#include "socks5/upcheck.h"
 #include "tcp/relay.h"
 #include "tcp/session.h"
 #include "shared/stats.h"
@@ -47,9 +48,10 @@ struct s5_worker {
   unsigned lwip_ticks;    /* TCP_TMR_INTERVALs since the last once-a-second work */
   struct s5_memtrim trim; /* idle after a load: free heap back to the kernel */
 
-  struct s5_sessions tcp; /* the listener and the live sessions */
-  struct s5_pool pool;    /* warm proxy connections for new sessions */
-  struct s5_udp *udp;     /* the UDP associations (core/udp/udp.c), NULL until started */
+  struct s5_sessions tcp;  /* the listener and the live sessions */
+  struct s5_pool pool;     /* warm proxy connections for new sessions */
+  struct s5_upcheck check; /* queue 0: the checks of down upstreams */
+  struct s5_udp *udp;      /* the UDP associations (core/udp/udp.c), NULL until started */
   /* Last, with their large buffers, which init leaves untouched. */
   struct s5_relay relay; /* the sessions' flush list and read buffers */
   struct s5_netif tun;   /* the TUN queue's packet pump */

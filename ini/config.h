@@ -94,6 +94,14 @@ struct s5_upstream_cfg {
   struct sockaddr_storage udp_addr; /* udp-address: ss_family 0 = use the relay address the proxy returns */
 };
 
+/* [balance] strategy: how a new session chooses its upstream. */
+enum s5_balance {
+  S5_BALANCE_FAILOVER,    /* the first healthy one in file order */
+  S5_BALANCE_ROUND_ROBIN, /* weighted turns */
+  S5_BALANCE_LEAST_CONN,  /* fewest open sessions per weight, all workers */
+  S5_BALANCE_HASH,        /* by destination: one site, one exit */
+};
+
 struct s5_config {
   enum s5_mode mode;
   unsigned queues;            /* resolved: 1..S5_QUEUES_MAX, never 0 */
@@ -132,6 +140,14 @@ struct s5_config {
   };
   unsigned n_upstreams; /* 1..S5_UPSTREAMS_MAX */
   bool socks5_section;  /* upstreams[0] is [socks5] (the default, one SOCKS5 proxy) */
+
+  struct {
+    enum s5_balance strategy;
+    unsigned fail_after;                  /* set-ups failed in a row that mark an upstream down */
+    unsigned check_interval;              /* seconds between checks of a down upstream (jittered) */
+    unsigned check_timeout;               /* seconds a check may take (at most connect-timeout) */
+    struct sockaddr_storage check_target; /* a check CONNECTs here; ss_family 0 = the handshake alone */
+  } balance;
 
   struct {
     unsigned connect_timeout;  /* seconds, >= 1 */

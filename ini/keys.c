@@ -22,11 +22,13 @@ static const char *const level_words[] = {"error", "warn", "info", "debug", NULL
 static const char *const icmp_words[] = {"off", "reply", NULL};
 static const char *const udp_words[] = {"off", "associate", NULL};
 static const char *const upstream_words[] = {"socks5", "socks4", "http", NULL};
+static const char *const balance_words[] = {"failover", "round-robin", "least-connections", "hash", NULL};
 
 /* An enum field is read and written as an int (types.c). */
 _Static_assert(sizeof(enum s5_mode) == sizeof(int), "enum s5_mode is not an int");
 _Static_assert(sizeof(enum s5_log_level) == sizeof(int), "enum s5_log_level is not an int");
 _Static_assert(sizeof(enum s5_upstream_type) == sizeof(int), "enum s5_upstream_type is not an int");
+_Static_assert(sizeof(enum s5_balance) == sizeof(int), "enum s5_balance is not an int");
 
 /* A key of every [upstream NAME] section: declared at upstreams[0], moved
  * to the section's upstream by upstream.c. */
@@ -149,6 +151,22 @@ static const struct s5_key keys[] = {
    .doc = "socks5: UDP relay address to use instead of the one the proxy returns"},
   {"upstream", "weight", &s5_type_uint, UP(weight), .min = 1, .max = 1000, .live = true, .def = "1",
    .doc = "share of new sessions under [balance] round-robin, 1..1000"},
+
+  /* Several upstreams: which one a new session takes, and when one is
+   * taken out and put back (core/shared/uptab.h, docs/upstreams-balance.md). */
+  {"balance", "strategy", &s5_type_enum, AT(balance.strategy), .words = balance_words, .live = true,
+   .def = "failover",
+   .doc = "failover: the first healthy upstream in file order; round-robin: by weight; least-connections: "
+          "fewest open sessions per weight; hash: by destination, one site keeps its upstream"},
+  {"balance", "fail-after", &s5_type_uint, AT(balance.fail_after), .min = 1, .max = 1000, .def = "3",
+   .doc = "set-ups failed in a row (connect, handshake, auth, timeout) that mark an upstream down"},
+  {"balance", "check-interval", &s5_type_uint, AT(balance.check_interval), .min = 1, .max = 3600,
+   .live = true, .def = "5",
+   .doc = "seconds between checks of a down upstream (jittered); one that answers is up again"},
+  {"balance", "check-timeout", &s5_type_uint, AT(balance.check_timeout), .min = 1, .max = 3600, .live = true,
+   .def = "5", .doc = "seconds a check may take (connect-timeout bounds it too)"},
+  {"balance", "check-target", &s5_type_listen, AT(balance.check_target), .live = true, .def = "",
+   .doc = "ADDR:PORT each check CONNECTs to through the upstream; empty = the handshake alone"},
 
   /* A connect that takes an hour is already a failure. */
   {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600,

@@ -25,6 +25,7 @@
 #include "reload.h"
 #include "run.h"
 #include "shared/stats.h"
+#include "shared/uptab.h"
 #include "ctl/stats_server.h"
 #include "socks5/upstream.h"
 
@@ -137,7 +138,12 @@ int main(int argc, char **argv) {
   /* Mapped DNS names, shared by every worker: mapped before any exists;
    * so is the slot a reload publishes the configuration in. */
   if (s5_dns_setup(&cfg) < 0 || s5_reload_setup(argc, argv) < 0) return 1;
-  int r2 = s5_conntab_setup(cfg.queues);
+  int r2 = s5_uptab_setup(&cfg);
+  if (r2 < 0) {
+    s5_error("mapping the upstream table: %s", strerror(-r2));
+    return 1;
+  }
+  r2 = s5_conntab_setup(cfg.queues);
   if (r2 < 0) {
     s5_error("mapping the connection lists: %s", strerror(-r2));
     return 1;

@@ -30,14 +30,19 @@ void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *
   c->bytes_down = r->bytes_down;
   c->started_ms = r->started_ms;
   if (r->name != NULL) snprintf(c->name, sizeof c->name, "%s", r->name);
+  if (r->upstream != NULL) snprintf(c->upstream, sizeof c->upstream, "%s", r->upstream);
 }
 
 int s5_session_log_on(const struct s5_config *cfg) {
   return cfg->log.sessions && s5_log_enabled(S5_LOG_INFO);
 }
 
-static void proxy_text(const struct s5_config *cfg, char *buf, size_t len) {
-  const struct sockaddr_storage *ss = &cfg->socks5.addr;
+/* The upstream that carried it: ADDR:PORT, and (NAME) when there are several. */
+static void proxy_text(const struct s5_config *cfg, const char *upstream, char *buf, size_t len) {
+  const struct s5_upstream_cfg *up = &cfg->upstreams[0];
+  for (unsigned i = 0; upstream != NULL && i < cfg->n_upstreams; i++)
+    if (strcmp(cfg->upstreams[i].name, upstream) == 0) up = &cfg->upstreams[i];
+  const struct sockaddr_storage *ss = &up->addr;
   char a[INET6_ADDRSTRLEN] = "?";
   if (ss->ss_family == AF_INET6) {
     inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof a);
@@ -45,6 +50,10 @@ static void proxy_text(const struct s5_config *cfg, char *buf, size_t len) {
   } else {
     inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof a);
     snprintf(buf, len, "%s:%u", a, ntohs(((const struct sockaddr_in *)ss)->sin_port));
+  }
+  if (cfg->n_upstreams > 1) {
+    size_t at = strlen(buf);
+    snprintf(buf + at, len - at, " (%s)", up->name);
   }
 }
 
@@ -67,10 +76,10 @@ static int session_log_allowed(struct s5_wctx *w, const struct s5_config *cfg) {
 
 void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct s5_session_record *r) {
   if (!s5_session_log_on(cfg) || !session_log_allowed(w, cfg)) return;
-  char client[S5_ADDR_STRLEN], dest[S5_ADDR_STRLEN], proxy[S5_ADDR_STRLEN];
+  char client[S5_ADDR_STRLEN], dest[S5_ADDR_STRLEN], proxy[S5_ADDR_STRLEN + 40];
   s5_addr_port_str(&r->client, r->client_port, client, sizeof client);
   s5_addr_port_str(&r->dest, r->dest_port, dest, sizeof dest);
-  proxy_text(cfg, proxy, sizeof proxy);
+  proxy_text(cfg, r->upstream, proxy, sizeof proxy);
   S5_ASSERT(uv_now(&w->loop) >= r->started_ms); /* both on this loop's clock */
   uint64_t ms = uv_now(&w->loop) - r->started_ms;
   s5_info("session %c%llu %s %s -> %s%s%s%s via %s: %llu bytes up, %llu down, %llu.%03llu s, %s", r->kind,

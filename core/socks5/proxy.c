@@ -66,9 +66,9 @@ static void proxy_report(struct s5_proxy *p, enum s5_proxy_outcome outcome, cons
 /* The caller counted the failure already. */
 static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, uint8_t rep,
                        const char *why) {
-  proxy_stop(p);
   struct s5_proxy_result r = {
-    .outcome = S5_PROXY_FAILED, .level = level, .why = why, .status = status, .rep = rep};
+    .outcome = S5_PROXY_FAILED, .level = level, .why = why, .status = status, .rep = rep, .step = p->step};
+  proxy_stop(p);
   p->ops->result(p->owner, &r);
 }
 
@@ -398,20 +398,12 @@ static void proxy_sock_reopen(uv_handle_t *handle) {
   proxy_fail(p, S5_LOG_WARN, 0, 0, why);
 }
 
-/* A pooled connection that ended before its CONNECT reply (the proxy
- * closed it while idle and its EOF crossed our request) is retried once on
- * a fresh connection, unseen by the client. Returns 1 when it was. */
+/* A pooled connection that ended before its CONNECT reply (closed idle, its EOF
+ * crossing our request): retried once, fresh, unseen. Returns 1 when it was. */
 static int proxy_retry_fresh(struct s5_proxy *p) {
   if (!p->pooled || p->step != S5_PROXY_REPLY) return 0;
   S5_STAT_ADD(p->w->stats, pool_retried, 1);
-  p->pooled = 0;
-  p->retrying = 1;
-  p->requested = 0;
-  p->in_len = 0;
-  p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
-  if (p->ops->withdrawn != NULL) p->ops->withdrawn(p->owner);
-  uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
-  return 1;
+  return s5_proxy_retry(p, p->up, 0) == 0;
 }
 
 int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap) {
@@ -445,11 +437,22 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   return 0;
 }
 
+int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms) {
+  if (p->closing || p->retrying || !p->sock_open || p->data_sent) return -1; /* the bytes went with it */
+  s5_proxy_use(p, up);
+  if (ms != 0) uv_timer_start(&p->timer, proxy_timed_out, ms, 0);
+  p->pooled = p->requested = p->in_len = 0;
+  p->retrying = 1;
+  p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
+  if (p->ops->withdrawn != NULL) p->ops->withdrawn(p->owner);
+  uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
+  return 0;
+}
+
 int s5_proxy_data_ok(struct s5_proxy *p) {
   if (p->step == S5_PROXY_DONE) return 1;
-  if (!p->requested || p->step != S5_PROXY_REPLY) return 0;
-  p->pooled = 0; /* the data goes on this connection: no retry elsewhere without it */
-  p->data_sent = 1;
+  if (!p->requested) return 0;
+  p->pooled = 0, p->data_sent = 1; /* the data goes on this connection: no retry without it */
   return 1;
 }
 
@@ -460,10 +463,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->ops = ops;
   p->owner = owner;
   p->step = S5_PROXY_CONNECTING;
-  p->pooled = 0;
-  p->retrying = 0;
-  p->requested = 0;
-  p->data_sent = 0;
+  p->pooled = p->retrying = p->requested = p->data_sent = 0;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   s5_proxy_use(p, &cfg->upstreams[0]);

@@ -69,6 +69,7 @@ struct s5_proxy_result {
   int status;                /* an s5_socks5_status, 0 when the connection itself failed */
   uint8_t rep;               /* the server's REP when status is S5_SOCKS5_REFUSED */
   struct s5_socks5_addr bnd; /* BND.ADDR and BND.PORT when granted */
+  enum s5_proxy_step step;   /* failed: where the exchange was (CONNECTING: the TCP connect) */
 };
 
 struct s5_proxy_ops {
@@ -136,6 +137,12 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap);
  * and the client sees nothing of it. Returns 0, or < 0 with why (the
  * request cannot be made, or the socket not taken): nothing reported then. */
 int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap);
+
+/* From ops->result with a failure: the same exchange again on up, a fresh
+ * connection once the old one closed ([balance]: the client has seen
+ * nothing yet); connect-timeout restarted with ms (0: runs on). Returns 0,
+ * or -1 when the client is closing (nothing reported then). */
+int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms);
 
 /* May the owner write its own data now, before the reply ([socks5]
  * optimistic)? Yes once the request is written (or granted); from then on

@@ -11,6 +11,7 @@
 
 #include "dns/dnsmap.h"
 #include "base/log.h"
+#include "shared/uptab.h"
 #include "socks5/pool.h"
 #include "tcp/handshake.h"
 
@@ -46,12 +47,57 @@ static int hs_target(void *session, struct s5_proxy_target *t) {
   return 0;
 }
 
+/* Why a set-up failed, when it is the upstream's fault; -1 when the
+ * destination answered (a refused CONNECT: the next upstream would hear
+ * the same) or the session itself is going. */
+static int hs_cause(const struct s5_proxy_result *r, uint64_t left) {
+  if (left == 0) return S5_UP_TIMEOUT;
+  if (r->status == S5_SOCKS5_REFUSED) return -1;
+  if (r->status == S5_SOCKS5_AUTH_FAILED || r->status == S5_SOCKS5_NO_METHOD) return S5_UP_AUTH;
+  if (r->step == S5_PROXY_CONNECTING) return S5_UP_CONNECT;
+  return S5_UP_HANDSHAKE;
+}
+
+static unsigned hs_index(const struct s5_session *s) { return (unsigned)(s->proxy.up - s->cfg->upstreams); }
+
+/* An upstream failed the set-up: the next healthy one, unseen by the
+ * client, while connect-timeout lasts. Not once the client's own bytes
+ * may have gone to the failed one (optimistic, after the request). */
+static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
+  struct s5_uptab *t = s5_uptab();
+  /* connect-timeout counts from the SYN, over every upstream tried */
+  uint64_t end = s->rec.started_ms + s->cfg->session.connect_timeout * 1000ull, now = uv_now(&s->w->loop);
+  uint64_t left = now < end ? end - now : 0;
+  int cause = hs_cause(r, left);
+  if (t == NULL || cause < 0) {
+    if (t != NULL && r->status == S5_SOCKS5_REFUSED)
+      __atomic_add_fetch(&t->u[hs_index(s)].refused, 1, __ATOMIC_RELAXED);
+    return -1;
+  }
+  unsigned from = hs_index(s);
+  s5_uptab_failed(t, from, (enum s5_up_cause)cause, r->why);
+  if (s->early && (s->proxy.requested || s->conn.send_ok)) return -1; /* its bytes went to from */
+  s->up_tried |= 1u << from;
+  int next = s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
+  if (next < 0 || left == 0 || s5_proxy_retry(&s->proxy, &s->cfg->upstreams[next], left) < 0) return -1;
+  __atomic_add_fetch(&t->u[from].retried, 1, __ATOMIC_RELAXED);
+  s5_debug("s%llu upstream %s failed (%s): trying %s", (unsigned long long)s->id,
+           s->cfg->upstreams[from].name, r->why, s->cfg->upstreams[next].name);
+  return 0;
+}
+
 static void hs_result(void *session, const struct s5_proxy_result *r) {
   struct s5_session *s = session;
   if (s->state == S5_SESSION_CLOSED) return;
   if (r->outcome != S5_PROXY_GRANTED) {
+    if (hs_failover(s, r) == 0) return;
     s5_session_abort_at(s, r->level, r->why);
   } else {
+    s->rec.upstream = s->proxy.up->name;
+    if (s5_uptab() != NULL) {
+      s5_uptab_granted(s5_uptab(), s->w->index, hs_index(s));
+      s->up_open = 1;
+    }
     s5_session_established(s);
   }
 }
@@ -78,12 +124,36 @@ static const struct s5_proxy_ops hs_ops = {
   .closed = s5_session_proxy_closed,
 };
 
+/* The upstream the session tries first: by the strategy, from the
+ * shared health table (none while every upstream is down). */
+static int hs_choose(struct s5_session *s) {
+  struct s5_uptab *t = s5_uptab();
+  if (t == NULL) return 0;
+  if (s->cfg->balance.strategy == S5_BALANCE_HASH) {
+    struct s5_proxy_target dest;
+    memset(&dest, 0, sizeof dest);
+    if (hs_target(s, &dest) == 0) s->up_hash = s5_uptab_hash(&dest.addr, dest.name);
+  }
+  return s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
+}
+
 int s5_handshake_start(struct s5_session *s) {
   s5_proxy_init(&s->proxy, s->w, s->cfg, &hs_ops, s);
   s->handles_open++;
   char why[160];
-  /* A warm pooled connection when there is one: its CONNECT goes out now. */
-  if (s5_pool_connect(s->tab->pool, &s->proxy, why, sizeof why) == 0) return 0;
+  for (int i = hs_choose(s); i >= 0; i = s5_uptab_pick(s5_uptab(), s->cfg, s->up_hash, s->up_tried)) {
+    s5_proxy_use(&s->proxy, &s->cfg->upstreams[i]);
+    /* A warm pooled connection when there is one: its CONNECT goes out now. */
+    if (s5_pool_connect(s->tab->pool, &s->proxy, why, sizeof why) == 0) return 0;
+    if (s5_uptab() == NULL || s->proxy.sock_open) break; /* a socket is in play: the session closes it */
+    s->up_tried |= 1u << i; /* this one cannot carry it (SOCKS4, IPv6): the next */
+  }
+  if (s5_uptab() != NULL && s->up_tried == 0 && s->proxy.step == S5_PROXY_CONNECTING && !s->proxy.sock_open) {
+    /* Every upstream is down: refused at once; uptab said so once. */
+    __atomic_add_fetch(&s5_uptab()->no_upstream, 1, __ATOMIC_RELAXED);
+    s5_debug("s%llu refused: no upstream is up", (unsigned long long)s->id);
+    return -1;
+  }
   char line[200];
   snprintf(line, sizeof line, "s%llu %s", (unsigned long long)s->id, why);
   s5_debug("%s", line);

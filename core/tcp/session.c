@@ -12,6 +12,7 @@
 #include "base/assert.h"
 #include "shared/conntab.h"
 #include "shared/flowtab.h"
+#include "shared/uptab.h"
 #include "base/log.h"
 #include "netif/netif.h"
 #include "tcp/session.h"
@@ -98,6 +99,10 @@ static void session_close_handles(struct s5_session *s, int reset) {
   S5_ASSERT(s->state != S5_SESSION_CLOSED); /* a session ends once */
   s->state = S5_SESSION_CLOSED;
   session_sync_bytes(s);
+  if (s->up_open)
+    s5_uptab_ended(s5_uptab(), s->w->index, (unsigned)(s->proxy.up - s->cfg->upstreams), s->rec.bytes_up,
+                   s->rec.bytes_down);
+  s->up_open = 0;
   s5_session_log(s->w, s->cfg, &s->rec);
   session_unlink(s);
   s5_relay_release(&s->conn);

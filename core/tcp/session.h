@@ -71,6 +71,9 @@ struct s5_session {
    * which has not come yet; the relay holds the client's bytes until the
    * request is out and reads nothing from the proxy until the reply. */
   unsigned early : 1;
+  unsigned up_open : 1; /* counted open at its upstream (core/shared/uptab.h) */
+  uint32_t up_tried;    /* [balance]: upstreams that failed this set-up, a bit each */
+  uint64_t up_hash;     /* [balance] strategy = hash: the destination's */
 
   struct s5_session_record rec; /* [log] sessions: who, where, bytes, how it ended */
   char end_why[120];            /* rec.end's text when it is not a constant */

@@ -667,7 +667,11 @@ def cmd_drain(args):
 GAUGES = {"tcp_active", "udp_active"}
 # Families besides one per counter.
 EXTRA_FAMILIES = {"s5tund_info", "s5tund_queues", "s5tund_start_time_seconds", "s5tund_queue_ready",
-                  "s5tund_reloads", "s5tund_reload_failures", "s5tund_last_reload_timestamp_seconds"}
+                  "s5tund_reloads", "s5tund_reload_failures", "s5tund_last_reload_timestamp_seconds",
+                  # per upstream (label upstream="NAME"), checked against the document's upstreams[]
+                  "s5tund_upstream_up", "s5tund_upstream_state_since_seconds", "s5tund_upstream_failures",
+                  "s5tund_upstream_open_sessions", "s5tund_upstream_sessions", "s5tund_upstream_refused",
+                  "s5tund_upstream_retried", "s5tund_upstream_bytes_up", "s5tund_upstream_bytes_down"}
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -812,6 +816,13 @@ def check_exposition(args, fams, doc):
         f = fams[fam]
         check(f.type == mtype and [s.value for s in f.samples] == [doc[key]],
               "%s (%s) %s, --stats --json says %s %d" % (fam, f.type, [s.value for s in f.samples], key, doc[key]))
+    for u in doc.get("upstreams", []):
+        for fam, key in (("s5tund_upstream_sessions", "total"), ("s5tund_upstream_open_sessions", "open"),
+                         ("s5tund_upstream_bytes_up", "bytes_up")):
+            got = [s.value for s in fams[fam].samples
+                   if s.labels.get("upstream") == u["name"] and not s.name.endswith("_created")]
+            check(got == [u[key]], "%s{upstream=\"%s\"} %s, --stats --json says %s %d"
+                  % (fam, u["name"], got, key, u[key]))
     ready = {s.labels.get("queue"): s.value for s in fams["s5tund_queue_ready"].samples}
     check(ready == {str(q): 1 for q in range(nq)}, "s5tund_queue_ready %s, expected 1 for 0..%d"
           % (ready, nq - 1))

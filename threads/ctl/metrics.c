@@ -31,6 +31,7 @@
 #include "ctl/ctl_server.h"
 #include "base/log.h"
 #include "ctl/metrics.h"
+#include "ctl/upstream_render.h"
 
 #ifndef S5_VERSION
 #error "S5_VERSION must be defined by the build (see threads/CMakeLists.txt)"
@@ -200,6 +201,13 @@ char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_confi
   for (unsigned i = 0; i < nq; i++)
     text_add(&t, "s5tund_queue_ready{queue=\"%u\"} %u\n", i, q[i].ready ? 1u : 0u);
   add_counters(&t, q, nq);
+  size_t need = s5_upstreams_prom(s5_uptab(), NULL, 0);
+  char *ups = need > 0 ? malloc(need + 1) : NULL;
+  if (ups != NULL) {
+    s5_upstreams_prom(s5_uptab(), ups, need + 1);
+    text_add(&t, "%s", ups);
+  }
+  free(ups);
   free(q);
   *len = t.len;
   return t.p;

@@ -4,6 +4,8 @@
  * SIGUSR1 logs. Workers only count (core/shared/stats.h). */
 #include "ctl/stats_render.h"
 
+#include "ctl/upstream_render.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -47,7 +49,9 @@ size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap) {
     if (i > 0) at = put(buf, cap, at, ",");
     at = json_object(buf, cap, at, &st, (int)i);
   }
-  return put(buf, cap, at, "]}\n");
+  at = put(buf, cap, at, "]");
+  at = s5_upstreams_json(s5_uptab(), buf, cap, at);
+  return put(buf, cap, at, "}\n");
 }
 
 /* Reads "name":number pairs of one flat object starting at p ('{'). Returns

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/* The upstreams' shared health and counters, and the choice of an
+ * upstream for a new session (see uptab.h). */
+#include "shared/uptab.h"
+
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "base/log.h"
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
+
+static struct s5_uptab *table; /* set before the workers start */
+
+void s5_uptab_init(struct s5_uptab *t, const struct s5_config *cfg) {
+  t->n = cfg->n_upstreams;
+  t->fail_after = cfg->balance.fail_after;
+  for (unsigned i = 0; i < t->n; i++)
+    snprintf(t->u[i].name, sizeof t->u[i].name, "%s", cfg->upstreams[i].name);
+}
+
+int s5_uptab_setup(const struct s5_config *cfg) {
+  void *m = mmap(NULL, sizeof *table, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return -errno;
+  table = m; /* zeroed */
+  s5_uptab_init(table, cfg);
+  return 0;
+}
+
+struct s5_uptab *s5_uptab(void) {
+  return table;
+}
+
+const char *s5_up_cause_name(enum s5_up_cause c) {
+  static const char *const names[] = {"connect", "handshake", "auth", "timeout"};
+  return (unsigned)c < S5_UP_CAUSES ? names[c] : "?";
+}
+
+/* ---------------------------------------------------------------- choosing */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t len) {
+  const uint8_t *b = data;
+  for (size_t i = 0; i < len; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* A 64-bit finaliser (splitmix64's), so that close keys spread. */
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  if (name != NULL && name[0] != '\0') return mix(fnv1a(h, name, strlen(name))); /* the site: any port */
+  if (dest->ss_family == AF_INET6) {
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)dest;
+    h = fnv1a(fnv1a(h, &a->sin6_addr, sizeof a->sin6_addr), &a->sin6_port, sizeof a->sin6_port);
+  } else if (dest->ss_family == AF_INET) {
+    const struct sockaddr_in *a = (const struct sockaddr_in *)dest;
+    h = fnv1a(fnv1a(h, &a->sin_addr, sizeof a->sin_addr), &a->sin_port, sizeof a->sin_port);
+  }
+  return mix(h);
+}
+
+static int usable(const struct s5_uptab *t, unsigned i, uint32_t tried) {
+  return !(tried & (1u << i)) && LOAD(&t->u[i].down) == 0;
+}
+
+/* The first usable in file order. */
+static int pick_failover(const struct s5_uptab *t, unsigned n, uint32_t tried) {
+  for (unsigned i = 0; i < n; i++)
+    if (usable(t, i, tried)) return (int)i;
+  return -1;
+}
+
+/* Weighted: ticket k of each sum-of-weights round falls on the upstream
+ * whose share of the round holds it; taken by a down one, the next usable. */
+static int pick_round_robin(struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
+  uint64_t sum = 0;
+  for (unsigned i = 0; i < n; i++) sum += cfg->upstreams[i].weight;
+  uint64_t k = (ADD(&t->rr, 1) - 1) % sum;
+  unsigned at = 0;
+  while (k >= cfg->upstreams[at].weight) k -= cfg->upstreams[at++].weight;
+  for (unsigned j = 0; j < n; j++) {
+    unsigned i = (at + j) % n;
+    if (usable(t, i, tried)) return (int)i;
+  }
+  return -1;
+}
+
+/* The fewest open sessions per weight; ties to the fewest carried so far
+ * (per weight), so that short sessions one after the other spread too. */
+static int pick_least(const struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
+  int best = -1;
+  double best_open = 0, best_total = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (!usable(t, i, tried)) continue;
+    double w = cfg->upstreams[i].weight;
+    double open = (double)LOAD(&t->u[i].open) / w, total = (double)LOAD(&t->u[i].total) / w;
+    if (best < 0 || open < best_open || (open == best_open && total < best_total)) {
+      best = (int)i;
+      best_open = open;
+      best_total = total;
+    }
+  }
+  return best;
+}
+
+/* Rendezvous hashing, weighted: each upstream scores the destination,
+ * the highest usable one wins. An upstream that goes down moves only its
+ * own destinations, which return when it is back. */
+static int pick_hash(const struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint64_t hash,
+                     uint32_t tried) {
+  int best = -1;
+  double best_score = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (!usable(t, i, tried)) continue;
+    const char *name = cfg->upstreams[i].name;
+    uint64_t h = mix(hash ^ fnv1a(0xcbf29ce484222325ull, name, strlen(name)));
+    double u = ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+    double score = -(double)cfg->upstreams[i].weight / log(u);
+    if (best < 0 || score > best_score) {
+      best = (int)i;
+      best_score = score;
+    }
+  }
+  return best;
+}
+
+int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried) {
+  /* The session's configuration's list: slots by position (a reload that
+   * changes the list keeps the slots' history by position). */
+  unsigned n = cfg->n_upstreams < S5_UPSTREAMS_MAX ? cfg->n_upstreams : S5_UPSTREAMS_MAX;
+  switch (cfg->balance.strategy) {
+    case S5_BALANCE_ROUND_ROBIN: return pick_round_robin(t, cfg, n, tried);
+    case S5_BALANCE_LEAST_CONN: return pick_least(t, cfg, n, tried);
+    case S5_BALANCE_HASH: return pick_hash(t, cfg, n, hash, tried);
+    default: return pick_failover(t, n, tried);
+  }
+}
+
+/* ---------------------------------------------------------------- health */
+
+static int count_up(const struct s5_uptab *t) {
+  int n = 0;
+  for (unsigned i = 0; i < t->n; i++) n += LOAD(&t->u[i].down) == 0;
+  return n;
+}
+
+/* Down -> up: the one that flips it says so. */
+static void mark_up(struct s5_uptab *t, unsigned i, const char *how) {
+  uint32_t one = 1;
+  if (!__atomic_compare_exchange_n(&t->u[i].down, &one, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return;
+  STORE(&t->u[i].since_unix, (uint64_t)time(NULL));
+  s5_warn("upstream %s is up again (%s)", t->u[i].name, how);
+  uint32_t all = 1;
+  if (__atomic_compare_exchange_n(&t->all_down, &all, 0, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    s5_warn("upstreams: %s is back, new connections are accepted again", t->u[i].name);
+}
+
+void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i) {
+  struct s5_up_slot *u = &t->u[i];
+  STORE(&t->open_q[q][i], LOAD(&t->open_q[q][i]) + 1); /* one writer: the queue's worker */
+  ADD(&u->open, 1);
+  ADD(&u->total, 1);
+  if (LOAD(&u->fails_row) != 0) STORE(&u->fails_row, 0);
+  if (LOAD(&u->down) != 0) mark_up(t, i, "a connection through it succeeded");
+}
+
+void s5_uptab_probe_ok(struct s5_uptab *t, unsigned i) {
+  STORE(&t->u[i].fails_row, 0);
+  mark_up(t, i, "its check succeeded");
+}
+
+int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why) {
+  struct s5_up_slot *u = &t->u[i];
+  ADD(&u->failed[cause], 1);
+  uint64_t row = ADD(&u->fails_row, 1);
+  /* One upstream alone has nothing to fail over to: every session tries
+   * it, as with [socks5] before there were several. */
+  if (t->n < 2 || row < t->fail_after || LOAD(&u->down) != 0) return 0;
+  uint32_t zero = 0;
+  if (!__atomic_compare_exchange_n(&u->down, &zero, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;
+  STORE(&u->why, (uint32_t)cause);
+  STORE(&u->since_unix, (uint64_t)time(NULL));
+  s5_warn(
+    "upstream %s is down: %llu set-ups failed in a row (%s: %s); it takes no new connections until a "
+    "check succeeds",
+    u->name, (unsigned long long)row, s5_up_cause_name(cause), why);
+  uint32_t none = 0;
+  if (count_up(t) == 0 &&
+      __atomic_compare_exchange_n(&t->all_down, &none, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    s5_warn("upstreams: every upstream is down, new connections are refused until one is back");
+  return 1;
+}
+
+void s5_uptab_ended(struct s5_uptab *t, unsigned q, unsigned i, uint64_t up, uint64_t down) {
+  struct s5_up_slot *u = &t->u[i];
+  STORE(&t->open_q[q][i], LOAD(&t->open_q[q][i]) - 1);
+  __atomic_sub_fetch(&u->open, 1, __ATOMIC_RELAXED);
+  ADD(&u->bytes_up, up);
+  ADD(&u->bytes_down, down);
+}
+
+void s5_uptab_queue_reset(struct s5_uptab *t, unsigned q) {
+  for (unsigned i = 0; i < S5_UPSTREAMS_MAX; i++) {
+    uint64_t left = LOAD(&t->open_q[q][i]);
+    if (left == 0) continue;
+    __atomic_sub_fetch(&t->u[i].open, left, __ATOMIC_RELAXED);
+    STORE(&t->open_q[q][i], 0);
+  }
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/* The upstreams' shared view: health and counters per upstream, in one
+ * area mapped before the workers start (MAP_SHARED, like the stats area),
+ * so that threads and forked workers see the same table. Every worker
+ * decides alone which upstream a new session takes (s5_uptab_pick), from
+ * this table, with atomics and no lock: one read-modify-write per session
+ * set-up and end, nothing per packet.
+ *
+ * Health, passive: an upstream whose set-ups fail [balance] fail-after
+ * times in a row (TCP connect, handshake, authentication, timeout; not a
+ * CONNECT the destination refused) is marked down by the worker whose
+ * failure crossed the line (a compare-and-swap: one warn line). A down
+ * upstream takes no new session; queue 0's worker probes it every
+ * check-interval (core/socks5/upcheck.c) and the first probe or set-up
+ * that succeeds marks it up again (one warn line). When the last one goes
+ * down, and when one comes back, one more line says so.
+ *
+ * Slots are by position in the configuration's upstream list. */
+#ifndef S5_CORE_UPTAB_H
+#define S5_CORE_UPTAB_H
+
+#include <stdint.h>
+
+#include "config.h"
+
+/* Why a set-up failed for the upstream's own reason (the causes counted). */
+enum s5_up_cause {
+  S5_UP_CONNECT,   /* the TCP connection to the proxy */
+  S5_UP_HANDSHAKE, /* a bad or cut reply, the greeting */
+  S5_UP_AUTH,      /* credentials refused (SOCKS5 auth, HTTP 407) */
+  S5_UP_TIMEOUT,   /* connect-timeout */
+  S5_UP_CAUSES
+};
+
+struct s5_up_slot {
+  char name[32];       /* the upstream's, for the renderers */
+  uint32_t down;       /* 0 up, 1 down */
+  uint32_t why;        /* enum s5_up_cause of the last change to down */
+  uint64_t since_unix; /* time of the last state change (start: 0) */
+  uint64_t fails_row;  /* set-ups failed in a row */
+  uint64_t open;       /* sessions open now, all workers */
+  uint64_t total;      /* sessions carried */
+  uint64_t failed[S5_UP_CAUSES];
+  uint64_t refused;  /* CONNECTs the destination refused (not the upstream's fault) */
+  uint64_t retried;  /* set-ups that moved on from here to another upstream */
+  uint64_t bytes_up; /* client to proxy, counted as sessions end */
+  uint64_t bytes_down;
+} __attribute__((aligned(64)));
+
+struct s5_uptab {
+  uint64_t rr;          /* round-robin ticket */
+  uint64_t no_upstream; /* sessions refused: every upstream down or failed */
+  uint32_t all_down;    /* the "every upstream is down" line was written */
+  uint32_t n;           /* slots in use */
+  uint32_t fail_after;  /* [balance] fail-after at set-up */
+  struct s5_up_slot u[S5_UPSTREAMS_MAX];
+  /* Sessions open per queue and upstream, each row written by its queue's
+   * worker only: what a dead worker left open is taken off open when its
+   * queue's next worker starts (s5_uptab_queue_reset). */
+  uint64_t open_q[S5_QUEUES_MAX][S5_UPSTREAMS_MAX];
+};
+
+/* Maps the table for cfg's upstreams (before the workers start). Returns
+ * 0 or -errno. s5_uptab() is NULL until then (unit tests: s5_uptab_init). */
+int s5_uptab_setup(const struct s5_config *cfg);
+struct s5_uptab *s5_uptab(void);
+/* Fills t (zeroed) for cfg: names, n, every upstream up. */
+void s5_uptab_init(struct s5_uptab *t, const struct s5_config *cfg);
+
+/* The destination's hash for [balance] strategy = hash: the mapped name
+ * when there is one (every port of a site), else the address and port. */
+uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name);
+
+/* The upstream for a new session under cfg's strategy: an up one that is
+ * not in tried (a bit per index), or -1 when there is none. */
+int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried);
+
+/* A set-up through upstream i on queue q succeeded: a session opens
+ * (open, total), the failure run ends, a down upstream is up again. */
+void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i);
+/* A set-up through i failed for cause; 1 when this failure marked it
+ * down. why: the last failure's text, for the warn line. */
+int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why);
+/* A probe of a down upstream answered: up again. */
+void s5_uptab_probe_ok(struct s5_uptab *t, unsigned i);
+/* A session through i on queue q ended with these bytes. */
+void s5_uptab_ended(struct s5_uptab *t, unsigned q, unsigned i, uint64_t up, uint64_t down);
+/* Queue q's worker starts: sessions a dead one left counted open are not. */
+void s5_uptab_queue_reset(struct s5_uptab *t, unsigned q);
+
+/* "connect", "handshake", "auth", "timeout". */
+const char *s5_up_cause_name(enum s5_up_cause c);
+
+#endif

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/* The checks of down upstreams (see upcheck.h). Each probe is a proxy
+ * client (proxy.c) on the upstream: with the WARM command, granted means
+ * the proxy took a connection and (SOCKS5) our greeting and credentials;
+ * with [balance] check-target, a CONNECT there, granted by the upstream. A
+ * timer of its own ends it after check-timeout. */
+#include "socks5/upcheck.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "config.h"
+#include "ctx/wctx.h"
+#include "shared/uptab.h"
+#include "socks5/proxy.h"
+
+struct s5_upcheck_probe {
+  struct s5_proxy proxy; /* WARM or CONNECT; owner is the probe */
+  uv_timer_t timer;      /* check-timeout */
+  struct s5_upcheck *check;
+  struct s5_upcheck_probe *next;
+  const struct s5_config *cfg; /* held while the probe lives */
+  unsigned index;
+  int handles; /* the proxy client and the timer: freed when both closed */
+  int ended;
+};
+
+static void upcheck_arm(struct s5_upcheck *c);
+
+static void probe_unlink(struct s5_upcheck_probe *pr) {
+  struct s5_upcheck_probe **at = &pr->check->probes;
+  while (*at != NULL && *at != pr) at = &(*at)->next;
+  if (*at == pr) *at = pr->next;
+  pr->check->busy &= ~(1u << pr->index);
+}
+
+static void probe_closed(void *owner) {
+  struct s5_upcheck_probe *pr = owner;
+  if (--pr->handles > 0) return;
+  s5_wctx_cfg_release(pr->check->w, pr->cfg);
+  free(pr);
+}
+
+static void probe_timer_closed(uv_handle_t *h) { probe_closed(h->data); }
+
+/* Out of the list, its handles closed. Once. */
+static void probe_end(struct s5_upcheck_probe *pr) {
+  if (pr->ended) return;
+  pr->ended = 1;
+  probe_unlink(pr);
+  uv_close((uv_handle_t *)&pr->timer, probe_timer_closed);
+  s5_proxy_close(&pr->proxy, 1);
+}
+
+static void probe_result(void *owner, const struct s5_proxy_result *r) {
+  struct s5_upcheck_probe *pr = owner;
+  if (r->outcome == S5_PROXY_GRANTED) s5_uptab_probe_ok(s5_uptab(), pr->index);
+  else s5_debug("upstream %s: check failed: %s", pr->cfg->upstreams[pr->index].name, r->why);
+  probe_end(pr);
+}
+
+static void probe_timed_out(uv_timer_t *timer) {
+  struct s5_upcheck_probe *pr = timer->data;
+  s5_debug("upstream %s: check failed: no answer within check-timeout", pr->cfg->upstreams[pr->index].name);
+  probe_end(pr);
+}
+
+static int probe_request(void *owner, uint8_t *buf, size_t cap) {
+  (void)owner, (void)buf, (void)cap;
+  return -1; /* never asked: a WARM client stops before the request */
+}
+
+/* check-target: the CONNECT's destination. */
+static int probe_target(void *owner, struct s5_proxy_target *t) {
+  struct s5_upcheck_probe *pr = owner;
+  t->addr = pr->cfg->balance.check_target;
+  t->name[0] = '\0';
+  return 0;
+}
+
+static const struct s5_proxy_ops probe_ops[] = {
+  {.cmd = S5_PROXY_WARM, .request = probe_request, .result = probe_result, .closed = probe_closed},
+  {.cmd = S5_PROXY_CONNECT, .target = probe_target, .result = probe_result, .closed = probe_closed},
+};
+
+static void probe_start(struct s5_upcheck *c, unsigned i) {
+  struct s5_upcheck_probe *pr = calloc(1, sizeof *pr);
+  if (pr == NULL) {
+    s5_warn("upstream check: no memory");
+    return;
+  }
+  pr->check = c;
+  pr->index = i;
+  pr->cfg = s5_wctx_cfg_hold(c->w);
+  pr->next = c->probes;
+  pr->handles = 2;
+  c->probes = pr;
+  c->busy |= 1u << i;
+  uv_timer_init(&c->w->loop, &pr->timer);
+  pr->timer.data = pr;
+  uv_timer_start(&pr->timer, probe_timed_out, pr->cfg->balance.check_timeout * 1000ull, 0);
+  s5_proxy_init(&pr->proxy, c->w, pr->cfg, &probe_ops[pr->cfg->balance.check_target.ss_family != 0], pr);
+  s5_proxy_use(&pr->proxy, &pr->cfg->upstreams[i]);
+  char why[160];
+  if (s5_proxy_start(&pr->proxy, why, sizeof why) == 0) return;
+  s5_debug("upstream %s: check not started: %s", pr->cfg->upstreams[i].name, why);
+  probe_end(pr);
+}
+
+static void upcheck_fired(uv_timer_t *timer) {
+  struct s5_upcheck *c = timer->data;
+  struct s5_uptab *t = s5_uptab();
+  const struct s5_config *cfg = c->w->cfg;
+  for (unsigned i = 0; t != NULL && i < t->n && i < cfg->n_upstreams; i++)
+    if (__atomic_load_n(&t->u[i].down, __ATOMIC_RELAXED) && !(c->busy & (1u << i))) probe_start(c, i);
+  upcheck_arm(c);
+}
+
+/* check-interval, 75..125 % of it. */
+static void upcheck_arm(struct s5_upcheck *c) {
+  if (c->stopped) return;
+  uint64_t ms = c->w->cfg->balance.check_interval * 1000ull;
+  c->rng ^= c->rng << 13;
+  c->rng ^= c->rng >> 7;
+  c->rng ^= c->rng << 17;
+  uint64_t due = ms * 3 / 4 + c->rng % (ms / 2 + 1);
+  uv_timer_start(&c->timer, upcheck_fired, due, 0);
+}
+
+void s5_upcheck_init(struct s5_upcheck *c, struct s5_wctx *w) {
+  memset(c, 0, sizeof *c);
+  c->w = w;
+  c->rng = uv_hrtime() | 1;
+  uv_timer_init(&w->loop, &c->timer);
+  c->timer.data = c;
+}
+
+void s5_upcheck_start(struct s5_upcheck *c) {
+  c->started = 1;
+  if (s5_uptab() != NULL && s5_uptab()->n > 1) upcheck_arm(c);
+}
+
+void s5_upcheck_stop(struct s5_upcheck *c) {
+  if (c->stopped) return;
+  c->stopped = 1;
+  while (c->probes != NULL) probe_end(c->probes);
+  uv_timer_stop(&c->timer);
+  if (!uv_is_closing((uv_handle_t *)&c->timer)) uv_close((uv_handle_t *)&c->timer, NULL);
+}

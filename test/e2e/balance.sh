@@ -1,0 +1,306 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
+# Several upstreams: [balance] strategies, health and failover before the
+# SYN-ACK (run.sh runs them; ctest e2e.CASE.MODE.qN). Two microsocks in S,
+# a on port 1080 and b on 1088, each binding its outgoing connections to an
+# address of its own (BIND_A, BIND_B), so that the target's log (a line per
+# connection, with its peer) counts what each upstream carried.
+#
+#   balance_failover  failover, check-interval = 1: everything through a;
+#                     a killed: 100 connections at once, none fails, all
+#                     through b, "upstream a is down" once; a restarted: its
+#                     check brings it back ("up again"), connections go
+#                     through a again. Both killed: 20 clients refused, one
+#                     "every upstream is down" line, not one per SYN; both
+#                     back: traffic. With optimistic = true (the SYN-ACK
+#                     before the CONNECT): a killed, 50 connections, none
+#                     fails (the request had not gone out, so the retry on b
+#                     is safe), all through b.
+#   balance_spread    round-robin with weights 1 and 3 over 200 connections:
+#                     exactly 50 and 150 (one ticket counter for all
+#                     workers); least-connections with 200 open at once:
+#                     each carries at least 80; hash over 16 destinations,
+#                     8 connections each: every destination keeps one
+#                     upstream, both upstreams used.
+
+MS_B_PORT=1088
+BIND_A=10.200.0.11
+BIND_B=10.200.0.12
+declare -A MSB_PID
+
+setup_balance() {
+  e2e_topology_up
+  ip -n "$NS_S" addr add "$BIND_A/32" dev lo
+  ip -n "$NS_S" addr add "$BIND_B/32" dev lo
+  # Destinations for the hash: 10.201.0.100..115, port 7000.
+  local listen=() i
+  for i in $(seq 100 115); do
+    ip -n "$NS_S" addr add "10.201.0.$i/32" dev lo
+    listen+=(--listen "10.201.0.$i")
+  done
+  e2e_start_target
+  E2E_LOGS+=("$WORK/target2.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/target.py" "${listen[@]}" --port "$TGT_PORT" \
+    --ready-file "$WORK/target2.ready" >"$WORK/target2.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do [[ -s $WORK/target2.ready ]] && break; sleep 0.1; done
+  [[ -s $WORK/target2.ready ]] || fail "the second target.py did not start"
+  ms_start a
+  ms_start b
+}
+
+ms_port() { if [[ $1 == a ]]; then echo "$MS_PORT"; else echo "$MS_B_PORT"; fi; }
+ms_bind() { if [[ $1 == a ]]; then echo "$BIND_A"; else echo "$BIND_B"; fi; }
+
+# ms_start a|b: that microsocks, outgoing connections from its address.
+ms_start() {
+  local port
+  port=$(ms_port "$1")
+  E2E_LOGS+=("$WORK/microsocks.$1.log")
+  ip netns exec "$NS_S" microsocks -i "$S_ADDR4" -p "$port" -b "$(ms_bind "$1")" >>"$WORK/microsocks.$1.log" 2>&1 &
+  MSB_PID[$1]=$!
+  e2e_wait_listen "$port" "$S_ADDR4" || fail "microsocks $1 does not listen on $S_ADDR4:$port"
+  log "microsocks $1 on $S_ADDR4:$port, from $(ms_bind "$1"), pid ${MSB_PID[$1]}"
+}
+
+# ms_kill a|b: SIGKILL, as a crash.
+ms_kill() {
+  kill -KILL "${MSB_PID[$1]}" 2>/dev/null || true
+  wait "${MSB_PID[$1]}" 2>/dev/null || true
+  for _ in $(seq $((T_START * 10))); do
+    [[ -z $(in_s ss -Hltn "sport = :$(ms_port "$1")") ]] && break
+    sleep 0.1
+  done
+  log "microsocks $1 killed"
+}
+
+# carried a|b|dante: connections the targets saw from that upstream.
+carried() {
+  local from=$S_ADDR4   # danted's external address
+  [[ $1 == dante ]] || from=$(ms_bind "$1")
+  cat "$WORK/target.log" "$WORK/target2.log" | grep -c "('$from'" || true
+}
+
+# expect_carried A B: until the targets saw A from a and B from b (the lines
+# come as connections end), then exactly those.
+expect_carried() {
+  local a b
+  for _ in $(seq $((T_START * 10))); do
+    a=$(carried a) b=$(carried b)
+    ((a >= $1 && b >= $2)) && break
+    sleep 0.1
+  done
+  ((a == $1 && b == $2)) || fail "carried a=$a b=$b, expected a=$1 b=$2"
+  log "carried: a=$a b=$b"
+}
+
+# start_balance STRATEGY [KEY=VALUE for both upstreams...]: s5tund with
+# upstreams a then b (weights WEIGHT_A, WEIGHT_B), check-interval 1.
+start_balance() {
+  local ini=$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini strategy=$1 u kv
+  shift
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  sed -i 's/^level = debug$/&\nsessions = true/' "$ini"   # a line per session, naming its upstream
+  for u in a b; do
+    printf '%s\n' "" "[upstream $u]" "address = $S_ADDR4" "port = $([[ $u == b ]] && echo "${B_PORT:-$MS_B_PORT}" || echo "$MS_PORT")" \
+      "weight = $([[ $u == a ]] && echo "${WEIGHT_A:-1}" || echo "${WEIGHT_B:-1}")" >>"$ini"
+    for kv; do echo "${kv%%=*} = ${kv#*=}" >>"$ini"; done
+  done
+  printf '%s\n' "" "[balance]" "strategy = $strategy" "check-interval = 1" "fail-after = ${FAIL_AFTER:-3}" "" "[stats]" \
+    "socket = $WORK/stats.sock" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  client --host "$TGT4" echo --count 1 --retry-for "$T_START" --timeout 10 >/dev/null
+}
+
+stop_balance() {
+  e2e_require_alive "at the end of a step"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
+}
+
+# log_clean: no error, and no warning but the upstreams' state changes and
+# the failures of sessions that every upstream failed (all down).
+log_clean() {
+  local bad
+  bad=$(grep -E '^[0-9T:.-]+ (error|warn) ' "$S5LOG" | grep -vE "warn .*(upstreams?:? [ab] is|every upstream is down)" |
+    grep -vE "warn .*proxy connection failed: connection refused" |
+    grep -vE "warn  main worker [0-9]+ killed by Killed" || true)
+  [[ -z $bad ]] || fail "s5tund logged errors or warnings ($(basename "$S5LOG")): $(oneline "$bad")"
+}
+
+# up_stat NAME FIELD: that upstream's field in --stats --json.
+up_stat() {
+  "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+for u in json.load(sys.stdin)["upstreams"]:
+    if u["name"] == sys.argv[1]:
+        print(u[sys.argv[2]])' "$1" "$2"
+}
+
+# lines ERE: s5tund's warn lines matching (0 when none).
+lines() { grep -cE -- "warn .*$1" "$S5LOG" || true; }
+
+case_balance_failover() {
+  local a0 b0
+  start_balance failover
+  a0=$(carried a) b0=$(carried b)
+  client --host "$TGT4" concurrent 50 --rounds 1 >/dev/null
+  expect_carried $((a0 + 50)) "$b0"
+
+  ms_kill a
+  a0=$(carried a) b0=$(carried b)
+  client --host "$TGT4" concurrent 100 --rounds 1 >/dev/null
+  expect_carried "$a0" $((b0 + 100))
+  e2e_wait_log "$S5LOG" "warn .*upstream a is down: 3 set-ups failed in a row \(connect" 5 >/dev/null
+  (($(lines "upstream a is down") == 1)) || fail "'upstream a is down' logged $(lines "upstream a is down") times"
+  (($(lines "upstream b is down") == 0)) || fail "b was marked down"
+  # --stats: a down (connect), b carried them; the table has a row each.
+  up_stat a state | grep -qx down || fail "--stats: a is $(up_stat a state), expected down"
+  up_stat a why | grep -qx connect || fail "--stats: a is down for $(up_stat a why), expected connect"
+  (($(up_stat a failed_connect) >= 3 && $(up_stat b total) >= 100)) ||
+    fail "--stats: a failed_connect $(up_stat a failed_connect), b total $(up_stat b total)"
+  (($(up_stat a retried) >= 3)) || fail "--stats: a retried $(up_stat a retried), expected at least 3"
+  "$S5TUND" --stats "$WORK/stats.sock" | grep -qE '^b +up ' || fail "--stats table: no row for b"
+  # --connections names the upstream of an open session.
+  local holder got=""
+  client --host "$TGT4" hold --hold 30 >/dev/null &
+  holder=$!
+  for _ in $(seq $((T_START * 10))); do
+    got=$("$S5TUND" --connections "$WORK/stats.sock" --json |
+      "$PY" -c 'import json, sys; print(" ".join(c["upstream"] for c in json.load(sys.stdin) if c["state"] == "open"))')
+    [[ -n $got ]] && break
+    sleep 0.1
+  done
+  kill "$holder" 2>/dev/null || true
+  wait "$holder" 2>/dev/null || true
+  [[ $got == b ]] || fail "--connections: the open session's upstream is '$got', expected b"
+  # The session log names the upstream that carried each session.
+  (($(grep -cE "info .*session s[0-9]+ tcp .* via $S_ADDR4:$MS_B_PORT \(b\): " "$S5LOG") >= 100)) ||
+    fail "fewer than 100 session lines name upstream b"
+
+  ms_start a
+  e2e_wait_log "$S5LOG" "warn .*upstream a is up again \(its check succeeded\)" "$T_START" >/dev/null
+  a0=$(carried a) b0=$(carried b)
+  client --host "$TGT4" concurrent 50 --rounds 1 >/dev/null
+  expect_carried $((a0 + 50)) "$b0"
+
+  # Failover costs no client anything: no warning but a's state.
+  local warns
+  warns=$(grep -E '^[0-9T:.-]+ (error|warn) ' "$S5LOG" | grep -vE "warn .*upstream a is (down|up again)" || true)
+  [[ -z $warns ]] || fail "warnings beyond a's state during failover: $(oneline "$warns")"
+  # Process mode: workers killed with sessions open through a; their
+  # successors take those sessions off a's open count.
+  if [[ $MODE == process ]]; then
+    local holders=() w
+    for _ in $(seq 10); do
+      client --host "$TGT4" hold --hold 60 >/dev/null 2>&1 &
+      holders+=($!)
+    done
+    for _ in $(seq $((T_START * 10))); do (($(up_stat a open) >= 10)) && break; sleep 0.1; done
+    (($(up_stat a open) == 10)) || fail "a has $(up_stat a open) sessions open, expected the 10 held"
+    for w in $(e2e_workers); do kill -KILL "$w"; done
+    for _ in $(seq $((T_START * 10))); do (($(up_stat a open) == 0)) && break; sleep 0.1; done
+    (($(up_stat a open) == 0)) || fail "after the workers died a still counts $(up_stat a open) sessions open"
+    for w in "${holders[@]}"; do kill "$w" 2>/dev/null || true; wait "$w" 2>/dev/null || true; done
+    e2e_wait_device "$MODE" "$QUEUES"
+    client --host "$TGT4" echo --count 1 --retry-for "$T_START" --timeout 10 >/dev/null
+    log "workers killed with 10 sessions open through a: a counts 0 open after their successors started"
+  fi
+  # Every upstream down: refused, one line for the state, not one per SYN.
+  ms_kill a
+  ms_kill b
+  for _ in $(seq 20); do client --host "$TGT4" expect-refused --timeout 15 >/dev/null; done
+  e2e_wait_log "$S5LOG" "warn .*every upstream is down, new connections are refused" 5 >/dev/null
+  (($(lines "every upstream is down") == 1)) || fail "'every upstream is down' logged $(lines "every upstream is down") times"
+  ms_start a
+  ms_start b
+  e2e_wait_log "$S5LOG" "warn .*upstreams: [ab] is back, new connections are accepted again" "$T_START" >/dev/null
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  log_clean
+  stop_balance
+
+  # optimistic: the SYN-ACK goes before the CONNECT; a refused connection
+  # to a is retried on b before the request (and the client's bytes) went
+  # out. b is danted here: microsocks may drop bytes that follow a CONNECT.
+  # Without the pool: a pooled connection to a that died with a takes the
+  # request and the client's bytes, and that session is reset instead
+  # (docs/upstreams-balance.md).
+  e2e_start_dante
+  ms_kill a   # before any session: microsocks would drop the bytes behind a CONNECT
+  # fail-after = 1000: a is never marked down, so every session tries it first.
+  B_PORT=$DANTE_PORT FAIL_AFTER=1000 start_balance failover optimistic=true pool=0
+  a0=$(carried a) b0=$(carried dante)
+  client --host "$TGT4" concurrent 50 --rounds 1 >/dev/null
+  for _ in $(seq $((T_START * 10))); do (($(carried dante) >= b0 + 50)) && break; sleep 0.1; done
+  (($(carried a) == a0 && $(carried dante) == b0 + 50)) ||
+    fail "optimistic: a carried $(($(carried a) - a0)), danted $(($(carried dante) - b0)) of 50"
+  (($(up_stat a retried) >= 50)) || fail "optimistic: a retried $(up_stat a retried), expected every session"
+  log "optimistic, a dead: 50 connections through danted, none failed"
+  ms_start a
+  stop_balance
+
+  # check-target: a check is a CONNECT there. To an address the upstreams
+  # cannot reach, a restarted a fails its checks and stays down; reloaded
+  # (SIGHUP) with the target's address, the next check brings it back.
+  local n0 ini
+  start_balance failover "pool=0"
+  ini=$WORK/s5tund.$S5_RUNS.ini
+  sed -i "s/^check-interval = 1$/&\ncheck-target = 10.201.0.99:$TGT_PORT/" "$ini"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "main configuration reloaded" 10 >/dev/null
+  ms_kill a
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+  ms_start a
+  n0=$(grep -c "upstream a: check failed" "$S5LOG" || true)
+  for _ in $(seq $((T_START * 10))); do
+    (($(grep -c "upstream a: check failed" "$S5LOG" || true) >= n0 + 2)) && break
+    sleep 0.1
+  done
+  up_stat a state | grep -qx down || fail "check-target unreachable: a is $(up_stat a state), expected down"
+  (($(lines "upstream a is up again") == 0)) || fail "a came back though its check-target is unreachable"
+  sed -i "s/^check-target = .*/check-target = $TGT4:$TGT_PORT/" "$ini"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "warn .*upstream a is up again \(its check succeeded\)" "$T_START" >/dev/null
+  log "check-target: a stayed down while its check could not reach 10.201.0.99, up once it could reach $TGT4"
+  stop_balance
+}
+
+case_balance_spread() {
+  local a0 b0 a b i d moved=0
+  WEIGHT_A=1 WEIGHT_B=3 start_balance round-robin
+  a0=$(carried a) b0=$(carried b)
+  client --host "$TGT4" concurrent 200 --rounds 1 >/dev/null
+  expect_carried $((a0 + 50)) $((b0 + 150))
+  stop_balance
+
+  start_balance least-connections
+  a0=$(carried a) b0=$(carried b)
+  client --host "$TGT4" concurrent 200 --rounds 1 >/dev/null
+  for _ in $(seq $((T_START * 10))); do
+    (($(carried a) + $(carried b) >= a0 + b0 + 200)) && break
+    sleep 0.1
+  done
+  a=$(($(carried a) - a0)) b=$(($(carried b) - b0))
+  log "least-connections: a=$a b=$b"
+  ((a + b == 200 && a >= 80 && b >= 80)) || fail "least-connections: a=$a b=$b of 200"
+  stop_balance
+
+  start_balance hash
+  local used_a=0 used_b=0
+  for i in $(seq 100 115); do
+    d=10.201.0.$i
+    a0=$(carried a) b0=$(carried b)
+    client --host "$d" concurrent 8 --rounds 1 >/dev/null
+    for _ in $(seq $((T_START * 10))); do
+      (($(carried a) + $(carried b) >= a0 + b0 + 8)) && break
+      sleep 0.1
+    done
+    a=$(($(carried a) - a0)) b=$(($(carried b) - b0))
+    ((a + b == 8 && (a == 0 || b == 0))) || fail "hash: $d went through a $a times, b $b times"
+    ((a > 0)) && used_a=$((used_a + 1))
+    ((b > 0)) && used_b=$((used_b + 1))
+  done
+  log "hash: 16 destinations, $used_a through a, $used_b through b, each always the same"
+  ((used_a > 0 && used_b > 0)) || fail "hash: one upstream took every destination"
+  stop_balance
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* core/shared/uptab.c: the choice of an upstream under each [balance]
+ * strategy (spread, weights, stickiness, what is left out), passive health
+ * (down after fail-after failures in a row, one marking, up again by a
+ * success or a probe), and the table shared across fork. */
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "shared/uptab.h"
+
+static struct s5_config cfg;
+static struct s5_uptab tab;
+
+static void setup(enum s5_balance strategy, unsigned n, const unsigned *weights) {
+  memset(&cfg, 0, sizeof cfg);
+  memset(&tab, 0, sizeof tab);
+  cfg.n_upstreams = n;
+  cfg.balance.strategy = strategy;
+  cfg.balance.fail_after = 3;
+  for (unsigned i = 0; i < n; i++) {
+    snprintf(cfg.upstreams[i].name, sizeof cfg.upstreams[i].name, "up%u", i);
+    cfg.upstreams[i].weight = weights != NULL ? weights[i] : 1;
+  }
+  s5_uptab_init(&tab, &cfg);
+}
+
+static struct sockaddr_storage dest4(uint32_t ip, uint16_t port) {
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof ss);
+  struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+  a->sin_family = AF_INET;
+  a->sin_addr.s_addr = htonl(ip);
+  a->sin_port = htons(port);
+  return ss;
+}
+
+static void down(unsigned i) {
+  for (unsigned k = 0; k < cfg.balance.fail_after; k++) s5_uptab_failed(&tab, i, S5_UP_CONNECT, "refused");
+}
+
+static void test_failover(void) {
+  setup(S5_BALANCE_FAILOVER, 3, NULL);
+  CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 0, "first in file order");
+  CHECK(s5_uptab_pick(&tab, &cfg, 0, 1u << 0) == 1, "tried ones are skipped");
+  CHECK(s5_uptab_pick(&tab, &cfg, 0, 7) == -1, "every one tried: none");
+  CHECK(s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x") == 0, "one failure is not down");
+  CHECK(s5_uptab_failed(&tab, 0, S5_UP_HANDSHAKE, "x") == 0, "two are not");
+  CHECK(s5_uptab_failed(&tab, 0, S5_UP_TIMEOUT, "x") == 1, "the third marks it down");
+  CHECK(s5_uptab_failed(&tab, 0, S5_UP_TIMEOUT, "x") == 0, "marked once");
+  CHECK(tab.u[0].down == 1 && tab.u[0].why == S5_UP_TIMEOUT, "down, why timeout");
+  CHECK(tab.u[0].failed[S5_UP_CONNECT] == 1 && tab.u[0].failed[S5_UP_TIMEOUT] == 2, "causes counted");
+  CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 1, "the next healthy one");
+  s5_uptab_granted(&tab, 0, 1);
+  CHECK(tab.u[1].open == 1 && tab.u[1].total == 1, "open, total");
+  s5_uptab_ended(&tab, 0, 1, 10, 20);
+  CHECK(tab.u[1].open == 0 && tab.u[1].bytes_up == 10 && tab.u[1].bytes_down == 20, "ended, bytes");
+  s5_uptab_probe_ok(&tab, 0);
+  CHECK(tab.u[0].down == 0 && tab.u[0].fails_row == 0, "a probe brings it back");
+  CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 0, "back in first place");
+  /* Failures with successes between them are not a run. */
+  s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
+  s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
+  s5_uptab_granted(&tab, 0, 0);
+  s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
+  CHECK(tab.u[0].down == 0, "a success ends the run");
+  down(0), down(1), down(2);
+  CHECK(tab.all_down == 1, "every one down: said once");
+  CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == -1, "every one down: none");
+  s5_uptab_granted(&tab, 0, 2); /* a session started before it went down */
+  CHECK(tab.u[2].down == 0 && tab.all_down == 0, "a success brings it back");
+}
+
+static void test_single(void) {
+  setup(S5_BALANCE_FAILOVER, 1, NULL);
+  down(0), down(0);
+  CHECK(tab.u[0].down == 0 && s5_uptab_pick(&tab, &cfg, 0, 0) == 0, "one upstream alone is never down");
+}
+
+static void test_round_robin(void) {
+  unsigned w[3] = {1, 2, 3}, n[3] = {0};
+  setup(S5_BALANCE_ROUND_ROBIN, 3, w);
+  for (int k = 0; k < 600; k++) n[s5_uptab_pick(&tab, &cfg, 0, 0)]++;
+  CHECK(n[0] == 100 && n[1] == 200 && n[2] == 300, "by weight: %u %u %u", n[0], n[1], n[2]);
+  down(1);
+  memset(n, 0, sizeof n);
+  for (int k = 0; k < 600; k++) n[s5_uptab_pick(&tab, &cfg, 0, 0)]++;
+  CHECK(n[1] == 0 && n[0] + n[2] == 600, "a down one's turns go to the next: %u %u %u", n[0], n[1], n[2]);
+}
+
+static void test_least(void) {
+  unsigned n[3] = {0};
+  setup(S5_BALANCE_LEAST_CONN, 3, NULL);
+  for (int k = 0; k < 300; k++) {
+    int i = s5_uptab_pick(&tab, &cfg, 0, 0);
+    n[i]++;
+    s5_uptab_granted(&tab, 0, (unsigned)i);
+    s5_uptab_ended(&tab, 0, (unsigned)i, 0, 0);
+  }
+  CHECK(n[0] == 100 && n[1] == 100 && n[2] == 100, "short sessions spread: %u %u %u", n[0], n[1], n[2]);
+  s5_uptab_granted(&tab, 0, 0), s5_uptab_granted(&tab, 0, 0), s5_uptab_granted(&tab, 0, 1);
+  CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 2, "the fewest open");
+  /* A worker of queue 3 dies with 5 sessions open on upstream 2. */
+  for (int k = 0; k < 5; k++) s5_uptab_granted(&tab, 3, 2);
+  CHECK(tab.u[2].open == 5 && s5_uptab_pick(&tab, &cfg, 0, 0) != 2, "its open sessions count");
+  s5_uptab_queue_reset(&tab, 3);
+  CHECK(tab.u[2].open == 0 && tab.u[0].open == 2 && s5_uptab_pick(&tab, &cfg, 0, 0) == 2,
+        "its successor starts: they count no more, the other queues' still do");
+}
+
+static void test_hash(void) {
+  unsigned n[3] = {0};
+  int first[300];
+  setup(S5_BALANCE_HASH, 3, NULL);
+  for (int k = 0; k < 300; k++) {
+    struct sockaddr_storage d = dest4(0x0a000000u + (uint32_t)k, 443);
+    first[k] = s5_uptab_pick(&tab, &cfg, s5_uptab_hash(&d, NULL), 0);
+    n[first[k]]++;
+    CHECK(s5_uptab_pick(&tab, &cfg, s5_uptab_hash(&d, NULL), 0) == first[k], "sticky");
+  }
+  CHECK(n[0] > 60 && n[1] > 60 && n[2] > 60, "spread: %u %u %u", n[0], n[1], n[2]);
+  struct sockaddr_storage a = dest4(0x0a000001u, 443), b = dest4(0x0a000002u, 80);
+  CHECK(s5_uptab_hash(&a, "example.org") == s5_uptab_hash(&b, "example.org"), "a mapped name: by name alone");
+  CHECK(s5_uptab_hash(&a, "example.org") != s5_uptab_hash(&a, "example.net"), "names differ");
+  CHECK(s5_uptab_hash(&a, NULL) != s5_uptab_hash(&a, "example.org"), "a name is not its address");
+  CHECK(s5_uptab_hash(&a, NULL) != s5_uptab_hash(&b, NULL), "else by address and port");
+  struct sockaddr_storage a80 = dest4(0x0a000001u, 80);
+  CHECK(s5_uptab_hash(&a, NULL) != s5_uptab_hash(&a80, NULL), "the port counts");
+  down(1);
+  int moved = 0, wrong = 0;
+  for (int k = 0; k < 300; k++) {
+    struct sockaddr_storage d = dest4(0x0a000000u + (uint32_t)k, 443);
+    int i = s5_uptab_pick(&tab, &cfg, s5_uptab_hash(&d, NULL), 0);
+    moved += i != first[k];
+    wrong += i == 1 || (first[k] != 1 && i != first[k]);
+  }
+  CHECK(wrong == 0 && moved == (int)n[1], "only the down one's destinations move (%d of %u)", moved, n[1]);
+}
+
+static void test_shared(void) {
+  setup(S5_BALANCE_FAILOVER, 2, NULL);
+  CHECK(s5_uptab_setup(&cfg) == 0 && s5_uptab() != NULL, "mapped");
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (int k = 0; k < 3; k++) s5_uptab_failed(s5_uptab(), 0, S5_UP_CONNECT, "child");
+    _exit(0);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  CHECK(s5_uptab()->u[0].down == 1 && s5_uptab_pick(s5_uptab(), &cfg, 0, 0) == 1, "a child's marking seen");
+}
+
+int main(void) {
+  test_failover();
+  test_single();
+  test_round_robin();
+  test_least();
+  test_hash();
+  test_shared();
+  return check_done();
+}

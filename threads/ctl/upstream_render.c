@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/* The upstreams' health and counters as JSON, table and Prometheus text
+ * (see upstream_render.h). */
+#include "ctl/upstream_render.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+
+/* The numeric fields of a slot: JSON name, Prometheus family (NULL: not
+ * one), help. */
+/* clang-format off */
+#define S5_UP_FIELDS(X)                                                                           \
+  X(open, "s5tund_upstream_open_sessions", "gauge", "Sessions open through the upstream now.")           \
+  X(total, "s5tund_upstream_sessions_total", "counter", "Sessions the upstream carried.")           \
+  X(failed_connect, NULL, NULL, NULL)                                                             \
+  X(failed_handshake, NULL, NULL, NULL)                                                           \
+  X(failed_auth, NULL, NULL, NULL)                                                                \
+  X(failed_timeout, NULL, NULL, NULL)                                                             \
+  X(refused, "s5tund_upstream_refused_total", "counter",                                          \
+    "CONNECTs the destination refused through the upstream (not counted against its health).")    \
+  X(retried, "s5tund_upstream_retried_total", "counter",                                          \
+    "Set-ups that failed here and moved on to another upstream before the client's SYN-ACK.")     \
+  X(bytes_up, "s5tund_upstream_bytes_up_total", "counter", "Payload bytes to the upstream, counted as sessions end.") \
+  X(bytes_down, "s5tund_upstream_bytes_down_total", "counter", "Payload bytes from the upstream, counted as sessions end.")
+/* clang-format on */
+
+struct up_copy {
+  uint32_t down, why;
+  uint64_t since;
+#define S5_UP_FIELD(f, m, ty, h) uint64_t f;
+  S5_UP_FIELDS(S5_UP_FIELD)
+#undef S5_UP_FIELD
+};
+
+static void up_read(const struct s5_up_slot *u, struct up_copy *c) {
+  c->down = LOAD(&u->down);
+  c->why = LOAD(&u->why);
+  c->since = LOAD(&u->since_unix);
+  c->open = LOAD(&u->open);
+  c->total = LOAD(&u->total);
+  c->failed_connect = LOAD(&u->failed[S5_UP_CONNECT]);
+  c->failed_handshake = LOAD(&u->failed[S5_UP_HANDSHAKE]);
+  c->failed_auth = LOAD(&u->failed[S5_UP_AUTH]);
+  c->failed_timeout = LOAD(&u->failed[S5_UP_TIMEOUT]);
+  c->refused = LOAD(&u->refused);
+  c->retried = LOAD(&u->retried);
+  c->bytes_up = LOAD(&u->bytes_up);
+  c->bytes_down = LOAD(&u->bytes_down);
+}
+
+static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+
+static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(at < cap ? buf + at : NULL, at < cap ? cap - at : 0, fmt, ap);
+  va_end(ap);
+  return at + (n > 0 ? (size_t)n : 0);
+}
+
+size_t s5_upstreams_json(const struct s5_uptab *t, char *buf, size_t cap, size_t at) {
+  if (t == NULL) return at;
+  at = put(buf, cap, at, ",\"no_upstream\":%" PRIu64 ",\"upstreams\":[", LOAD(&t->no_upstream));
+  for (unsigned i = 0; i < t->n; i++) {
+    struct up_copy c;
+    up_read(&t->u[i], &c);
+    /* names are [A-Za-z0-9_.-]: nothing to escape */
+    at = put(buf, cap, at, "%s{\"name\":\"%s\",\"state\":\"%s\",\"since\":%" PRIu64 ",\"why\":\"%s\"",
+             i > 0 ? "," : "", t->u[i].name, c.down ? "down" : "up", c.since,
+             c.down ? s5_up_cause_name((enum s5_up_cause)c.why) : "");
+#define S5_UP_JSON(f, m, ty, h) at = put(buf, cap, at, ",\"" #f "\":%" PRIu64, c.f);
+    S5_UP_FIELDS(S5_UP_JSON)
+#undef S5_UP_JSON
+    at = put(buf, cap, at, "}");
+  }
+  return put(buf, cap, at, "]");
+}
+
+/* The number after "name": in the object at p, 0 when absent. */
+static uint64_t json_num(const char *p, const char *end, const char *name) {
+  char key[48];
+  snprintf(key, sizeof key, "\"%s\":", name);
+  const char *q = strstr(p, key);
+  return q != NULL && q < end ? strtoull(q + strlen(key), NULL, 10) : 0;
+}
+
+static void json_str(const char *p, const char *end, const char *name, char *out, size_t cap) {
+  char key[48];
+  snprintf(key, sizeof key, "\"%s\":\"", name);
+  const char *q = strstr(p, key);
+  out[0] = '\0';
+  if (q == NULL || q >= end) return;
+  q += strlen(key);
+  const char *e = strchr(q, '"');
+  if (e != NULL) snprintf(out, cap, "%.*s", (int)(e - q), q);
+}
+
+void s5_upstreams_table(FILE *out, const char *json) {
+  const char *p = strstr(json, "\"upstreams\":[");
+  /* One upstream: the table as it always was (the queue rows say it all). */
+  if (p == NULL || strstr(p, "},{") == NULL) return;
+  fprintf(out, "\n%-16s %-5s %-19s %6s %9s %8s %8s %8s %8s %8s %8s %14s %14s\n", "upstream", "state", "since",
+          "open", "total", "f_conn", "f_hshake", "f_auth", "f_tmout", "refused", "retried", "bytes_up",
+          "bytes_down");
+  for (p = strchr(p, '{'); p != NULL; p = strchr(p + 1, '{')) {
+    const char *end = strchr(p, '}');
+    if (end == NULL) break;
+    char name[32], state[8], why[16], since[24] = "-";
+    json_str(p, end, "name", name, sizeof name);
+    json_str(p, end, "state", state, sizeof state);
+    json_str(p, end, "why", why, sizeof why);
+    time_t when = (time_t)json_num(p, end, "since");
+    struct tm tm;
+    if (when != 0 && localtime_r(&when, &tm) != NULL) strftime(since, sizeof since, "%Y-%m-%d %H:%M:%S", &tm);
+    char st[24];
+    snprintf(st, sizeof st, "%s%s%s", state, why[0] ? "/" : "", why);
+    fprintf(out,
+            "%-16s %-5s %-19s %6" PRIu64 " %9" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+            " %8" PRIu64 " %8" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
+            name, st, since, json_num(p, end, "open"), json_num(p, end, "total"),
+            json_num(p, end, "failed_connect"), json_num(p, end, "failed_handshake"),
+            json_num(p, end, "failed_auth"), json_num(p, end, "failed_timeout"), json_num(p, end, "refused"),
+            json_num(p, end, "retried"), json_num(p, end, "bytes_up"), json_num(p, end, "bytes_down"));
+    if (end[1] == ']') break;
+  }
+}
+
+size_t s5_upstreams_prom(const struct s5_uptab *t, char *buf, size_t cap) {
+  size_t at = 0;
+  if (t == NULL) return put(buf, cap, 0, "%s", "");
+  struct up_copy c[S5_UPSTREAMS_MAX];
+  for (unsigned i = 0; i < t->n; i++) up_read(&t->u[i], &c[i]);
+  at = put(buf, cap, at,
+           "# HELP s5tund_upstream_up 1 while the upstream takes new sessions, 0 while it is down.\n"
+           "# TYPE s5tund_upstream_up gauge\n");
+  for (unsigned i = 0; i < t->n; i++)
+    at = put(buf, cap, at, "s5tund_upstream_up{upstream=\"%s\"} %u\n", t->u[i].name, c[i].down ? 0u : 1u);
+  at = put(buf, cap, at,
+           "# HELP s5tund_upstream_state_since_seconds When the upstream last went down or up, seconds "
+           "since the Unix epoch; 0 = never.\n# TYPE s5tund_upstream_state_since_seconds gauge\n");
+  for (unsigned i = 0; i < t->n; i++)
+    at = put(buf, cap, at, "s5tund_upstream_state_since_seconds{upstream=\"%s\"} %" PRIu64 "\n", t->u[i].name,
+             c[i].since);
+  at = put(buf, cap, at,
+           "# HELP s5tund_upstream_failures_total Set-ups through the upstream that failed for its own "
+           "reason, by cause (connect, handshake, auth, timeout).\n"
+           "# TYPE s5tund_upstream_failures_total counter\n");
+  for (unsigned i = 0; i < t->n; i++) {
+    const uint64_t by[S5_UP_CAUSES] = {c[i].failed_connect, c[i].failed_handshake, c[i].failed_auth,
+                                       c[i].failed_timeout};
+    for (unsigned k = 0; k < S5_UP_CAUSES; k++)
+      at = put(buf, cap, at, "s5tund_upstream_failures_total{upstream=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
+               t->u[i].name, s5_up_cause_name((enum s5_up_cause)k), by[k]);
+  }
+#define S5_UP_PROM(f, m, ty, h)                                                                           \
+  if (m != NULL) {                                                                                        \
+    at = put(buf, cap, at, "# HELP %s %s\n# TYPE %s %s\n", (const char *)m, (const char *)h,              \
+             (const char *)m, (const char *)ty);                                                          \
+    for (unsigned i = 0; i < t->n; i++)                                                                   \
+      at = put(buf, cap, at, "%s{upstream=\"%s\"} %" PRIu64 "\n", (const char *)m, t->u[i].name, c[i].f); \
+  }
+  S5_UP_FIELDS(S5_UP_PROM)
+#undef S5_UP_PROM
+  return at;
+}
