@@ -91,7 +91,9 @@ static int netif_tcp_offload(const struct s5_wctx *w, struct pbuf *p, struct vir
   u16_t partial = s5_chksum_pseudo_partial(addrs, alen, IP_PROTO_TCP, tcplen);
   memcpy(tcp + S5_TCP_CHKSUM, &partial, 2);
 
-  unsigned mss = s5_netif_gso_size(w, version == 6);
+  /* the segment's pcb's client MSS, from lwIP's output hook; else the device's */
+  unsigned mss = s5_lwip_out_gso != 0 ? s5_lwip_out_gso : s5_netif_gso_size(w, version == 6);
+  s5_lwip_out_gso = 0;
   memset(vh, 0, sizeof *vh);
   vh->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
   vh->csum_start = (u16_t)iphl;

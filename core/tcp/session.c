@@ -364,15 +364,23 @@ static void session_refuse_loop(struct s5_sessions *t) {
 
 /* With offloads the kernel cuts our segments to the MSS (GSO), so lwIP may
  * build them as large as a pbuf holds: one write per 64 KiB instead of one
- * per MSS. Only when the client's MSS is the one the device's MTU allows,
- * which is the size the kernel will cut to. */
+ * per MSS. A client whose MSS is the device's gets the device's gso_size;
+ * one with a smaller MSS (a LAN client at MTU 1500 behind a router) keeps
+ * its MSS in the pcb for the netif (lwipopts.h: the output hook), which
+ * writes its segments with that gso_size: the kernel cuts them to what the
+ * client takes, on the way to the LAN or to the local stack. Below
+ * S5_GSO_MSS_MIN, lwIP's own segment sizes: cutting 64 KiB into a thousand
+ * tiny segments is work a hostile client could ask of the kernel. */
+#define S5_GSO_MSS_MIN 536u
 #define S5_GSO_MSS4 65495u /* 65535 - IPv4 - TCP headers */
 #define S5_GSO_MSS6 65475u /* 65535 - IPv6 - TCP headers */
 
 static void session_use_gso(const struct s5_wctx *w, struct tcp_pcb *pcb) {
   int v6 = IP_IS_V6(&pcb->local_ip);
-  if (w->cfg->tun.offload && pcb->mss == s5_netif_gso_size(w, v6))
-    pcb->mss = (u16_t)(v6 ? S5_GSO_MSS6 : S5_GSO_MSS4);
+  unsigned device = s5_netif_gso_size(w, v6);
+  if (!w->cfg->tun.offload || pcb->mss > device || pcb->mss < S5_GSO_MSS_MIN) return;
+  if (pcb->mss < device) tcp_ext_arg_set(pcb, S5_LWIP_EXT_CLIENT_MSS, (void *)(uintptr_t)pcb->mss);
+  pcb->mss = (u16_t)(v6 ? S5_GSO_MSS6 : S5_GSO_MSS4);
 }
 
 /* [session] tcp-buffer: the most one session holds each way, the client's

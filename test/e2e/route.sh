@@ -445,8 +445,18 @@ case_router() {
   # TCP, both families, from the LAN client: through danted.
   proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$TGT4" echo --count 2 --timeout 10
   proved_by "$WORK/target.log" "$S_ADDR6" 1 lclient --host "$TGT6" echo --count 2 --timeout 10
+  # The download reaches the LAN client (MSS 1460, below the device's) in
+  # large segments cut by the kernel (GSO), not one write per 1,460 bytes:
+  # 100 MB took 72,063 writes before; a quarter of that is the bound.
+  local rx0 rx1 tx0 tx1
+  rx0=$(in_c cat "/sys/class/net/$TUN/statistics/rx_packets")
   CLIENT_T=$T_BULK proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$TGT4" bulk --size 100M --direction down
+  rx1=$(in_c cat "/sys/class/net/$TUN/statistics/rx_packets")
+  ((rx1 - rx0 < 100 * 1024 * 1024 / 1460 / 4)) || fail "100 MB to the LAN client in $((rx1 - rx0)) writes to $TUN: no large segments"
+  tx0=$(in_c cat "/sys/class/net/$TUN/statistics/tx_packets")
   CLIENT_T=$T_BULK proved_by "$WORK/target.log" "$S_ADDR6" 1 lclient --host "$TGT6" bulk --size 100M --direction up
+  tx1=$(in_c cat "/sys/class/net/$TUN/statistics/tx_packets")
+  log "LAN client, 100 MB each way: $((rx1 - rx0)) packets written to $TUN (down), $((tx1 - tx0)) read from it (up)"
   # An excluded prefix is forwarded directly (the target sees the client).
   proved_by "$WORK/target.log" "$L_ADDR4" 1 lclient --host "$TGT4B" echo --count 1 --timeout 10
   # UDP echo and mapped DNS, both through the proxy.

@@ -180,6 +180,22 @@ unsigned short s5_lwip_chksum(const void *dataptr, int len); /* u16_t is not dec
  * default (a counter that starts at the same value in every instance). */
 #define LWIP_HOOK_TCP_ISN(local_ip, local_port, remote_ip, remote_port) LWIP_RAND()
 
+/* GSO toward a client whose MSS is below the device's (a LAN client at MTU
+ * 1500 behind a router): core/tcp/session.c lifts the pcb's MSS and keeps
+ * the client's in the pcb's extension slot 0; every segment lwIP writes
+ * passes through this hook on its way out (data and control segments),
+ * which leaves that MSS in s5_lwip_out_gso for the netif's write that
+ * follows on the same thread (core/netif/netif.c: the packet's gso_size).
+ * arch/s5_lwip_gso.c. */
+#define LWIP_TCP_PCB_NUM_EXT_ARGS 1
+#define S5_LWIP_EXT_CLIENT_MSS 0
+struct pbuf;
+struct tcp_hdr;
+struct tcp_pcb;
+extern LWIP_THREAD_LOCAL unsigned short s5_lwip_out_gso;
+unsigned int *s5_lwip_tcp_out_opts(const struct tcp_pcb *pcb, unsigned int *opts);
+#define LWIP_HOOK_TCP_OUT_ADD_TCPOPTS(p, hdr, pcb, opts) s5_lwip_tcp_out_opts(pcb, opts)
+
 /* ---- Debugging ---------------------------------------------------------- */
 
 /* Assertions compiled out, in every build type: an assertion that a hostile
