@@ -362,15 +362,12 @@ static void session_refuse_loop(struct s5_sessions *t) {
       (unsigned long long)w->stats->drop_proxy_loop);
 }
 
-/* With offloads the kernel cuts our segments to the MSS (GSO), so lwIP may
- * build them as large as a pbuf holds: one write per 64 KiB instead of one
- * per MSS. A client whose MSS is the device's gets the device's gso_size;
- * one with a smaller MSS (a LAN client at MTU 1500 behind a router) keeps
- * its MSS in the pcb for the netif (lwipopts.h: the output hook), which
- * writes its segments with that gso_size: the kernel cuts them to what the
- * client takes, on the way to the LAN or to the local stack. Below
- * S5_GSO_MSS_MIN, lwIP's own segment sizes: cutting 64 KiB into a thousand
- * tiny segments is work a hostile client could ask of the kernel. */
+/* With offloads the kernel cuts our segments to the MSS (GSO): lwIP builds
+ * them as large as a pbuf holds, one write per 64 KiB. A client with a
+ * smaller MSS than the device's (a LAN client at MTU 1500) keeps it in the
+ * pcb, whose segments the netif then writes with that gso_size (lwipopts.h:
+ * the output hook). Below S5_GSO_MSS_MIN, lwIP's own sizes (no thousands
+ * of tiny segments asked of the kernel by a hostile client). */
 #define S5_GSO_MSS_MIN 536u
 #define S5_GSO_MSS4 65495u /* 65535 - IPv4 - TCP headers */
 #define S5_GSO_MSS6 65475u /* 65535 - IPv6 - TCP headers */

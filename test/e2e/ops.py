@@ -667,6 +667,7 @@ def cmd_drain(args):
 GAUGES = {"tcp_active", "udp_active"}
 # Families besides one per counter.
 EXTRA_FAMILIES = {"s5tund_info", "s5tund_queues", "s5tund_start_time_seconds", "s5tund_queue_ready",
+                  "s5tund_tun_tx_dropped",
                   "s5tund_reloads", "s5tund_reload_failures", "s5tund_last_reload_timestamp_seconds",
                   # per upstream (label upstream="NAME"), checked against the document's upstreams[]
                   "s5tund_upstream_up", "s5tund_upstream_state_since_seconds", "s5tund_upstream_failures",
@@ -807,6 +808,9 @@ def check_exposition(args, fams, doc):
                                                                  info.samples[0].value, version, args.mode))
     check([s.value for s in fams["s5tund_queues"].samples] == [nq], "s5tund_queues %s, expected %d"
           % (fams["s5tund_queues"].samples, nq))
+    check([s.value for s in fams["s5tund_tun_tx_dropped"].samples] == [doc["tun_tx_dropped"]],
+          "s5tund_tun_tx_dropped_total %s, the document says %d"
+          % (fams["s5tund_tun_tx_dropped"].samples, doc["tun_tx_dropped"]))
     check([s.value for s in fams["s5tund_start_time_seconds"].samples] == [doc["started"]],
           "s5tund_start_time_seconds %s, the document says started %d"
           % (fams["s5tund_start_time_seconds"].samples, doc["started"]))
