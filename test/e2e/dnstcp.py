@@ -243,30 +243,31 @@ def cmd_trickle(args):
         s.send(msg[:1])
     also_from(args)
     end = time.monotonic() + args.seconds
+    def step(h):   # False once the server closed or reset it
+        s, sent = h
+        try:
+            if s.recv(1) == b"":
+                return False
+        except BlockingIOError:
+            pass
+        if sent < len(msg) - 1:
+            s.send(msg[sent:sent + 1])
+            h[1] += 1
+        return True
+
     while held and time.monotonic() < end:
         time.sleep(1)
         for h in list(held):
-            s, sent = h
             try:
-                if s.recv(1) == b"":
-                    raise ConnectionResetError
+                alive = step(h)
             except BlockingIOError:
-                pass
+                alive = True
             except OSError:
+                alive = False
+            if not alive:
                 closed += 1
                 held.remove(h)
-                s.close()
-                continue
-            if sent < len(msg) - 1:
-                try:
-                    s.send(msg[sent:sent + 1])
-                    h[1] += 1
-                except BlockingIOError:
-                    pass
-                except OSError:
-                    closed += 1
-                    held.remove(h)
-                    s.close()
+                h[0].close()
     for s, _ in held:
         s.close()
     print("held %d closed %d refused %d" % (len(held), closed, refused), flush=True)

@@ -11,11 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Appends to buf as snprintf does, counting what did not fit. */
-static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5)));
-
-static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
+size_t s5_render_put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(at < cap ? buf + at : NULL, at < cap ? cap - at : 0, fmt, ap);
@@ -24,34 +20,35 @@ static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
 }
 
 static size_t json_object(char *buf, size_t cap, size_t at, const struct s5_queue_stats *st, int queue) {
-  at = put(buf, cap, at, "{");
-  if (queue >= 0) at = put(buf, cap, at, "\"queue\":%d,\"pid\":%d,\"ready\":%u,", queue, st->pid, st->ready);
-#define S5_STATS_JSON(name) at = put(buf, cap, at, "\"" #name "\":%" PRIu64 ",", st->name);
+  at = s5_render_put(buf, cap, at, "{");
+  if (queue >= 0)
+    at = s5_render_put(buf, cap, at, "\"queue\":%d,\"pid\":%d,\"ready\":%u,", queue, st->pid, st->ready);
+#define S5_STATS_JSON(name) at = s5_render_put(buf, cap, at, "\"" #name "\":%" PRIu64 ",", st->name);
   S5_STATS_COUNTERS(S5_STATS_JSON)
 #undef S5_STATS_JSON
   at--; /* the last comma */
-  return put(buf, cap, at, "}");
+  return s5_render_put(buf, cap, at, "}");
 }
 
 size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap) {
   struct s5_queue_stats st;
   s5_stats_read(a, a->queues, &st);
-  size_t at =
-    put(buf, cap, 0,
-        "{\"started\":%" PRIu64 ",\"queue_count\":%u,\"reloads\":%" PRIu64 ",\"reload_failures\":%" PRIu64
-        ",\"last_reload\":%" PRIu64 ",\"tun_tx_dropped\":%" PRIu64 ",\"totals\":",
-        a->started_unix, a->queues, S5_STAT_GET(a, reloads), S5_STAT_GET(a, reload_failures),
-        S5_STAT_GET(a, last_reload_unix), S5_STAT_GET(a, tun_tx_dropped));
+  size_t at = s5_render_put(
+    buf, cap, 0,
+    "{\"started\":%" PRIu64 ",\"queue_count\":%u,\"reloads\":%" PRIu64 ",\"reload_failures\":%" PRIu64
+    ",\"last_reload\":%" PRIu64 ",\"tun_tx_dropped\":%" PRIu64 ",\"totals\":",
+    a->started_unix, a->queues, S5_STAT_GET(a, reloads), S5_STAT_GET(a, reload_failures),
+    S5_STAT_GET(a, last_reload_unix), S5_STAT_GET(a, tun_tx_dropped));
   at = json_object(buf, cap, at, &st, -1);
-  at = put(buf, cap, at, ",\"queues\":[");
+  at = s5_render_put(buf, cap, at, ",\"queues\":[");
   for (unsigned i = 0; i < a->queues; i++) {
     s5_stats_read(a, i, &st);
-    if (i > 0) at = put(buf, cap, at, ",");
+    if (i > 0) at = s5_render_put(buf, cap, at, ",");
     at = json_object(buf, cap, at, &st, (int)i);
   }
-  at = put(buf, cap, at, "]");
+  at = s5_render_put(buf, cap, at, "]");
   at = s5_upstreams_json(s5_uptab(), buf, cap, at);
-  return put(buf, cap, at, "}\n");
+  return s5_render_put(buf, cap, at, "}\n");
 }
 
 /* Reads "name":number pairs of one flat object starting at p ('{'). Returns

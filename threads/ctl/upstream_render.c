@@ -4,10 +4,11 @@
 #include "ctl/upstream_render.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "ctl/stats_render.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
@@ -53,33 +54,23 @@ static void up_read(const struct s5_up_slot *u, struct up_copy *c) {
   c->bytes_down = LOAD(&u->bytes_down);
 }
 
-static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5)));
-
-static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(at < cap ? buf + at : NULL, at < cap ? cap - at : 0, fmt, ap);
-  va_end(ap);
-  return at + (n > 0 ? (size_t)n : 0);
-}
-
 size_t s5_upstreams_json(const struct s5_uptab *t, char *buf, size_t cap, size_t at) {
   if (t == NULL) return at;
-  at = put(buf, cap, at, ",\"no_upstream\":%" PRIu64 ",\"upstreams\":[", LOAD(&t->no_upstream));
+  at = s5_render_put(buf, cap, at, ",\"no_upstream\":%" PRIu64 ",\"upstreams\":[", LOAD(&t->no_upstream));
   for (unsigned i = 0; i < t->n; i++) {
     struct up_copy c;
     up_read(&t->u[i], &c);
     /* names are [A-Za-z0-9_.-]: nothing to escape */
-    at = put(buf, cap, at, "%s{\"name\":\"%s\",\"state\":\"%s\",\"since\":%" PRIu64 ",\"why\":\"%s\"",
-             i > 0 ? "," : "", t->u[i].name, c.down ? "down" : "up", c.since,
-             c.down ? s5_up_cause_name((enum s5_up_cause)c.why) : "");
-#define S5_UP_JSON(f, m, ty, h) at = put(buf, cap, at, ",\"" #f "\":%" PRIu64, c.f);
+    at =
+      s5_render_put(buf, cap, at, "%s{\"name\":\"%s\",\"state\":\"%s\",\"since\":%" PRIu64 ",\"why\":\"%s\"",
+                    i > 0 ? "," : "", t->u[i].name, c.down ? "down" : "up", c.since,
+                    c.down ? s5_up_cause_name((enum s5_up_cause)c.why) : "");
+#define S5_UP_JSON(f, m, ty, h) at = s5_render_put(buf, cap, at, ",\"" #f "\":%" PRIu64, c.f);
     S5_UP_FIELDS(S5_UP_JSON)
 #undef S5_UP_JSON
-    at = put(buf, cap, at, "}");
+    at = s5_render_put(buf, cap, at, "}");
   }
-  return put(buf, cap, at, "]");
+  return s5_render_put(buf, cap, at, "]");
 }
 
 /* The number after "name": in the object at p, 0 when absent. */
@@ -133,37 +124,43 @@ void s5_upstreams_table(FILE *out, const char *json) {
 
 size_t s5_upstreams_prom(const struct s5_uptab *t, char *buf, size_t cap) {
   size_t at = 0;
-  if (t == NULL) return put(buf, cap, 0, "%s", "");
+  if (t == NULL) return s5_render_put(buf, cap, 0, "%s", "");
   struct up_copy c[S5_UPSTREAMS_MAX];
   for (unsigned i = 0; i < t->n; i++) up_read(&t->u[i], &c[i]);
-  at = put(buf, cap, at,
-           "# HELP s5tund_upstream_up 1 while the upstream takes new sessions, 0 while it is down.\n"
-           "# TYPE s5tund_upstream_up gauge\n");
+  at =
+    s5_render_put(buf, cap, at,
+                  "# HELP s5tund_upstream_up 1 while the upstream takes new sessions, 0 while it is down.\n"
+                  "# TYPE s5tund_upstream_up gauge\n");
   for (unsigned i = 0; i < t->n; i++)
-    at = put(buf, cap, at, "s5tund_upstream_up{upstream=\"%s\"} %u\n", t->u[i].name, c[i].down ? 0u : 1u);
-  at = put(buf, cap, at,
-           "# HELP s5tund_upstream_state_since_seconds When the upstream last went down or up, seconds "
-           "since the Unix epoch; 0 = never.\n# TYPE s5tund_upstream_state_since_seconds gauge\n");
+    at = s5_render_put(buf, cap, at, "s5tund_upstream_up{upstream=\"%s\"} %u\n", t->u[i].name,
+                       c[i].down ? 0u : 1u);
+  at = s5_render_put(
+    buf, cap, at,
+    "# HELP s5tund_upstream_state_since_seconds When the upstream last went down or up, seconds "
+    "since the Unix epoch; 0 = never.\n# TYPE s5tund_upstream_state_since_seconds gauge\n");
   for (unsigned i = 0; i < t->n; i++)
-    at = put(buf, cap, at, "s5tund_upstream_state_since_seconds{upstream=\"%s\"} %" PRIu64 "\n", t->u[i].name,
-             c[i].since);
-  at = put(buf, cap, at,
-           "# HELP s5tund_upstream_failures_total Set-ups through the upstream that failed for its own "
-           "reason, by cause (connect, handshake, auth, timeout).\n"
-           "# TYPE s5tund_upstream_failures_total counter\n");
+    at = s5_render_put(buf, cap, at, "s5tund_upstream_state_since_seconds{upstream=\"%s\"} %" PRIu64 "\n",
+                       t->u[i].name, c[i].since);
+  at = s5_render_put(
+    buf, cap, at,
+    "# HELP s5tund_upstream_failures_total Set-ups through the upstream that failed for its own "
+    "reason, by cause (connect, handshake, auth, timeout).\n"
+    "# TYPE s5tund_upstream_failures_total counter\n");
   for (unsigned i = 0; i < t->n; i++) {
     const uint64_t by[S5_UP_CAUSES] = {c[i].failed_connect, c[i].failed_handshake, c[i].failed_auth,
                                        c[i].failed_timeout};
     for (unsigned k = 0; k < S5_UP_CAUSES; k++)
-      at = put(buf, cap, at, "s5tund_upstream_failures_total{upstream=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
-               t->u[i].name, s5_up_cause_name((enum s5_up_cause)k), by[k]);
+      at = s5_render_put(buf, cap, at,
+                         "s5tund_upstream_failures_total{upstream=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
+                         t->u[i].name, s5_up_cause_name((enum s5_up_cause)k), by[k]);
   }
-#define S5_UP_PROM(f, m, ty, h)                                                                           \
-  if (m != NULL) {                                                                                        \
-    at = put(buf, cap, at, "# HELP %s %s\n# TYPE %s %s\n", (const char *)m, (const char *)h,              \
-             (const char *)m, (const char *)ty);                                                          \
-    for (unsigned i = 0; i < t->n; i++)                                                                   \
-      at = put(buf, cap, at, "%s{upstream=\"%s\"} %" PRIu64 "\n", (const char *)m, t->u[i].name, c[i].f); \
+#define S5_UP_PROM(f, m, ty, h)                                                                            \
+  if (m != NULL) {                                                                                         \
+    at = s5_render_put(buf, cap, at, "# HELP %s %s\n# TYPE %s %s\n", (const char *)m, (const char *)h,     \
+                       (const char *)m, (const char *)ty);                                                 \
+    for (unsigned i = 0; i < t->n; i++)                                                                    \
+      at = s5_render_put(buf, cap, at, "%s{upstream=\"%s\"} %" PRIu64 "\n", (const char *)m, t->u[i].name, \
+                         c[i].f);                                                                          \
   }
   S5_UP_FIELDS(S5_UP_PROM)
 #undef S5_UP_PROM
