@@ -770,6 +770,9 @@ case_owner() {
   kill -KILL "$a_pid"
   wait "$a_pid" 2>/dev/null || true
   S5PID=""
+  # Its workers drain and exit (SIGTERM from their supervisor's death);
+  # until the last has, the device still has queues attached.
+  for _ in $(seq $((T_STOP * 10))); do e2e_tun_exists || break; sleep 0.1; done
   [[ -S $WORK/a.sock ]] || fail "the socket of a daemon killed -9 is gone"
   start_s5 "[stats]" "socket = $WORK/a.sock"
   "$S5TUND" --stats "$WORK/a.sock" >/dev/null || fail "a stale stats socket was not taken over"

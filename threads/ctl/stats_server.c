@@ -54,15 +54,22 @@ static int stale_remove(const char *path, const struct sockaddr_un *sun) {
     s5_error("stats socket %s: exists and is not a socket; not replacing it", path);
     return -1;
   }
-  int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (probe < 0) {
-    s5_error("stats socket %s: probing the existing socket: %s", path, strerror(errno));
-    return -1;
+  /* Refused twice 20 ms apart: stale. Once only could be another daemon
+   * starting at the same moment, bound and not listening yet. */
+  int err = 0;
+  for (int tries = 0; tries < 2; tries++) {
+    if (tries > 0) usleep(20 * 1000);
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) {
+      s5_error("stats socket %s: probing the existing socket: %s", path, strerror(errno));
+      return -1;
+    }
+    int live = connect(probe, (const struct sockaddr *)sun, sizeof *sun) == 0;
+    err = errno;
+    close(probe);
+    if (live) return 1;
+    if (err != ECONNREFUSED) break;
   }
-  int live = connect(probe, (const struct sockaddr *)sun, sizeof *sun) == 0;
-  int err = errno;
-  close(probe);
-  if (live) return 1;
   if (err != ECONNREFUSED && err != ENOENT) {
     s5_error("stats socket %s: probing the existing socket: %s", path, strerror(err));
     return -1;
@@ -98,7 +105,10 @@ int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cf
     s5_error("stats socket: %s", strerror(errno));
     return -1;
   }
-  int r = stale_remove(srv->path, &sun);
+  int r = stale_remove(srv->path, &sun), bound = 0;
+  if (r == 0 && bind(fd, (struct sockaddr *)&sun, sizeof sun) == 0) bound = 1;
+  else if (r == 0 && errno == EADDRINUSE) /* another daemon bound it after our look */
+    r = stale_remove(srv->path, &sun);
   if (r != 0) close(fd);
   if (r < 0) return -1;
   if (r > 0 && strncmp(cfg->tun.netns, S5_EXEC_NETNS_PREFIX, strlen(S5_EXEC_NETNS_PREFIX)) == 0) {
@@ -112,7 +122,7 @@ int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cf
              srv->path);
     return -1;
   }
-  if (bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0 || listen(fd, 16) < 0) {
+  if ((!bound && bind(fd, (struct sockaddr *)&sun, sizeof sun) < 0) || listen(fd, 16) < 0) {
     s5_error("stats socket %s: %s", srv->path, strerror(errno));
     close(fd);
     return -1;
