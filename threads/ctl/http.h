@@ -6,7 +6,7 @@
  * only has to tell a well-formed GET /metrics or GET / from everything else
  * and say which 4xx the rest gets.
  *
- * Written here rather than taken from a library (README, Prometheus):
+ * Written here rather than taken from a library (docs/operations.md, Prometheus):
  * libmicrohttpd (Debian) runs its own threads or owns accepting, limits and
  * timeouts; llhttp is a whole HTTP/1.1 message parser with callbacks. This
  * is a GET head without a body, answered from the control loop's poll(),
