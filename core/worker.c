@@ -51,6 +51,7 @@ static void worker_take_config(struct s5_worker *w) {
     if (r < -1) s5_error("reload: log file %s: %s", cfg->log.file, strerror(-r));
   }
   s5_pool_reload(&w->pool);
+  if (w->ctx.index == 0) s5_upcheck_reload(&w->check);
   s5_debug("configuration generation %llu taken: new sessions use it", (unsigned long long)w->ctx.cfg_gen);
 }
 

@@ -92,6 +92,7 @@ struct s5_upstream_cfg {
   bool optimistic;                  /* SYN answered at once, the client's bytes right behind the CONNECT */
   bool udp;                         /* SOCKS5: udp = associate (true) | off */
   struct sockaddr_storage udp_addr; /* udp-address: ss_family 0 = use the relay address the proxy returns */
+  unsigned slot; /* not a key: its row in the shared upstream table, set by core/shared/uptab.c */
 };
 
 /* [balance] strategy: how a new session chooses its upstream. */

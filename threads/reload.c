@@ -8,6 +8,7 @@
 
 #include "shared/config_slot.h"
 #include "base/log.h"
+#include "shared/uptab.h"
 
 static int reload_argc;
 static char **reload_argv;
@@ -75,6 +76,7 @@ int s5_reload(struct s5_config *live, struct s5_stats_area *stats) {
     memcpy(next->dns.addr, live->dns.addr, sizeof next->dns.addr);
   }
   int kept = s5_config_reload_merge(next, live, reload_warn, NULL);
+  if (s5_uptab() != NULL) s5_uptab_assign(s5_uptab(), next); /* the upstreams' rows, by name */
   *live = *next;
   free(next);
   int lr = s5_log_apply(live);

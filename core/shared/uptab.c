@@ -19,14 +19,69 @@
 
 static struct s5_uptab *table; /* set before the workers start */
 
-void s5_uptab_init(struct s5_uptab *t, const struct s5_config *cfg) {
-  t->n = cfg->n_upstreams;
-  t->fail_after = cfg->balance.fail_after;
-  for (unsigned i = 0; i < t->n; i++)
-    snprintf(t->u[i].name, sizeof t->u[i].name, "%s", cfg->upstreams[i].name);
+const unsigned s5_up_hs_bucket_ms[S5_UP_HS_BUCKETS] = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000};
+
+static void slot_take(struct s5_uptab *t, unsigned s, const char *name) {
+  struct s5_up_slot *u = &t->u[s];
+  memset(u, 0, sizeof *u);
+  snprintf(u->name, sizeof u->name, "%s", name);
+  STORE(&u->state, S5_UP_ACTIVE);
+  if (s >= t->n) t->n = s + 1;
 }
 
-int s5_uptab_setup(const struct s5_config *cfg) {
+void s5_uptab_init(struct s5_uptab *t, struct s5_config *cfg) {
+  t->fail_after = cfg->balance.fail_after;
+  t->active = cfg->n_upstreams;
+  for (unsigned i = 0; i < cfg->n_upstreams; i++) {
+    slot_take(t, i, cfg->upstreams[i].name);
+    cfg->upstreams[i].slot = i;
+  }
+}
+
+/* The slot for a name a reload brings: its own (active or removed), else
+ * a free one, else a removed one that no session holds, else the removed
+ * one with the fewest (their counts then go to the new name: said). */
+static unsigned slot_for(struct s5_uptab *t, const char *name, uint64_t claimed) {
+  int free_at = -1, idle = -1, fewest = -1;
+  for (unsigned s = 0; s < S5_UPTAB_SLOTS; s++) {
+    const struct s5_up_slot *u = &t->u[s];
+    uint32_t st = LOAD(&u->state);
+    if (st != S5_UP_FREE && strcmp(u->name, name) == 0) return s;
+    if (claimed & (1ull << s)) continue;
+    if (st == S5_UP_FREE && free_at < 0) free_at = (int)s;
+    if (st != S5_UP_REMOVED) continue;
+    if (LOAD(&u->open) == 0 && idle < 0) idle = (int)s;
+    if (fewest < 0 || LOAD(&u->open) < LOAD(&t->u[fewest].open)) fewest = (int)s;
+  }
+  unsigned s = (unsigned)(free_at >= 0 ? free_at : idle >= 0 ? idle : fewest);
+  if (free_at < 0 && idle < 0)
+    s5_warn("upstream table full: %s takes the row of removed %s (%llu sessions still open there)", name,
+            t->u[s].name, (unsigned long long)LOAD(&t->u[s].open));
+  slot_take(t, s, name);
+  return s;
+}
+
+void s5_uptab_assign(struct s5_uptab *t, struct s5_config *cfg) {
+  uint64_t claimed = 0; /* slots of cfg's upstreams */
+  for (unsigned i = 0; i < cfg->n_upstreams; i++) {
+    unsigned s = slot_for(t, cfg->upstreams[i].name, claimed);
+    claimed |= 1ull << s;
+    cfg->upstreams[i].slot = s;
+    if (LOAD(&t->u[s].state) == S5_UP_REMOVED)
+      s5_info("upstream %s: back in the configuration", t->u[s].name);
+    STORE(&t->u[s].state, S5_UP_ACTIVE);
+  }
+  for (unsigned s = 0; s < t->n; s++) {
+    if (claimed & (1ull << s) || LOAD(&t->u[s].state) != S5_UP_ACTIVE) continue;
+    STORE(&t->u[s].state, S5_UP_REMOVED);
+    s5_info("upstream %s: removed; it takes no new sessions, its %llu open ones run to their end",
+            t->u[s].name, (unsigned long long)LOAD(&t->u[s].open));
+  }
+  STORE(&t->active, cfg->n_upstreams);
+  STORE(&t->fail_after, cfg->balance.fail_after);
+}
+
+int s5_uptab_setup(struct s5_config *cfg) {
   void *m = mmap(NULL, sizeof *table, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return -errno;
   table = m; /* zeroed */
@@ -73,14 +128,15 @@ uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name) {
   return mix(h);
 }
 
-static int usable(const struct s5_uptab *t, unsigned i, uint32_t tried) {
-  return !(tried & (1u << i)) && LOAD(&t->u[i].down) == 0;
+/* Upstream i of cfg: not tried yet, and up. */
+static int usable(const struct s5_uptab *t, const struct s5_config *cfg, unsigned i, uint32_t tried) {
+  return !(tried & (1u << i)) && LOAD(&t->u[cfg->upstreams[i].slot].down) == 0;
 }
 
 /* The first usable in file order. */
-static int pick_failover(const struct s5_uptab *t, unsigned n, uint32_t tried) {
+static int pick_failover(const struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
   for (unsigned i = 0; i < n; i++)
-    if (usable(t, i, tried)) return (int)i;
+    if (usable(t, cfg, i, tried)) return (int)i;
   return -1;
 }
 
@@ -94,7 +150,7 @@ static int pick_round_robin(struct s5_uptab *t, const struct s5_config *cfg, uns
   while (k >= cfg->upstreams[at].weight) k -= cfg->upstreams[at++].weight;
   for (unsigned j = 0; j < n; j++) {
     unsigned i = (at + j) % n;
-    if (usable(t, i, tried)) return (int)i;
+    if (usable(t, cfg, i, tried)) return (int)i;
   }
   return -1;
 }
@@ -105,9 +161,10 @@ static int pick_least(const struct s5_uptab *t, const struct s5_config *cfg, uns
   int best = -1;
   double best_open = 0, best_total = 0;
   for (unsigned i = 0; i < n; i++) {
-    if (!usable(t, i, tried)) continue;
+    if (!usable(t, cfg, i, tried)) continue;
+    const struct s5_up_slot *u = &t->u[cfg->upstreams[i].slot];
     double w = cfg->upstreams[i].weight;
-    double open = (double)LOAD(&t->u[i].open) / w, total = (double)LOAD(&t->u[i].total) / w;
+    double open = (double)LOAD(&u->open) / w, total = (double)LOAD(&u->total) / w;
     if (best < 0 || open < best_open || (open == best_open && total < best_total)) {
       best = (int)i;
       best_open = open;
@@ -125,7 +182,7 @@ static int pick_hash(const struct s5_uptab *t, const struct s5_config *cfg, unsi
   int best = -1;
   double best_score = 0;
   for (unsigned i = 0; i < n; i++) {
-    if (!usable(t, i, tried)) continue;
+    if (!usable(t, cfg, i, tried)) continue;
     const char *name = cfg->upstreams[i].name;
     uint64_t h = mix(hash ^ fnv1a(0xcbf29ce484222325ull, name, strlen(name)));
     double u = ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
@@ -139,14 +196,13 @@ static int pick_hash(const struct s5_uptab *t, const struct s5_config *cfg, unsi
 }
 
 int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried) {
-  /* The session's configuration's list: slots by position (a reload that
-   * changes the list keeps the slots' history by position). */
+  /* The session's configuration's list; each upstream's health in its slot. */
   unsigned n = cfg->n_upstreams < S5_UPSTREAMS_MAX ? cfg->n_upstreams : S5_UPSTREAMS_MAX;
   switch (cfg->balance.strategy) {
     case S5_BALANCE_ROUND_ROBIN: return pick_round_robin(t, cfg, n, tried);
     case S5_BALANCE_LEAST_CONN: return pick_least(t, cfg, n, tried);
     case S5_BALANCE_HASH: return pick_hash(t, cfg, n, hash, tried);
-    default: return pick_failover(t, n, tried);
+    default: return pick_failover(t, cfg, n, tried);
   }
 }
 
@@ -154,7 +210,7 @@ int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash
 
 static int count_up(const struct s5_uptab *t) {
   int n = 0;
-  for (unsigned i = 0; i < t->n; i++) n += LOAD(&t->u[i].down) == 0;
+  for (unsigned i = 0; i < t->n; i++) n += LOAD(&t->u[i].state) == S5_UP_ACTIVE && LOAD(&t->u[i].down) == 0;
   return n;
 }
 
@@ -169,8 +225,12 @@ static void mark_up(struct s5_uptab *t, unsigned i, const char *how) {
     s5_warn("upstreams: %s is back, new connections are accepted again", t->u[i].name);
 }
 
-void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i) {
+void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us) {
   struct s5_up_slot *u = &t->u[i];
+  unsigned b = 0;
+  while (b < S5_UP_HS_BUCKETS && hs_us > s5_up_hs_bucket_ms[b] * 1000ull) b++;
+  ADD(&u->hs_le[b], 1);
+  ADD(&u->hs_sum_us, hs_us);
   STORE(&t->open_q[q][i], LOAD(&t->open_q[q][i]) + 1); /* one writer: the queue's worker */
   ADD(&u->open, 1);
   ADD(&u->total, 1);
@@ -189,7 +249,7 @@ int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, cons
   uint64_t row = ADD(&u->fails_row, 1);
   /* One upstream alone has nothing to fail over to: every session tries
    * it, as with [socks5] before there were several. */
-  if (t->n < 2 || row < t->fail_after || LOAD(&u->down) != 0) return 0;
+  if (LOAD(&t->active) < 2 || row < LOAD(&t->fail_after) || LOAD(&u->down) != 0) return 0;
   uint32_t zero = 0;
   if (!__atomic_compare_exchange_n(&u->down, &zero, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;
   STORE(&u->why, (uint32_t)cause);
@@ -214,7 +274,7 @@ void s5_uptab_ended(struct s5_uptab *t, unsigned q, unsigned i, uint64_t up, uin
 }
 
 void s5_uptab_queue_reset(struct s5_uptab *t, unsigned q) {
-  for (unsigned i = 0; i < S5_UPSTREAMS_MAX; i++) {
+  for (unsigned i = 0; i < S5_UPTAB_SLOTS; i++) {
     uint64_t left = LOAD(&t->open_q[q][i]);
     if (left == 0) continue;
     __atomic_sub_fetch(&t->u[i].open, left, __ATOMIC_RELAXED);

@@ -15,7 +15,13 @@
  * that succeeds marks it up again (one warn line). When the last one goes
  * down, and when one comes back, one more line says so.
  *
- * Slots are by position in the configuration's upstream list. */
+ * Slots are by name: each upstream of a configuration carries its slot
+ * (s5_upstream_cfg.slot), assigned at start-up (s5_uptab_init) and by
+ * each reload (s5_uptab_assign) before the configuration is published.
+ * An upstream a reload keeps keeps its slot, health and counters; one it
+ * removes becomes "removed": it takes no new session, its open ones run
+ * to their end and are still counted there; one it adds takes a free
+ * slot (or a removed one that no session holds any more). */
 #ifndef S5_CORE_UPTAB_H
 #define S5_CORE_UPTAB_H
 
@@ -32,8 +38,21 @@ enum s5_up_cause {
   S5_UP_CAUSES
 };
 
+/* Handshake time buckets (ms, upper bounds; +Inf after the last), for the
+ * Prometheus histogram s5tund_upstream_handshake_seconds. */
+#define S5_UP_HS_BUCKETS 12
+extern const unsigned s5_up_hs_bucket_ms[S5_UP_HS_BUCKETS];
+
+/* The slots: twice the upstreams a configuration may have, so that a
+ * reload that replaces every upstream finds free ones while the removed
+ * ones' sessions run on. */
+#define S5_UPTAB_SLOTS (2 * S5_UPSTREAMS_MAX)
+
+enum s5_up_state { S5_UP_FREE, S5_UP_ACTIVE, S5_UP_REMOVED };
+
 struct s5_up_slot {
   char name[32];       /* the upstream's, for the renderers */
+  uint32_t state;      /* enum s5_up_state */
   uint32_t down;       /* 0 up, 1 down */
   uint32_t why;        /* enum s5_up_cause of the last change to down */
   uint64_t since_unix; /* time of the last state change (start: 0) */
@@ -45,39 +64,49 @@ struct s5_up_slot {
   uint64_t retried;  /* set-ups that moved on from here to another upstream */
   uint64_t bytes_up; /* client to proxy, counted as sessions end */
   uint64_t bytes_down;
+  uint64_t hs_le[S5_UP_HS_BUCKETS + 1]; /* set-ups granted within each bucket (not cumulative) */
+  uint64_t hs_sum_us;                   /* their handshake times, summed */
 } __attribute__((aligned(64)));
 
 struct s5_uptab {
   uint64_t rr;          /* round-robin ticket */
   uint64_t no_upstream; /* sessions refused: every upstream down or failed */
   uint32_t all_down;    /* the "every upstream is down" line was written */
-  uint32_t n;           /* slots in use */
-  uint32_t fail_after;  /* [balance] fail-after at set-up */
-  struct s5_up_slot u[S5_UPSTREAMS_MAX];
+  uint32_t n;           /* slots ever used: u[0..n) (free ones among them are skipped) */
+  uint32_t active;      /* upstreams of the live configuration */
+  uint32_t fail_after;  /* [balance] fail-after of the live configuration */
+  struct s5_up_slot u[S5_UPTAB_SLOTS];
   /* Sessions open per queue and upstream, each row written by its queue's
    * worker only: what a dead worker left open is taken off open when its
    * queue's next worker starts (s5_uptab_queue_reset). */
-  uint64_t open_q[S5_QUEUES_MAX][S5_UPSTREAMS_MAX];
+  uint64_t open_q[S5_QUEUES_MAX][S5_UPTAB_SLOTS];
 };
 
-/* Maps the table for cfg's upstreams (before the workers start). Returns
- * 0 or -errno. s5_uptab() is NULL until then (unit tests: s5_uptab_init). */
-int s5_uptab_setup(const struct s5_config *cfg);
+/* Maps the table for cfg's upstreams (before the workers start) and
+ * assigns their slots in cfg. Returns 0 or -errno. s5_uptab() is NULL
+ * until then (unit tests: s5_uptab_init). */
+int s5_uptab_setup(struct s5_config *cfg);
 struct s5_uptab *s5_uptab(void);
-/* Fills t (zeroed) for cfg: names, n, every upstream up. */
-void s5_uptab_init(struct s5_uptab *t, const struct s5_config *cfg);
+/* Fills t (zeroed) for cfg: upstream i in slot i, every one up. */
+void s5_uptab_init(struct s5_uptab *t, struct s5_config *cfg);
+/* A reload: cfg's upstreams take the slots of their names (or free ones),
+ * the live ones cfg no longer has become removed. Once, by the control
+ * loop, before cfg is published. */
+void s5_uptab_assign(struct s5_uptab *t, struct s5_config *cfg);
 
 /* The destination's hash for [balance] strategy = hash: the mapped name
  * when there is one (every port of a site), else the address and port. */
 uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name);
 
-/* The upstream for a new session under cfg's strategy: an up one that is
- * not in tried (a bit per index), or -1 when there is none. */
+/* The upstream for a new session under cfg's strategy: the index in
+ * cfg->upstreams of an up one that is not in tried (a bit per index), or
+ * -1 when there is none. The other calls take the upstream's slot. */
 int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried);
 
-/* A set-up through upstream i on queue q succeeded: a session opens
- * (open, total), the failure run ends, a down upstream is up again. */
-void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i);
+/* A set-up through slot i on queue q succeeded after hs_us: a session
+ * opens (open, total, the handshake histogram), the failure run ends, a
+ * down upstream is up again. */
+void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us);
 /* A set-up through i failed for cause; 1 when this failure marked it
  * down. why: the last failure's text, for the warn line. */
 int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why);

@@ -36,8 +36,12 @@ static uint64_t pool_jitter(struct s5_pool *pool, uint64_t max) {
   return max == 0 ? 0 : pool->rng % (max + 1);
 }
 
-static unsigned pool_target(const struct s5_pool *pool) {
-  return pool->stopped ? 0 : pool->w->cfg->socks5.pool;
+/* Warm connections wanted for up (of the worker's configuration): its
+ * pool, none while it is down (its checks decide when it is back). */
+static unsigned pool_target(const struct s5_pool *pool, const struct s5_upstream_cfg *up) {
+  if (pool->stopped) return 0;
+  if (s5_uptab() != NULL && __atomic_load_n(&s5_uptab()->u[up->slot].down, __ATOMIC_RELAXED)) return 0;
+  return up->pool;
 }
 
 /* Connections to a and b are interchangeable: same proxy, same type, same
@@ -52,6 +56,7 @@ static int pool_same_proxy(const struct s5_upstream_cfg *a, const struct s5_upst
 
 static void pool_unlink(struct s5_pool_conn *c) {
   struct s5_pool *pool = c->pool;
+  pool->live_up[c->proxy.up->slot]--;
   if (c->prev != NULL) c->prev->next = c->next;
   else pool->list = c->next;
   if (c->next != NULL) c->next->prev = c->prev;
@@ -78,16 +83,18 @@ static int pool_conn_request(void *owner, uint8_t *buf, size_t cap) {
 
 static void pool_fill(struct s5_pool *pool);
 
-/* A warm-up failed: wait before the next, twice as long as last time
- * (once per wait: the other warm-ups of that round failing do not count). */
-static void pool_back_off(struct s5_pool *pool, const char *why) {
+/* A warm-up to the upstream in slot failed: wait before its next, twice
+ * as long as last time (once per wait: the other warm-ups of that round
+ * failing do not count). */
+static void pool_back_off(struct s5_pool *pool, unsigned slot, const char *why) {
   S5_STAT_ADD(pool->w->stats, pool_failed, 1);
   uint64_t now = pool_now(pool);
-  if (now < pool->retry_at) return;
-  uint64_t b = pool->backoff_ms == 0 ? S5_POOL_BACKOFF_MIN_MS : pool->backoff_ms * 2;
-  pool->backoff_ms = b > S5_POOL_BACKOFF_MAX_MS ? S5_POOL_BACKOFF_MAX_MS : b;
-  pool->retry_at = now + pool->backoff_ms / 2 + pool_jitter(pool, pool->backoff_ms / 2);
-  s5_debug("connection pool: %s; next warm-up in %llu ms", why, (unsigned long long)(pool->retry_at - now));
+  if (now < pool->retry_at[slot]) return;
+  uint64_t b = pool->backoff_ms[slot] == 0 ? S5_POOL_BACKOFF_MIN_MS : pool->backoff_ms[slot] * 2;
+  pool->backoff_ms[slot] = b > S5_POOL_BACKOFF_MAX_MS ? S5_POOL_BACKOFF_MAX_MS : b;
+  pool->retry_at[slot] = now + pool->backoff_ms[slot] / 2 + pool_jitter(pool, pool->backoff_ms[slot] / 2);
+  s5_debug("connection pool: %s; next warm-up in %llu ms", why,
+           (unsigned long long)(pool->retry_at[slot] - now));
 }
 
 static void pool_conn_result(void *owner, const struct s5_proxy_result *r) {
@@ -97,7 +104,7 @@ static void pool_conn_result(void *owner, const struct s5_proxy_result *r) {
     c->ready = 1;
     c->granted = pool_now(pool);
     c->expires = c->granted + pool->age_ms + pool_jitter(pool, pool->jitter_ms);
-    pool->backoff_ms = 0;
+    pool->backoff_ms[c->proxy.up->slot] = 0;
   } else if (c->ready) { /* the proxy closed it while it waited: replaced */
     S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
     uint64_t now = pool_now(pool);
@@ -110,7 +117,7 @@ static void pool_conn_result(void *owner, const struct s5_proxy_result *r) {
     }
     pool_drop(c);
   } else {
-    pool_back_off(pool, r->why);
+    pool_back_off(pool, c->proxy.up->slot, r->why);
     pool_drop(c);
   }
   pool_fill(pool);
@@ -123,11 +130,13 @@ static const struct s5_proxy_ops pool_conn_ops = {
   .closed = pool_conn_closed,
 };
 
-/* One more warm-up. Returns 0, or -1 when it could not even start. */
-static int pool_open_one(struct s5_pool *pool) {
+/* One more warm-up to upstream i of the worker's configuration. Returns
+ * 0, or -1 when it could not even start. */
+static int pool_open_one(struct s5_pool *pool, unsigned i) {
+  unsigned slot = pool->w->cfg->upstreams[i].slot;
   struct s5_pool_conn *c = calloc(1, sizeof *c);
   if (c == NULL) {
-    pool_back_off(pool, "no memory for a pooled connection");
+    pool_back_off(pool, slot, "no memory for a pooled connection");
     return -1;
   }
   c->pool = pool;
@@ -136,10 +145,12 @@ static int pool_open_one(struct s5_pool *pool) {
   if (c->next != NULL) c->next->prev = c;
   pool->list = c;
   pool->live++;
+  pool->live_up[slot]++;
   s5_proxy_init(&c->proxy, pool->w, c->cfg, &pool_conn_ops, c);
+  s5_proxy_use(&c->proxy, &c->cfg->upstreams[i]);
   char why[160];
   if (s5_proxy_start(&c->proxy, why, sizeof why) == 0) return 0;
-  pool_back_off(pool, why);
+  pool_back_off(pool, slot, why);
   pool_drop(c);
   return -1;
 }
@@ -152,9 +163,13 @@ static void pool_arm(struct s5_pool *pool);
 
 static void pool_fill(struct s5_pool *pool) {
   uint64_t now = pool_now(pool);
+  const struct s5_config *cfg = pool->w->cfg;
   int wanted = !pool->stopped && !pool->await_demand && now - pool->last_demand < pool->idle_ms;
-  while (wanted && pool->live < pool_target(pool) && now >= pool->retry_at)
-    if (pool_open_one(pool) < 0) break;
+  for (unsigned i = 0; wanted && i < cfg->n_upstreams; i++) {
+    const struct s5_upstream_cfg *up = &cfg->upstreams[i];
+    while (pool->live_up[up->slot] < pool_target(pool, up) && now >= pool->retry_at[up->slot])
+      if (pool_open_one(pool, i) < 0) break;
+  }
   pool_arm(pool);
 }
 
@@ -181,9 +196,13 @@ static void pool_arm(struct s5_pool *pool) {
   uint64_t now = pool_now(pool), due = UINT64_MAX;
   for (const struct s5_pool_conn *c = pool->list; c != NULL; c = c->next)
     if (c->ready && c->expires < due) due = c->expires;
-  int short_of =
-    pool->live < pool_target(pool) && !pool->await_demand && now - pool->last_demand < pool->idle_ms;
-  if (short_of && pool->retry_at > now && pool->retry_at < due) due = pool->retry_at;
+  const struct s5_config *cfg = pool->w->cfg;
+  int wanted = !pool->await_demand && now - pool->last_demand < pool->idle_ms;
+  for (unsigned i = 0; wanted && i < cfg->n_upstreams; i++) {
+    const struct s5_upstream_cfg *up = &cfg->upstreams[i];
+    uint64_t at = pool->retry_at[up->slot];
+    if (pool->live_up[up->slot] < pool_target(pool, up) && at > now && at < due) due = at;
+  }
   if (pool->stopped || due == UINT64_MAX) {
     uv_timer_stop(&pool->timer);
     return;
@@ -259,18 +278,21 @@ void s5_pool_reload(struct s5_pool *pool) {
   pool->await_demand = 0; /* another proxy, perhaps: warm again */
   const struct s5_config *cfg = pool->w->cfg;
   struct s5_pool_conn *next;
-  unsigned keep = 0;
+  unsigned keep[S5_UPTAB_SLOTS] = {0};
   for (struct s5_pool_conn *c = pool->list; c != NULL; c = next) {
     next = c->next;
-    if (pool_same_proxy(c->proxy.up, &cfg->upstreams[0]) && keep < cfg->socks5.pool) {
-      keep++;
+    const struct s5_upstream_cfg *up = NULL;
+    for (unsigned i = 0; i < cfg->n_upstreams && up == NULL; i++)
+      if (cfg->upstreams[i].slot == c->proxy.up->slot) up = &cfg->upstreams[i];
+    if (up != NULL && pool_same_proxy(c->proxy.up, up) && keep[up->slot] < up->pool) {
+      keep[up->slot]++;
       continue;
     }
     S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
     pool_drop(c);
   }
-  pool->backoff_ms = 0; /* a new proxy deserves a try at once */
-  pool->retry_at = 0;
+  memset(pool->backoff_ms, 0, sizeof pool->backoff_ms); /* a new proxy deserves a try at once */
+  memset(pool->retry_at, 0, sizeof pool->retry_at);
   pool_fill(pool);
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* A worker's warm pool of proxy connections ([socks5] pool = N): each one
+/* A worker's warm pool of proxy connections (pool = N in [socks5] or an
+ * [upstream NAME], N per upstream while it is up): each one
  * connected, greeted and authenticated ahead of time (proxy.c's steps,
  * stopping before the request), so that a new TCP session costs one round
  * trip to the proxy, its CONNECT, before the client's SYN-ACK.
@@ -31,6 +32,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "shared/uptab.h"
 #include "socks5/proxy.h"
 
 struct s5_wctx;
@@ -50,11 +52,13 @@ struct s5_pool_conn;
 
 struct s5_pool {
   struct s5_wctx *w;
-  uv_timer_t timer;                    /* the next recycle or the end of a backoff */
-  struct s5_pool_conn *list;           /* warming and ready connections */
-  unsigned live;                       /* in list */
-  uint64_t backoff_ms;                 /* 0 while warm-ups succeed */
-  uint64_t retry_at;                   /* no warm-up before (uv_now) */
+  uv_timer_t timer;          /* the next recycle or the end of a backoff */
+  struct s5_pool_conn *list; /* warming and ready connections */
+  unsigned live;             /* in list */
+  /* Per upstream, by its row in the shared table (core/shared/uptab.h): */
+  unsigned live_up[S5_UPTAB_SLOTS];    /* entries in list */
+  uint64_t backoff_ms[S5_UPTAB_SLOTS]; /* 0 while warm-ups succeed */
+  uint64_t retry_at[S5_UPTAB_SLOTS];   /* no warm-up before (uv_now) */
   uint64_t last_demand;                /* uv_now of the last session */
   uint64_t rng;                        /* jitter */
   uint64_t age_ms, jitter_ms, idle_ms; /* S5_POOL_AGE_MS, _JITTER_MS, _IDLE_MS, or the short ones */
@@ -68,8 +72,9 @@ void s5_pool_init(struct s5_pool *pool, struct s5_wctx *w);
 void s5_pool_start(struct s5_pool *pool);
 void s5_pool_stop(struct s5_pool *pool);
 
-/* The worker took a new configuration: connections to another proxy (or
- * with other credentials) are closed, the pool resized. */
+/* The worker took a new configuration: connections to a proxy it no
+ * longer has (or with other credentials) are closed, each upstream's
+ * share resized. */
 void s5_pool_reload(struct s5_pool *pool);
 
 /* In place of s5_proxy_start for a session's CONNECT (p initialised with

@@ -32,7 +32,7 @@ static void probe_unlink(struct s5_upcheck_probe *pr) {
   struct s5_upcheck_probe **at = &pr->check->probes;
   while (*at != NULL && *at != pr) at = &(*at)->next;
   if (*at == pr) *at = pr->next;
-  pr->check->busy &= ~(1u << pr->index);
+  pr->check->busy &= ~(1ull << pr->cfg->upstreams[pr->index].slot);
 }
 
 static void probe_closed(void *owner) {
@@ -55,7 +55,7 @@ static void probe_end(struct s5_upcheck_probe *pr) {
 
 static void probe_result(void *owner, const struct s5_proxy_result *r) {
   struct s5_upcheck_probe *pr = owner;
-  if (r->outcome == S5_PROXY_GRANTED) s5_uptab_probe_ok(s5_uptab(), pr->index);
+  if (r->outcome == S5_PROXY_GRANTED) s5_uptab_probe_ok(s5_uptab(), pr->cfg->upstreams[pr->index].slot);
   else s5_debug("upstream %s: check failed: %s", pr->cfg->upstreams[pr->index].name, r->why);
   probe_end(pr);
 }
@@ -96,7 +96,7 @@ static void probe_start(struct s5_upcheck *c, unsigned i) {
   pr->next = c->probes;
   pr->handles = 2;
   c->probes = pr;
-  c->busy |= 1u << i;
+  c->busy |= 1ull << pr->cfg->upstreams[i].slot;
   uv_timer_init(&c->w->loop, &pr->timer);
   pr->timer.data = pr;
   uv_timer_start(&pr->timer, probe_timed_out, pr->cfg->balance.check_timeout * 1000ull, 0);
@@ -112,14 +112,21 @@ static void upcheck_fired(uv_timer_t *timer) {
   struct s5_upcheck *c = timer->data;
   struct s5_uptab *t = s5_uptab();
   const struct s5_config *cfg = c->w->cfg;
-  for (unsigned i = 0; t != NULL && i < t->n && i < cfg->n_upstreams; i++)
-    if (__atomic_load_n(&t->u[i].down, __ATOMIC_RELAXED) && !(c->busy & (1u << i))) probe_start(c, i);
+  for (unsigned i = 0; t != NULL && i < cfg->n_upstreams; i++)
+    if (__atomic_load_n(&t->u[cfg->upstreams[i].slot].down, __ATOMIC_RELAXED) &&
+        !(c->busy & (1ull << cfg->upstreams[i].slot)))
+      probe_start(c, i);
   upcheck_arm(c);
 }
 
-/* check-interval, 75..125 % of it. */
+/* check-interval, 75..125 % of it; while there is something to fail over
+ * to (no timer, no wake-up, for one upstream). */
 static void upcheck_arm(struct s5_upcheck *c) {
-  if (c->stopped) return;
+  if (c->stopped || !c->started || s5_uptab() == NULL ||
+      __atomic_load_n(&s5_uptab()->active, __ATOMIC_RELAXED) < 2) {
+    uv_timer_stop(&c->timer);
+    return;
+  }
   uint64_t ms = c->w->cfg->balance.check_interval * 1000ull;
   c->rng ^= c->rng << 13;
   c->rng ^= c->rng >> 7;
@@ -138,7 +145,11 @@ void s5_upcheck_init(struct s5_upcheck *c, struct s5_wctx *w) {
 
 void s5_upcheck_start(struct s5_upcheck *c) {
   c->started = 1;
-  if (s5_uptab() != NULL && s5_uptab()->n > 1) upcheck_arm(c);
+  upcheck_arm(c);
+}
+
+void s5_upcheck_reload(struct s5_upcheck *c) {
+  if (!uv_is_active((uv_handle_t *)&c->timer)) upcheck_arm(c);
 }
 
 void s5_upcheck_stop(struct s5_upcheck *c) {

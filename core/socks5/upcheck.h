@@ -21,7 +21,7 @@ struct s5_wctx;
 struct s5_upcheck {
   struct s5_wctx *w;
   uv_timer_t timer;
-  uint32_t busy; /* upstreams with a probe in flight, a bit each */
+  uint64_t busy; /* upstreams' slots with a probe in flight, a bit each */
   uint64_t rng;  /* jitter */
   unsigned started : 1;
   unsigned stopped : 1;
@@ -31,5 +31,8 @@ struct s5_upcheck {
 void s5_upcheck_init(struct s5_upcheck *c, struct s5_wctx *w);
 void s5_upcheck_start(struct s5_upcheck *c);
 void s5_upcheck_stop(struct s5_upcheck *c);
+/* The worker took a reloaded configuration: checks start when it brought
+ * a second upstream (they stop at the next round when one is left). */
+void s5_upcheck_reload(struct s5_upcheck *c);
 
 #endif

@@ -71,16 +71,16 @@ static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
   int cause = hs_cause(r, left);
   if (t == NULL || cause < 0) {
     if (t != NULL && r->status == S5_SOCKS5_REFUSED)
-      __atomic_add_fetch(&t->u[hs_index(s)].refused, 1, __ATOMIC_RELAXED);
+      __atomic_add_fetch(&t->u[s->proxy.up->slot].refused, 1, __ATOMIC_RELAXED);
     return -1;
   }
   unsigned from = hs_index(s);
-  s5_uptab_failed(t, from, (enum s5_up_cause)cause, r->why);
+  s5_uptab_failed(t, s->proxy.up->slot, (enum s5_up_cause)cause, r->why);
   if (s->early && (s->proxy.requested || s->conn.send_ok)) return -1; /* its bytes went to from */
   s->up_tried |= 1u << from;
   int next = s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
   if (next < 0 || left == 0 || s5_proxy_retry(&s->proxy, &s->cfg->upstreams[next], left) < 0) return -1;
-  __atomic_add_fetch(&t->u[from].retried, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&t->u[s->cfg->upstreams[from].slot].retried, 1, __ATOMIC_RELAXED);
   s5_debug("s%llu upstream %s failed (%s): trying %s", (unsigned long long)s->id,
            s->cfg->upstreams[from].name, r->why, s->cfg->upstreams[next].name);
   return 0;
@@ -95,7 +95,8 @@ static void hs_result(void *session, const struct s5_proxy_result *r) {
   } else {
     s->rec.upstream = s->proxy.up->name;
     if (s5_uptab() != NULL) {
-      s5_uptab_granted(s5_uptab(), s->w->index, hs_index(s));
+      uint64_t hs_ms = uv_now(&s->w->loop) - s->rec.started_ms;
+      s5_uptab_granted(s5_uptab(), s->w->index, s->proxy.up->slot, hs_ms * 1000);
       s->up_open = 1;
     }
     s5_session_established(s);
@@ -143,6 +144,7 @@ int s5_handshake_start(struct s5_session *s) {
   char why[160];
   for (int i = hs_choose(s); i >= 0; i = s5_uptab_pick(s5_uptab(), s->cfg, s->up_hash, s->up_tried)) {
     s5_proxy_use(&s->proxy, &s->cfg->upstreams[i]);
+    if (s->proxy.up->optimistic) s5_session_optimistic(s);
     /* A warm pooled connection when there is one: its CONNECT goes out now. */
     if (s5_pool_connect(s->tab->pool, &s->proxy, why, sizeof why) == 0) return 0;
     if (s5_uptab() == NULL || s->proxy.sock_open) break; /* a socket is in play: the session closes it */

@@ -73,8 +73,7 @@ static void session_ended(struct s5_session *s, const char *why) {
   s->rec.end = s->end_why;
 }
 
-/* Stops taking callbacks from lwIP for this pcb; the pcb itself lives on in
- * lwIP (closing, or already freed by it) and is no longer ours. */
+/* No more lwIP callbacks for this pcb, which lwIP keeps (or freed): not ours. */
 static struct tcp_pcb *session_detach_pcb(struct s5_session *s) {
   struct tcp_pcb *pcb = s->conn.pcb;
   if (pcb != NULL) {
@@ -100,8 +99,7 @@ static void session_close_handles(struct s5_session *s, int reset) {
   s->state = S5_SESSION_CLOSED;
   session_sync_bytes(s);
   if (s->up_open)
-    s5_uptab_ended(s5_uptab(), s->w->index, (unsigned)(s->proxy.up - s->cfg->upstreams), s->rec.bytes_up,
-                   s->rec.bytes_down);
+    s5_uptab_ended(s5_uptab(), s->w->index, s->proxy.up->slot, s->rec.bytes_up, s->rec.bytes_down);
   s->up_open = 0;
   s5_session_log(s->w, s->cfg, &s->rec);
   session_unlink(s);
@@ -432,10 +430,7 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
   session_limit_buffers(s, pcb);
   tcp_nagle_disable(pcb); /* the client already coalesced; do not delay its peer's bytes */
 
-  if (s->cfg->socks5.optimistic) { /* the SYN-ACK now; a refused CONNECT resets the client later */
-    s->early = 1;
-    s5_relay_hold(&s->conn); /* the client's bytes wait until the request is out */
-  }
+  /* start_proxy picks the upstream (an optimistic one: s5_session_optimistic) */
   if (t->start_proxy(s) < 0) {
     /* Refused before lwIP let go of the SYN: let lwIP send the RST. */
     session_detach_pcb(s);
@@ -450,6 +445,11 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
     return ERR_OK; /* lwIP sends the SYN-ACK */
   }
   return ERR_INPROGRESS;
+}
+
+void s5_session_optimistic(struct s5_session *s) {
+  if (!s->early) s5_relay_hold(&s->conn); /* the client's bytes wait until the request is out */
+  s->early = 1;                           /* the SYN-ACK now; a refused CONNECT resets the client later */
 }
 
 /* ---- the table ---- */

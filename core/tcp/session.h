@@ -112,6 +112,10 @@ void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q);
  * ERR_OK sends it: [socks5] optimistic). */
 void s5_session_established(struct s5_session *s);
 void s5_session_answer(struct s5_session *s);
+/* The upstream chosen has optimistic = true (called by start_proxy, from
+ * the SYN callback): the SYN-ACK goes out at once, the client's bytes are
+ * held until the CONNECT is out. */
+void s5_session_optimistic(struct s5_session *s);
 /* The proxy client's handles have closed (its ops->closed). */
 void s5_session_proxy_closed(void *session);
 void s5_session_finish(struct s5_session *s);

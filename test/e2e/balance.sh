@@ -22,6 +22,15 @@
 #                     each carries at least 80; hash over 16 destinations,
 #                     8 connections each: every destination keeps one
 #                     upstream, both upstreams used.
+#   balance_reload    SIGHUP edits the list under traffic (clients in a
+#                     loop all along, none may fail): a alone (pool = 2) ->
+#                     a and b round-robin: b's pool warms, 40 connections
+#                     split 20/20 -> b alone: a is "removed" in --stats
+#                     while a session opened through it before is open, its
+#                     pool goes, new connections all through b, the old
+#                     session still answers through a, then a leaves the
+#                     stats -> a and b again: a's counters go on from where
+#                     they were.
 
 MS_B_PORT=1088
 BIND_A=10.200.0.11
@@ -302,5 +311,91 @@ case_balance_spread() {
   done
   log "hash: 16 destinations, $used_a through a, $used_b through b, each always the same"
   ((used_a > 0 && used_b > 0)) || fail "hash: one upstream took every destination"
+  stop_balance
+}
+
+# est PORT: connections from C established at that microsocks port.
+est() { in_s ss -Htn state established "( sport = :$1 )" | grep -c "$C_ADDR4" || true; }
+
+# reload_to STRATEGY UPSTREAM...: the configuration rewritten with these
+# upstreams (pool = 2 each), then SIGHUP, until every worker took it.
+reload_to() {
+  local ini=$WORK/s5tund.$S5_RUNS.ini strategy=$1 u n0
+  shift
+  sed -i '/^\[upstream /,$d' "$ini"
+  for u; do
+    printf '%s\n' "[upstream $u]" "address = $S_ADDR4" "port = $(ms_port "$u")" "pool = 2" "" >>"$ini"
+  done
+  printf '%s\n' "[balance]" "strategy = $strategy" "check-interval = 1" "" "[stats]" "socket = $WORK/stats.sock" >>"$ini"
+  n0=$(grep -c "configuration generation .* taken" "$S5LOG" || true)
+  kill -HUP "$S5PID"
+  for _ in $(seq $((T_START * 10))); do
+    (($(grep -c "configuration generation .* taken" "$S5LOG" || true) >= n0 + QUEUES)) && break
+    sleep 0.1
+  done
+  (($(grep -c "configuration generation .* taken" "$S5LOG" || true) >= n0 + QUEUES)) ||
+    fail "not every worker took the reload to $*"
+  log "reloaded: $strategy over $*"
+}
+
+# wait_est PORT OP N: until the count of established connections at PORT
+# satisfies OP N (the pools' warm-ups and flushes take a round trip).
+wait_est() {
+  for _ in $(seq $((T_START * 10))); do
+    (($(est "$1") $2 $3)) && return 0
+    sleep 0.1
+  done
+  fail "connections at port $1: $(est "$1"), expected $2 $3"
+}
+
+case_balance_reload() {
+  local ini go=$WORK/idle.go ipid lpid rc=0 a0 b0 total_a
+  start_balance failover "pool=2"
+  ini=$WORK/s5tund.$S5_RUNS.ini
+  reload_to failover a
+  wait_est "$MS_B_PORT" == 0
+  # The session opened now, through a, idles across the reloads.
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
+    --timeout 30 idle-echo --wait-file "$go" --idle-max 100 >"$WORK/idle.log" 2>&1 &
+  ipid=$!
+  E2E_LOGS+=("$WORK/idle.log")
+  for _ in $(seq $((T_START * 10))); do grep -q "idling" "$WORK/idle.log" && break; sleep 0.1; done
+  grep -q "idling" "$WORK/idle.log" || fail "the idle connection did not open"
+  # Traffic all along: a client loop that stops at the first failure.
+  ip netns exec "$NS_C" bash -c 'while [[ ! -e $1 ]]; do "$2" "$3/client.py" --host "$4" --port "$5" --timeout 10 \
+    concurrent 10 --rounds 2 >/dev/null 2>>"$6" || exit 1; done' _ "$go" "$PY" "$E2E_DIR" "$TGT4" "$TGT_PORT" \
+    "$WORK/loop.log" &
+  lpid=$!
+  E2E_LOGS+=("$WORK/loop.log")
+
+  reload_to round-robin a b
+  wait_est "$MS_B_PORT" ">=" $((2 * QUEUES))   # b's pools warm, idle
+  a0=$(carried a) b0=$(carried b)
+  client --host "$TGT4" concurrent 40 --rounds 1 >/dev/null
+  sleep 1 # the lines come as connections end
+  up_stat b state | grep -qx up || fail "--stats: b is $(up_stat b state) after it was added"
+  (($(carried b) > b0 && $(carried a) > a0)) || fail "after adding b: a carried $(($(carried a) - a0)), b $(($(carried b) - b0))"
+
+  reload_to failover b
+  wait_est "$MS_PORT" == 1                    # a's pools flushed: the idle session alone is left there
+  up_stat a state | grep -qx removed || fail "--stats: a is $(up_stat a state), expected removed (a session is open)"
+  total_a=$(up_stat a total)
+  a0=$(carried a) b0=$(carried b)
+  client --host "$TGT4" concurrent 30 --rounds 1 >/dev/null
+  sleep 1
+  (($(carried a) == a0)) || fail "a removed: it still carried $(($(carried a) - a0)) new connections"
+  (($(carried b) >= b0 + 30)) || fail "a removed: b carried $(($(carried b) - b0)) of at least 30"
+  touch "$go"
+  wait "$ipid" || rc=$?
+  ((rc == 0)) || fail "the session opened through a before the reloads failed: $(tail -n 1 "$WORK/idle.log")"
+  wait "$lpid" || fail "the client loop failed during the reloads: $(tail -n 3 "$WORK/loop.log" | oneline)"
+  for _ in $(seq $((T_START * 10))); do [[ -z $(up_stat a state) ]] && break; sleep 0.1; done
+  [[ -z $(up_stat a state) ]] || fail "--stats: a still shown ($(up_stat a state)) after its last session ended"
+
+  reload_to round-robin a b
+  client --host "$TGT4" concurrent 20 --rounds 1 >/dev/null
+  (($(up_stat a total) > total_a)) || fail "a back: its total $(up_stat a total) did not go on from $total_a"
+  log "reload: b added (pool warm, traffic split), a removed (its session ran on, no new ones), a back (counters kept); no client failed"
+  log_clean
   stop_balance
 }

@@ -672,7 +672,8 @@ EXTRA_FAMILIES = {"s5tund_info", "s5tund_queues", "s5tund_start_time_seconds", "
                   # per upstream (label upstream="NAME"), checked against the document's upstreams[]
                   "s5tund_upstream_up", "s5tund_upstream_state_since_seconds", "s5tund_upstream_failures",
                   "s5tund_upstream_open_sessions", "s5tund_upstream_sessions", "s5tund_upstream_refused",
-                  "s5tund_upstream_retried", "s5tund_upstream_bytes_up", "s5tund_upstream_bytes_down"}
+                  "s5tund_upstream_retried", "s5tund_upstream_bytes_up", "s5tund_upstream_bytes_down",
+                  "s5tund_upstream_handshake_seconds"}
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -827,6 +828,12 @@ def check_exposition(args, fams, doc):
                    if s.labels.get("upstream") == u["name"] and not s.name.endswith("_created")]
             check(got == [u[key]], "%s{upstream=\"%s\"} %s, --stats --json says %s %d"
                   % (fam, u["name"], got, key, u[key]))
+        hs = {s.name: s.value for s in fams["s5tund_upstream_handshake_seconds"].samples
+              if s.labels.get("upstream") == u["name"] and s.labels.get("le") in (None, "+Inf")}
+        check(hs.get("s5tund_upstream_handshake_seconds_count") == u["total"] and
+              hs.get("s5tund_upstream_handshake_seconds_bucket") == u["total"],
+              "s5tund_upstream_handshake_seconds{upstream=\"%s\"} %s, --stats --json says total %d"
+              % (u["name"], hs, u["total"]))
     ready = {s.labels.get("queue"): s.value for s in fams["s5tund_queue_ready"].samples}
     check(ready == {str(q): 1 for q in range(nq)}, "s5tund_queue_ready %s, expected 1 for 0..%d"
           % (ready, nq - 1))

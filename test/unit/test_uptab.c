@@ -53,7 +53,7 @@ static void test_failover(void) {
   CHECK(tab.u[0].down == 1 && tab.u[0].why == S5_UP_TIMEOUT, "down, why timeout");
   CHECK(tab.u[0].failed[S5_UP_CONNECT] == 1 && tab.u[0].failed[S5_UP_TIMEOUT] == 2, "causes counted");
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 1, "the next healthy one");
-  s5_uptab_granted(&tab, 0, 1);
+  s5_uptab_granted(&tab, 0, 1, 3000);
   CHECK(tab.u[1].open == 1 && tab.u[1].total == 1, "open, total");
   s5_uptab_ended(&tab, 0, 1, 10, 20);
   CHECK(tab.u[1].open == 0 && tab.u[1].bytes_up == 10 && tab.u[1].bytes_down == 20, "ended, bytes");
@@ -63,13 +63,13 @@ static void test_failover(void) {
   /* Failures with successes between them are not a run. */
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
-  s5_uptab_granted(&tab, 0, 0);
+  s5_uptab_granted(&tab, 0, 0, 3000);
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
   CHECK(tab.u[0].down == 0, "a success ends the run");
   down(0), down(1), down(2);
   CHECK(tab.all_down == 1, "every one down: said once");
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == -1, "every one down: none");
-  s5_uptab_granted(&tab, 0, 2); /* a session started before it went down */
+  s5_uptab_granted(&tab, 0, 2, 3000); /* a session started before it went down */
   CHECK(tab.u[2].down == 0 && tab.all_down == 0, "a success brings it back");
 }
 
@@ -96,14 +96,14 @@ static void test_least(void) {
   for (int k = 0; k < 300; k++) {
     int i = s5_uptab_pick(&tab, &cfg, 0, 0);
     n[i]++;
-    s5_uptab_granted(&tab, 0, (unsigned)i);
+    s5_uptab_granted(&tab, 0, (unsigned)i, 3000);
     s5_uptab_ended(&tab, 0, (unsigned)i, 0, 0);
   }
   CHECK(n[0] == 100 && n[1] == 100 && n[2] == 100, "short sessions spread: %u %u %u", n[0], n[1], n[2]);
-  s5_uptab_granted(&tab, 0, 0), s5_uptab_granted(&tab, 0, 0), s5_uptab_granted(&tab, 0, 1);
+  s5_uptab_granted(&tab, 0, 0, 3000), s5_uptab_granted(&tab, 0, 0, 3000), s5_uptab_granted(&tab, 0, 1, 3000);
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 2, "the fewest open");
   /* A worker of queue 3 dies with 5 sessions open on upstream 2. */
-  for (int k = 0; k < 5; k++) s5_uptab_granted(&tab, 3, 2);
+  for (int k = 0; k < 5; k++) s5_uptab_granted(&tab, 3, 2, 3000);
   CHECK(tab.u[2].open == 5 && s5_uptab_pick(&tab, &cfg, 0, 0) != 2, "its open sessions count");
   s5_uptab_queue_reset(&tab, 3);
   CHECK(tab.u[2].open == 0 && tab.u[0].open == 2 && s5_uptab_pick(&tab, &cfg, 0, 0) == 2,
@@ -139,6 +139,51 @@ static void test_hash(void) {
   CHECK(wrong == 0 && moved == (int)n[1], "only the down one's destinations move (%d of %u)", moved, n[1]);
 }
 
+/* A reload keeps an upstream's row by name, gives a new one a free row,
+ * and leaves a removed one counted until its sessions end. */
+static void test_reload(void) {
+  setup(S5_BALANCE_FAILOVER, 3, NULL); /* up0 up1 up2 in rows 0 1 2 */
+  down(1);
+  s5_uptab_granted(&tab, 0, 2, 3000); /* a session through up2 stays open */
+  CHECK(tab.u[2].hs_le[2] == 1 && tab.u[2].hs_sum_us == 3000, "3 ms lands in the (2, 5] ms bucket");
+  struct s5_config next = cfg;
+  next.n_upstreams = 3;
+  snprintf(next.upstreams[0].name, sizeof next.upstreams[0].name, "new");
+  snprintf(next.upstreams[1].name, sizeof next.upstreams[1].name, "up1");
+  snprintf(next.upstreams[2].name, sizeof next.upstreams[2].name, "up0");
+  s5_uptab_assign(&tab, &next);
+  CHECK(next.upstreams[2].slot == 0 && next.upstreams[1].slot == 1, "kept ones keep their rows");
+  CHECK(next.upstreams[0].slot == 3 && tab.u[3].state == S5_UP_ACTIVE && tab.u[3].total == 0,
+        "a new one takes a free row, fresh");
+  CHECK(tab.u[2].state == S5_UP_REMOVED && tab.u[2].open == 1, "a removed one: its session still counted");
+  CHECK(tab.u[1].down == 1 && s5_uptab_pick(&tab, &next, 0, 0) == 0, "health kept by name; order is next's");
+  CHECK(s5_uptab_pick(&tab, &next, 0, 1u << 0) == 2, "the down one is still skipped");
+  down(0);
+  CHECK(tab.u[0].down == 1 && tab.all_down == 0, "a removed row does not count as up");
+  s5_uptab_failed(&tab, 3, S5_UP_CONNECT, "x"), s5_uptab_failed(&tab, 3, S5_UP_CONNECT, "x");
+  s5_uptab_failed(&tab, 3, S5_UP_CONNECT, "x");
+  CHECK(tab.all_down == 1, "every active one down: said");
+  s5_uptab_ended(&tab, 0, 2, 1, 1);
+  /* Back to one upstream: up2's row, idle now, is reused for another name. */
+  struct s5_config one = cfg;
+  one.n_upstreams = 1;
+  snprintf(one.upstreams[0].name, sizeof one.upstreams[0].name, "solo");
+  for (int k = 0; k < 28; k++) { /* fill the free rows with names that come and go */
+    struct s5_config tmp = cfg;
+    tmp.n_upstreams = 1;
+    snprintf(tmp.upstreams[0].name, sizeof tmp.upstreams[0].name, "x%d", k);
+    s5_uptab_assign(&tab, &tmp);
+  }
+  s5_uptab_assign(&tab, &one);
+  CHECK(one.upstreams[0].slot < S5_UPTAB_SLOTS && strcmp(tab.u[one.upstreams[0].slot].name, "solo") == 0 &&
+          tab.active == 1,
+        "a full table reuses an idle removed row");
+  s5_uptab_failed(&tab, one.upstreams[0].slot, S5_UP_CONNECT, "x");
+  s5_uptab_failed(&tab, one.upstreams[0].slot, S5_UP_CONNECT, "x");
+  s5_uptab_failed(&tab, one.upstreams[0].slot, S5_UP_CONNECT, "x");
+  CHECK(tab.u[one.upstreams[0].slot].down == 0, "one upstream alone is never down, after a reload too");
+}
+
 static void test_shared(void) {
   setup(S5_BALANCE_FAILOVER, 2, NULL);
   CHECK(s5_uptab_setup(&cfg) == 0 && s5_uptab() != NULL, "mapped");
@@ -158,6 +203,7 @@ int main(void) {
   test_round_robin();
   test_least();
   test_hash();
+  test_reload();
   test_shared();
   return check_done();
 }

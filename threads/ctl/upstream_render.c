@@ -31,7 +31,9 @@
 /* clang-format on */
 
 struct up_copy {
-  uint32_t down, why;
+  const char *name;
+  uint32_t state, down, why;
+  uint64_t hs_le[S5_UP_HS_BUCKETS + 1], hs_sum_us;
   uint64_t since;
 #define S5_UP_FIELD(f, m, ty, h) uint64_t f;
   S5_UP_FIELDS(S5_UP_FIELD)
@@ -39,6 +41,10 @@ struct up_copy {
 };
 
 static void up_read(const struct s5_up_slot *u, struct up_copy *c) {
+  c->name = u->name;
+  c->state = LOAD(&u->state);
+  for (unsigned b = 0; b <= S5_UP_HS_BUCKETS; b++) c->hs_le[b] = LOAD(&u->hs_le[b]);
+  c->hs_sum_us = LOAD(&u->hs_sum_us);
   c->down = LOAD(&u->down);
   c->why = LOAD(&u->why);
   c->since = LOAD(&u->since_unix);
@@ -54,17 +60,30 @@ static void up_read(const struct s5_up_slot *u, struct up_copy *c) {
   c->bytes_down = LOAD(&u->bytes_down);
 }
 
+/* A slot worth showing: an upstream of the configuration, or one a reload
+ * removed while sessions through it are still open. */
+static int shown(const struct up_copy *c) {
+  return c->state == S5_UP_ACTIVE || (c->state == S5_UP_REMOVED && c->open > 0);
+}
+
+static const char *state_name(const struct up_copy *c) {
+  return c->state == S5_UP_REMOVED ? "removed" : c->down ? "down" : "up";
+}
+
 size_t s5_upstreams_json(const struct s5_uptab *t, char *buf, size_t cap, size_t at) {
   if (t == NULL) return at;
+  int first = 1;
   at = s5_render_put(buf, cap, at, ",\"no_upstream\":%" PRIu64 ",\"upstreams\":[", LOAD(&t->no_upstream));
   for (unsigned i = 0; i < t->n; i++) {
     struct up_copy c;
     up_read(&t->u[i], &c);
+    if (!shown(&c)) continue;
     /* names are [A-Za-z0-9_.-]: nothing to escape */
     at =
       s5_render_put(buf, cap, at, "%s{\"name\":\"%s\",\"state\":\"%s\",\"since\":%" PRIu64 ",\"why\":\"%s\"",
-                    i > 0 ? "," : "", t->u[i].name, c.down ? "down" : "up", c.since,
+                    first ? "" : ",", t->u[i].name, state_name(&c), c.since,
                     c.down ? s5_up_cause_name((enum s5_up_cause)c.why) : "");
+    first = 0;
 #define S5_UP_JSON(f, m, ty, h) at = s5_render_put(buf, cap, at, ",\"" #f "\":%" PRIu64, c.f);
     S5_UP_FIELDS(S5_UP_JSON)
 #undef S5_UP_JSON
@@ -102,14 +121,14 @@ void s5_upstreams_table(FILE *out, const char *json) {
   for (p = strchr(p, '{'); p != NULL; p = strchr(p + 1, '{')) {
     const char *end = strchr(p, '}');
     if (end == NULL) break;
-    char name[32], state[8], why[16], since[24] = "-";
+    char name[32], state[10], why[16], since[24] = "-";
     json_str(p, end, "name", name, sizeof name);
     json_str(p, end, "state", state, sizeof state);
     json_str(p, end, "why", why, sizeof why);
     time_t when = (time_t)json_num(p, end, "since");
     struct tm tm;
     if (when != 0 && localtime_r(&when, &tm) != NULL) strftime(since, sizeof since, "%Y-%m-%d %H:%M:%S", &tm);
-    char st[24];
+    char st[32];
     snprintf(st, sizeof st, "%s%s%s", state, why[0] ? "/" : "", why);
     fprintf(out,
             "%-16s %-5s %-19s %6" PRIu64 " %9" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
@@ -122,31 +141,60 @@ void s5_upstreams_table(FILE *out, const char *json) {
   }
 }
 
+/* The handshake times: from the client's SYN to the upstream's grant,
+ * over every upstream tried (a failover's detour counts). */
+static size_t up_prom_histogram(const struct up_copy *c, unsigned n, char *buf, size_t cap, size_t at) {
+  at = s5_render_put(buf, cap, at,
+                     "# HELP s5tund_upstream_handshake_seconds Time from the client's SYN to the upstream's "
+                     "grant of its CONNECT.\n# TYPE s5tund_upstream_handshake_seconds histogram\n");
+  for (unsigned i = 0; i < n; i++) {
+    if (!shown(&c[i])) continue;
+    uint64_t cum = 0;
+    for (unsigned b = 0; b <= S5_UP_HS_BUCKETS; b++) {
+      cum += c[i].hs_le[b];
+      char le[16];
+      if (b < S5_UP_HS_BUCKETS) snprintf(le, sizeof le, "%g", s5_up_hs_bucket_ms[b] / 1000.0);
+      else snprintf(le, sizeof le, "+Inf");
+      at = s5_render_put(buf, cap, at,
+                         "s5tund_upstream_handshake_seconds_bucket{upstream=\"%s\",le=\"%s\"} %" PRIu64 "\n",
+                         c[i].name, le, cum);
+    }
+    at = s5_render_put(buf, cap, at, "s5tund_upstream_handshake_seconds_sum{upstream=\"%s\"} %.6f\n",
+                       c[i].name, c[i].hs_sum_us / 1e6);
+    at = s5_render_put(buf, cap, at, "s5tund_upstream_handshake_seconds_count{upstream=\"%s\"} %" PRIu64 "\n",
+                       c[i].name, cum);
+  }
+  return at;
+}
+
 size_t s5_upstreams_prom(const struct s5_uptab *t, char *buf, size_t cap) {
   size_t at = 0;
   if (t == NULL) return s5_render_put(buf, cap, 0, "%s", "");
-  struct up_copy c[S5_UPSTREAMS_MAX];
+  struct up_copy c[S5_UPTAB_SLOTS];
   for (unsigned i = 0; i < t->n; i++) up_read(&t->u[i], &c[i]);
   at =
     s5_render_put(buf, cap, at,
                   "# HELP s5tund_upstream_up 1 while the upstream takes new sessions, 0 while it is down.\n"
                   "# TYPE s5tund_upstream_up gauge\n");
   for (unsigned i = 0; i < t->n; i++)
-    at = s5_render_put(buf, cap, at, "s5tund_upstream_up{upstream=\"%s\"} %u\n", t->u[i].name,
-                       c[i].down ? 0u : 1u);
+    if (shown(&c[i]))
+      at = s5_render_put(buf, cap, at, "s5tund_upstream_up{upstream=\"%s\"} %u\n", t->u[i].name,
+                         c[i].down ? 0u : 1u);
   at = s5_render_put(
     buf, cap, at,
     "# HELP s5tund_upstream_state_since_seconds When the upstream last went down or up, seconds "
     "since the Unix epoch; 0 = never.\n# TYPE s5tund_upstream_state_since_seconds gauge\n");
   for (unsigned i = 0; i < t->n; i++)
-    at = s5_render_put(buf, cap, at, "s5tund_upstream_state_since_seconds{upstream=\"%s\"} %" PRIu64 "\n",
-                       t->u[i].name, c[i].since);
+    if (shown(&c[i]))
+      at = s5_render_put(buf, cap, at, "s5tund_upstream_state_since_seconds{upstream=\"%s\"} %" PRIu64 "\n",
+                         t->u[i].name, c[i].since);
   at = s5_render_put(
     buf, cap, at,
     "# HELP s5tund_upstream_failures_total Set-ups through the upstream that failed for its own "
     "reason, by cause (connect, handshake, auth, timeout).\n"
     "# TYPE s5tund_upstream_failures_total counter\n");
   for (unsigned i = 0; i < t->n; i++) {
+    if (!shown(&c[i])) continue;
     const uint64_t by[S5_UP_CAUSES] = {c[i].failed_connect, c[i].failed_handshake, c[i].failed_auth,
                                        c[i].failed_timeout};
     for (unsigned k = 0; k < S5_UP_CAUSES; k++)
@@ -154,15 +202,16 @@ size_t s5_upstreams_prom(const struct s5_uptab *t, char *buf, size_t cap) {
                          "s5tund_upstream_failures_total{upstream=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
                          t->u[i].name, s5_up_cause_name((enum s5_up_cause)k), by[k]);
   }
-#define S5_UP_PROM(f, m, ty, h)                                                                            \
-  if (m != NULL) {                                                                                         \
-    at = s5_render_put(buf, cap, at, "# HELP %s %s\n# TYPE %s %s\n", (const char *)m, (const char *)h,     \
-                       (const char *)m, (const char *)ty);                                                 \
-    for (unsigned i = 0; i < t->n; i++)                                                                    \
-      at = s5_render_put(buf, cap, at, "%s{upstream=\"%s\"} %" PRIu64 "\n", (const char *)m, t->u[i].name, \
-                         c[i].f);                                                                          \
+#define S5_UP_PROM(f, m, ty, h)                                                                              \
+  if (m != NULL) {                                                                                           \
+    at = s5_render_put(buf, cap, at, "# HELP %s %s\n# TYPE %s %s\n", (const char *)m, (const char *)h,       \
+                       (const char *)m, (const char *)ty);                                                   \
+    for (unsigned i = 0; i < t->n; i++)                                                                      \
+      if (shown(&c[i]))                                                                                      \
+        at = s5_render_put(buf, cap, at, "%s{upstream=\"%s\"} %" PRIu64 "\n", (const char *)m, t->u[i].name, \
+                           c[i].f);                                                                          \
   }
   S5_UP_FIELDS(S5_UP_PROM)
 #undef S5_UP_PROM
-  return at;
+  return up_prom_histogram(c, t->n, buf, cap, at);
 }
