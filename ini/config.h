@@ -73,7 +73,8 @@ long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned
 #define S5_UPSTREAMS_MAX 16
 
 /* What an upstream speaks (the words of [upstream] type). */
-enum s5_upstream_type { S5_UPSTREAM_SOCKS5, S5_UPSTREAM_SOCKS4, S5_UPSTREAM_HTTP };
+/* DIRECT is no [upstream] type: [rules]' direct outbound (s5_config.direct). */
+enum s5_upstream_type { S5_UPSTREAM_SOCKS5, S5_UPSTREAM_SOCKS4, S5_UPSTREAM_HTTP, S5_UPSTREAM_DIRECT };
 
 /* One upstream proxy: the keys of [socks5] and of an [upstream NAME]
  * section. Keys that a type has no use for (pipeline and udp beyond SOCKS5)
@@ -140,7 +141,11 @@ struct s5_config {
     struct s5_upstream_cfg socks5;
   };
   unsigned n_upstreams; /* 1..S5_UPSTREAMS_MAX */
-  bool socks5_section;  /* upstreams[0] is [socks5] (the default, one SOCKS5 proxy) */
+  /* Not keys: [rules]' direct outbound as an upstream the proxy client
+   * connects through (type DIRECT, name "direct", the direct sockets'
+   * mark), derived when the configuration is read. */
+  struct s5_upstream_cfg direct;
+  bool socks5_section; /* upstreams[0] is [socks5] (the default, one SOCKS5 proxy) */
 
   struct {
     enum s5_balance strategy;
@@ -227,6 +232,9 @@ int s5_config_set(struct s5_config *cfg, const char *section, const char *key, c
  * its section and its line as --check-config prints it, old and new.
  * Returns how many were kept. */
 typedef void s5_config_reload_warn(void *arg, const char *section, const char *was, const char *now);
+/* What is derived from the keys once they are final (cfg->direct). */
+void s5_config_derive(struct s5_config *cfg);
+
 int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, s5_config_reload_warn *warn,
                            void *arg);
 

@@ -196,3 +196,14 @@ int s5_config_check(const struct s5_config *cfg, int *key, int *up, char *err, s
   if (check_netns(cfg, key, err, errlen) != 0) return -1;
   return check_marks(cfg, key, up, err, errlen);
 }
+
+void s5_config_derive(struct s5_config *cfg) {
+  struct s5_upstream_cfg *d = &cfg->direct;
+  memset(d, 0, sizeof *d);
+  snprintf(d->name, sizeof d->name, "direct");
+  d->type = S5_UPSTREAM_DIRECT;
+  d->weight = 1;
+  /* Direct sockets leave around the tunnel: with auto-route the mark its
+   * rule keeps out of the device. */
+  d->mark = cfg->tun.auto_route ? cfg->upstreams[0].mark : 0;
+}

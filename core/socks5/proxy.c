@@ -16,10 +16,8 @@
 #include "base/assert.h"
 #include "config.h"
 #include "ctx/wctx.h"
+#include "socks5/proxy_internal.h"
 #include "socks5/socks4.h"
-
-/* The client a handle or request is a member of (sock.data is the relay's). */
-#define S5_PROXY_OF(ptr, member) ((struct s5_proxy *)((char *)(ptr)-offsetof(struct s5_proxy, member)))
 
 /* The words the log lines use for either request. */
 struct proxy_words {
@@ -279,17 +277,24 @@ static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
 
 /* ---------------------------------------------------------------- connecting */
 
-static void proxy_connected(uv_connect_t *req, int status) {
+void s5__proxy_connected(uv_connect_t *req, int status) {
   struct s5_proxy *p = S5_PROXY_OF(req, connect_req);
+  int direct = p->up->type == S5_UPSTREAM_DIRECT;
   if (status == UV_ECANCELED || p->step != S5_PROXY_CONNECTING) return;
   if (status < 0) {
     PROXY_COUNT(p, socks5_connect_failed);
     char why[160];
-    snprintf(why, sizeof why, "%s failed: %s", proxy_words(p)->conn, uv_strerror(status));
-    proxy_fail(p, S5_LOG_WARN, 0, 0, why);
+    snprintf(why, sizeof why, "%s failed: %s", direct ? "direct connection" : proxy_words(p)->conn,
+             uv_strerror(status));
+    proxy_fail(p, direct ? S5_LOG_INFO : S5_LOG_WARN, direct ? S5_SOCKS5_REFUSED : 0, 0, why);
     return;
   }
   if (p->ops->connected != NULL && p->ops->connected(p->owner) != 0) return;
+  if (direct) { /* [rules] direct: connected is granted */
+    p->step = S5_PROXY_REPLY;
+    proxy_granted(p, &(struct s5_socks5_addr){0});
+    return;
+  }
   if (p->up->type != S5_UPSTREAM_SOCKS5) { /* no greeting: the request, or (warm) ready as it is */
     p->step = S5_PROXY_REPLY;
     struct s5_socks5_addr none = {0};
@@ -306,7 +311,12 @@ static void proxy_connected(uv_connect_t *req, int status) {
   if (r < 0) proxy_fail(p, S5_LOG_INFO, 0, 0, "sending SOCKS5 greeting failed");
 }
 
-static void proxy_timed_out(uv_timer_t *timer) {
+void s5__proxy_connect_failed(struct s5_proxy *p, const char *why) {
+  PROXY_COUNT(p, socks5_connect_failed);
+  proxy_fail(p, S5_LOG_INFO, S5_SOCKS5_REFUSED, 0, why);
+}
+
+void s5__proxy_timed_out(uv_timer_t *timer) {
   struct s5_proxy *p = S5_PROXY_OF(timer, timer);
   PROXY_COUNT(p, socks5_timeout);
   char why[160];
@@ -319,55 +329,6 @@ static void proxy_timed_out(uv_timer_t *timer) {
   proxy_fail(p, S5_LOG_INFO, 0, 0, why);
 }
 
-/* A socket to the proxy, SO_MARK set, adopted by p->sock. */
-static int proxy_open_socket(struct s5_proxy *p, char *why, size_t cap) {
-  const struct s5_upstream_cfg *up = p->up;
-  int fd = socket(up->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    int r = -errno;
-    snprintf(why, cap, "socket to proxy: %s", strerror(errno));
-    return r;
-  }
-  if (up->mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &up->mark, sizeof up->mark) < 0) {
-    int r = -errno;
-    snprintf(why, cap, "SO_MARK %u on proxy socket: %s", up->mark, strerror(errno));
-    close(fd);
-    return r;
-  }
-  int r = uv_tcp_open(&p->sock, fd);
-  if (r < 0) {
-    snprintf(why, cap, "adopting proxy socket: %s", uv_strerror(r));
-    close(fd);
-  }
-  return r;
-}
-
-/* p->sock initialised: from here on it must be closed. */
-static int proxy_sock_init(struct s5_proxy *p, char *why, size_t cap) {
-  int r = uv_tcp_init(&p->w->loop, &p->sock);
-  if (r < 0) {
-    snprintf(why, cap, "proxy socket: %s", uv_strerror(r));
-    return r;
-  }
-  p->sock.data = p->owner;
-  S5_ASSERT(!p->sock_open && p->handles_open == 1); /* started once, after init: the timer only */
-  p->sock_open = 1;
-  p->handles_open++;
-  return 0;
-}
-
-/* A new connection to the proxy, on to the greeting once it is up. */
-static int proxy_connect(struct s5_proxy *p, char *why, size_t cap) {
-  p->step = S5_PROXY_CONNECTING;
-  int r = proxy_sock_init(p, why, cap);
-  if (r == 0) r = proxy_open_socket(p, why, cap);
-  if (r < 0) return r;
-  uv_tcp_nodelay(&p->sock, 1);
-  r = uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)&p->up->addr, proxy_connected);
-  if (r < 0) snprintf(why, cap, "connecting to proxy: %s", uv_strerror(r));
-  return r;
-}
-
 int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   uint8_t msg[S5_HTTP_REQUEST_MAX];
   const char *cannot;
@@ -375,8 +336,9 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
     snprintf(why, cap, "no %s to upstream %s: %s", proxy_words(p)->req, p->up->name, cannot);
     return UV_EINVAL;
   }
-  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
-  return proxy_connect(p, why, cap);
+  uv_timer_start(&p->timer, s5__proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  if (p->up->type == S5_UPSTREAM_DIRECT) return s5__proxy_direct(p, why, cap);
+  return s5__proxy_connect(p, &p->up->addr, why, cap);
 }
 
 /* ---------------------------------------------------------------- pooled */
@@ -393,7 +355,7 @@ static void proxy_sock_reopen(uv_handle_t *handle) {
   }
   p->handles_open--;
   char why[160];
-  if (proxy_connect(p, why, sizeof why) == 0) return;
+  if (s5__proxy_connect(p, &p->up->addr, why, sizeof why) == 0) return;
   PROXY_COUNT(p, socks5_connect_failed);
   proxy_fail(p, S5_LOG_WARN, 0, 0, why);
 }
@@ -421,8 +383,8 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
     snprintf(why, cap, "taking a pooled proxy connection: %s", r < 0 ? uv_strerror(r) : strerror(errno));
     return r < 0 ? r : -errno;
   }
-  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
-  r = proxy_sock_init(p, why, cap);
+  uv_timer_start(&p->timer, s5__proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  r = s5__proxy_sock_init(p, why, cap);
   if (r == 0 && (r = uv_tcp_open(&p->sock, dup_fd)) < 0)
     snprintf(why, cap, "adopting a pooled proxy connection: %s", uv_strerror(r));
   if (r < 0) {
@@ -440,7 +402,7 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
 int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms) {
   if (p->closing || p->retrying || !p->sock_open || p->data_sent) return -1; /* the bytes went with it */
   s5_proxy_use(p, up);
-  if (ms != 0) uv_timer_start(&p->timer, proxy_timed_out, ms, 0);
+  if (ms != 0) uv_timer_start(&p->timer, s5__proxy_timed_out, ms, 0);
   p->pooled = p->requested = p->in_len = 0;
   p->retrying = 1;
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
@@ -464,6 +426,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->owner = owner;
   p->step = S5_PROXY_CONNECTING;
   p->pooled = p->retrying = p->requested = p->data_sent = 0;
+  p->lookup = NULL;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   s5_proxy_use(p, &cfg->upstreams[0]);
@@ -490,6 +453,7 @@ static void proxy_sock_closed(uv_handle_t *handle) { proxy_release(S5_PROXY_OF(h
 void s5_proxy_close(struct s5_proxy *p, int reset) {
   if (p->closing) return;
   p->closing = 1;
+  s5__proxy_direct_cancel(p);
   p->step = S5_PROXY_ENDED;
   uv_timer_stop(&p->timer);
   uv_close((uv_handle_t *)&p->timer, proxy_timer_closed);

@@ -71,6 +71,7 @@ const char *s5_upstream_proto(const struct s5_upstream_cfg *up) {
   switch (up->type) {
     case S5_UPSTREAM_SOCKS4: return "SOCKS4";
     case S5_UPSTREAM_HTTP: return "HTTP CONNECT";
+    case S5_UPSTREAM_DIRECT: return "direct";
     default: return "SOCKS5";
   }
 }
