@@ -180,6 +180,8 @@ case_balance_failover() {
     [[ -n $got ]] && break
     sleep 0.1
   done
+  "$S5TUND" --connections "$WORK/stats.sock" | grep -qE "^[0-9]+ +tcp .*$TGT4:$TGT_PORT +b +open " ||
+    fail "--connections' table: no open session through b: $("$S5TUND" --connections "$WORK/stats.sock" | oneline)"
   kill "$holder" 2>/dev/null || true
   wait "$holder" 2>/dev/null || true
   [[ $got == b ]] || fail "--connections: the open session's upstream is '$got', expected b"

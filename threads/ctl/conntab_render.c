@@ -82,8 +82,8 @@ void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms) {
   }
   qsort(rows, n, sizeof *rows, newest_first);
   if (!json)
-    fprintf(out, "%-5s %-5s %-46s %-46s %-11s %12s %12s %9s %9s\n", "queue", "proto", "client", "destination",
-            "state", "bytes up", "bytes down", "age s", "idle s");
+    fprintf(out, "%-5s %-5s %-46s %-46s %-12s %-11s %12s %12s %9s %9s\n", "queue", "proto", "client",
+            "destination", "upstream", "state", "bytes up", "bytes down", "age s", "idle s");
   else fputc('[', out);
   for (size_t k = 0; k < n; k++) {
     const struct s5_conn *c = rows[k].c;
@@ -93,9 +93,9 @@ void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms) {
     double age = (double)(now_ms > c->started_ms ? now_ms - c->started_ms : 0) / 1000.0;
     double idle = (double)(now_ms > c->last_ms ? now_ms - c->last_ms : 0) / 1000.0;
     if (!json) {
-      fprintf(out, "%-5u %-5s %-46s %-46s %-11s %12llu %12llu %9.1f %9.1f\n", rows[k].queue,
-              c->udp ? "udp" : "tcp", cl, de, state_name(c->state), (unsigned long long)c->bytes_up,
-              (unsigned long long)c->bytes_down, age, idle);
+      fprintf(out, "%-5u %-5s %-46s %-46s %-12s %-11s %12llu %12llu %9.1f %9.1f\n", rows[k].queue,
+              c->udp ? "udp" : "tcp", cl, de, c->upstream[0] ? c->upstream : "-", state_name(c->state),
+              (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down, age, idle);
       continue;
     }
     fprintf(out, "%s{\"queue\":%u,\"proto\":\"%s\",\"id\":%llu,\"client\":\"%s\",\"destination\":\"",
