@@ -424,6 +424,7 @@ enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc, char **argv
   if (as.config != NULL && s5_config_load_file(cfg, as.config, err, sizeof err) != 0) goto bad;
   if (apply(cfg, argc, argv, err, sizeof err) != 0) goto bad;
   if (check_final(cfg, argc, argv, as.config, err, sizeof err) != 0) goto bad;
+  if (s5_rules_check(cfg, err, sizeof err) < 0) goto bad; /* reads the rule files */
   s5_config_derive(cfg);
   if (as.check) {
     s5_config_print(cfg, out);

@@ -96,6 +96,75 @@ struct s5_upstream_cfg {
   unsigned slot; /* not a key: its row in the shared upstream table, set by core/shared/uptab.c */
 };
 
+/* [rules]: the rule and rules-file lines in file order, their text in one
+ * buffer (each NUL-terminated at text + off[i]), the configuration line of
+ * each. The rules themselves are read (files included) by s5_rules_each
+ * and compiled by core/shared/rules.c; only this list is configuration. */
+#define S5_RULES_ITEMS_MAX 64
+#define S5_RULES_TEXT_MAX 4096
+enum { S5_RULE_ITEM_RULE, S5_RULE_ITEM_FILE };
+struct s5_rules_cfg {
+  char def[32];  /* default outbound: an upstream's name, direct or block; empty = the first upstream */
+  uint32_t mark; /* SO_MARK of direct sockets; 0 = auto-route's (upstreams[0].mark) or none */
+  unsigned n;    /* items */
+  unsigned used; /* bytes of text */
+  uint16_t off[S5_RULES_ITEMS_MAX];
+  uint8_t kind[S5_RULES_ITEMS_MAX];
+  uint32_t line[S5_RULES_ITEMS_MAX]; /* of the configuration file; 0 = not from one */
+  uint32_t def_line;
+  char conf[256]; /* the configuration file, for "FILE:LINE" */
+  char text[S5_RULES_TEXT_MAX];
+};
+
+/* One rule, parsed (s5_rule_parse): all of its matchers must match. */
+#define S5_RULE_NAME_MAX 254
+#define S5_RULE_OUT_MAX 32
+enum { S5_RULE_NONE, S5_RULE_DOMAIN, S5_RULE_FULL, S5_RULE_KEYWORD };
+struct s5_rule {
+  uint8_t name_kind;           /* S5_RULE_NONE, _DOMAIN (the name and below), _FULL, _KEYWORD */
+  uint8_t proto;               /* 0 = either, IPPROTO_TCP, IPPROTO_UDP */
+  uint16_t port_lo, port_hi;   /* destination port range; 0-65535 = any */
+  struct s5_prefix dst, src;   /* family 0 = any */
+  char name[S5_RULE_NAME_MAX]; /* lowercase, no final dot */
+  char out[S5_RULE_OUT_MAX];   /* the outbound as written */
+};
+
+struct s5_config;
+
+/* The outbounds besides the upstreams (whose index in cfg->upstreams is
+ * theirs). */
+#define S5_OUTBOUND_DIRECT 1000
+#define S5_OUTBOUND_BLOCK 1001
+#define S5_OUTBOUND_BALANCE 1002 /* the default when [rules] default is empty: [balance] chooses */
+
+/* Parses "MATCHERS -> OUTBOUND". With out (a rules-file's own outbound) a
+ * line may leave out "-> OUTBOUND" and be a bare name, address or prefix,
+ * or a hosts-file line ("0.0.0.0 NAME"). 0, or -1 with what is wrong. */
+int s5_rule_parse(const char *text, const char *out, struct s5_rule *r, char *err, size_t errlen);
+
+/* The outbound's number for a name: an upstream's index,
+ * S5_OUTBOUND_DIRECT, S5_OUTBOUND_BLOCK, or -1 when there is none. */
+int s5_rules_outbound(const struct s5_config *cfg, const char *name);
+
+/* Where a rule came from: a rules-file and its line (file NULL: the
+ * configuration file's line), and its item in cfg->rules. */
+struct s5_rule_at {
+  const char *file;
+  unsigned line;
+  unsigned item;
+};
+
+/* Every rule in order, files read now: fn (may be NULL) for each, which
+ * returns 0 or -1 with err. Returns the number of rules, or -1 with
+ * "FILE:LINE: what" in err. */
+typedef int s5_rule_fn(const struct s5_rule *r, const struct s5_rule_at *at, void *arg, char *err,
+                       size_t errlen);
+long s5_rules_each(const struct s5_config *cfg, s5_rule_fn *fn, void *arg, char *err, size_t errlen);
+
+/* s5_rules_each checking every outbound named (and the default): the
+ * number of rules, or -1 with "FILE:LINE: what". */
+long s5_rules_check(const struct s5_config *cfg, char *err, size_t errlen);
+
 /* [balance] strategy: how a new session chooses its upstream. */
 enum s5_balance {
   S5_BALANCE_FAILOVER,    /* the first healthy one in file order */
@@ -145,7 +214,10 @@ struct s5_config {
    * connects through (type DIRECT, name "direct", the direct sockets'
    * mark), derived when the configuration is read. */
   struct s5_upstream_cfg direct;
+  unsigned rules_half; /* not a key: the compiled [rules] this configuration uses (core/shared/rules.c) */
   bool socks5_section; /* upstreams[0] is [socks5] (the default, one SOCKS5 proxy) */
+
+  struct s5_rules_cfg rules;
 
   struct {
     enum s5_balance strategy;

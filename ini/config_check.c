@@ -203,7 +203,7 @@ void s5_config_derive(struct s5_config *cfg) {
   snprintf(d->name, sizeof d->name, "direct");
   d->type = S5_UPSTREAM_DIRECT;
   d->weight = 1;
-  /* Direct sockets leave around the tunnel: with auto-route the mark its
-   * rule keeps out of the device. */
-  d->mark = cfg->tun.auto_route ? cfg->upstreams[0].mark : 0;
+  /* Direct sockets leave around the tunnel: [rules] mark, or with
+   * auto-route the mark its rule keeps out of the device. */
+  d->mark = cfg->rules.mark != 0 ? cfg->rules.mark : cfg->tun.auto_route ? cfg->upstreams[0].mark : 0;
 }

@@ -33,6 +33,7 @@
 #include <ini.h>
 
 #include "internal.h"
+#include "keys.h"
 
 struct load {
   FILE *fp;
@@ -275,7 +276,8 @@ static int load_key(void *user, const char *section, const char *name, const cha
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
   }
-  if (set_at[key] != 0) {
+  bool repeat = s5_config_key(key)->repeat;
+  if (set_at[key] != 0 && !repeat) {
     /* Later-wins would hide typos such as a pasted block: refuse. */
     snprintf(what, sizeof what, "set twice, first at line %u", set_at[key]);
     load_fail(ld, ld->lineno, section, name, what);
@@ -288,6 +290,7 @@ static int load_key(void *user, const char *section, const char *name, const cha
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
   }
+  if (strcmp(section, "rules") == 0) s5_rules_note_line(ld->cfg, ld->path, name, ld->lineno);
   return 1;
 }
 

@@ -117,6 +117,10 @@ int s5_upstream_reload_merge(struct s5_config *next, const struct s5_config *cur
 /* --proxy URL (proxy_url.c): appends the upstream it describes. */
 int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size_t errlen);
 
+/* After a [rules] key was set from line of the configuration file conf:
+ * the line of the item it added, or of default (rules.c). */
+void s5_rules_note_line(struct s5_config *cfg, const char *conf, const char *name, unsigned line);
+
 /* Port of a socket address in host byte order, 0 if the family is unset
  * (types.c). */
 uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss);

@@ -168,6 +168,18 @@ static const struct s5_key keys[] = {
   {"balance", "check-target", &s5_type_listen, AT(balance.check_target), .live = true, .def = "",
    .doc = "ADDR:PORT each check CONNECTs to through the upstream; empty = the handshake alone"},
 
+  /* Outbound names are checked once every upstream is known (rules.c). */
+  {"rules", "default", &s5_type_text, AT(rules.def), .live = true, .def = "",
+   .doc =
+     "outbound of flows no rule matches: an upstream's name, direct or block; empty = any upstream, as [balance] chooses"},
+  {"rules", "mark", &s5_type_mark, AT(rules.mark), .live = true, .def = "0",
+   .doc = "SO_MARK of direct connections, so that they leave around the tunnel; 0 = auto-route's mark"},
+  {"rules", "rule", &s5_type_rule, AT(rules), .live = true, .repeat = true, .def = "",
+   .doc =
+     "MATCHERS -> OUTBOUND (domain: full: keyword: dst: src: port: proto:), repeatable, first match wins"},
+  {"rules", "rules-file", &s5_type_rule_file, AT(rules), .live = true, .repeat = true, .def = "",
+   .doc = "PATH [-> OUTBOUND]: a rule a line, or with an outbound a bare name or prefix a line; repeatable"},
+
   /* A connect that takes an hour is already a failure. */
   {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600,
    .live = true, .def = "10", .doc = "seconds for the proxy connect and SOCKS5 handshake"},

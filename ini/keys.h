@@ -37,6 +37,7 @@ struct s5_key {
   const char *const *words; /* enums: the words, NULL-terminated, index = value */
   bool live;                /* a reload (SIGHUP) applies it, to sessions opened after it */
   bool upstream;            /* a key of every [upstream NAME] section: offset in upstreams[0] (upstream.c) */
+  bool repeat;              /* may be given many times, each adds a line ([rules] rule, rules-file) */
   const char *def;          /* default, in the file's syntax; "" = empty */
   const char *doc;          /* one line for people */
 };
@@ -65,8 +66,11 @@ extern const struct s5_key_type s5_type_addrs; /* sockaddr_storage[2], port max:
                                                     IPv4 ([0]) and one IPv6 ([1]); empty = neither */
 extern const struct s5_key_type
   s5_type_proxy; /* an upstream's sockaddr_storage and its addrlen; keeps its port */
-extern const struct s5_key_type s5_type_port;   /* the port of a sockaddr_storage, 1..65535 */
-extern const struct s5_key_type s5_type_listen; /* sockaddr_storage from "ADDR:PORT"; empty = unset */
+extern const struct s5_key_type s5_type_port; /* the port of a sockaddr_storage, 1..65535 */
+extern const struct s5_key_type s5_type_listen;
+extern const struct s5_key_type s5_type_rule; /* [rules] rule: appended to cfg->rules (rules.c) */
+extern const struct s5_key_type s5_type_rule_file;
+/* [rules] rules-file: appended to cfg->rules */ /* sockaddr_storage from "ADDR:PORT"; empty = unset */
 
 /* The table (keys.c); keys are identified by their index 0..count-1. */
 int s5_config_key_count(void);

@@ -225,7 +225,9 @@ static void mark_up(struct s5_uptab *t, unsigned i, const char *how) {
     s5_warn("upstreams: %s is back, new connections are accepted again", t->u[i].name);
 }
 
-void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us) {
+uint32_t s5_uptab_downs(const struct s5_uptab *t, unsigned i) { return LOAD(&t->u[i].downs); }
+
+void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us, uint32_t downs) {
   struct s5_up_slot *u = &t->u[i];
   unsigned b = 0;
   while (b < S5_UP_HS_BUCKETS && hs_us > s5_up_hs_bucket_ms[b] * 1000ull) b++;
@@ -234,6 +236,7 @@ void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us
   STORE(&t->open_q[q][i], LOAD(&t->open_q[q][i]) + 1); /* one writer: the queue's worker */
   ADD(&u->open, 1);
   ADD(&u->total, 1);
+  if (LOAD(&u->downs) != downs) return; /* begun before its last fall: neither news nor a run's end */
   if (LOAD(&u->fails_row) != 0) STORE(&u->fails_row, 0);
   if (LOAD(&u->down) != 0) mark_up(t, i, "a connection through it succeeded");
 }
@@ -253,6 +256,7 @@ int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, cons
   uint32_t zero = 0;
   if (!__atomic_compare_exchange_n(&u->down, &zero, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;
   STORE(&u->why, (uint32_t)cause);
+  ADD(&u->downs, 1);
   STORE(&u->since_unix, (uint64_t)time(NULL));
   s5_warn(
     "upstream %s is down: %llu set-ups failed in a row (%s: %s); it takes no new connections until a "

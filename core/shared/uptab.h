@@ -55,6 +55,7 @@ struct s5_up_slot {
   uint32_t state;      /* enum s5_up_state */
   uint32_t down;       /* 0 up, 1 down */
   uint32_t why;        /* enum s5_up_cause of the last change to down */
+  uint32_t downs;      /* times it was marked down: a set-up begun before the last one cannot mark it up */
   uint64_t since_unix; /* time of the last state change (start: 0) */
   uint64_t fails_row;  /* set-ups failed in a row */
   uint64_t open;       /* sessions open now, all workers */
@@ -103,10 +104,15 @@ uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name);
  * -1 when there is none. The other calls take the upstream's slot. */
 int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried);
 
+/* How often slot i was marked down so far: a session reads it when it
+ * chooses the upstream, and hands it to s5_uptab_granted. */
+uint32_t s5_uptab_downs(const struct s5_uptab *t, unsigned i);
 /* A set-up through slot i on queue q succeeded after hs_us: a session
- * opens (open, total, the handshake histogram), the failure run ends, a
- * down upstream is up again. */
-void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us);
+ * opens (open, total, the handshake histogram), the failure run ends, and
+ * a down upstream is up again, unless it went down after the set-up began
+ * (downs, as s5_uptab_downs read it then, is older): a reply already on
+ * its way from a proxy that died since says nothing of it now. */
+void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us, uint32_t downs);
 /* A set-up through i failed for cause; 1 when this failure marked it
  * down. why: the last failure's text, for the warn line. */
 int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why);

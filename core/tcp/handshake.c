@@ -11,6 +11,7 @@
 
 #include "dns/dnsmap.h"
 #include "base/log.h"
+#include "shared/rules.h"
 #include "shared/uptab.h"
 #include "socks5/pool.h"
 #include "tcp/handshake.h"
@@ -74,12 +75,16 @@ static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
       __atomic_add_fetch(&t->u[s->proxy.up->slot].refused, 1, __ATOMIC_RELAXED);
     return -1;
   }
+  if (s->proxy.up->type == S5_UPSTREAM_DIRECT) return -1; /* direct: the destination's answer */
   unsigned from = hs_index(s);
   s5_uptab_failed(t, s->proxy.up->slot, (enum s5_up_cause)cause, r->why);
+  if (s->up_ruled) return -1; /* a rule named this upstream: no other carries the flow */
   if (s->early && (s->proxy.requested || s->conn.send_ok)) return -1; /* its bytes went to from */
   s->up_tried |= 1u << from;
   int next = s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
-  if (next < 0 || left == 0 || s5_proxy_retry(&s->proxy, &s->cfg->upstreams[next], left) < 0) return -1;
+  if (next < 0 || left == 0) return -1;
+  s->up_downs = s5_uptab_downs(t, s->cfg->upstreams[next].slot);
+  if (s5_proxy_retry(&s->proxy, &s->cfg->upstreams[next], left) < 0) return -1;
   __atomic_add_fetch(&t->u[s->cfg->upstreams[from].slot].retried, 1, __ATOMIC_RELAXED);
   s5_debug("s%llu upstream %s failed (%s): trying %s", (unsigned long long)s->id,
            s->cfg->upstreams[from].name, r->why, s->cfg->upstreams[next].name);
@@ -94,9 +99,9 @@ static void hs_result(void *session, const struct s5_proxy_result *r) {
     s5_session_abort_at(s, r->level, r->why);
   } else {
     s->rec.upstream = s->proxy.up->name;
-    if (s5_uptab() != NULL) {
+    if (s5_uptab() != NULL && s->proxy.up->type != S5_UPSTREAM_DIRECT) {
       uint64_t hs_ms = uv_now(&s->w->loop) - s->rec.started_ms;
-      s5_uptab_granted(s5_uptab(), s->w->index, s->proxy.up->slot, hs_ms * 1000);
+      s5_uptab_granted(s5_uptab(), s->w->index, s->proxy.up->slot, hs_ms * 1000, s->up_downs);
       s->up_open = 1;
     }
     s5_session_established(s);
@@ -125,10 +130,38 @@ static const struct s5_proxy_ops hs_ops = {
   .closed = s5_session_proxy_closed,
 };
 
-/* The upstream the session tries first: by the strategy, from the
- * shared health table (none while every upstream is down). */
-static int hs_choose(struct s5_session *s) {
+/* [rules]: the flow's outbound, decided once, here (an upstream's index,
+ * direct, block, or balance: any upstream [balance] chooses). */
+static int hs_outbound(struct s5_session *s, const struct s5_proxy_target *dest) {
+  struct s5_rules *t = s5_rules_of(s->cfg);
+  if (t == NULL) return S5_OUTBOUND_BALANCE;
+  struct s5_flow f = {.proto = IPPROTO_TCP, .name = dest->name[0] != '\0' ? dest->name : NULL};
+  const ip_addr_t *src = &s->conn.pcb->remote_ip;
+  if (dest->addr.ss_family == AF_INET6) {
+    f.family = AF_INET6;
+    memcpy(f.dst, &((const struct sockaddr_in6 *)&dest->addr)->sin6_addr, 16);
+    f.dport = ntohs(((const struct sockaddr_in6 *)&dest->addr)->sin6_port);
+    if (IP_IS_V6(src)) memcpy(f.src, ip_2_ip6(src)->addr, 16);
+  } else {
+    f.family = AF_INET;
+    memcpy(f.dst, &((const struct sockaddr_in *)&dest->addr)->sin_addr, 4);
+    f.dport = ntohs(((const struct sockaddr_in *)&dest->addr)->sin_port);
+    if (!IP_IS_V6(src)) memcpy(f.src, &ip_2_ip4(src)->addr, 4);
+  }
+  return s5_rules_match(t, &f, &s->rule);
+}
+
+/* The upstream the session tries first: the one its rule names (none
+ * while that one is down), or by the strategy, from the shared health
+ * table (none while every upstream is down). */
+static int hs_choose(struct s5_session *s, int out) {
   struct s5_uptab *t = s5_uptab();
+  if (out >= 0) {
+    s->up_ruled = 1;
+    if (t == NULL) return out;
+    uint32_t others = ~(1u << out);
+    return s5_uptab_pick(t, s->cfg, 0, others) == out ? out : -1;
+  }
   if (t == NULL) return 0;
   if (s->cfg->balance.strategy == S5_BALANCE_HASH) {
     struct s5_proxy_target dest;
@@ -138,17 +171,42 @@ static int hs_choose(struct s5_session *s) {
   return s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
 }
 
+/* [rules] direct: s5tund connects to the destination itself. */
+static int hs_direct(struct s5_session *s) {
+  char why[160];
+  s5_proxy_use(&s->proxy, &s->cfg->direct);
+  if (s5_proxy_start(&s->proxy, why, sizeof why) == 0) return 0;
+  s5_debug("s%llu direct: %s", (unsigned long long)s->id, why);
+  return -1;
+}
+
 int s5_handshake_start(struct s5_session *s) {
   s5_proxy_init(&s->proxy, s->w, s->cfg, &hs_ops, s);
   s->handles_open++;
   char why[160];
-  for (int i = hs_choose(s); i >= 0; i = s5_uptab_pick(s5_uptab(), s->cfg, s->up_hash, s->up_tried)) {
+  struct s5_proxy_target dest;
+  memset(&dest, 0, sizeof dest);
+  int out = hs_target(s, &dest) == 0 ? hs_outbound(s, &dest) : S5_OUTBOUND_BALANCE;
+  if (out == S5_OUTBOUND_BLOCK) {
+    s5_debug("s%llu blocked by [rules]", (unsigned long long)s->id);
+    return -1;
+  }
+  if (out == S5_OUTBOUND_DIRECT) return hs_direct(s);
+  int first = hs_choose(s, out);
+  for (int i = first; i >= 0;
+       i = s->up_ruled ? -1 : s5_uptab_pick(s5_uptab(), s->cfg, s->up_hash, s->up_tried)) {
     s5_proxy_use(&s->proxy, &s->cfg->upstreams[i]);
+    if (s5_uptab() != NULL) s->up_downs = s5_uptab_downs(s5_uptab(), s->proxy.up->slot);
     if (s->proxy.up->optimistic) s5_session_optimistic(s);
     /* A warm pooled connection when there is one: its CONNECT goes out now. */
     if (s5_pool_connect(s->tab->pool, &s->proxy, why, sizeof why) == 0) return 0;
     if (s5_uptab() == NULL || s->proxy.sock_open) break; /* a socket is in play: the session closes it */
     s->up_tried |= 1u << i; /* this one cannot carry it (SOCKS4, IPv6): the next */
+  }
+  if (first < 0 && s->up_ruled) {
+    s5_debug("s%llu refused: upstream %s, which its rule names, is down", (unsigned long long)s->id,
+             s->cfg->upstreams[out].name);
+    return -1;
   }
   if (s5_uptab() != NULL && s->up_tried == 0 && s->proxy.step == S5_PROXY_CONNECTING && !s->proxy.sock_open) {
     /* Every upstream is down: refused at once; uptab said so once. */

@@ -71,9 +71,12 @@ struct s5_session {
    * which has not come yet; the relay holds the client's bytes until the
    * request is out and reads nothing from the proxy until the reply. */
   unsigned early : 1;
-  unsigned up_open : 1; /* counted open at its upstream (core/shared/uptab.h) */
-  uint32_t up_tried;    /* [balance]: upstreams that failed this set-up, a bit each */
-  uint64_t up_hash;     /* [balance] strategy = hash: the destination's */
+  unsigned up_open : 1;  /* counted open at its upstream (core/shared/uptab.h) */
+  unsigned up_ruled : 1; /* a rule named its upstream: no failover to another */
+  uint32_t up_tried;     /* [balance]: upstreams that failed this set-up, a bit each */
+  uint64_t up_hash;      /* [balance] strategy = hash: the destination's */
+  uint32_t up_downs;     /* the upstream's down count when this set-up chose it (s5_uptab_downs) */
+  uint32_t rule;         /* [rules]: the number of the rule that chose its outbound, S5_RULE_DEFAULT */
 
   struct s5_session_record rec; /* [log] sessions: who, where, bytes, how it ended */
   char end_why[120];            /* rec.end's text when it is not a constant */

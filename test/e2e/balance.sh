@@ -110,7 +110,7 @@ start_balance() {
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
   sed -i 's/^level = debug$/&\nsessions = true/' "$ini"   # a line per session, naming its upstream
   for u in a b; do
-    printf '%s\n' "" "[upstream $u]" "address = $S_ADDR4" "port = $([[ $u == b ]] && echo "${B_PORT:-$MS_B_PORT}" || echo "$MS_PORT")" \
+    printf '%s\n' "" "[upstream $u]" "address = $S_ADDR4" "port = $([[ $u == b ]] && echo "${B_PORT:-$MS_B_PORT}" || echo "${A_PORT:-$MS_PORT}")" \
       "weight = $([[ $u == a ]] && echo "${WEIGHT_A:-1}" || echo "${WEIGHT_B:-1}")" >>"$ini"
     for kv; do echo "${kv%%=*} = ${kv#*=}" >>"$ini"; done
   done
@@ -273,6 +273,41 @@ case_balance_failover() {
   kill -HUP "$S5PID"
   e2e_wait_log "$S5LOG" "warn .*upstream a is up again \(its check succeeded\)" "$T_START" >/dev/null
   log "check-target: a stayed down while its check could not reach 10.201.0.99, up once it could reach $TGT4"
+  stop_balance
+
+  # Replies on their way when a died: a far-away a (a delay relay, 300 ms
+  # each way, in front of microsocks a) takes 10 set-ups; then it stops
+  # listening (SIGUSR1) and new sessions mark it down and go to b; then
+  # the 10 replies arrive. They carry their sessions, but they are no news
+  # of a: it stays down (the benchmark's failover row found it flapping:
+  # down, up, down in one millisecond, as a late reply brought it back).
+  local relay conc
+  E2E_LOGS+=("$WORK/relay.log")
+  rm -f "$WORK/relay.ready"
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/delayrelay.py" --listen "$S_ADDR4" --port 1095 --to "$S_ADDR4:$MS_PORT" \
+    --delay-ms 300 --ready-file "$WORK/relay.ready" >>"$WORK/relay.log" 2>&1 &
+  relay=$!
+  for _ in $(seq $((T_START * 10))); do [[ -s $WORK/relay.ready ]] && break; sleep 0.1; done
+  [[ -s $WORK/relay.ready ]] || fail "the delay relay did not start"
+  a0=$(carried a) b0=$(carried b)
+  A_PORT=1095 start_balance failover pool=0 # its first echo goes through a too
+  client --host "$TGT4" concurrent 10 --rounds 1 --timeout 20 >/dev/null &
+  conc=$!
+  for _ in $(seq $((T_START * 10))); do
+    (($(in_s ss -Htn state established "( sport = :1095 )" | wc -l) >= 10)) && break
+    sleep 0.05
+  done
+  kill -USR1 "$relay"
+  client --host "$TGT4" concurrent 5 --rounds 1 >/dev/null
+  e2e_wait_log "$S5LOG" "warn .*upstream a is down" 5 >/dev/null
+  wait "$conc" || fail "the 10 sessions set up through a before it died did not all complete"
+  expect_carried $((a0 + 11)) $((b0 + 5))
+  (($(lines "upstream a is up again") == 0)) ||
+    fail "a came back by late replies: $(oneline "$(grep -E 'upstream a is (down|up again)' "$S5LOG")")"
+  up_stat a state | grep -qx down || fail "a is $(up_stat a state) after its late replies, expected down"
+  kill "$relay" 2>/dev/null || true
+  wait "$relay" 2>/dev/null || true
+  log "late replies from a dead upstream: 10 sessions carried, a stays down"
   stop_balance
 }
 

@@ -9,12 +9,15 @@ A round trip through it costs 2 x delay;
 tests measure that themselves and assert in round trips (the accept is
 local, so the upstream TCP handshake is not delayed). Backpressure: a
 direction stops reading while more than --buffer bytes wait in it.
+SIGUSR1 closes the listening sockets (new connections are refused) and
+keeps relaying the open ones: a proxy that died with replies on their way.
 
   delayrelay.py --listen 10.200.0.2 --port 1090 --to 10.200.0.2:1081 \
       --delay-ms 25 [--ready-file F]
 Stdlib only."""
 import argparse
 import asyncio
+import signal
 import socket
 import sys
 
@@ -98,10 +101,13 @@ async def main():
     args = ap.parse_args()
     servers = [await asyncio.start_server(lambda r, w: handle(r, w, args), a, args.port)
                for a in args.listen]
+    # SIGUSR1: stop listening (new connections are refused), carry on with
+    # the open ones: a proxy that dies while replies are on their way.
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, lambda: [s.close() for s in servers])
     if args.ready_file:
         with open(args.ready_file, "w") as f:
             f.write("ready\n")
-    await asyncio.gather(*(s.serve_forever() for s in servers))
+    await asyncio.Event().wait()
 
 
 if __name__ == "__main__":

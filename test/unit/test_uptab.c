@@ -53,7 +53,7 @@ static void test_failover(void) {
   CHECK(tab.u[0].down == 1 && tab.u[0].why == S5_UP_TIMEOUT, "down, why timeout");
   CHECK(tab.u[0].failed[S5_UP_CONNECT] == 1 && tab.u[0].failed[S5_UP_TIMEOUT] == 2, "causes counted");
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 1, "the next healthy one");
-  s5_uptab_granted(&tab, 0, 1, 3000);
+  s5_uptab_granted(&tab, 0, 1, 3000, tab.u[1].downs);
   CHECK(tab.u[1].open == 1 && tab.u[1].total == 1, "open, total");
   s5_uptab_ended(&tab, 0, 1, 10, 20);
   CHECK(tab.u[1].open == 0 && tab.u[1].bytes_up == 10 && tab.u[1].bytes_down == 20, "ended, bytes");
@@ -63,14 +63,18 @@ static void test_failover(void) {
   /* Failures with successes between them are not a run. */
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
-  s5_uptab_granted(&tab, 0, 0, 3000);
+  s5_uptab_granted(&tab, 0, 0, 3000, tab.u[0].downs);
   s5_uptab_failed(&tab, 0, S5_UP_CONNECT, "x");
   CHECK(tab.u[0].down == 0, "a success ends the run");
   down(0), down(1), down(2);
   CHECK(tab.all_down == 1, "every one down: said once");
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == -1, "every one down: none");
-  s5_uptab_granted(&tab, 0, 2, 3000); /* a session started before it went down */
-  CHECK(tab.u[2].down == 0 && tab.all_down == 0, "a success brings it back");
+  /* A set-up begun before it went down (its reply was on the way when the
+   * proxy died): no news of it now. */
+  s5_uptab_granted(&tab, 0, 2, 3000, tab.u[2].downs - 1);
+  CHECK(tab.u[2].down == 1 && tab.all_down == 1 && tab.u[2].open == 1, "counted open, still down");
+  s5_uptab_granted(&tab, 0, 2, 3000, tab.u[2].downs); /* begun since */
+  CHECK(tab.u[2].down == 0 && tab.all_down == 0, "a success begun since brings it back");
 }
 
 static void test_single(void) {
@@ -96,14 +100,15 @@ static void test_least(void) {
   for (int k = 0; k < 300; k++) {
     int i = s5_uptab_pick(&tab, &cfg, 0, 0);
     n[i]++;
-    s5_uptab_granted(&tab, 0, (unsigned)i, 3000);
+    s5_uptab_granted(&tab, 0, (unsigned)i, 3000, tab.u[(unsigned)i].downs);
     s5_uptab_ended(&tab, 0, (unsigned)i, 0, 0);
   }
   CHECK(n[0] == 100 && n[1] == 100 && n[2] == 100, "short sessions spread: %u %u %u", n[0], n[1], n[2]);
-  s5_uptab_granted(&tab, 0, 0, 3000), s5_uptab_granted(&tab, 0, 0, 3000), s5_uptab_granted(&tab, 0, 1, 3000);
+  s5_uptab_granted(&tab, 0, 0, 3000, tab.u[0].downs), s5_uptab_granted(&tab, 0, 0, 3000, tab.u[0].downs),
+    s5_uptab_granted(&tab, 0, 1, 3000, tab.u[1].downs);
   CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 2, "the fewest open");
   /* A worker of queue 3 dies with 5 sessions open on upstream 2. */
-  for (int k = 0; k < 5; k++) s5_uptab_granted(&tab, 3, 2, 3000);
+  for (int k = 0; k < 5; k++) s5_uptab_granted(&tab, 3, 2, 3000, tab.u[2].downs);
   CHECK(tab.u[2].open == 5 && s5_uptab_pick(&tab, &cfg, 0, 0) != 2, "its open sessions count");
   s5_uptab_queue_reset(&tab, 3);
   CHECK(tab.u[2].open == 0 && tab.u[0].open == 2 && s5_uptab_pick(&tab, &cfg, 0, 0) == 2,
@@ -144,7 +149,7 @@ static void test_hash(void) {
 static void test_reload(void) {
   setup(S5_BALANCE_FAILOVER, 3, NULL); /* up0 up1 up2 in rows 0 1 2 */
   down(1);
-  s5_uptab_granted(&tab, 0, 2, 3000); /* a session through up2 stays open */
+  s5_uptab_granted(&tab, 0, 2, 3000, tab.u[2].downs); /* a session through up2 stays open */
   CHECK(tab.u[2].hs_le[2] == 1 && tab.u[2].hs_sum_us == 3000, "3 ms lands in the (2, 5] ms bucket");
   struct s5_config next = cfg;
   next.n_upstreams = 3;
