@@ -8,7 +8,10 @@
  *
  *   request/response port (-r, default 7100): the client sends one line
  *     "<N> ...\n" (any padding before the newline); the server answers with
- *     N bytes (N <= 16 MiB) and closes the connection, like HTTP/1.0. The
+ *     N bytes (N <= 16 MiB) and closes the connection, like HTTP/1.0. A
+ *     request that starts with a letter is an HTTP request (ab's): after its
+ *     empty line the answer is "HTTP/1.0 200 OK" with a body of HTTP_BODY
+ *     bytes, then the close. The
  *     server closing first keeps TIME_WAIT off the client side, so a load
  *     client can open many connections per second without running out of
  *     ports.
@@ -43,6 +46,8 @@
 #define MAX_RESP (16u << 20)
 #define LINE_MAX_LEN 4096
 #define ECHO_BUF 65536
+#define HTTP_BODY 1024
+static const char http_head[] = "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1024\r\n\r\n";
 
 enum kind { K_LISTEN_RR, K_LISTEN_ECHO, K_LISTEN_KA, K_RR, K_ECHO, K_KA, K_UDP_ECHO };
 
@@ -55,6 +60,12 @@ struct conn {
   uint64_t line_size; /* keep-alive: its N so far */
   int replying;       /* request/response: the line is complete */
   uint64_t resp_left; /* bytes still to send */
+  /* request/response, HTTP: the request's bytes so far, its end seen
+   * ("\r\n\r\n" matched up to ends_seen), the status line and header
+   * still to send */
+  int http;
+  unsigned ends_seen;
+  size_t head_off;
   /* echo: bytes read but not yet written back */
   char *buf;
   size_t buf_off, buf_len;
@@ -152,6 +163,16 @@ static void accept_all(struct conn *l) {
 
 /* Writes what is left of the response; 1 when done, 0 to wait, -1 error. */
 static int rr_send(struct conn *c) {
+  while (c->http && c->head_off < sizeof http_head - 1) {
+    ssize_t w =
+      send(c->fd, http_head + c->head_off, sizeof http_head - 1 - c->head_off, MSG_NOSIGNAL | MSG_MORE);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+      return -1;
+    }
+    c->head_off += (size_t)w;
+  }
   while (c->resp_left > 0) {
     size_t n = c->resp_left < sizeof fill ? (size_t)c->resp_left : sizeof fill;
     ssize_t w = send(c->fd, fill, n, MSG_NOSIGNAL);
@@ -202,8 +223,27 @@ static void rr_event(struct conn *c, uint32_t events) {
       drop(c);
       return;
     }
-    /* The size is the leading decimal number of the line. */
+    /* The size is the leading decimal number of the line; a letter first
+     * is HTTP: the request ends at its empty line. */
     for (ssize_t i = 0; i < n; i++) {
+      if (c->line_len == 0 && !c->http && !c->digits_done &&
+          ((buf[i] | 0x20) >= 'a' && (buf[i] | 0x20) <= 'z')) {
+        c->http = 1;
+        c->resp_left = HTTP_BODY;
+      }
+      if (c->http) {
+        static const char end[] = "\r\n\r\n";
+        c->ends_seen = buf[i] == end[c->ends_seen] ? c->ends_seen + 1 : (buf[i] == '\r' ? 1u : 0u);
+        if (++c->line_len > LINE_MAX_LEN) {
+          drop(c);
+          return;
+        }
+        if (c->ends_seen == 4) {
+          c->replying = 1;
+          break;
+        }
+        continue;
+      }
       int r = line_byte(c, buf[i], &c->resp_left);
       if (r < 0) {
         drop(c);

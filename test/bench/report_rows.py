@@ -4,10 +4,14 @@
 
     report_rows.py rows --out DIR --modes "thread process" [--relay-delay-ms MS]
     report_rows.py sweep --out DIR --cases "direct thread-q1 ..." --streams N [--clk-tck HZ]
+    report_rows.py upstreams --out DIR [--relay-delay-ms MS] [--clk-tck HZ]
 
 rows: reads $OUT/raw/rows/{direct,MODE}/ (meta and client outputs, written
 by rows.sh), prints the tables and exits 1 when a row did not run (a TTFB
 variant the binary does not know is skipped with a note, not a failure).
+upstreams: reads $OUT/raw/up-{squid,socks5,failover}/ (rows_upstream.sh):
+squid and the SOCKS5 server side by side, then the failover row; exits 1
+when a row did not run.
 sweep: CPU-s/GB of the N-stream iperf3 runs per mode and queue count, with
 the ratio to one queue (flat = within 10 %). Never fails on a figure.
 """
@@ -176,6 +180,110 @@ def sweep_table(args):
     return 0
 
 
+UP_TTFB_TITLES = (("nopool", "pool = 0"), ("pool", "pool = 4 (default)"),
+                  ("pool+optimistic", "pool = 4, optimistic = true"))
+
+
+def upstream_tables(args):
+    fails = []
+    relay, _ = read_kv_line(os.path.join(args.out, "raw", "rows", "relay.out"))
+    rt = num(relay.get("rtt_p50_ms"))
+    cols = []
+    for name in ("squid", "socks5"):
+        d = os.path.join(args.out, "raw", "up-" + name)
+        meta = read_kv_file(os.path.join(d, "meta"))
+        r = report.collect(args.out, "up-" + name, [1], args.clk_tck, tcp=False)  # its own connection row
+        for f in r["fail"]:
+            fails.append("%s: %s" % (name, f))
+        if "case_rc" in meta:
+            fails.append("%s: failed (exit %s)" % (name, meta["case_rc"]))
+        title = {"squid": "squid (HTTP CONNECT, Basic)", "dante": "danted (SOCKS5)",
+                 "microsocks": "microsocks (SOCKS5)"}.get(meta.get("proxy", name), name)
+        cols.append((name, title, d, meta, r))
+    mode = cols[0][3].get("mode", "?")
+    lines = ["", "### Upstreams: an HTTP proxy and a SOCKS5 server side by side", "",
+             "%s mode, one queue, each proxy the one `[upstream]`. Delay relay in front of the proxy for the "
+             "time to first byte: %s ms each way, RT = %s ms (its measured round trip)." % (
+                 mode, args.relay_delay_ms, fmt(rt, 1)), "",
+             "| row | " + " | ".join(c[1] for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+
+    def row(title, fn):
+        cells = []
+        for name, _, d, meta, r in cols:
+            v, why = fn(d, meta, r)
+            cells.append(v if v is not None else "–")
+            if why:
+                fails.append("%s: %s: %s" % (name, title, why))
+        lines.append("| %s | %s |" % (title, " | ".join(cells)))
+
+    def ttfb(variant):
+        def f(d, meta, r):
+            rc = meta.get("ttfb_%s_rc" % variant)
+            if rc != "0":
+                return None, "not run" if rc is None else "exit status %s" % rc
+            kv = out_kv(d, "ttfb_%s.out" % variant)
+            t = ms(kv.get("ttfb_p50_us"))
+            return "%s RT (%s ms)" % (fmt(t / rt if t is not None and rt else None, 2), fmt(t, 1)), None
+        return f
+
+    for v, title in UP_TTFB_TITLES:
+        row("time to first byte, %s (p50)" % title, ttfb(v))
+
+    def conns(d, meta, r):
+        rc = meta.get("rr_rc")
+        if rc != "0":
+            return None, "not run" if rc is None else "exit status %s" % rc
+        kv = out_kv(d, "rr.out")
+        rate, ticks = num(kv.get("rate")), num(meta.get("rr_cpu_ticks"))
+        n = num(kv.get("conns"))
+        per = (ticks / args.clk_tck) / n * 1e6 if ticks is not None and n else None
+        return "%s/s (%s µs CPU each)" % (fmt(rate, 0), fmt(per, 0)), None
+
+    row("new connections per second (s5tund's CPU per connection)", conns)
+
+    def per_gb(direction, who):
+        def f(d, meta, r):
+            run = r.get("%s1" % direction) or {}
+            v = run.get("cpu_s_per_gb" if who == "s5tund" else "proxy_cpu_s_per_gb")
+            return ("%s (%s Gbit/s)" % (fmt(v, 3), fmt(run.get("gbps"), 2)) if v is not None else None), None
+        return f
+
+    row("CPU-s/GB up, s5tund (one stream)", per_gb("up", "s5tund"))
+    row("CPU-s/GB down, s5tund", per_gb("down", "s5tund"))
+    row("CPU-s/GB up, the proxy", per_gb("up", "proxy"))
+    row("CPU-s/GB down, the proxy", per_gb("down", "proxy"))
+
+    d = os.path.join(args.out, "raw", "up-failover")
+    meta = read_kv_file(os.path.join(d, "meta"))
+    ab = {}
+    try:
+        with open(os.path.join(d, "ab.out")) as f:
+            for l in f:
+                k, sep, v = l.partition(":")
+                if sep:
+                    ab[k.strip()] = v.split()
+    except OSError:
+        pass
+    if meta.get("setup") != "ok" or "case_rc" in meta or meta.get("ab_rc") != "0":
+        fails.append("failover: %s" % (meta.get("setup") or "exit %s, ab %s" % (meta.get("case_rc"), meta.get("ab_rc"))))
+    first = lambda k: (ab.get(k) or ["–"])[0]
+    connect = ab.get("Connect") or ["–"] * 5
+    lines += ["", "Failover: two microsocks upstreams (strategy failover, check-interval 1, fail-after 3), "
+              "process mode, two queues; `ab -n %s -c %s` (a new connection per request) and the first upstream "
+              "killed (SIGKILL) during it." % (meta.get("ab_n", "?"), meta.get("ab_c", "?")), "",
+              "| complete | failed | sessions open on the killed one | SYN retransmissions | worst connect | "
+              "marked down after | up again while dead | up again after restart |", "|---|---|---|---|---|---|---|---|",
+              "| %s | %s | %s | %s | %s ms | %s s | %s | %s s |" % (
+                  first("Complete requests"), first("Failed requests"), meta.get("open_on_killed", "–"),
+                  meta.get("syn_retrans", "–"), connect[-1], meta.get("down_after_s", "–"),
+                  meta.get("up_while_dead", "–"), meta.get("up_after_s", "–")), ""]
+    print("\n".join(lines))
+    if fails:
+        print("Upstream rows that failed:\n" + "\n".join("- " + f for f in fails))
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(prog="report_rows.py")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -189,8 +297,12 @@ def main():
     s.add_argument("--cases", required=True)
     s.add_argument("--streams", required=True)
     s.add_argument("--clk-tck", type=float, default=100.0)
+    u = sub.add_parser("upstreams")
+    u.add_argument("--out", required=True)
+    u.add_argument("--relay-delay-ms", default="25")
+    u.add_argument("--clk-tck", type=float, default=100.0)
     args = ap.parse_args()
-    return rows_tables(args) if args.cmd == "rows" else sweep_table(args)
+    return {"rows": rows_tables, "sweep": sweep_table, "upstreams": upstream_tables}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@
 # variant whose key this binary does not know: skipped, with a note.
 
 RELAY_DELAY_MS=${BENCH_RELAY_DELAY_MS:-25}
-RELAY_PROXY_PORT=1090 # delay relay -> the SOCKS5 server (1090-1092: reserved in S, run.sh)
+RELAY_PROXY_PORT=1090 # delay relay -> the SOCKS5 server (1090-1093: reserved in S, run.sh)
 RELAY_TGT_PORT=1091   # delay relay -> benchsrv's request/response port (direct path)
 RELAY_ECHO_PORT=1092  # delay relay -> benchsrv's echo port (the relay's round trip)
 RELAY_PIDS=()
@@ -28,19 +28,24 @@ TTFB_VARIANTS=(
   "pool+optimistic|pool = 4\noptimistic = true"
 )
 
-# The two relays in the server namespace and their measured round trip.
+# rows_relay_start PORT UPSTREAM: a delay relay in the server namespace on
+# S_ADDR4:PORT, to UPSTREAM (ADDR:PORT).
+rows_relay_start() {
+  local port=$1 up=$2
+  rm -f "$WORK/relay.$port.ready"
+  ip netns exec "$NS_S" "$PY" "$BENCH_DIR/../e2e/delayrelay.py" --listen "$S_ADDR4" --port "$port" --to "$up" \
+    --delay-ms "$RELAY_DELAY_MS" --ready-file "$WORK/relay.$port.ready" >>"$OUT/raw/delayrelay.log" 2>&1 &
+  RELAY_PIDS+=($!)
+  for _ in $(seq $((T_START * 10))); do [[ -s $WORK/relay.$port.ready ]] && break; sleep 0.1; done
+  [[ -s $WORK/relay.$port.ready ]] || bench_die "the delay relay on $port did not start ($OUT/raw/delayrelay.log)"
+}
+
+# The relays of the rows in the server namespace and their measured round
+# trip.
 rows_relays_up() {
-  local i
-  for spec in "$RELAY_PROXY_PORT $S_ADDR4:$PROXY_PORT" "$RELAY_TGT_PORT $TGT4:$RR_PORT" \
-    "$RELAY_ECHO_PORT $TGT4:$ECHO_PORT"; do
-    read -r port up <<<"$spec"
-    rm -f "$WORK/relay.$port.ready"
-    ip netns exec "$NS_S" "$PY" "$BENCH_DIR/../e2e/delayrelay.py" --listen "$S_ADDR4" --port "$port" --to "$up" \
-      --delay-ms "$RELAY_DELAY_MS" --ready-file "$WORK/relay.$port.ready" >>"$OUT/raw/delayrelay.log" 2>&1 &
-    RELAY_PIDS+=($!)
-    for i in $(seq $((T_START * 10))); do [[ -s $WORK/relay.$port.ready ]] && break; sleep 0.1; done
-    [[ -s $WORK/relay.$port.ready ]] || bench_die "the delay relay on $port did not start ($OUT/raw/delayrelay.log)"
-  done
+  rows_relay_start "$RELAY_PROXY_PORT" "$S_ADDR4:$PROXY_PORT"
+  rows_relay_start "$RELAY_TGT_PORT" "$TGT4:$RR_PORT"
+  rows_relay_start "$RELAY_ECHO_PORT" "$TGT4:$ECHO_PORT"
   mkdir -p "$OUT/raw/rows"
   ip netns exec "$NS_C" "$PY" "$BENCH_DIR/rtprobe.py" --connect "$S_ADDR4:$RELAY_ECHO_PORT" --rounds 20 \
     >"$OUT/raw/rows/relay.out" 2>&1 || bench_die "delay relay probe: $(cat "$OUT/raw/rows/relay.out")"
@@ -203,7 +208,8 @@ rows_direct() {
   rows_ttfb direct "$S_ADDR4" "$RELAY_TGT_PORT"
 }
 
-# All rows; each in a subshell (a failure ends that one only).
+# All rows; each in a subshell (a failure ends that one only). The relays
+# stay up for the upstream rows (rows_upstream.sh); run.sh ends them.
 run_rows() {
   local name rc
   rows_relays_up
@@ -227,5 +233,4 @@ run_rows() {
       echo "case_rc=$rc" >>"$CASE_DIR/meta"
     fi
   done
-  rows_relays_down
 }

@@ -41,6 +41,9 @@
 #                         through a delay relay, 1 KB request rows, memory
 #                         with many connections, idle wake-ups, start-up)
 #                         (BENCH_ROWS=0)
+#   --no-upstreams        without the upstream rows (rows_upstream.sh: squid
+#                         and danted side by side, failover under ab)
+#                         (BENCH_UPSTREAMS=0)
 #   --hold N              connections and UDP flows held for the memory rows
 #                         (BENCH_HOLD; 1000, short 200)
 #   --idle-secs SECS      idle time of the wake-up row (BENCH_IDLE_SECS; 20, short 5)
@@ -86,6 +89,7 @@ UDP_RATE=${BENCH_UDP_RATE:-}
 UDP_LEN=${BENCH_UDP_LEN:-1400}
 UDP_FAMILY=${BENCH_UDP_FAMILY:-4}
 ROWS=${BENCH_ROWS:-1}
+UPSTREAMS=${BENCH_UPSTREAMS:-1}
 HOLD_N=${BENCH_HOLD:-}
 IDLE_SECS=${BENCH_IDLE_SECS:-}
 TTFB_SECS=${BENCH_TTFB_SECS:-}
@@ -97,6 +101,7 @@ while (($#)); do
     --no-install) NO_INSTALL=1; shift; continue ;;
     --conntrack) CONNTRACK=1; shift; continue ;;
     --no-rows) ROWS=0; shift; continue ;;
+    --no-upstreams) UPSTREAMS=0; shift; continue ;;
     -h|--help) usage ;;
     --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds|--tests|--udp-rate|--udp-len|--veth-gro|--udp-family|--hold|--idle-secs|--ttfb-secs)
       (($# >= 2)) || { echo "bench: $opt needs a value" >&2; exit 2; } ;;
@@ -215,6 +220,8 @@ proxy_pkg=dante-server
 [[ $PROXY == microsocks ]] && proxy_pkg=microsocks
 apt_install iperf3 "$proxy_pkg" iproute2 procps python3 coreutils gcc libc6-dev \
   || bench_die "could not install the packages the benchmark needs (iperf3 $proxy_pkg gcc ...)"
+[[ $ROWS == 1 && $UPSTREAMS == 1 ]] && { apt_install squid apache2-utils microsocks dante-server ||
+  bench_die "could not install the packages of the upstream rows (squid apache2-utils microsocks dante-server)"; }
 HAVE_GNUPLOT=1
 apt_install gnuplot-nox || { HAVE_GNUPLOT=0; bench_log "warning: no gnuplot: no chart"; }
 command -v gnuplot >/dev/null 2>&1 || HAVE_GNUPLOT=0
@@ -252,6 +259,8 @@ for m in $MODES; do for q in $QUEUES_LIST; do CASES+=("$m-q$q"); done; done
 runs_per_case=$(($(wc -w <<<"$STREAMS") * 2 + 4))
 per_case=$((runs_per_case * (DURATION + 25) + 3 * ${CONN_SECS%.*} + 2 * T_START + 100))
 rows_secs=$(((IDLE_SECS + 3 * ${CONN_SECS%.*} + 4 * TTFB_SECS + HOLD_N / 50 + 6 * T_START + 120) * 2))
+# The upstream rows: two proxies (2 iperf3 runs, connections, 3 TTFB runs), the failover row.
+((UPSTREAMS == 1)) && rows_secs=$((rows_secs + 2 * (2 * DURATION + ${CONN_SECS%.*} + 3 * TTFB_SECS + 8 * T_START) + 400))
 : "${E2E_DEADLINE:=$((${#CASES[@]} * per_case + rows_secs + 300))}"
 export E2E_DEADLINE
 
@@ -316,6 +325,7 @@ CLK_TCK=$(getconf CLK_TCK)
   echo "udp_len=$UDP_LEN"
   echo "udp_family=$UDP_FAMILY"
   echo "rows=$ROWS"
+  echo "upstreams=$UPSTREAMS"
   echo "hold=$HOLD_N"
   echo "idle_secs=$IDLE_SECS"
   echo "ttfb_secs=$TTFB_SECS"
@@ -346,10 +356,10 @@ fi
 # Room for many short connections.
 in_c sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
 in_s sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
-# ... but not the delay relays' listening ports (rows.sh: RELAY_*_PORT,
-# 1090-1092): an outgoing connection of the proxy's could hold one of them
+# ... but not the ports of the delay relays and of the proxies that start
+# later (rows.sh, rows_upstream.sh: RELAY_*_PORT, UP_MS_*_PORT; 1080-1093): an outgoing connection of the proxy's could hold one of them
 # when the rows start the relays.
-in_s sysctl -qw net.ipv4.ip_local_reserved_ports="1090-1092"
+in_s sysctl -qw net.ipv4.ip_local_reserved_ports="1080-1093"
 
 PROXY_LOG=$OUT/raw/$PROXY.log
 if [[ $PROXY == dante ]]; then
@@ -375,6 +385,8 @@ bench_log "targets on $TGT4 (only in the server namespace): benchsrv $RR_PORT/$E
 
 # shellcheck source=rows.sh
 source "$BENCH_DIR/rows.sh"
+# shellcheck source=rows_upstream.sh
+source "$BENCH_DIR/rows_upstream.sh"
 
 # ------------------------------------------------------------ measurement helpers
 
@@ -660,6 +672,8 @@ done
 if [[ $ROWS == 1 ]] && has_test tcp; then
   BENCH_PHASE=rows
   run_rows
+  [[ $UPSTREAMS == 1 ]] && run_upstream_rows
+  rows_relays_down
 fi
 
 # ------------------------------------------------------------ report
@@ -676,6 +690,10 @@ fi
 if [[ $ROWS == 1 ]] && has_test tcp; then
   "$PY" "$BENCH_DIR/report_rows.py" rows --out "$OUT" --modes "$MODES" --relay-delay-ms "$RELAY_DELAY_MS" \
     --hold "$HOLD_N" >>"$OUT/results.md" || report_rc=1
+  if [[ $UPSTREAMS == 1 ]]; then
+    "$PY" "$BENCH_DIR/report_rows.py" upstreams --out "$OUT" --relay-delay-ms "$RELAY_DELAY_MS" \
+      --clk-tck "$CLK_TCK" >>"$OUT/results.md" || report_rc=1
+  fi
 fi
 if [[ $HAVE_GNUPLOT == 1 && -f $OUT/chart.gp ]] && has_test tcp; then
   if (cd "$OUT" && timeout 60 gnuplot chart.gp >"$OUT/raw/gnuplot.log" 2>&1); then

@@ -32,6 +32,9 @@ TGT6=fd00:201::1
 TGT_PORT=7000
 MS_PORT=1080                  # microsocks
 DANTE_PORT=1081               # danted
+SQUID_PORT=3128               # squid (HTTP CONNECT, Basic authentication)
+SQUID_USER=alice
+SQUID_PASS='p@ss:w%rd'        # as squid checks it
 BP_PORT=1082                  # badproxy.py (the misbehaving SOCKS5 server)
 # CONNECT ports that choose badproxy's behaviour, and the bytes it sends
 # (badproxy.DATA, with the escape client.py read-end expects); for run.sh.
@@ -385,6 +388,50 @@ EOF
     e2e_wait_listen "$DANTE_PORT" "$a" || fail "danted does not listen on $a:$DANTE_PORT"
   done
   log "danted listening on $S_ADDR4:$DANTE_PORT and [$S_ADDR6]:$DANTE_PORT pid $DANTE_PID"
+}
+
+# e2e_start_squid: squid in S on S_ADDR4 and [S_ADDR6] port SQUID_PORT, in
+# the foreground (-N), its files under $WORK/squid (owned by its user),
+# Basic authentication against a password file of one user (SQUID_USER,
+# SQUID_PASS), CONNECT to any port for that user, nothing for anyone else,
+# nothing cached; pid in SQUID_PID, access log in SQUID_LOG.
+e2e_start_squid() {
+  local d=$WORK/squid
+  mkdir -p "$d"
+  htpasswd -bc "$d/passwd" "$SQUID_USER" "$SQUID_PASS" 2>/dev/null
+  echo "$TGT4 target.test" >"$d/hosts"
+  cat >"$d/squid.conf" <<EOF
+# squid for the s5tund end-to-end tests (namespace $NS_S)
+http_port $S_ADDR4:$SQUID_PORT
+http_port [$S_ADDR6]:$SQUID_PORT
+auth_param basic program /usr/lib/squid/basic_ncsa_auth $d/passwd
+auth_param basic children 2 startup=1
+auth_param basic realm s5tund-e2e
+acl authed proxy_auth REQUIRED
+http_access allow authed
+http_access deny all
+cache deny all
+cache_mem 8 MB
+access_log stdio:$d/access.log squid
+cache_log $d/cache.log
+cache_store_log none
+pid_filename $d/squid.pid
+coredump_dir $d
+hosts_file $d/hosts
+dns_nameservers 127.0.0.1
+shutdown_lifetime 0 seconds
+logfile_rotate 0
+max_filedescriptors 4096
+EOF
+  chown -R proxy:proxy "$d"
+  SQUID_LOG=$d/access.log
+  E2E_LOGS+=("$d/cache.log" "$d/access.log")
+  in_s squid -k parse -f "$d/squid.conf" >"$d/parse.log" 2>&1 || { cat "$d/parse.log"; fail "squid -k parse"; }
+  ip netns exec "$NS_S" squid -N -f "$d/squid.conf" >>"$d/cache.log" 2>&1 &
+  SQUID_PID=$!
+  e2e_wait_listen "$SQUID_PORT" "$S_ADDR4" || fail "squid does not listen on $S_ADDR4:$SQUID_PORT"
+  e2e_wait_listen "$SQUID_PORT" "$S_ADDR6" || fail "squid does not listen on [$S_ADDR6]:$SQUID_PORT"
+  log "squid listening on $S_ADDR4:$SQUID_PORT and [$S_ADDR6]:$SQUID_PORT (Basic, user $SQUID_USER)"
 }
 
 # The misbehaving SOCKS5 server: its behaviour is chosen by the port the

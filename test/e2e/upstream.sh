@@ -28,14 +28,13 @@
 #                     one debug line with the reason), the interim one
 #                     works, and echoes go on through the same daemon.
 
-SQUID_PORT=3128
 TP_PORT=8888
 HTTPPROXY_PORT=1084
 DANTE4_PORT=1085
 SSH4_PORT=1086
 UDP_ECHO_PORT=7001
-UP_USER=alice
-UP_PASS='p@ss:w%rd'      # as squid checks it
+UP_USER=$SQUID_USER
+UP_PASS=$SQUID_PASS
 UP_PASS_URL='p%40ss%3Aw%25rd'
 
 # shellcheck source=dnslib.sh
@@ -99,50 +98,8 @@ wait_count() {
 
 # ------------------------------------------------------------ squid
 
-# start_squid: squid in S on S_ADDR4 and [S_ADDR6] port SQUID_PORT, in the
-# foreground (-N), its files under $WORK/squid (owned by its user),
-# Basic authentication against a password file of one user, CONNECT to any
-# port for that user, nothing for anyone else, nothing cached.
-start_squid() {
-  local d=$WORK/squid
-  mkdir -p "$d"
-  htpasswd -bc "$d/passwd" "$UP_USER" "$UP_PASS" 2>/dev/null
-  echo "$TGT4 target.test" >"$d/hosts"
-  cat >"$d/squid.conf" <<EOF
-# squid for the s5tund end-to-end tests (namespace $NS_S)
-http_port $S_ADDR4:$SQUID_PORT
-http_port [$S_ADDR6]:$SQUID_PORT
-auth_param basic program /usr/lib/squid/basic_ncsa_auth $d/passwd
-auth_param basic children 2 startup=1
-auth_param basic realm s5tund-e2e
-acl authed proxy_auth REQUIRED
-http_access allow authed
-http_access deny all
-cache deny all
-cache_mem 8 MB
-access_log stdio:$d/access.log squid
-cache_log $d/cache.log
-cache_store_log none
-pid_filename $d/squid.pid
-coredump_dir $d
-hosts_file $d/hosts
-dns_nameservers 127.0.0.1
-shutdown_lifetime 0 seconds
-logfile_rotate 0
-max_filedescriptors 4096
-EOF
-  chown -R proxy:proxy "$d"
-  SQUID_LOG=$d/access.log
-  E2E_LOGS+=("$d/cache.log" "$d/access.log")
-  in_s squid -k parse -f "$d/squid.conf" >"$d/parse.log" 2>&1 || { cat "$d/parse.log"; fail "squid -k parse"; }
-  ip netns exec "$NS_S" squid -N -f "$d/squid.conf" >>"$d/cache.log" 2>&1 &
-  e2e_wait_listen "$SQUID_PORT" "$S_ADDR4" || fail "squid does not listen on $S_ADDR4:$SQUID_PORT"
-  e2e_wait_listen "$SQUID_PORT" "$S_ADDR6" || fail "squid does not listen on [$S_ADDR6]:$SQUID_PORT"
-  log "squid listening on $S_ADDR4:$SQUID_PORT and [$S_ADDR6]:$SQUID_PORT (Basic, user $UP_USER)"
-}
-
 case_upstream_squid() {
-  start_squid
+  e2e_start_squid
   start_up "http://$UP_USER:$UP_PASS_URL@$S_ADDR4:$SQUID_PORT#squid"
   e2e_wait_log "$S5LOG" "upstream squid: HTTP CONNECT $S_ADDR4:$SQUID_PORT with credentials" 5 >/dev/null
   e2e_wait_log "$S5LOG" "UDP: no upstream carries it" 5 >/dev/null

@@ -1,0 +1,188 @@
+# shellcheck shell=bash
+# SPDX-License-Identifier: MIT
+# The upstream rows (sourced by run.sh; run after rows.sh's, in the first
+# mode of MODES, with one queue):
+#   - squid (HTTP CONNECT with Basic authentication) and run.sh's SOCKS5
+#     server (--proxy: danted, or microsocks) side by side, each as the one
+#     [upstream] of s5tund: time to first byte through a delay relay
+#     RELAY_DELAY_MS away (no pool / pool / pool with optimistic), new connections per second, CPU-s/GB up and down (one
+#     iperf3 stream each way, s5tund's tree and the proxy's);
+#   - failover: two microsocks upstreams (strategy failover, check-interval
+#     1), process mode with two queues; ab (UP_AB_N requests, UP_AB_C at
+#     once, each a new connection) and the first upstream killed
+#     (SIGKILL) UP_KILL_AFTER seconds in: ab's failed requests, the
+#     client's SYN retransmissions, the worst connect time, the sessions
+#     open on the dead one when it died, the time until s5tund marked it
+#     down and, after its restart, until it was up again (from s5tund's
+#     log).
+# Each row in a subshell with its directory under $OUT/raw (up-squid,
+# up-socks5, up-failover); report_rows.py upstreams renders them.
+
+RELAY_SQUID_PORT=1093 # delay relay -> squid (1090-1093: reserved in S, run.sh)
+UP_MS_A_PORT=1087     # the failover row's two microsocks (reserved in S too)
+UP_MS_B_PORT=1088
+UP_MS_A_BIND=10.200.0.11 # their outgoing addresses (S's lo): who carried what
+UP_MS_B_BIND=10.200.0.12
+if [[ $SHORT == 1 ]]; then
+  UP_AB_N=${BENCH_AB_N:-3000} UP_AB_C=${BENCH_AB_C:-50} UP_KILL_AFTER=0.3
+else
+  UP_AB_N=${BENCH_AB_N:-20000} UP_AB_C=${BENCH_AB_C:-200} UP_KILL_AFTER=2
+fi
+
+# The TTFB variants: name and the upstream's extra lines.
+UP_TTFB_VARIANTS=("nopool|pool = 0" "pool|pool = 4" "pool+optimistic|pool = 4\noptimistic = true")
+
+# up_config FILE MODE QUEUES SECTION...: s5tund's file with these
+# [upstream] sections (each a string of lines), a stats socket.
+up_config() {
+  local f=$1 mode=$2 q=$3 s
+  shift 3
+  printf '%s\n' "mode = $mode" "queues = $q" "[tun]" "name = $TUN" "mtu = $MTU" "ipv4 = $TUN_IPV4" \
+    "ipv6 = $TUN_IPV6" "[stats]" "socket = $WORK/stats.sock" >"$f"
+  for s; do printf '%b\n' "$s" >>"$f"; done
+}
+
+up_section() {   # up_section squid|dante|microsocks PORT EXTRA
+  case $1 in
+    squid) printf '%s' "[upstream squid]\ntype = http\naddress = $S_ADDR4\nport = $2\nusername = $SQUID_USER\npassword = \"$SQUID_PASS\"" ;;
+    dante|microsocks) printf '%s' "[upstream $1]\ntype = socks5\naddress = $S_ADDR4\nport = $2" ;;
+  esac
+  [[ -z $3 ]] || printf '\n%s' "$3"
+}
+
+# up_start FILE MODE QUEUES: s5tund with it, ready for traffic.
+up_start() {
+  e2e_start_s5tund -c "$1" 3>&-
+  e2e_wait_device "$2" "$3"
+  ip netns exec "$NS_C" "$CONNRATE" probe -a "$TGT4" -p "$RR_PORT" -w "$T_START" -t 3000 \
+    >"$CASE_DIR/probe.out" 2>&1 || { meta setup "no exchange with the target: $(cat "$CASE_DIR/probe.out")"; exit 1; }
+}
+
+# One proxy: the rows of rows_upstream_proxy's comment.
+rows_upstream_proxy() {
+  local p=$1 port relay cfg=$WORK/up-$1.ini v name extra
+  PROXY_PID=$2 # measure_end's proxy CPU: this proxy's
+  if [[ $p == squid ]]; then port=$SQUID_PORT relay=$RELAY_SQUID_PORT; else port=$PROXY_PORT relay=$RELAY_PROXY_PORT; fi
+  trap 'case_exit' EXIT
+  meta kind tunnel
+  meta proxy "$p"
+  meta mode "$UP_MODE"
+  meta queues 1
+  up_config "$cfg" "$UP_MODE" 1 "$(up_section "$p" "$port" "")"
+  up_start "$cfg" "$UP_MODE" 1
+  meta setup ok
+  iperf_run up1 1 up
+  iperf_run down1 1 down
+  connrate_timed rr rr "$RR_PORT" "$CONC" "connections through $p"
+  e2e_s5_alive || { meta died "during the $p rows"; exit 1; }
+  rows_stop
+  for v in "${UP_TTFB_VARIANTS[@]}"; do
+    name=${v%%|*} extra=${v#*|}
+    up_config "$cfg" "$UP_MODE" 1 "$(up_section "$p" "$relay" "$extra")"
+    up_start "$cfg" "$UP_MODE" 1
+    sleep 0.5 # a moment for a pool to fill
+    rows_ttfb "$name" "$TGT4" "$RR_PORT"
+    rows_stop
+  done
+  trap - EXIT
+}
+
+# up_ms_start a|b: that microsocks, its pid in UP_MS_PID_a / _b.
+up_ms_start() {
+  local port=$UP_MS_A_PORT bind=$UP_MS_A_BIND
+  [[ $1 == b ]] && port=$UP_MS_B_PORT bind=$UP_MS_B_BIND
+  ip netns exec "$NS_S" microsocks -i "$S_ADDR4" -p "$port" -b "$bind" >>"$CASE_DIR/microsocks.$1.log" 2>&1 &
+  printf -v "UP_MS_PID_$1" '%s' "$!"
+  e2e_wait_listen "$port" "$S_ADDR4" || { meta setup "microsocks $1 does not listen on $port"; exit 1; }
+}
+
+# log_time ERE [SKIP]: the time (epoch seconds) of s5tund's first log line
+# matching after the first SKIP ones, bounded wait; empty when none came.
+log_time() {
+  local line
+  for _ in $(seq $((T_START * 10))); do
+    line=$(grep -E -- "$1" "$S5LOG" 2>/dev/null | sed -n "$((${2:-0} + 1))p")
+    [[ -n $line ]] && { date -d "${line%% *}" +%s.%N; return 0; }
+    sleep 0.1
+  done
+}
+
+syn_retrans() { in_c nstat -az TcpExtTCPSynRetrans | awk '$1 == "TcpExtTCPSynRetrans" {print $2}'; }
+
+rows_upstream_failover() {
+  local cfg=$WORK/up-failover.ini a b s0 t_kill t_down t_start t_up open_a abpid rc=0 n_up
+  trap 'case_exit; kill -KILL "${UP_MS_PID_a:-}" "${UP_MS_PID_b:-}" 2>/dev/null || true' EXIT
+  meta kind tunnel
+  meta mode process
+  meta queues 2
+  ip -n "$NS_S" addr replace "$UP_MS_A_BIND/32" dev lo
+  ip -n "$NS_S" addr replace "$UP_MS_B_BIND/32" dev lo
+  up_ms_start a
+  up_ms_start b
+  a="[upstream a]\naddress = $S_ADDR4\nport = $UP_MS_A_PORT"
+  b="[upstream b]\naddress = $S_ADDR4\nport = $UP_MS_B_PORT"
+  up_config "$cfg" process 2 "$a" "$b" "[balance]\nstrategy = failover\ncheck-interval = 1\nfail-after = 3"
+  up_start "$cfg" process 2
+  meta setup ok
+  meta ab_n "$UP_AB_N"
+  meta ab_c "$UP_AB_C"
+  s0=$(syn_retrans)
+  ip netns exec "$NS_C" ab -q -r -s 30 -n "$UP_AB_N" -c "$UP_AB_C" "http://$TGT4:$RR_PORT/" \
+    >"$CASE_DIR/ab.out" 2>&1 &
+  abpid=$!
+  sleep "$UP_KILL_AFTER"
+  open_a=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+print(sum(u["open"] for u in json.load(sys.stdin)["upstreams"] if u["name"] == "a"))' 2>/dev/null || echo "?")
+  t_kill=$EPOCHREALTIME
+  kill -KILL "$UP_MS_PID_a"
+  wait "$UP_MS_PID_a" 2>/dev/null || true
+  meta open_on_killed "$open_a"
+  wait "$abpid" || rc=$?
+  meta ab_rc "$rc"
+  meta syn_retrans $(($(syn_retrans) - s0))
+  say "failover: ab rc=$rc; $(grep -E '^(Complete|Failed) requests' "$CASE_DIR/ab.out" | tr -s ' ' | tr '\n' ' ')"
+  t_down=$(log_time "upstream a is down")
+  [[ -n $t_down ]] && meta down_after_s "$(awk -v a="$t_kill" -v b="$t_down" 'BEGIN {printf "%.3f", b - a}')"
+  n_up=$(grep -cE "upstream a is up again" "$S5LOG" || true)
+  meta up_while_dead "$n_up"
+  t_start=$EPOCHREALTIME
+  up_ms_start a
+  t_up=$(log_time "upstream a is up again" "$n_up")
+  [[ -n $t_up ]] && meta up_after_s "$(awk -v a="$t_start" -v b="$t_up" 'BEGIN {printf "%.3f", b - a}')"
+  say "failover: down after $(sed -n 's/^down_after_s=//p' "$CASE_DIR/meta")s, up again after $(sed -n 's/^up_after_s=//p' "$CASE_DIR/meta")s"
+  e2e_s5_alive || { meta died "during the failover row"; exit 1; }
+  case_exit
+  kill -KILL "$UP_MS_PID_a" "$UP_MS_PID_b" 2>/dev/null || true
+  trap - EXIT
+}
+
+# All upstream rows, each in a subshell (a failure ends that one only).
+run_upstream_rows() {
+  local name rc
+  UP_MODE=${MODES%% *}
+  e2e_start_squid >>"$OUT/raw/squid.log" 2>&1
+  rows_relay_start "$RELAY_SQUID_PORT" "$S_ADDR4:$SQUID_PORT"
+  for name in squid socks5 failover; do
+    bench_log "upstream rows: $name"
+    CASE_DIR=$OUT/raw/up-$name
+    mkdir -p "$CASE_DIR"
+    : >"$CASE_DIR/meta"
+    case $name in
+      squid) ( rows_upstream_proxy squid "$SQUID_PID" ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
+      socks5) ( rows_upstream_proxy "$PROXY" "$PROXY_PID" ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
+      failover) ( rows_upstream_failover ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
+    esac
+    CASE_PID=$!
+    rc=0
+    wait "$CASE_PID" || rc=$?
+    CASE_PID=""
+    if ((rc != 0)); then
+      bench_log "upstream rows $name FAILED (exit $rc); its log, last lines:"
+      tail -n 25 "$OUT/raw/up-$name.log" | sed 's/^/    /'
+      echo "case_rc=$rc" >>"$CASE_DIR/meta"
+    fi
+  done
+  kill -TERM "$SQUID_PID" 2>/dev/null || true
+  wait "$SQUID_PID" 2>/dev/null || true
+}
