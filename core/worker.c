@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shared/rules.h"
 #include "shared/conntab.h"
 #include "shared/uptab.h"
 #include "base/assert.h"
@@ -46,6 +47,7 @@ _Static_assert(S5_MEMTRIM_PERIOD_MS <= S5_IDLE_TICK_MS, "an idle worker checks o
 static void worker_take_config(struct s5_worker *w) {
   if (!s5_wctx_cfg_take(&w->ctx)) return;
   const struct s5_config *cfg = w->ctx.cfg;
+  s5_rules_taken(w->ctx.index, cfg); /* its older rules may be compiled over now */
   if (w->own_process) {
     int r = s5_log_apply(cfg);
     if (r < -1) s5_error("reload: log file %s: %s", cfg->log.file, strerror(-r));
@@ -313,6 +315,7 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
   lwip_init(); /* this thread's own instance: lwIP's state is thread-local */
   w->own_process = handle_signals;
   worker_take_config(w); /* a worker restarted after a reload starts with it */
+  s5_rules_taken(w->ctx.index, w->ctx.cfg);
   if (handle_signals && worker_watch_signals(w) < 0) return -1;
   if (s5_netif_start(&w->tun) < 0 || s5_sessions_listen(&w->tcp) < 0 ||
       (w->udp = s5_udp_start(&w->ctx, &w->tun)) == NULL)

@@ -28,6 +28,10 @@ enum flag_id {
   FLAG_PROXY,
   FLAG_LOG_LEVEL,
   FLAG_CHECK,
+  FLAG_EXPLAIN,
+  FLAG_NAME,
+  FLAG_SRC,
+  FLAG_PROTO,
   FLAG_STATS,
   FLAG_CONNECTIONS,
   FLAG_JSON,
@@ -66,6 +70,12 @@ static const struct flag flags[] = {
   {FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level", "LEVEL",
    "error, warn, info or debug"},
   {FLAG_CHECK, "check-config", 0, NULL, NULL, NULL, NULL, "print the effective configuration and exit"},
+  {FLAG_EXPLAIN, "explain", 0, "DST:PORT", NULL, NULL, NULL,
+   "print the [rules] rule and the outbound a flow to DST:PORT\n"
+   "                           would take, and exit (no daemon needed)"},
+  {FLAG_NAME, "name", 0, "NAME", NULL, NULL, NULL, "with --explain: the flow's mapped name"},
+  {FLAG_SRC, "src", 0, "ADDR", NULL, NULL, NULL, "with --explain: the flow's source (a LAN client)"},
+  {FLAG_PROTO, "proto", 0, "tcp|udp", NULL, NULL, NULL, "with --explain: the protocol (default tcp)"},
   {FLAG_STATS, "stats", 0, NULL, NULL, NULL, "[SOCKET]",
    "print the counters of a running s5tund and exit\n"
    "                           (first argument; default SOCKET " S5_STATS_DEFAULT_SOCKET ")"},
@@ -93,6 +103,7 @@ struct arg {
 /* What the first pass found. */
 struct args {
   const char *config; /* --config FILE, NULL = none */
+  bool explain_on;    /* --explain: what it asks is in explain */
   bool socks5, proxy; /* --socks5 given, --proxy given */
   bool check;
   bool help;
@@ -240,7 +251,9 @@ static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen
   struct arg a;
   int i;
 
+  char what[200];
   memset(as, 0, sizeof *as);
+  s5_explain_flag(NULL, NULL, what, sizeof what);
   for (i = 1; i < argc; i++) {
     if (read_arg(&a, argc, argv, &i, err, errlen) != 0) return -1;
     switch (a.flag->id) {
@@ -252,6 +265,16 @@ static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen
         as->config = a.value;
         break;
       case FLAG_CHECK: as->check = true; break;
+      case FLAG_EXPLAIN:
+      case FLAG_NAME:
+      case FLAG_SRC:
+      case FLAG_PROTO:
+        if (s5_explain_flag(a.flag->name, a.value, what, sizeof what) != 0) {
+          snprintf(err, errlen, "%s: %s", a.spelled, what);
+          return -1;
+        }
+        as->explain_on = as->explain_on || a.flag->id == FLAG_EXPLAIN;
+        break;
       case FLAG_SOCKS5: as->socks5 = true; break;
       case FLAG_PROXY: as->proxy = true; break;
       case FLAG_HELP: as->help = true; return 0;
@@ -271,6 +294,11 @@ static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen
         return -1;
       default: break;
     }
+  }
+  const struct s5_explain *explain = s5_args_explain();
+  if (!as->explain_on && (explain->name[0] != '\0' || explain->src.ss_family != 0 || explain->proto_given)) {
+    snprintf(err, errlen, "--name, --src and --proto go with --explain DST:PORT");
+    return -1;
   }
   if (as->socks5 && as->proxy) {
     snprintf(err, errlen,
@@ -426,6 +454,7 @@ enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc, char **argv
   if (check_final(cfg, argc, argv, as.config, err, sizeof err) != 0) goto bad;
   if (s5_rules_check(cfg, err, sizeof err) < 0) goto bad; /* reads the rule files */
   s5_config_derive(cfg);
+  if (as.explain_on) return S5_ARGS_EXPLAIN;
   if (as.check) {
     s5_config_print(cfg, out);
     return S5_ARGS_EXIT_OK;

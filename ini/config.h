@@ -272,7 +272,18 @@ enum s5_args_result {
   S5_ARGS_RUN = 0,  /* configuration complete: start the daemon */
   S5_ARGS_EXIT_OK,  /* --help, --version or a good --check-config: exit 0 */
   S5_ARGS_EXIT_BAD, /* a message naming file/line/key or flag was printed: exit 2 */
+  S5_ARGS_EXPLAIN,  /* --explain: the configuration is complete; s5_args_explain() says what to explain */
 };
+
+/* --explain DST:PORT [--name NAME] [--src ADDR] [--proto tcp|udp]: the
+ * flow to explain (src family 0: none given; proto IPPROTO_TCP or _UDP). */
+struct s5_explain {
+  struct sockaddr_storage dst, src;
+  char name[254];
+  int proto;       /* IPPROTO_TCP (the default) or IPPROTO_UDP */
+  int proto_given; /* --proto was on the command line */
+};
+const struct s5_explain *s5_args_explain(void);
 
 /* Fills *cfg from defaults, the --config file (if any) and the flags, in that
  * order of precedence. Prints help, version, the effective configuration

@@ -121,6 +121,11 @@ int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size
  * the line of the item it added, or of default (rules.c). */
 void s5_rules_note_line(struct s5_config *cfg, const char *conf, const char *name, unsigned line);
 
+/* One of --explain, --name, --src, --proto (flag without "--") with its
+ * value into s5_args_explain()'s flow; flag NULL starts afresh. 0, or -1
+ * with what is wrong (explain.c). */
+int s5_explain_flag(const char *flag, const char *value, char *err, size_t errlen);
+
 /* Port of a socket address in host byte order, 0 if the family is unset
  * (types.c). */
 uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss);

@@ -16,9 +16,11 @@
 #include <sys/resource.h>
 
 #include "config.h"
+#include "shared/rules.h"
 #include "shared/conntab.h"
 #include "dns/dns.h"
 #include "exec.h"
+#include "explain.h"
 #include "base/log.h"
 #include "ctx/memtrim.h"
 #include "base/privileges.h"
@@ -118,6 +120,7 @@ int main(int argc, char **argv) {
   switch (s5_args_load(&cfg, argc, argv)) {
     case S5_ARGS_RUN: break;
     case S5_ARGS_EXIT_OK: return 0;
+    case S5_ARGS_EXPLAIN: return s5_explain(&cfg, s5_args_explain(), stdout);
     default: return 2;
   }
   int r = s5_log_open(&cfg);
@@ -141,6 +144,12 @@ int main(int argc, char **argv) {
   int r2 = s5_uptab_setup(&cfg);
   if (r2 < 0) {
     s5_error("mapping the upstream table: %s", strerror(-r2));
+    return 1;
+  }
+  char why[512] = "";
+  r2 = s5_rules_setup(&cfg, why, sizeof why);
+  if (r2 != 0) {
+    s5_error("[rules]: %s", r2 == -1 ? why : strerror(-r2));
     return 1;
   }
   r2 = s5_conntab_setup(cfg.queues);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "shared/rules.h"
 #include "shared/config_slot.h"
 #include "base/log.h"
 #include "shared/uptab.h"
@@ -76,6 +77,13 @@ int s5_reload(struct s5_config *live, struct s5_stats_area *stats) {
     memcpy(next->dns.addr, live->dns.addr, sizeof next->dns.addr);
   }
   int kept = s5_config_reload_merge(next, live, reload_warn, NULL);
+  char why[512] = "";
+  if (s5_rules_reload(next, live, why, sizeof why) != 0) {
+    s5_error("reload failed, configuration unchanged: %s", why);
+    S5_STAT_SET(stats, reload_failures, S5_STAT_GET(stats, reload_failures) + 1);
+    free(next);
+    return 0;
+  }
   if (s5_uptab() != NULL) s5_uptab_assign(s5_uptab(), next); /* the upstreams' rows, by name */
   *live = *next;
   free(next);
