@@ -56,7 +56,7 @@ int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *ou
     const char *file;
     unsigned line;
     s5_rules_where(t, rule, &file, &line);
-    fprintf(out, "rule     %s:%u\n", file != NULL ? file : cfg->rules.conf, line);
+    fprintf(out, "rule     %s:%u\n", file, line);
   }
   fprintf(out, "outbound %s\n", outbound_name(cfg, o));
   if (o == S5_OUTBOUND_BALANCE)

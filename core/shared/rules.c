@@ -128,8 +128,17 @@ int s5_rules_match(struct s5_rules *t, const struct s5_flow *f, uint32_t *rule) 
 
 void s5_rules_where(const struct s5_rules *t, uint32_t rule, const char **file, unsigned *line) {
   const struct crule *c = (const struct crule *)CAT(t, t->rules) + rule;
-  *file = c->file == 0 ? NULL : (const char *)CAT(t, ((const uint32_t *)CAT(t, t->files))[c->file - 1]);
+  *file = c->file == 0 ? t->conf : (const char *)CAT(t, ((const uint32_t *)CAT(t, t->files))[c->file - 1]);
   *line = c->line;
+}
+
+const char *s5_rules_outbound_name(const struct s5_rules *t, int out) {
+  switch (out) {
+    case S5_OUTBOUND_DIRECT: return "direct";
+    case S5_OUTBOUND_BLOCK: return "block";
+    case S5_OUTBOUND_BALANCE: return "balance";
+    default: return out >= 0 && (uint32_t)out < t->n_ups ? t->up_names[out] : "?";
+  }
 }
 
 uint32_t s5_rules_count(const struct s5_rules *t) { return t != NULL ? t->n_rules : 0; }
@@ -154,7 +163,8 @@ struct region_head {
   uint32_t using[S5_QUEUES_MAX]; /* half + 1 each worker uses; 0 = none yet */
 };
 
-static uint8_t *region; /* head page, then the two halves */
+static uint8_t *region;  /* head page, then the two halves */
+static unsigned current; /* the half compiled last: the live configuration's */
 #define HEAD_BYTES ((sizeof(struct region_head) + 4095) & ~(size_t)4095)
 
 static struct s5_rules *half(unsigned h) { return (struct s5_rules *)(region + HEAD_BYTES + h * HALF_BYTES); }
@@ -169,6 +179,7 @@ static int build_into(unsigned h, struct s5_config *cfg, char *err, size_t errle
     return -1;
   }
   cfg->rules_half = h;
+  current = h;
   return 0;
 }
 
@@ -195,6 +206,12 @@ int s5_rules_reload(struct s5_config *next, const struct s5_config *live, char *
 struct s5_rules *s5_rules_of(const struct s5_config *cfg) {
   if (region == NULL) return NULL;
   struct s5_rules *t = half(cfg->rules_half);
+  return t->magic == RULES_MAGIC ? t : NULL;
+}
+
+struct s5_rules *s5_rules_current(void) {
+  if (region == NULL) return NULL;
+  struct s5_rules *t = half(current);
   return t->magic == RULES_MAGIC ? t : NULL;
 }
 

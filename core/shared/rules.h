@@ -56,12 +56,15 @@ int s5_rules_match(struct s5_rules *t, const struct s5_flow *f, uint32_t *rule);
 /* The same without counting (--explain). */
 int s5_rules_lookup(const struct s5_rules *t, const struct s5_flow *f, uint32_t *rule);
 
-/* Where rule came from: its file (NULL: the configuration file) and line. */
+/* Where rule came from: its file (a rules-file, or the configuration
+ * file) and line. */
 void s5_rules_where(const struct s5_rules *t, uint32_t rule, const char **file, unsigned *line);
 
 /* The counters: rules, hits of rule i (S5_RULE_DEFAULT: the default's),
  * hits per outbound (as s5_rules_match returns it). */
 uint32_t s5_rules_count(const struct s5_rules *t);
+/* An outbound's name: the upstream's, "direct", "block", "balance". */
+const char *s5_rules_outbound_name(const struct s5_rules *t, int out);
 uint64_t s5_rules_hits(const struct s5_rules *t, uint32_t rule);
 int s5_rules_outbound_of(const struct s5_rules *t, uint32_t rule);
 uint64_t s5_rules_outbound_hits(const struct s5_rules *t, int outbound);
@@ -78,6 +81,9 @@ int s5_rules_reload(struct s5_config *next, const struct s5_config *live, char *
 /* The set cfg names (NULL before setup: no rules, everything takes the
  * first upstream). */
 struct s5_rules *s5_rules_of(const struct s5_config *cfg);
+/* The set the live configuration uses (the control loop's renderers; NULL
+ * without the region). Its counters start at zero with each reload. */
+struct s5_rules *s5_rules_current(void);
 /* Worker q took cfg: it uses cfg's half from now on. */
 void s5_rules_taken(unsigned q, const struct s5_config *cfg);
 

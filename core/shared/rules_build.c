@@ -248,6 +248,10 @@ size_t s5_rules_build(void *mem, size_t cap, const struct s5_config *cfg, char *
     memset(AT(out, head), 0, at - head);
     out->magic = RULES_MAGIC;
     out->size = at;
+    out->n_ups = cfg->n_upstreams;
+    for (unsigned i = 0; i < cfg->n_upstreams && i < S5_UPSTREAMS_MAX; i++)
+      memcpy(out->up_names[i], cfg->upstreams[i].name, sizeof out->up_names[i]);
+    memcpy(out->conf, cfg->rules.conf, sizeof out->conf);
     out->def_out = cfg->rules.def[0] != '\0' ? s5_rules_outbound(cfg, cfg->rules.def) : S5_OUTBOUND_BALANCE;
     out->names = (uint32_t)names, out->names_mask = names_slots - 1;
     out->pfx = (uint32_t)pfx, out->pfx_mask = pfx_slots - 1;

@@ -43,6 +43,9 @@ struct s5_rules {
   uint32_t rest, n_rest;       /* uint32_t rule numbers with neither a name nor a dst: */
   uint32_t files, n_files;     /* uint32_t offsets of their paths */
   uint64_t out_hits[OUTBOUNDS], def_hits;
+  uint32_t n_ups; /* the upstreams the outbounds index, by name */
+  char up_names[S5_UPSTREAMS_MAX][32];
+  char conf[256]; /* the configuration file (the inline rules' file) */
 };
 
 /* A hash node: its key, then its rules' numbers, ascending. */

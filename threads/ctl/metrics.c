@@ -31,6 +31,7 @@
 #include "ctl/ctl_server.h"
 #include "base/log.h"
 #include "ctl/metrics.h"
+#include "ctl/rules_render.h"
 #include "ctl/upstream_render.h"
 
 #ifndef S5_VERSION
@@ -208,6 +209,13 @@ char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_confi
     text_add(&t, "%s", ups);
   }
   free(ups);
+  need = s5_rules_prom(s5_rules_current(), NULL, 0);
+  char *rules = need > 0 ? malloc(need + 1) : NULL;
+  if (rules != NULL) {
+    s5_rules_prom(s5_rules_current(), rules, need + 1);
+    text_add(&t, "%s", rules);
+  }
+  free(rules);
   free(q);
   *len = t.len;
   return t.p;

@@ -4,6 +4,7 @@
  * SIGUSR1 logs. Workers only count (core/shared/stats.h). */
 #include "ctl/stats_render.h"
 
+#include "ctl/rules_render.h"
 #include "ctl/upstream_render.h"
 
 #include <inttypes.h>
@@ -48,6 +49,7 @@ size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap) {
   }
   at = s5_render_put(buf, cap, at, "]");
   at = s5_upstreams_json(s5_uptab(), buf, cap, at);
+  at = s5_rules_json(s5_rules_current(), buf, cap, at);
   return s5_render_put(buf, cap, at, "}\n");
 }
 

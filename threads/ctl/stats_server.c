@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "ctl/stats_render.h"
+#include "ctl/rules_render.h"
 #include "ctl/upstream_render.h"
 #include "ctl/stats_server.h"
 #include "exec.h"
@@ -337,6 +338,7 @@ int s5_stats_client(const char *path, int json) {
     } else {
       s5_stats_table(stdout, &totals, queues, (unsigned)n);
       s5_upstreams_table(stdout, doc);
+      s5_rules_table(stdout, doc);
     }
   }
   free(doc);
