@@ -156,7 +156,7 @@ static int hs_outbound(struct s5_session *s, const struct s5_proxy_target *dest)
  * table (none while every upstream is down). */
 static int hs_choose(struct s5_session *s, int out) {
   struct s5_uptab *t = s5_uptab();
-  if (out >= 0) {
+  if (out < S5_OUTBOUND_DIRECT) { /* an upstream's index */
     s->up_ruled = 1;
     if (t == NULL) return out;
     uint32_t others = ~(1u << out);
