@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
+# [rules]: which flows take which outbound (run.sh runs it; ctest
+# e2e.rules.MODE.qN). Two microsocks in S, a (port 1080) and b (1089), each
+# binding its outgoing connections to an address of its own, so that the
+# target's log (a line per connection, with its peer) says who carried
+# what; a direct connection shows C's own address there. Mapped DNS: the
+# proxies resolve the names in S's hosts file, s5tund resolves a direct
+# one in C's.
+#
+#   rules   one.test -> a (full:), *.two.test -> b (domain:), "blocked"
+#           anywhere in a name -> block (refused at once, counted), a
+#           name -> direct (resolved by s5tund, C's address at the target,
+#           nothing through tun0 twice), a LAN client (another source
+#           address on tun0) -> b, TGT4:7000 by address -> a (dst: and
+#           port:), TGT6 -> direct (an IPv6 prefix), a 100,000-name list
+#           file -> block (a listed name refused, --explain names its
+#           line); the hits in --stats; SIGHUP moves one.test to b while a
+#           session opened before goes on through a.
+
+MS_RB_PORT=1089
+RA_BIND=10.200.0.21
+RB_BIND=10.200.0.22
+LAN2=198.18.0.7 # a second source on tun0: the stand-in for another LAN client
+RULE_MARK=0x99
+declare -A RMS_PID
+
+# shellcheck source=dnslib.sh
+source "$HERE/dnslib.sh"
+
+rules_exit() {
+  local rc=$?
+  rm -rf "/etc/netns/$NS_C"
+  (exit "$rc")
+  udp_exit
+}
+
+setup_rules() {
+  udp_install_exit
+  trap rules_exit EXIT
+  e2e_topology_up
+  e2e_start_target
+  ip -n "$NS_S" addr add "$RA_BIND/32" dev lo
+  ip -n "$NS_S" addr add "$RB_BIND/32" dev lo
+  udp_hosts
+  local n
+  for n in one.test x.two.test blocked.two.test big.test n4711.big.test; do echo "$TGT4 $n"; done >>"$NETNS_ETC/hosts"
+  mkdir -p "/etc/netns/$NS_C"
+  printf '127.0.0.1 localhost\n%s direct.test\n' "$TGT4" >"/etc/netns/$NS_C/hosts"
+  rms_start a
+  rms_start b
+  # Direct connections carry the mark; C routes it around tun0.
+  in_c ip rule add fwmark "$RULE_MARK" lookup 99
+  in_c ip route add 10.201.0.0/24 via "$S_ADDR4" dev veth0 table 99
+  in_c ip -6 rule add fwmark "$RULE_MARK" lookup 99
+  in_c ip -6 route add fd00:201::/64 via "$S_ADDR6" dev veth0 table 99
+  # 100,000 names, one of them looked up below.
+  seq 0 99999 | sed 's/^/n/; s/$/.big.test/' >"$WORK/big.txt"
+}
+
+rms_start() {
+  local port=$MS_PORT bind=$RA_BIND
+  [[ $1 == b ]] && port=$MS_RB_PORT bind=$RB_BIND
+  E2E_LOGS+=("$WORK/microsocks.$1.log")
+  ip netns exec "$NS_S" microsocks -i "$S_ADDR4" -p "$port" -b "$bind" >>"$WORK/microsocks.$1.log" 2>&1 &
+  RMS_PID[$1]=$!
+  e2e_wait_listen "$port" "$S_ADDR4" || fail "microsocks $1 does not listen on $S_ADDR4:$port"
+}
+
+# seen FROM: connections the target saw from that address.
+seen() { grep -c "('$1'" "$WORK/target.log" || true; }
+
+# expect_seen ADDR N: until the target saw N connections from ADDR (a line
+# comes as a connection ends), then exactly N.
+expect_seen() {
+  local n
+  for _ in $(seq $((T_START * 10))); do
+    n=$(seen "$1")
+    ((n >= $2)) && break
+    sleep 0.1
+  done
+  ((n == $2)) || fail "the target saw $n connections from $1, expected $2"
+}
+
+# mapped NAME: its mapped address, from s5tund's resolver.
+mapped() {
+  local a
+  a=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" dig +time=5 +tries=1 +short "@$DNS_ADDR" "$1" A)
+  [[ -n $a ]] || fail "the mapped resolver did not answer $1"
+  echo "$a"
+}
+
+rules_config() {   # FILE RULE-LINE-FOR-one.test
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$1"
+  printf '%s\n' "" "[upstream a]" "address = $S_ADDR4" "port = $MS_PORT" "" "[upstream b]" "address = $S_ADDR4" \
+    "port = $MS_RB_PORT" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "" "[stats]" \
+    "socket = $WORK/stats.sock" "" "[rules]" "mark = $RULE_MARK" "default = b" "$2" \
+    "rule = keyword:blocked -> block" "rule = domain:two.test -> b" \
+    "rule = full:direct.test -> direct" "rule = src:$LAN2/32 -> b" "rule = dst:$TGT4/32 port:$TGT_PORT proto:tcp -> a" \
+    "rule = dst:fd00:201::/64 -> direct" "rules-file = $WORK/big.txt -> block" >>"$1"
+}
+
+tcp_total() {   # TCP sessions s5tund accepted, all queues
+  "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"]["tcp_total"])'
+}
+
+rule_stat() {   # rule_stat OUTBOUND: its hits in --stats --json
+  "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["rules"]["outbounds"][sys.argv[1]])' "$1"
+}
+
+case_rules() {
+  local ini=$WORK/rules.ini a0 b0 c0 addr hold
+  rules_config "$ini" "rule = full:one.test -> a"
+  # --explain, from the file alone
+  local out
+  out=$("$S5TUND" --config "$ini" --explain "$TGT4:80" --name n4711.big.test)
+  grep -qx "rule     $WORK/big.txt:4712" <<<"$out" && grep -qx "outbound block" <<<"$out" ||
+    fail "--explain n4711.big.test: $(oneline "$out")"
+  "$S5TUND" --config "$ini" --explain "$TGT4:$TGT_PORT" --src "$LAN2" | grep -qx "outbound b" || fail "--explain --src"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  in_c ip addr add "$LAN2/15" dev "$TUN"
+  a0=$(seen "$RA_BIND") b0=$(seen "$RB_BIND") c0=$(seen "$C_ADDR4")
+
+  # By name: one.test through a, x.two.test through b.
+  client --host "$(mapped one.test)" echo --count 3 --retry-for "$T_START" >/dev/null
+  client --host "$(mapped x.two.test)" echo --count 3 >/dev/null
+  expect_seen "$RA_BIND" $((a0 + 1))
+  expect_seen "$RB_BIND" $((b0 + 1))
+  log "by name: one.test through a, x.two.test through b"
+
+  # block: refused at once, counted.
+  addr=$(mapped blocked.two.test)
+  client --host "$addr" expect-refused --timeout 5 >/dev/null
+  addr=$(mapped n4711.big.test)
+  client --host "$addr" expect-refused --timeout 5 >/dev/null
+  (($(rule_stat block) == 2)) || fail "--stats: block counted $(rule_stat block), expected 2"
+  log "block: blocked.two.test and the list's n4711.big.test refused, counted 2"
+
+  # direct: by name (s5tund resolves direct.test itself) and an IPv6
+  # prefix; the target sees C's own addresses, no proxy carried them.
+  local t0
+  t0=$(tcp_total)
+  client --host "$(mapped direct.test)" echo --count 3 >/dev/null
+  client --host "$TGT6" echo --count 3 >/dev/null
+  expect_seen "$C_ADDR4" $((c0 + 1))
+  for _ in $(seq $((T_START * 10))); do (($(seen "$C_ADDR6") >= 1)) && break; sleep 0.1; done
+  (($(seen "$C_ADDR6") == 1)) || fail "the target saw $(seen "$C_ADDR6") connections from $C_ADDR6, expected 1"
+  (($(seen "$RA_BIND") == a0 + 1 && $(seen "$RB_BIND") == b0 + 1)) || fail "a proxy carried a direct flow"
+  # A direct connection that went into tun0 again would be a session more.
+  (($(tcp_total) == t0 + 2)) || fail "$(($(tcp_total) - t0)) sessions for 2 direct connections: one came back through $TUN"
+  log "direct: direct.test (resolved by s5tund) and [$TGT6] reached from C's own addresses"
+
+  # By address and port, and by the LAN client.
+  client --host "$TGT4" echo --count 3 >/dev/null
+  expect_seen "$RA_BIND" $((a0 + 2))
+  client --bind "$LAN2" --host "$TGT4" echo --count 3 >/dev/null
+  expect_seen "$RB_BIND" $((b0 + 2))
+  log "dst and port: $TGT4:$TGT_PORT through a; from $LAN2 (src:) through b"
+  (($(rule_stat a) == 2 && $(rule_stat b) == 2 && $(rule_stat direct) == 2)) ||
+    fail "--stats: a $(rule_stat a), b $(rule_stat b), direct $(rule_stat direct), expected 2 each"
+  "$S5TUND" --stats "$WORK/stats.sock" | grep -q "^rules: .* block 2" || fail "--stats' table has no rules line"
+
+  # SIGHUP: one.test moves to b; a session opened before goes on through a.
+  rm -f "$WORK/go"
+  client --host "$(mapped one.test)" idle-echo --wait-file "$WORK/go" >/dev/null &
+  hold=$!
+  for _ in $(seq $((T_START * 10))); do
+    [[ -n $("$S5TUND" --connections "$WORK/stats.sock" | grep -E " a +open") ]] && break
+    sleep 0.1
+  done
+  sed -i 's/^rule = full:one.test -> a$/rule = full:one.test -> b/' "$ini"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "configuration reloaded" 10 >/dev/null
+  client --host "$(mapped one.test)" echo --count 3 >/dev/null
+  expect_seen "$RB_BIND" $((b0 + 3))
+  touch "$WORK/go"
+  wait "$hold" || fail "the session opened before the reload did not go on"
+  expect_seen "$RA_BIND" $((a0 + 3))
+  log "reload: one.test now through b; the session opened before ended through a"
+
+  e2e_require_alive "at the end"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
+}
