@@ -229,7 +229,8 @@ static void assoc_link(struct s5_udp *u, struct s5_assoc *a) {
   S5_STAT_ADD(u->w->stats, udp_total, 1);
 }
 
-struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port) {
+struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port,
+                              const struct s5_upstream_cfg *up) {
   struct s5_wctx *w = u->w;
   unsigned max = w->cfg->session.max_sessions;
   if (max != 0 && u->active >= max) {
@@ -254,9 +255,8 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   uv_timer_init(&w->loop, &a->timer);
   a->timer.data = a;
   s5_proxy_init(&a->proxy, w, a->cfg, u->proxy_ops, a);
-  const struct s5_upstream_cfg *up = s5_upstream_for_udp(a->cfg);
-  if (up != NULL) s5_proxy_use(&a->proxy, up); /* udp.c asked the same configuration */
-  a->handles_open = 2;                         /* the timer and the proxy client */
+  s5_proxy_use(&a->proxy, up); /* udp.c chose it in the same configuration */
+  a->handles_open = 2;         /* the timer and the proxy client */
   assoc_link(u, a);
   char c[80], why[160];
   s5_debug("u%llu %s: new association", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c));

@@ -110,10 +110,12 @@ struct s5_udp {
 /* The association of client:port, or NULL. */
 struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16_t port);
 
-/* Starts an association for client:port (its proxy client connecting).
+/* Starts an association for client:port through up (its proxy client
+ * connecting; udp.c chose up by [rules] or as the one that carries UDP).
  * Returns NULL when it cannot (counted; [session] max-sessions, memory, a
  * proxy connection that failed at once). */
-struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port);
+struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port,
+                              const struct s5_upstream_cfg *up);
 
 /* Ends it once (session log, debug line, out of the table, handles
  * closing); it is freed when they have closed. */

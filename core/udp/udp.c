@@ -30,6 +30,7 @@
 #include "base/log.h"
 #include "socks5/proxy.h"
 #include "route_get.h"
+#include "shared/rules.h"
 #include "socks5/socks5_udp.h"
 #include "udp/udp_io.h"
 #include "netif/udp_tun.h"
@@ -394,6 +395,33 @@ static void cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port
   a->hdr_len = (uint8_t)hlen;
 }
 
+/* [rules] for a new association, on its first datagram (its destination
+ * decides for all it will carry): the upstream, or NULL when the rule
+ * blocks it, sends it direct (not for UDP yet) or names an upstream that
+ * cannot carry UDP; *why says which. */
+static const struct s5_upstream_cfg *udp_outbound(struct s5_wctx *w, const ip_addr_t *src,
+                                                  const ip_addr_t *dst, uint16_t dport, const char **why) {
+  struct s5_rules *t = s5_rules_of(w->cfg);
+  *why = "no upstream carries UDP";
+  if (t == NULL) return s5_upstream_for_udp(w->cfg);
+  char name[256];
+  struct s5_flow f = {.proto = IPPROTO_UDP, .dport = dport, .family = IP_IS_V6(dst) ? AF_INET6 : AF_INET};
+  if (s5_dnsmap_name_of_ip(dst, name, sizeof name) > 0) f.name = name;
+  if (IP_IS_V6(dst)) memcpy(f.dst, ip_2_ip6(dst)->addr, 16);
+  else memcpy(f.dst, &ip_2_ip4(dst)->addr, 4);
+  if (IP_IS_V6(src)) memcpy(f.src, ip_2_ip6(src)->addr, 16);
+  else memcpy(f.src, &ip_2_ip4(src)->addr, 4);
+  uint32_t rule;
+  int out = s5_rules_match(t, &f, &rule);
+  if (out == S5_OUTBOUND_BALANCE) return s5_upstream_for_udp(w->cfg);
+  if (out == S5_OUTBOUND_BLOCK) *why = "blocked by [rules]";
+  else if (out == S5_OUTBOUND_DIRECT) *why = "[rules] direct: not for UDP yet";
+  else if (w->cfg->upstreams[out].type == S5_UPSTREAM_SOCKS5 && w->cfg->upstreams[out].udp)
+    return &w->cfg->upstreams[out];
+  else *why = "[rules] names an upstream that cannot carry UDP";
+  return NULL;
+}
+
 static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport, const ip_addr_t *dst,
                          u16_t dport) {
   struct s5_udp *u = arg;
@@ -421,7 +449,16 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     s5_icmp_port_unreachable(w, p);
     return;
   }
-  if (a == NULL) a = s5_assoc_new(u, src, sport);
+  if (a == NULL) {
+    const char *why;
+    const struct s5_upstream_cfg *up = udp_outbound(w, src, dst, dport, &why);
+    if (up == NULL) {
+      s5_debug("UDP from port %u: %s: ICMP port unreachable", sport, why);
+      s5_icmp_port_unreachable(w, p);
+      return;
+    }
+    a = s5_assoc_new(u, src, sport, up);
+  }
   if (a == NULL) {
     udp_drop(w);
     pbuf_free(p);

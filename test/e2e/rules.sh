@@ -9,7 +9,8 @@
 # one in C's.
 #
 #   rules   one.test -> a (full:), *.two.test -> b (domain:), "blocked"
-#           anywhere in a name -> block (refused at once, counted), a
+#           anywhere in a name -> block (refused at once, counted), UDP to
+#           port 7001 -> block (ICMP port unreachable), a
 #           name -> direct (resolved by s5tund, C's address at the target,
 #           nothing through tun0 twice), a LAN client (another source
 #           address on tun0) -> b, TGT4:7000 by address -> a (dst: and
@@ -95,7 +96,7 @@ rules_config() {   # FILE RULE-LINE-FOR-one.test
   printf '%s\n' "" "[upstream a]" "address = $S_ADDR4" "port = $MS_PORT" "" "[upstream b]" "address = $S_ADDR4" \
     "port = $MS_RB_PORT" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "" "[stats]" \
     "socket = $WORK/stats.sock" "" "[rules]" "mark = $RULE_MARK" "default = b" "$2" \
-    "rule = keyword:blocked -> block" "rule = domain:two.test -> b" \
+    "rule = keyword:blocked -> block" "rule = proto:udp port:7001 -> block" "rule = domain:two.test -> b" \
     "rule = full:direct.test -> direct" "rule = src:$LAN2/32 -> b" "rule = dst:$TGT4/32 port:$TGT_PORT proto:tcp -> a" \
     "rule = dst:fd00:201::/64 -> direct" "rules-file = $WORK/big.txt -> block" >>"$1"
 }
@@ -135,8 +136,11 @@ case_rules() {
   client --host "$addr" expect-refused --timeout 5 >/dev/null
   addr=$(mapped n4711.big.test)
   client --host "$addr" expect-refused --timeout 5 >/dev/null
-  (($(rule_stat block) == 2)) || fail "--stats: block counted $(rule_stat block), expected 2"
-  log "block: blocked.two.test and the list's n4711.big.test refused, counted 2"
+  # UDP: the association's first datagram decides; blocked: ICMP.
+  uclient expect-unreachable --host "$TGT4" --port 7001 >/dev/null
+  e2e_wait_log "$S5LOG" "debug .*UDP from port [0-9]+: blocked by \[rules\]: ICMP port unreachable" 5 >/dev/null
+  (($(rule_stat block) == 3)) || fail "--stats: block counted $(rule_stat block), expected 3"
+  log "block: blocked.two.test and the list's n4711.big.test refused, UDP to port 7001 answered by ICMP, counted 3"
 
   # direct: by name (s5tund resolves direct.test itself) and an IPv6
   # prefix; the target sees C's own addresses, no proxy carried them.
@@ -160,7 +164,7 @@ case_rules() {
   log "dst and port: $TGT4:$TGT_PORT through a; from $LAN2 (src:) through b"
   (($(rule_stat a) == 2 && $(rule_stat b) == 2 && $(rule_stat direct) == 2)) ||
     fail "--stats: a $(rule_stat a), b $(rule_stat b), direct $(rule_stat direct), expected 2 each"
-  "$S5TUND" --stats "$WORK/stats.sock" | grep -q "^rules: .* block 2" || fail "--stats' table has no rules line"
+  "$S5TUND" --stats "$WORK/stats.sock" | grep -q "^rules: .* block 3" || fail "--stats' table has no rules line"
 
   # SIGHUP: one.test moves to b; a session opened before goes on through a.
   rm -f "$WORK/go"
