@@ -31,6 +31,7 @@ void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *
   c->started_ms = r->started_ms;
   if (r->name != NULL) snprintf(c->name, sizeof c->name, "%s", r->name);
   if (r->upstream != NULL) snprintf(c->upstream, sizeof c->upstream, "%s", r->upstream);
+  memcpy(c->rule, r->rule, sizeof c->rule);
 }
 
 int s5_session_log_on(const struct s5_config *cfg) {
@@ -40,6 +41,10 @@ int s5_session_log_on(const struct s5_config *cfg) {
 /* The upstream that carried it: ADDR:PORT, and (NAME) when there are several. */
 static void proxy_text(const struct s5_config *cfg, const char *upstream, char *buf, size_t len) {
   const struct s5_upstream_cfg *up = &cfg->upstreams[0];
+  if (upstream != NULL && strcmp(upstream, "direct") == 0) { /* [rules] direct */
+    snprintf(buf, len, "direct");
+    return;
+  }
   for (unsigned i = 0; upstream != NULL && i < cfg->n_upstreams; i++)
     if (strcmp(cfg->upstreams[i].name, upstream) == 0) up = &cfg->upstreams[i];
   const struct sockaddr_storage *ss = &up->addr;
@@ -82,11 +87,11 @@ void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct
   proxy_text(cfg, r->upstream, proxy, sizeof proxy);
   S5_ASSERT(uv_now(&w->loop) >= r->started_ms); /* both on this loop's clock */
   uint64_t ms = uv_now(&w->loop) - r->started_ms;
-  s5_info("session %c%llu %s %s -> %s%s%s%s via %s: %llu bytes up, %llu down, %llu.%03llu s, %s", r->kind,
+  s5_info("session %c%llu %s %s -> %s%s%s%s via %s%s%s: %llu bytes up, %llu down, %llu.%03llu s, %s", r->kind,
           (unsigned long long)r->id, r->kind == 's' ? "tcp" : "udp", client, dest, r->name ? " (" : "",
-          r->name ? r->name : "", r->name ? ")" : "", proxy, (unsigned long long)r->bytes_up,
-          (unsigned long long)r->bytes_down, (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000),
-          r->end);
+          r->name ? r->name : "", r->name ? ")" : "", proxy, r->rule[0] ? " by rule " : "", r->rule,
+          (unsigned long long)r->bytes_up, (unsigned long long)r->bytes_down, (unsigned long long)(ms / 1000),
+          (unsigned long long)(ms % 1000), r->end);
 }
 
 void s5_session_log_tick(struct s5_wctx *w) {

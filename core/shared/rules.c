@@ -141,6 +141,22 @@ const char *s5_rules_outbound_name(const struct s5_rules *t, int out) {
   }
 }
 
+int s5_rules_configured(const struct s5_rules *t) {
+  return t != NULL && (t->n_rules > 0 || t->def_out != S5_OUTBOUND_BALANCE);
+}
+
+void s5_rules_label(const struct s5_rules *t, uint32_t rule, char *buf, size_t len) {
+  if (rule == S5_RULE_DEFAULT) {
+    snprintf(buf, len, "default");
+    return;
+  }
+  const char *file, *slash;
+  unsigned line;
+  s5_rules_where(t, rule, &file, &line);
+  slash = strrchr(file, '/');
+  snprintf(buf, len, "%s:%u", slash != NULL ? slash + 1 : file, line);
+}
+
 uint32_t s5_rules_count(const struct s5_rules *t) { return t != NULL ? t->n_rules : 0; }
 uint64_t s5_rules_hits(const struct s5_rules *t, uint32_t rule) {
   return rule == S5_RULE_DEFAULT ? LOAD(&t->def_hits) : LOAD((const uint64_t *)CAT(t, t->hits) + rule);

@@ -60,6 +60,12 @@ int s5_rules_lookup(const struct s5_rules *t, const struct s5_flow *f, uint32_t 
  * file) and line. */
 void s5_rules_where(const struct s5_rules *t, uint32_t rule, const char **file, unsigned *line);
 
+/* Rules worth naming: some, or a default of their own (else every flow
+ * takes [balance]'s choice, as without [rules]). */
+int s5_rules_configured(const struct s5_rules *t);
+/* "FILE:LINE" (the file's base name) of rule, or "default", into buf. */
+void s5_rules_label(const struct s5_rules *t, uint32_t rule, char *buf, size_t len);
+
 /* The counters: rules, hits of rule i (S5_RULE_DEFAULT: the default's),
  * hits per outbound (as s5_rules_match returns it). */
 uint32_t s5_rules_count(const struct s5_rules *t);

@@ -148,7 +148,9 @@ static int hs_outbound(struct s5_session *s, const struct s5_proxy_target *dest)
     f.dport = ntohs(((const struct sockaddr_in *)&dest->addr)->sin_port);
     if (!IP_IS_V6(src)) memcpy(f.src, &ip_2_ip4(src)->addr, 4);
   }
-  return s5_rules_match(t, &f, &s->rule);
+  int out = s5_rules_match(t, &f, &s->rule);
+  if (s5_rules_configured(t)) s5_rules_label(t, s->rule, s->rec.rule, sizeof s->rec.rule);
+  return out;
 }
 
 /* The upstream the session tries first: the one its rule names (none

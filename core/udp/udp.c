@@ -400,7 +400,8 @@ static void cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port
  * blocks it, sends it direct (not for UDP yet) or names an upstream that
  * cannot carry UDP; *why says which. */
 static const struct s5_upstream_cfg *udp_outbound(struct s5_wctx *w, const ip_addr_t *src,
-                                                  const ip_addr_t *dst, uint16_t dport, const char **why) {
+                                                  const ip_addr_t *dst, uint16_t dport, const char **why,
+                                                  char *label, size_t len) {
   struct s5_rules *t = s5_rules_of(w->cfg);
   *why = "no upstream carries UDP";
   if (t == NULL) return s5_upstream_for_udp(w->cfg);
@@ -413,6 +414,7 @@ static const struct s5_upstream_cfg *udp_outbound(struct s5_wctx *w, const ip_ad
   else memcpy(f.src, &ip_2_ip4(src)->addr, 4);
   uint32_t rule;
   int out = s5_rules_match(t, &f, &rule);
+  if (s5_rules_configured(t)) s5_rules_label(t, rule, label, len);
   if (out == S5_OUTBOUND_BALANCE) return s5_upstream_for_udp(w->cfg);
   if (out == S5_OUTBOUND_BLOCK) *why = "blocked by [rules]";
   else if (out == S5_OUTBOUND_DIRECT) *why = "[rules] direct: not for UDP yet";
@@ -451,13 +453,15 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
   }
   if (a == NULL) {
     const char *why;
-    const struct s5_upstream_cfg *up = udp_outbound(w, src, dst, dport, &why);
+    char rule[48] = "";
+    const struct s5_upstream_cfg *up = udp_outbound(w, src, dst, dport, &why, rule, sizeof rule);
     if (up == NULL) {
-      s5_debug("UDP from port %u: %s: ICMP port unreachable", sport, why);
+      s5_debug("UDP from port %u: %s%s%s: ICMP port unreachable", sport, why, rule[0] ? ", rule " : "", rule);
       s5_icmp_port_unreachable(w, p);
       return;
     }
     a = s5_assoc_new(u, src, sport, up);
+    if (a != NULL) memcpy(a->rec.rule, rule, sizeof rule);
   }
   if (a == NULL) {
     udp_drop(w);

@@ -93,6 +93,7 @@ mapped() {
 
 rules_config() {   # FILE RULE-LINE-FOR-one.test
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$1"
+  sed -i 's/^level = debug$/&\nsessions = true/' "$1" # a line per session, naming its rule
   printf '%s\n' "" "[upstream a]" "address = $S_ADDR4" "port = $MS_PORT" "" "[upstream b]" "address = $S_ADDR4" \
     "port = $MS_RB_PORT" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "" "[stats]" \
     "socket = $WORK/stats.sock" "" "[rules]" "mark = $RULE_MARK" "default = b" "$2" \
@@ -129,6 +130,7 @@ case_rules() {
   client --host "$(mapped x.two.test)" echo --count 3 >/dev/null
   expect_seen "$RA_BIND" $((a0 + 1))
   expect_seen "$RB_BIND" $((b0 + 1))
+  e2e_wait_log "$S5LOG" "info .*session s[0-9]+ tcp .* \(one.test\) via $S_ADDR4:$MS_PORT \(a\) by rule rules.ini:[0-9]+: " 5 >/dev/null
   log "by name: one.test through a, x.two.test through b"
 
   # block: refused at once, counted.
@@ -138,7 +140,7 @@ case_rules() {
   client --host "$addr" expect-refused --timeout 5 >/dev/null
   # UDP: the association's first datagram decides; blocked: ICMP.
   uclient expect-unreachable --host "$TGT4" --port 7001 >/dev/null
-  e2e_wait_log "$S5LOG" "debug .*UDP from port [0-9]+: blocked by \[rules\]: ICMP port unreachable" 5 >/dev/null
+  e2e_wait_log "$S5LOG" "debug .*UDP from port [0-9]+: blocked by \[rules\], rule rules.ini:[0-9]+: ICMP port unreachable" 5 >/dev/null
   (($(rule_stat block) == 3)) || fail "--stats: block counted $(rule_stat block), expected 3"
   log "block: blocked.two.test and the list's n4711.big.test refused, UDP to port 7001 answered by ICMP, counted 3"
 
@@ -154,6 +156,7 @@ case_rules() {
   (($(seen "$RA_BIND") == a0 + 1 && $(seen "$RB_BIND") == b0 + 1)) || fail "a proxy carried a direct flow"
   # A direct connection that went into tun0 again would be a session more.
   (($(tcp_total) == t0 + 2)) || fail "$(($(tcp_total) - t0)) sessions for 2 direct connections: one came back through $TUN"
+  e2e_wait_log "$S5LOG" "info .*session s[0-9]+ tcp .* \(direct.test\) via direct by rule rules.ini:[0-9]+: " 5 >/dev/null
   log "direct: direct.test (resolved by s5tund) and [$TGT6] reached from C's own addresses"
 
   # By address and port, and by the LAN client.
@@ -174,6 +177,8 @@ case_rules() {
     [[ -n $("$S5TUND" --connections "$WORK/stats.sock" | grep -E " a +open") ]] && break
     sleep 0.1
   done
+  "$S5TUND" --connections "$WORK/stats.sock" --json | grep -qE '"upstream":"a","rule":"rules.ini:[0-9]+"' ||
+    fail "--connections: no session through a naming its rule: $(oneline "$("$S5TUND" --connections "$WORK/stats.sock" --json)")"
   sed -i 's/^rule = full:one.test -> a$/rule = full:one.test -> b/' "$ini"
   kill -HUP "$S5PID"
   e2e_wait_log "$S5LOG" "configuration reloaded" 10 >/dev/null

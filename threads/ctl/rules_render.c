@@ -48,14 +48,8 @@ static unsigned top_rules(const struct s5_rules *t, struct top *top) {
   return n;
 }
 
-/* Rules worth showing: some, or a default of its own. */
-static int configured(const struct s5_rules *t) {
-  return t != NULL &&
-         (s5_rules_count(t) > 0 || s5_rules_outbound_of(t, S5_RULE_DEFAULT) != S5_OUTBOUND_BALANCE);
-}
-
 size_t s5_rules_json(const struct s5_rules *t, char *buf, size_t cap, size_t at) {
-  if (!configured(t)) return at;
+  if (!s5_rules_configured(t)) return at;
   at = s5_render_put(buf, cap, at,
                      ",\"rules\":{\"count\":%" PRIu32 ",\"default_hits\":%" PRIu64 ",\"outbounds\":{",
                      s5_rules_count(t), s5_rules_hits(t, S5_RULE_DEFAULT));
@@ -104,7 +98,7 @@ void s5_rules_table(FILE *out, const char *json) {
 
 size_t s5_rules_prom(const struct s5_rules *t, char *buf, size_t cap) {
   size_t at = s5_render_put(buf, cap, 0, "%s", "");
-  if (!configured(t)) return at;
+  if (!s5_rules_configured(t)) return at;
   at =
     s5_render_put(buf, cap, at,
                   "# HELP s5tund_rules_outbound_total New flows per [rules] outbound since the last start or "
