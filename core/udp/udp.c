@@ -30,8 +30,8 @@
 #include "base/log.h"
 #include "socks5/proxy.h"
 #include "route_get.h"
-#include "shared/rules.h"
 #include "socks5/socks5_udp.h"
+#include "udp/udp_dest.h"
 #include "udp/udp_io.h"
 #include "netif/udp_tun.h"
 #include "ctx/wctx.h"
@@ -52,26 +52,6 @@
 /* ---------------------------------------------------------------- helpers */
 
 static void udp_drop(struct s5_wctx *w) { S5_STAT_ADD(w->stats, drop_udp, 1); }
-
-/* The SOCKS5 form of a destination: by name for a mapped DNS address. */
-static int dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t cap) {
-  struct s5_socks5_addr a;
-  memset(&a, 0, sizeof a);
-  a.port = port;
-  int mapped = s5_dnsmap_name_of_ip(dst, a.name, sizeof a.name);
-  if (mapped < 0) return -1;
-  if (mapped > 0) {
-    a.family = AF_UNSPEC;
-    a.name_len = (uint8_t)strlen(a.name);
-  } else if (IP_IS_V6(dst)) {
-    a.family = AF_INET6;
-    memcpy(a.ip, ip_2_ip6(dst)->addr, 16);
-  } else {
-    a.family = AF_INET;
-    memcpy(a.ip, &ip_2_ip4(dst)->addr, 4);
-  }
-  return s5_socks5_udp_header_write(hdr, cap, &a);
-}
 
 /* ---------------------------------------------------------------- to the client */
 
@@ -373,57 +353,6 @@ static void udp_dns_query(struct s5_wctx *w, struct pbuf *p, const ip_addr_t *sr
   if (n > 0) s5_udp_output(w, dst, dport, src, sport, answer, (size_t)n);
 }
 
-/* The SOCKS5 header of an association's last destination, built once and
- * reused while the client keeps sending there, which is the common case.
- * Only for plain addresses: a mapped one may stand for another name later,
- * so its header is built for each datagram. Returns its length (*hdr
- * pointed at it), or -1 to build it. */
-static int cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t **hdr) {
-  char name[256]; /* as struct s5_socks5_addr holds one */
-  if (a->hdr_len == 0 || a->hdr_port != port || !ip_addr_cmp(&a->hdr_dst, dst)) return -1;
-  if (s5_dnsmap_name_of_ip(dst, name, sizeof name) != 0) return -1; /* a range check for a plain one */
-  *hdr = a->hdr;
-  return a->hdr_len;
-}
-
-static void cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t *hdr,
-                         int hlen) {
-  if ((size_t)hlen > sizeof a->hdr || hdr[3] == 0x03) return; /* ATYP 3: by name, mapped */
-  ip_addr_copy(a->hdr_dst, *dst);
-  a->hdr_port = port;
-  memcpy(a->hdr, hdr, (size_t)hlen);
-  a->hdr_len = (uint8_t)hlen;
-}
-
-/* [rules] for a new association, on its first datagram (its destination
- * decides for all it will carry): the upstream, or NULL when the rule
- * blocks it, sends it direct (not for UDP yet) or names an upstream that
- * cannot carry UDP; *why says which. */
-static const struct s5_upstream_cfg *udp_outbound(struct s5_wctx *w, const ip_addr_t *src,
-                                                  const ip_addr_t *dst, uint16_t dport, const char **why,
-                                                  char *label, size_t len) {
-  struct s5_rules *t = s5_rules_of(w->cfg);
-  *why = "no upstream carries UDP";
-  if (t == NULL) return s5_upstream_for_udp(w->cfg);
-  char name[256];
-  struct s5_flow f = {.proto = IPPROTO_UDP, .dport = dport, .family = IP_IS_V6(dst) ? AF_INET6 : AF_INET};
-  if (s5_dnsmap_name_of_ip(dst, name, sizeof name) > 0) f.name = name;
-  if (IP_IS_V6(dst)) memcpy(f.dst, ip_2_ip6(dst)->addr, 16);
-  else memcpy(f.dst, &ip_2_ip4(dst)->addr, 4);
-  if (IP_IS_V6(src)) memcpy(f.src, ip_2_ip6(src)->addr, 16);
-  else memcpy(f.src, &ip_2_ip4(src)->addr, 4);
-  uint32_t rule;
-  int out = s5_rules_match(t, &f, &rule);
-  if (s5_rules_configured(t)) s5_rules_label(t, rule, label, len);
-  if (out == S5_OUTBOUND_BALANCE) return s5_upstream_for_udp(w->cfg);
-  if (out == S5_OUTBOUND_BLOCK) *why = "blocked by [rules]";
-  else if (out == S5_OUTBOUND_DIRECT) *why = "[rules] direct: not for UDP yet";
-  else if (w->cfg->upstreams[out].type == S5_UPSTREAM_SOCKS5 && w->cfg->upstreams[out].udp)
-    return &w->cfg->upstreams[out];
-  else *why = "[rules] names an upstream that cannot carry UDP";
-  return NULL;
-}
-
 static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t sport, const ip_addr_t *dst,
                          u16_t dport) {
   struct s5_udp *u = arg;
@@ -440,13 +369,13 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
   struct s5_assoc *a = s5_assoc_find(u, src, sport);
   uint8_t hdr_buf[S5_SOCKS5_UDP_HDR_MAX];
   const uint8_t *hdr = hdr_buf;
-  int hlen = a != NULL ? cached_header(a, dst, dport, &hdr) : -1;
-  if (hlen < 0) hlen = dest_header(dst, dport, hdr_buf, sizeof hdr_buf);
+  int hlen = a != NULL ? s5__udp_cached_header(a, dst, dport, &hdr) : -1;
+  if (hlen < 0) hlen = s5__udp_dest_header(dst, dport, hdr_buf, sizeof hdr_buf);
   if (hlen < 0) { /* a mapped address whose name is gone */
     s5_icmp_port_unreachable(w, p);
     return;
   }
-  if (a != NULL && hdr == hdr_buf) cache_header(a, dst, dport, hdr_buf, hlen);
+  if (a != NULL && hdr == hdr_buf) s5__udp_cache_header(a, dst, dport, hdr_buf, hlen);
   if (a == NULL && s5_assoc_held(u, src, sport)) { /* the proxy failed just now */
     s5_icmp_port_unreachable(w, p);
     return;
@@ -454,7 +383,7 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
   if (a == NULL) {
     const char *why;
     char rule[48] = "";
-    const struct s5_upstream_cfg *up = udp_outbound(w, src, dst, dport, &why, rule, sizeof rule);
+    const struct s5_upstream_cfg *up = s5__udp_outbound(w, src, dst, dport, &why, rule, sizeof rule);
     if (up == NULL) {
       s5_debug("UDP from port %u: %s%s%s: ICMP port unreachable", sport, why, rule[0] ? ", rule " : "", rule);
       s5_icmp_port_unreachable(w, p);

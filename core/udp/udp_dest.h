@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to udp/: where a client's datagram goes (udp_dest.c). */
+#ifndef S5_CORE_UDP_DEST_H
+#define S5_CORE_UDP_DEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctx/wctx.h"
+#include "udp/assoc.h"
+
+#include "lwip/ip_addr.h"
+
+/* The SOCKS5 UDP header for dst:port into hdr: its length, or -1 (a
+ * mapped address whose name is gone). */
+int s5__udp_dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t cap);
+/* The association's cached header for dst:port (*hdr): its length, or -1
+ * to build it; and the cache's refill. */
+int s5__udp_cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t **hdr);
+void s5__udp_cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t *hdr,
+                          int hlen);
+/* A new association's upstream by [rules] on its first datagram, or NULL
+ * (*why: blocked, direct, an upstream without UDP, none); label gets the
+ * rule's "FILE:LINE" or "default" when there are rules. */
+const struct s5_upstream_cfg *s5__udp_outbound(struct s5_wctx *w, const ip_addr_t *src, const ip_addr_t *dst,
+                                               uint16_t dport, const char **why, char *label, size_t len);
+
+#endif
