@@ -206,6 +206,7 @@ int s5_handshake_start(struct s5_session *s) {
     s->up_tried |= 1u << i; /* this one cannot carry it (SOCKS4, IPv6): the next */
   }
   if (first < 0 && s->up_ruled) {
+    if (s5_uptab() != NULL) __atomic_add_fetch(&s5_uptab()->no_upstream, 1, __ATOMIC_RELAXED);
     s5_debug("s%llu refused: upstream %s, which its rule names, is down", (unsigned long long)s->id,
              s->cfg->upstreams[out].name);
     return -1;
