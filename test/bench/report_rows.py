@@ -277,6 +277,25 @@ def upstream_tables(args):
                   first("Complete requests"), first("Failed requests"), meta.get("open_on_killed", "–"),
                   meta.get("syn_retrans", "–"), connect[-1], meta.get("down_after_s", "–"),
                   meta.get("up_while_dead", "–"), meta.get("up_after_s", "–")), ""]
+    d = os.path.join(args.out, "raw", "up-rules")
+    meta = read_kv_file(os.path.join(d, "meta"))
+    if "case_rc" in meta or meta.get("setup") != "ok":
+        fails.append("rules: %s" % (meta.get("setup") or "exit %s" % meta.get("case_rc")))
+    cells = []
+    for v in ("none", "lists", "none2", "lists2"):
+        rc = meta.get("rr_%s_rc" % v)
+        if rc is None:
+            continue
+        kv = out_kv(d, "rr_%s.out" % v)
+        rate, ticks, n = num(kv.get("rate")), num(meta.get("rr_%s_cpu_ticks" % v)), num(kv.get("conns"))
+        if rc != "0" or not n:
+            fails.append("rules: %s: exit %s" % (v, rc))
+        per = (ticks / args.clk_tck) / n * 1e6 if ticks is not None and n else None
+        cells.append("| %s | %s/s | %s µs |" % ("100,000 names + 10,000 prefixes" if v.startswith("lists") else
+                                               "no rules", fmt(rate, 0), fmt(per, 0)))
+    lines += ["", "[rules] with 100,000 names and 10,000 prefixes (none matching) against none, the SOCKS5 "
+              "server as the upstream, in turn:", "", "| rules | new connections | s5tund's CPU per connection |",
+              "|---|---|---|"] + cells + [""]
     print("\n".join(lines))
     if fails:
         print("Upstream rows that failed:\n" + "\n".join("- " + f for f in fails))

@@ -15,8 +15,12 @@
 #     open on the dead one when it died, the time until s5tund marked it
 #     down and, after its restart, until it was up again (from s5tund's
 #     log).
+#   - rules: the SOCKS5 server as the upstream and [rules] with 100,000
+#     names and 10,000 prefixes (none matching the target), against none:
+#     new connections per second and s5tund's CPU per connection, each
+#     twice in turn (without, with, without, with).
 # Each row in a subshell with its directory under $OUT/raw (up-squid,
-# up-socks5, up-failover); report_rows.py upstreams renders them.
+# up-socks5, up-failover, up-rules); report_rows.py upstreams renders them.
 
 RELAY_SQUID_PORT=1093 # delay relay -> squid (1090-1093: reserved in S, run.sh)
 UP_MS_A_PORT=1087     # the failover row's two microsocks (reserved in S too)
@@ -157,13 +161,40 @@ print(sum(u["open"] for u in json.load(sys.stdin)["upstreams"] if u["name"] == "
   trap - EXIT
 }
 
+# The rules row: the lists' cost to new connections.
+rows_upstream_rules() {
+  local cfg=$WORK/up-rules.ini v
+  trap 'case_exit' EXIT
+  meta kind tunnel
+  meta mode "$UP_MODE"
+  meta queues 1
+  seq 0 99999 | sed 's/^/n/; s/$/.list.test/' >"$WORK/names.txt"
+  for v in $(seq 0 9999); do echo "$((11 + v / 4096)).$(((v / 16) % 256)).$(((v % 16) * 16)).0/$((20 + v % 5))"; done \
+    >"$WORK/prefixes.txt"
+  for v in none lists none2 lists2; do
+    [[ $SHORT == 1 && $v == *2 ]] && continue
+    if [[ $v == none* ]]; then
+      up_config "$cfg" "$UP_MODE" 1 "$(up_section "$PROXY" "$PROXY_PORT" "")"
+    else
+      up_config "$cfg" "$UP_MODE" 1 "$(up_section "$PROXY" "$PROXY_PORT" "")" \
+        "[rules]\ndefault = $PROXY\nrules-file = $WORK/names.txt -> block\nrules-file = $WORK/prefixes.txt -> block"
+    fi
+    up_start "$cfg" "$UP_MODE" 1
+    meta setup ok
+    connrate_timed "rr_$v" rr "$RR_PORT" "$CONC" "connections, rules: $v"
+    e2e_s5_alive || { meta died "during the rules row"; exit 1; }
+    rows_stop
+  done
+  trap - EXIT
+}
+
 # All upstream rows, each in a subshell (a failure ends that one only).
 run_upstream_rows() {
   local name rc
   UP_MODE=${MODES%% *}
   e2e_start_squid >>"$OUT/raw/squid.log" 2>&1
   rows_relay_start "$RELAY_SQUID_PORT" "$S_ADDR4:$SQUID_PORT"
-  for name in squid socks5 failover; do
+  for name in squid socks5 failover rules; do
     bench_log "upstream rows: $name"
     CASE_DIR=$OUT/raw/up-$name
     mkdir -p "$CASE_DIR"
@@ -172,6 +203,7 @@ run_upstream_rows() {
       squid) ( rows_upstream_proxy squid "$SQUID_PID" ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
       socks5) ( rows_upstream_proxy "$PROXY" "$PROXY_PID" ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
       failover) ( rows_upstream_failover ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
+      rules) ( rows_upstream_rules ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
     esac
     CASE_PID=$!
     rc=0
