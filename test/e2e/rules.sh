@@ -16,8 +16,10 @@
 #           address on tun0) -> b, TGT4:7000 by address -> a (dst: and
 #           port:), TGT6 -> direct (an IPv6 prefix), a 100,000-name list
 #           file -> block (a listed name refused, --explain names its
-#           line); the hits in --stats; SIGHUP moves one.test to b while a
-#           session opened before goes on through a.
+#           line); the hits in --stats, the rule in the session log and
+#           --connections; SIGHUP moves one.test to b while a session
+#           opened before goes on through a; then with auto-route: direct
+#           takes its mark and leaves by C's own route, no session twice.
 
 MS_RB_PORT=1089
 RA_BIND=10.200.0.21
@@ -188,7 +190,29 @@ case_rules() {
   wait "$hold" || fail "the session opened before the reload did not go on"
   expect_seen "$RA_BIND" $((a0 + 3))
   log "reload: one.test now through b; the session opened before ended through a"
+  e2e_require_alive "before the restart with auto-route"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
 
+  # auto-route: the proxies' connections and direct ones carry its mark
+  # ([rules] mark = 0 takes it) and leave by C's own route; everything
+  # else goes into tun0 by its policy rule, not by the harness's routes.
+  in_c ip rule del fwmark "$RULE_MARK" lookup 99
+  in_c ip -6 rule del fwmark "$RULE_MARK" lookup 99
+  sed -i -e "s/^mark = $RULE_MARK$/mark = 0/" -e 's/^\[tun\]$/&\nauto-route = true/' \
+    -e "s/^\\[upstream [ab]\\]$/&\nmark = $RULE_MARK/" "$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  in_c ip route del 10.201.0.0/24 dev "$TUN"
+  in_c ip route add 10.201.0.0/24 via "$S_ADDR4" dev veth0
+  t0=$(tcp_total)
+  c0=$(seen "$C_ADDR4") b0=$(seen "$RB_BIND")
+  client --host "$(mapped direct.test)" echo --count 3 --retry-for "$T_START" >/dev/null
+  expect_seen "$C_ADDR4" $((c0 + 1))
+  client --host "$(mapped one.test)" echo --count 3 >/dev/null
+  expect_seen "$RB_BIND" $((b0 + 1))
+  (($(tcp_total) == t0 + 2)) || fail "auto-route: $(($(tcp_total) - t0)) sessions for 2 connections"
+  log "auto-route: direct.test reached from C's own address with its mark, one.test through b"
   e2e_require_alive "at the end"
   e2e_stop_s5tund
   ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
