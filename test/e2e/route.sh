@@ -15,7 +15,8 @@
 #        router  the host as a LAN client's gateway: TCP (100 MB, SHA-256),
 #                UDP and mapped DNS through the proxy; kill -9 blocks the
 #                client's tunnel-bound traffic, local traffic goes on; a
-#                restart serves it again
+#                restart serves it again, with a second upstream and a
+#                [rules] source rule: another LAN client goes through it
 #        netns   [tun] netns: programs in a namespace of s5tund's go through
 #                the proxy (IPv4, IPv6, UDP, a mapped name) and nowhere else;
 #                the proxy sockets stay in the host namespace; kill -9 fails
@@ -36,6 +37,8 @@
 #   a late link L-C (10.215.0.0/24) is joined to C after s5tund started.
 
 L_ADDR4=10.210.0.2
+L_ADDR4B=10.210.0.3  # a second LAN client, for a [rules] source rule (router)
+MS_BIND=10.200.0.31  # microsocks' outgoing address (router's [rules] step)
 L_ADDR6=fd00:210::2
 H_LAN4=10.210.0.1
 H_LAN6=fd00:210::1
@@ -498,9 +501,20 @@ case_router() {
   (($(peer_count "$WORK/target.log" "$L_ADDR4") == n4 + 1)) || fail "the target saw the LAN client directly after kill -9"
   log "after kill -9: tunnel-bound traffic blocked, excluded and local traffic works"
 
-  start_s5 "route-exclude = 10.202.0.0/24" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL"
+  # The restart has a second upstream (microsocks, its connections from
+  # MS_BIND) and a [rules] source rule: a second LAN client (L_ADDR4B)
+  # goes through it, the first one still through danted.
+  in_s ip addr add "$MS_BIND/32" dev lo
+  in_l ip addr add "$L_ADDR4B/24" dev lan0
+  E2E_LOGS+=("$WORK/microsocks.log")
+  ip netns exec "$NS_S" microsocks -i "$S_ADDR4" -p "$MS_PORT" -b "$MS_BIND" >>"$WORK/microsocks.log" 2>&1 &
+  e2e_wait_listen "$MS_PORT" "$S_ADDR4" || fail "microsocks does not listen on $S_ADDR4:$MS_PORT"
+  start_s5 "route-exclude = 10.202.0.0/24" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" \
+    "[upstream ms]" "address = $S_ADDR4" "port = $MS_PORT" "mark = $MARK" "[rules]" "rule = src:$L_ADDR4B/32 -> ms"
   proved_by "$WORK/target.log" "$S_ADDR4" 1 lclient --host "$TGT4" echo --count 1 --retry-for 20 --timeout 10
   proved_by "$WORK/target.log" "$S_ADDR6" 1 lclient --host "$TGT6" echo --count 1 --timeout 10
+  proved_by "$WORK/target.log" "$MS_BIND" 1 lclient --bind "$L_ADDR4B" --host "$TGT4" echo --count 1 --timeout 10
+  log "rules on a router: LAN client $L_ADDR4B through microsocks (src:), $L_ADDR4 through danted"
   e2e_stop_s5tund
   ((S5RC == 0)) || fail "s5tund exited $S5RC"
   after=$(routing_snapshot)
