@@ -208,29 +208,40 @@ rows_direct() {
   rows_ttfb direct "$S_ADDR4" "$RELAY_TGT_PORT"
 }
 
-# All rows; each in a subshell (a failure ends that one only). The relays
-# stay up for the upstream rows (rows_upstream.sh); run.sh ends them.
+# rows_sub WHAT DIR LOG CMD...: CMD in a subshell (a failure ends that one
+# only), in the background (a signal is handled at once), its output in
+# LOG, its figures in DIR/meta (CASE_DIR); a failure is reported and
+# recorded as case_rc.
+rows_sub() {
+  local what=$1 log=$3 rc=0
+  CASE_DIR=$2
+  shift 3
+  mkdir -p "$CASE_DIR"
+  : >"$CASE_DIR/meta"
+  ( "$@" ) 3>&1 >"$log" 2>&1 &
+  CASE_PID=$!
+  wait "$CASE_PID" || rc=$?
+  CASE_PID=""
+  if ((rc != 0)); then
+    bench_log "$what FAILED (exit $rc); its log, last lines:"
+    tail -n 25 "$log" | sed 's/^/    /'
+    echo "case_rc=$rc" >>"$CASE_DIR/meta"
+  fi
+}
+
+rows_direct_sub() { S5PID=""; rows_direct; }
+
+# All rows. The relays stay up for the upstream rows (rows_upstream.sh);
+# run.sh ends them.
 run_rows() {
-  local name rc
+  local name
   rows_relays_up
   for name in direct $MODES; do
     bench_log "rows $name"
-    CASE_DIR=$OUT/raw/rows/$name
-    mkdir -p "$CASE_DIR"
-    : >"$CASE_DIR/meta"
     if [[ $name == direct ]]; then
-      ( S5PID=""; rows_direct ) 3>&1 >"$OUT/raw/rows/$name.log" 2>&1 &
+      rows_sub "rows $name" "$OUT/raw/rows/$name" "$OUT/raw/rows/$name.log" rows_direct_sub
     else
-      ( rows_mode "$name" ) 3>&1 >"$OUT/raw/rows/$name.log" 2>&1 &
-    fi
-    CASE_PID=$!
-    rc=0
-    wait "$CASE_PID" || rc=$?
-    CASE_PID=""
-    if ((rc != 0)); then
-      bench_log "rows $name FAILED (exit $rc); its log, last lines:"
-      tail -n 25 "$OUT/raw/rows/$name.log" | sed 's/^/    /'
-      echo "case_rc=$rc" >>"$CASE_DIR/meta"
+      rows_sub "rows $name" "$OUT/raw/rows/$name" "$OUT/raw/rows/$name.log" rows_mode "$name"
     fi
   done
 }

@@ -188,32 +188,21 @@ rows_upstream_rules() {
   trap - EXIT
 }
 
-# All upstream rows, each in a subshell (a failure ends that one only).
+# All upstream rows, each in a subshell (rows_sub: a failure ends that one only).
 run_upstream_rows() {
-  local name rc
+  local name
   UP_MODE=${MODES%% *}
   e2e_start_squid >>"$OUT/raw/squid.log" 2>&1
   rows_relay_start "$RELAY_SQUID_PORT" "$S_ADDR4:$SQUID_PORT"
   for name in squid socks5 failover rules; do
     bench_log "upstream rows: $name"
-    CASE_DIR=$OUT/raw/up-$name
-    mkdir -p "$CASE_DIR"
-    : >"$CASE_DIR/meta"
+    set -- "upstream rows $name" "$OUT/raw/up-$name" "$OUT/raw/up-$name.log"
     case $name in
-      squid) ( rows_upstream_proxy squid "$SQUID_PID" ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
-      socks5) ( rows_upstream_proxy "$PROXY" "$PROXY_PID" ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
-      failover) ( rows_upstream_failover ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
-      rules) ( rows_upstream_rules ) 3>&1 >"$OUT/raw/up-$name.log" 2>&1 & ;;
+      squid) rows_sub "$@" rows_upstream_proxy squid "$SQUID_PID" ;;
+      socks5) rows_sub "$@" rows_upstream_proxy "$PROXY" "$PROXY_PID" ;;
+      failover) rows_sub "$@" rows_upstream_failover ;;
+      rules) rows_sub "$@" rows_upstream_rules ;;
     esac
-    CASE_PID=$!
-    rc=0
-    wait "$CASE_PID" || rc=$?
-    CASE_PID=""
-    if ((rc != 0)); then
-      bench_log "upstream rows $name FAILED (exit $rc); its log, last lines:"
-      tail -n 25 "$OUT/raw/up-$name.log" | sed 's/^/    /'
-      echo "case_rc=$rc" >>"$CASE_DIR/meta"
-    fi
   done
   kill -TERM "$SQUID_PID" 2>/dev/null || true
   wait "$SQUID_PID" 2>/dev/null || true

@@ -48,6 +48,15 @@ static unsigned top_rules(const struct s5_rules *t, struct top *top) {
   return n;
 }
 
+/* A listed rule's place ("FILE:LINE", safe in a string) and outbound. */
+static const char *top_where(const struct s5_rules *t, const struct top *tp, char *where, size_t len) {
+  const char *file;
+  unsigned line;
+  s5_rules_where(t, tp->rule, &file, &line);
+  plain(where, len, file, line);
+  return s5_rules_outbound_name(t, s5_rules_outbound_of(t, tp->rule));
+}
+
 size_t s5_rules_json(const struct s5_rules *t, char *buf, size_t cap, size_t at) {
   if (!s5_rules_configured(t)) return at;
   at = s5_render_put(buf, cap, at,
@@ -65,14 +74,10 @@ size_t s5_rules_json(const struct s5_rules *t, char *buf, size_t cap, size_t at)
   struct top top[RULES_SHOWN];
   unsigned n = top_rules(t, top);
   for (unsigned k = 0; k < n; k++) {
-    const char *file;
-    unsigned line;
     char where[320];
-    s5_rules_where(t, top[k].rule, &file, &line);
-    plain(where, sizeof where, file, line);
+    const char *out = top_where(t, &top[k], where, sizeof where);
     at = s5_render_put(buf, cap, at, "%s{\"rule\":\"%s\",\"outbound\":\"%s\",\"hits\":%" PRIu64 "}",
-                       k ? "," : "", where, s5_rules_outbound_name(t, s5_rules_outbound_of(t, top[k].rule)),
-                       top[k].hits);
+                       k ? "," : "", where, out, top[k].hits);
   }
   return s5_render_put(buf, cap, at, "]}");
 }
@@ -120,13 +125,10 @@ size_t s5_rules_prom(const struct s5_rules *t, char *buf, size_t cap) {
   struct top top[RULES_SHOWN];
   unsigned n = top_rules(t, top);
   for (unsigned k = 0; k < n; k++) {
-    const char *file;
-    unsigned line;
     char where[320];
-    s5_rules_where(t, top[k].rule, &file, &line);
-    plain(where, sizeof where, file, line);
+    const char *out = top_where(t, &top[k], where, sizeof where);
     at = s5_render_put(buf, cap, at, "s5tund_rule_hits_total{rule=\"%s\",outbound=\"%s\"} %" PRIu64 "\n",
-                       where, s5_rules_outbound_name(t, s5_rules_outbound_of(t, top[k].rule)), top[k].hits);
+                       where, out, top[k].hits);
   }
   return at;
 }
