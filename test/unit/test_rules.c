@@ -7,6 +7,7 @@
  * the machine is shared; test/bench/README.md has the figures). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +251,63 @@ static void test_files(void) {
   unlink(path2);
 }
 
+/* The loader: [rules] keys from a file (rule and rules-file repeat, each
+ * with its line), errors naming file, line and key, and the --explain
+ * flags. */
+static int load_args(struct s5_config *c, char *err, size_t errlen, ...) {
+  char *argv[16] = {"s5tund"}, *out = NULL, *msg = NULL;
+  size_t olen = 0, mlen = 0;
+  int argc = 1;
+  va_list ap;
+  va_start(ap, errlen);
+  while (argc < 15 && (argv[argc] = va_arg(ap, char *)) != NULL) argc++;
+  va_end(ap);
+  FILE *o = open_memstream(&out, &olen), *e = open_memstream(&msg, &mlen);
+  if (o == NULL || e == NULL) exit(1);
+  int rc = s5_args_load_io(c, argc, argv, o, e);
+  fclose(o), fclose(e);
+  snprintf(err, errlen, "%s", msg != NULL ? msg : "");
+  free(out), free(msg);
+  return rc;
+}
+
+static void test_config_file(void) {
+  char path[256], err[1024];
+  static struct s5_config c;
+  snprintf(path, sizeof path, "%s/s5tund.ini", dir);
+  write_file(path,
+             "[upstream a]\naddress = 127.0.0.1\n[upstream b]\naddress = 127.0.0.1\n[rules]\n"
+             "default = b\nrule = domain:x.example -> a\nrules-file = /dev/null -> block\n"
+             "rule = port:53 -> direct\n");
+  int rc = load_args(&c, err, sizeof err, "--config", path, NULL);
+  CHECK(rc == S5_ARGS_RUN && c.rules.n == 3 && c.rules.line[0] == 7 && c.rules.line[1] == 8 &&
+          c.rules.line[2] == 9 && c.rules.def_line == 6 && strcmp(c.rules.conf, path) == 0,
+        "three items with their lines: rc %d, %u items, lines %u %u %u: %s", rc, c.rules.n, c.rules.line[0],
+        c.rules.line[1], c.rules.line[2], err);
+  rc = load_args(&c, err, sizeof err, "--config", path, "--explain", "127.0.0.1:53", "--proto", "udp", NULL);
+  CHECK(rc == S5_ARGS_EXPLAIN && s5_args_explain()->proto == IPPROTO_UDP, "--explain: rc %d %s", rc, err);
+  rc = load_args(&c, err, sizeof err, "--config", path, "--name", "x.example", NULL);
+  CHECK(rc == S5_ARGS_EXIT_BAD && strstr(err, "go with --explain") != NULL, "--name alone: [%s]", err);
+  rc = load_args(&c, err, sizeof err, "--config", path, "--explain", "nowhere", NULL);
+  CHECK(rc == S5_ARGS_EXIT_BAD && strstr(err, "--explain: ") != NULL, "--explain nowhere: [%s]", err);
+  write_file(path,
+             "[upstream a]\naddress = 127.0.0.1\n[rules]\nrule = dst:10.0.0.0/8 -> a\n"
+             "rule = keyword:x -> b\n");
+  rc = load_args(&c, err, sizeof err, "--config", path, NULL);
+  char want[300];
+  snprintf(want, sizeof want, "%s:5: [rules] rule: unknown outbound \"b\"", path);
+  CHECK(rc == S5_ARGS_EXIT_BAD && strstr(err, want) != NULL, "unknown outbound: [%s] lacks [%s]", err, want);
+  write_file(path, "[rules]\nrule = dst:10.0.0.0/8 ->\n");
+  rc = load_args(&c, err, sizeof err, "--config", path, NULL);
+  snprintf(want, sizeof want, "%s:2: [rules] rule: ", path);
+  CHECK(rc == S5_ARGS_EXIT_BAD && strstr(err, want) != NULL && strstr(err, "one outbound") != NULL,
+        "a bad rule: [%s] lacks [%s]", err, want);
+  write_file(path, "[rules]\nrules-file = relative.txt\n");
+  rc = load_args(&c, err, sizeof err, "--config", path, NULL);
+  CHECK(rc == S5_ARGS_EXIT_BAD && strstr(err, "absolute path") != NULL, "a relative rules-file: [%s]", err);
+  unlink(path);
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -305,6 +363,7 @@ int main(void) {
   test_syntax();
   test_first_match();
   test_files();
+  test_config_file();
   test_cost();
   rmdir(dir);
   return check_done();
