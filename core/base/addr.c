@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 
 const char *s5_addr_str(const ip_addr_t *ip, char *buf, size_t len) {
@@ -17,4 +18,19 @@ const char *s5_addr_port_str(const ip_addr_t *ip, uint16_t port, char *buf, size
   s5_addr_str(ip, a, sizeof a);
   snprintf(buf, len, IP_IS_V6(ip) ? "[%s]:%u" : "%s:%u", a, port);
   return buf;
+}
+
+void s5_addr_to_sockaddr(const ip_addr_t *ip, uint16_t port, struct sockaddr_storage *ss) {
+  memset(ss, 0, sizeof *ss);
+  if (IP_IS_V6(ip)) {
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(port);
+    memcpy(&sin6->sin6_addr, ip_2_ip6(ip)->addr, 16);
+  } else {
+    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+    sin->sin_family = AF_INET;
+    sin->sin_port = htons(port);
+    sin->sin_addr.s_addr = ip_2_ip4(ip)->addr;
+  }
 }

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Text forms of lwIP addresses for logs: RFC 5952 for IPv6 (lower case,
- * the longest run of zero groups shortened), as every other tool prints
- * them; lwIP's own ipaddr_ntoa() writes upper-case hex. */
+/* lwIP addresses: their text forms for logs (RFC 5952 for IPv6: lower
+ * case, the longest run of zero groups shortened, as every other tool
+ * prints them; lwIP's own ipaddr_ntoa() writes upper-case hex), and as
+ * socket addresses. */
 #ifndef S5_CORE_ADDR_H
 #define S5_CORE_ADDR_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "lwip/ip_addr.h"
 
@@ -18,5 +20,8 @@ const char *s5_addr_str(const ip_addr_t *ip, char *buf, size_t len);
 
 /* "a.b.c.d:port" or "[v6]:port". Returns buf. */
 const char *s5_addr_port_str(const ip_addr_t *ip, uint16_t port, char *buf, size_t len);
+
+/* ip and port (host order) as a sockaddr_in or sockaddr_in6 in ss. */
+void s5_addr_to_sockaddr(const ip_addr_t *ip, uint16_t port, struct sockaddr_storage *ss);
 
 #endif

@@ -133,7 +133,8 @@ static int proxy_requested(struct s5_proxy *p, int sent) {
 static int proxy_request(struct s5_proxy *p, uint8_t *msg, size_t cap, const char **why) {
   struct s5_proxy_target t;
   *why = "its mapped name is gone";
-  if (p->ops->target == NULL) return p->ops->request(p->owner, msg, cap);
+  /* UDP's target is for direct alone; its request is always its own */
+  if (p->ops->target == NULL || p->ops->cmd == S5_PROXY_ASSOCIATE) return p->ops->request(p->owner, msg, cap);
   memset(&t, 0, sizeof t);
   if (p->ops->target(p->owner, &t) < 0) return -1;
   return s5_upstream_write_connect(p->up, &t, msg, cap, why);
@@ -311,6 +312,20 @@ void s5__proxy_connected(uv_connect_t *req, int status) {
   if (r < 0) proxy_fail(p, S5_LOG_INFO, 0, 0, "sending SOCKS5 greeting failed");
 }
 
+void s5__proxy_direct_datagrams(struct s5_proxy *p, const struct sockaddr_storage *to) {
+  if (p->ops->connected != NULL && p->ops->connected(p->owner) != 0) return;
+  struct s5_socks5_addr bnd = {.family = to->ss_family};
+  if (to->ss_family == AF_INET6) {
+    memcpy(bnd.ip, &((const struct sockaddr_in6 *)to)->sin6_addr, 16);
+    bnd.port = ntohs(((const struct sockaddr_in6 *)to)->sin6_port);
+  } else {
+    memcpy(bnd.ip, &((const struct sockaddr_in *)to)->sin_addr, 4);
+    bnd.port = ntohs(((const struct sockaddr_in *)to)->sin_port);
+  }
+  p->step = S5_PROXY_REPLY;
+  proxy_granted(p, &bnd);
+}
+
 void s5__proxy_connect_failed(struct s5_proxy *p, const char *why) {
   PROXY_COUNT(p, socks5_connect_failed);
   proxy_fail(p, S5_LOG_INFO, S5_SOCKS5_REFUSED, 0, why);
@@ -332,7 +347,8 @@ void s5__proxy_timed_out(uv_timer_t *timer) {
 int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   uint8_t msg[S5_HTTP_REQUEST_MAX];
   const char *cannot;
-  if (p->ops->target != NULL && proxy_request(p, msg, sizeof msg, &cannot) < 0) {
+  if (p->ops->target != NULL && p->ops->cmd != S5_PROXY_ASSOCIATE &&
+      proxy_request(p, msg, sizeof msg, &cannot) < 0) {
     snprintf(why, cap, "no %s to upstream %s: %s", proxy_words(p)->req, p->up->name, cannot);
     return UV_EINVAL;
   }

@@ -80,7 +80,8 @@ struct s5_proxy_ops {
   int (*request)(void *owner, uint8_t *buf, size_t cap);
   /* Instead of request, for a CONNECT: the destination, which the client
    * writes as its upstream's type asks (upstream.c). Returns 0, or < 0
-   * when there is none (a mapped address whose name is gone). */
+   * when there is none (a mapped address whose name is gone). For UDP
+   * ASSOCIATE (beside request): the destination of [rules] direct. */
   int (*target)(void *owner, struct s5_proxy_target *t);
   /* Optional: the TCP connection is up, before the greeting. Returns 0 to
    * go on, or -1 when the owner ended itself (and closed the client). */

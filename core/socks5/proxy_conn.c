@@ -4,6 +4,7 @@
  * outbound the address is the destination's: the client's own, or for a
  * mapped DNS address the name s5tund holds, resolved by the system
  * resolver on libuv's thread pool (uv_getaddrinfo), never on the loop. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -96,7 +97,9 @@ static void direct_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *
     snprintf(why, sizeof why, "direct: resolving %s failed: %s", l->name,
              status < 0 ? uv_strerror(status) : "no address");
   free(l);
-  if (to.ss_family == 0 || s5__proxy_connect(p, &to, why, sizeof why) < 0) s5__proxy_connect_failed(p, why);
+  if (to.ss_family == 0) s5__proxy_connect_failed(p, why);
+  else if (p->ops->cmd == S5_PROXY_ASSOCIATE) s5__proxy_direct_datagrams(p, &to);
+  else if (s5__proxy_connect(p, &to, why, sizeof why) < 0) s5__proxy_connect_failed(p, why);
 }
 
 int s5__proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
@@ -106,7 +109,18 @@ int s5__proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
     snprintf(why, cap, "direct: the destination's mapped name is gone");
     return UV_EINVAL;
   }
-  if (t.name[0] == '\0') return s5__proxy_connect(p, &t.addr, why, cap);
+  /* TCP to an address: connect now. UDP has no connection to make: its
+   * grant comes from the resolver's callback, an address too (numeric,
+   * no lookup), so that it never comes inside s5_proxy_start. */
+  int udp = p->ops->cmd == S5_PROXY_ASSOCIATE;
+  if (t.name[0] == '\0' && !udp) return s5__proxy_connect(p, &t.addr, why, cap);
+  char host[INET6_ADDRSTRLEN];
+  if (t.name[0] == '\0') {
+    const void *raw = t.addr.ss_family == AF_INET6
+                        ? (const void *)&((const struct sockaddr_in6 *)&t.addr)->sin6_addr
+                        : (const void *)&((const struct sockaddr_in *)&t.addr)->sin_addr;
+    inet_ntop(t.addr.ss_family, raw, host, sizeof host);
+  }
   /* A mapped name: the destination is what the system resolver says. */
   struct s5_proxy_lookup *l = calloc(1, sizeof *l);
   if (l == NULL) {
@@ -115,10 +129,13 @@ int s5__proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
   }
   char port[8];
   snprintf(port, sizeof port, "%u", target_port(&t.addr));
-  snprintf(l->name, sizeof l->name, "%s", t.name);
+  snprintf(l->name, sizeof l->name, "%s", t.name[0] != '\0' ? t.name : host);
   l->p = p;
   l->req.data = l;
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
+  /* UDP keeps the family the client sent in (its replies come from there). */
+  struct addrinfo hints = {.ai_family = udp ? t.addr.ss_family : AF_UNSPEC,
+                           .ai_socktype = udp ? SOCK_DGRAM : SOCK_STREAM,
+                           .ai_flags = t.name[0] != '\0' ? AI_ADDRCONFIG : AI_NUMERICHOST};
   int r = uv_getaddrinfo(&p->w->loop, &l->req, direct_resolved, l->name, port, &hints);
   if (r < 0) {
     snprintf(why, cap, "direct: resolving %s: %s", t.name, uv_strerror(r));

@@ -22,6 +22,9 @@ int s5__proxy_connect(struct s5_proxy *p, const struct sockaddr_storage *addr, c
 /* [rules] direct: the destination (its mapped name resolved first, off
  * the loop), then s5__proxy_connect. Returns 0 or < 0 with why. */
 int s5__proxy_direct(struct s5_proxy *p, char *why, size_t cap);
+/* [rules] direct for UDP: no connection; the destination to (resolved) is
+ * the relay: connected, then granted with it as BND (proxy.c). */
+void s5__proxy_direct_datagrams(struct s5_proxy *p, const struct sockaddr_storage *to);
 /* A resolution in flight is cancelled (from s5_proxy_close). */
 void s5__proxy_direct_cancel(struct s5_proxy *p);
 

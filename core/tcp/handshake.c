@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dns/dnsmap.h"
+#include "base/addr.h"
 #include "base/log.h"
 #include "shared/rules.h"
 #include "shared/uptab.h"
@@ -21,18 +22,7 @@
 /* The address the client asked for: lwIP's "any destination" listener gave
  * the accepted pcb the SYN's destination as its local address. */
 static void original_destination(const struct tcp_pcb *pcb, struct sockaddr_storage *ss) {
-  memset(ss, 0, sizeof *ss);
-  if (IP_IS_V6(&pcb->local_ip)) {
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(pcb->local_port);
-    memcpy(&sin6->sin6_addr, ip_2_ip6(&pcb->local_ip)->addr, 16);
-  } else {
-    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(pcb->local_port);
-    sin->sin_addr.s_addr = ip_2_ip4(&pcb->local_ip)->addr;
-  }
+  s5_addr_to_sockaddr(&pcb->local_ip, pcb->local_port, ss);
 }
 
 /* The CONNECT's destination: the client's, written by the client in

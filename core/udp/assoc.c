@@ -229,8 +229,8 @@ static void assoc_link(struct s5_udp *u, struct s5_assoc *a) {
   S5_STAT_ADD(u->w->stats, udp_total, 1);
 }
 
-struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port,
-                              const struct s5_upstream_cfg *up) {
+struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port, const ip_addr_t *dst,
+                              uint16_t dport, const struct s5_upstream_cfg *up) {
   struct s5_wctx *w = u->w;
   unsigned max = w->cfg->session.max_sessions;
   if (max != 0 && u->active >= max) {
@@ -249,6 +249,10 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   a->rec = (struct s5_session_record){
     .kind = 'u', .id = a->id, .client_port = port, .started_ms = uv_now(&w->loop), .end = "?"};
   ip_addr_copy(a->rec.client, *client);
+  ip_addr_copy(a->rec.dest, *dst); /* the first destination: the session log's, and direct's only one */
+  a->rec.dest_port = dport;
+  a->direct = up->type == S5_UPSTREAM_DIRECT;
+  a->rec.upstream = up->name; /* in a->cfg, held as long as a */
   ip_addr_copy(a->client, *client);
   a->client_port = port;
   a->state = S5_ASSOC_CONNECTING;

@@ -64,6 +64,8 @@ struct s5_assoc {
   int handles_open;         /* timer, proxy client, relay once open */
   unsigned relay_open : 1;
   unsigned answered : 1; /* a datagram came back through the relay */
+  unsigned direct : 1;   /* [rules] direct: the relay socket is connected to rec.dest's destination, no
+                            SOCKS5 header either way, no control connection */
   uint64_t last_active;
 
   struct sockaddr_storage udp_local; /* our UDP socket, as told to the proxy */
@@ -110,12 +112,13 @@ struct s5_udp {
 /* The association of client:port, or NULL. */
 struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16_t port);
 
-/* Starts an association for client:port through up (its proxy client
- * connecting; udp.c chose up by [rules] or as the one that carries UDP).
+/* Starts an association for client:port, first sending to dst:dport,
+ * through up (its proxy client connecting; udp.c chose up by [rules] or as
+ * the one that carries UDP; direct: to dst alone).
  * Returns NULL when it cannot (counted; [session] max-sessions, memory, a
  * proxy connection that failed at once). */
-struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port,
-                              const struct s5_upstream_cfg *up);
+struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port, const ip_addr_t *dst,
+                              uint16_t dport, const struct s5_upstream_cfg *up);
 
 /* Ends it once (session log, debug line, out of the table, handles
  * closing); it is freed when they have closed. */

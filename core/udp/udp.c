@@ -30,6 +30,7 @@
 #include "base/log.h"
 #include "socks5/proxy.h"
 #include "route_get.h"
+#include "shared/rules.h"
 #include "socks5/socks5_udp.h"
 #include "udp/udp_dest.h"
 #include "udp/udp_io.h"
@@ -172,6 +173,10 @@ static void relay_error(struct s5_udp_sock *s, int err) {
   struct s5_assoc *a = s->poll.data;
   if (a->state != S5_ASSOC_READY) return;
   s5_debug("u%llu relay socket: %s", (unsigned long long)a->id, uv_strerror(err));
+  if (a->direct && (err == UV_ECONNREFUSED || err == UV_EHOSTUNREACH || err == UV_ENETUNREACH)) {
+    s5_assoc_end(a, "the destination refused datagrams (direct)"); /* its own answer: no hold-down */
+    return;
+  }
   if (err == UV_ECONNREFUSED || err == UV_EHOSTUNREACH || err == UV_ENETUNREACH) relay_unreachable(a, err);
 }
 
@@ -184,13 +189,15 @@ static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) 
   int hlen = 0;
   if (buf == NULL) {
     bad = "datagram larger than the buffer";
+  } else if (a->direct) { /* from the one destination, as it is */
+    src.port = a->rec.dest_port;
   } else {
     hlen = s5_socks5_udp_header_parse(buf, nread, &src);
     if (hlen == S5_SOCKS5_FRAGMENTED) bad = "fragmented SOCKS5 datagram (FRAG != 0)";
     else if (hlen < 0) bad = "malformed SOCKS5 UDP header";
   }
-  ip_addr_t from;
-  if (bad == NULL && reply_source(a, &src, &from) < 0)
+  ip_addr_t from = a->rec.dest;
+  if (bad == NULL && !a->direct && reply_source(a, &src, &from) < 0)
     bad = "source address of the other family (or an unmappable name)";
   if (bad != NULL) {
     udp_drop(w);
@@ -219,8 +226,14 @@ static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) 
 static int relay_open(struct s5_assoc *a) {
   const struct s5_upstream_cfg *up = a->proxy.up;
   struct sockaddr_storage local;
-  int len = sizeof local;
-  int r = uv_tcp_getsockname(&a->proxy.sock, (struct sockaddr *)&local, &len);
+  int len = sizeof local, r = 0;
+  memset(&local, 0, sizeof local);
+  if (a->direct) { /* no control connection: any address of the destination's family */
+    local.ss_family = IP_IS_V6(&a->rec.dest) ? AF_INET6 : AF_INET;
+    len = local.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  } else {
+    r = uv_tcp_getsockname(&a->proxy.sock, (struct sockaddr *)&local, &len);
+  }
   if (r < 0) return r;
   if (local.ss_family == AF_INET) ((struct sockaddr_in *)&local)->sin_port = 0;
   else ((struct sockaddr_in6 *)&local)->sin6_port = 0;
@@ -322,6 +335,15 @@ static int assoc_proxy_request(void *assoc, uint8_t *msg, size_t cap) {
   return s5_socks5_write_udp_associate(msg, cap, (struct sockaddr *)&a->udp_local);
 }
 
+/* [rules] direct: where the relay socket goes (a mapped name, resolved). */
+static int assoc_proxy_target(void *assoc, struct s5_proxy_target *t) {
+  const struct s5_assoc *a = assoc;
+  s5_addr_to_sockaddr(&a->rec.dest, a->rec.dest_port, &t->addr);
+  int mapped = s5_dnsmap_name_of_ip(&a->rec.dest, t->name, sizeof t->name);
+  if (mapped == 0) t->name[0] = '\0';
+  return mapped < 0 ? -1 : 0;
+}
+
 static void assoc_proxy_result(void *assoc, const struct s5_proxy_result *r) {
   struct s5_assoc *a = assoc;
   if (a->state == S5_ASSOC_CLOSED) return;
@@ -336,6 +358,7 @@ static void assoc_proxy_result(void *assoc, const struct s5_proxy_result *r) {
 static const struct s5_proxy_ops assoc_proxy_ops = {
   .cmd = S5_PROXY_ASSOCIATE,
   .request = assoc_proxy_request,
+  .target = assoc_proxy_target,
   .connected = assoc_proxy_connected,
   .result = assoc_proxy_result,
   .closed = s5_assoc_release,
@@ -362,20 +385,11 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     udp_dns_query(w, p, src, sport, dst, dport, dns);
     return;
   }
-  if (s5_upstream_for_udp(w->cfg) == NULL || w->stopping) { /* no upstream carries UDP */
-    s5_icmp_port_unreachable(w, p);
+  if (w->stopping || (s5_upstream_for_udp(w->cfg) == NULL && !s5_rules_configured(s5_rules_of(w->cfg)))) {
+    s5_icmp_port_unreachable(w, p); /* no upstream carries UDP, and no rule says otherwise */
     return;
   }
   struct s5_assoc *a = s5_assoc_find(u, src, sport);
-  uint8_t hdr_buf[S5_SOCKS5_UDP_HDR_MAX];
-  const uint8_t *hdr = hdr_buf;
-  int hlen = a != NULL ? s5__udp_cached_header(a, dst, dport, &hdr) : -1;
-  if (hlen < 0) hlen = s5__udp_dest_header(dst, dport, hdr_buf, sizeof hdr_buf);
-  if (hlen < 0) { /* a mapped address whose name is gone */
-    s5_icmp_port_unreachable(w, p);
-    return;
-  }
-  if (a != NULL && hdr == hdr_buf) s5__udp_cache_header(a, dst, dport, hdr_buf, hlen);
   if (a == NULL && s5_assoc_held(u, src, sport)) { /* the proxy failed just now */
     s5_icmp_port_unreachable(w, p);
     return;
@@ -389,19 +403,29 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
       s5_icmp_port_unreachable(w, p);
       return;
     }
-    a = s5_assoc_new(u, src, sport, up);
-    if (a != NULL) memcpy(a->rec.rule, rule, sizeof rule);
+    a = s5_assoc_new(u, src, sport, dst, dport, up);
+    if (a == NULL) {
+      udp_drop(w);
+      pbuf_free(p);
+      return;
+    }
+    memcpy(a->rec.rule, rule, sizeof rule);
   }
-  if (a == NULL) {
-    udp_drop(w);
-    pbuf_free(p);
+  uint8_t hdr_buf[S5_SOCKS5_UDP_HDR_MAX];
+  const uint8_t *hdr = hdr_buf;
+  int hlen = 0;
+  if (a->direct) { /* one destination, no header */
+    if (dport != a->rec.dest_port || !ip_addr_cmp(dst, &a->rec.dest)) hlen = -1;
+  } else {
+    hlen = s5__udp_cached_header(a, dst, dport, &hdr);
+    if (hlen < 0) hlen = s5__udp_dest_header(dst, dport, hdr_buf, sizeof hdr_buf);
+    if (hlen >= 0 && hdr == hdr_buf) s5__udp_cache_header(a, dst, dport, hdr_buf, hlen);
+  }
+  if (hlen < 0) { /* a mapped address whose name is gone; direct: another destination */
+    s5_icmp_port_unreachable(w, p);
     return;
   }
   s5_assoc_touch(a);
-  if (a->rec.dest_port == 0) { /* the first destination, for the session log */
-    ip_addr_copy(a->rec.dest, *dst);
-    a->rec.dest_port = dport;
-  }
   a->rec.bytes_up += p->tot_len;
   if (a->state == S5_ASSOC_READY) {
     assoc_send(a, hdr, (size_t)hlen, p);

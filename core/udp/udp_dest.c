@@ -56,9 +56,9 @@ void s5__udp_cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t por
 }
 
 /* [rules] for a new association, on its first datagram (its destination
- * decides for all it will carry): the upstream, or NULL when the rule
- * blocks it, sends it direct (not for UDP yet) or names an upstream that
- * cannot carry UDP; *why says which. */
+ * decides for all it will carry): the upstream (direct's for direct), or
+ * NULL when the rule blocks it or names an upstream that cannot carry UDP;
+ * *why says which. */
 const struct s5_upstream_cfg *s5__udp_outbound(struct s5_wctx *w, const ip_addr_t *src, const ip_addr_t *dst,
                                                uint16_t dport, const char **why, char *label, size_t len) {
   struct s5_rules *t = s5_rules_of(w->cfg);
@@ -76,7 +76,7 @@ const struct s5_upstream_cfg *s5__udp_outbound(struct s5_wctx *w, const ip_addr_
   if (s5_rules_configured(t)) s5_rules_label(t, rule, label, len);
   if (out == S5_OUTBOUND_BALANCE) return s5_upstream_for_udp(w->cfg);
   if (out == S5_OUTBOUND_BLOCK) *why = "blocked by [rules]";
-  else if (out == S5_OUTBOUND_DIRECT) *why = "[rules] direct: not for UDP yet";
+  else if (out == S5_OUTBOUND_DIRECT) return &w->cfg->direct;
   else if (w->cfg->upstreams[out].type == S5_UPSTREAM_SOCKS5 && w->cfg->upstreams[out].udp)
     return &w->cfg->upstreams[out];
   else *why = "[rules] names an upstream that cannot carry UDP";

@@ -10,7 +10,8 @@
 #
 #   rules   one.test -> a (full:), *.two.test -> b (domain:), "blocked"
 #           anywhere in a name -> block (refused at once, counted), UDP to
-#           port 7001 -> block (ICMP port unreachable), a
+#           port 7001 -> block (ICMP port unreachable), UDP to port 7002
+#           and to direct.test -> direct (echoed: no proxy here has UDP), a
 #           name -> direct (resolved by s5tund, C's address at the target,
 #           nothing through tun0 twice), a LAN client (another source
 #           address on tun0) -> b, TGT4:7000 by address -> a (dst: and
@@ -57,6 +58,12 @@ setup_rules() {
   in_c ip route add 10.201.0.0/24 via "$S_ADDR4" dev veth0 table 99
   in_c ip -6 rule add fwmark "$RULE_MARK" lookup 99
   in_c ip -6 route add fd00:201::/64 via "$S_ADDR6" dev veth0 table 99
+  # UDP echo on port 7002 (microsocks has no UDP: what comes back came direct).
+  E2E_LOGS+=("$WORK/udptarget.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" --port 7002 \
+    --ready-file "$WORK/udptarget.ready" >"$WORK/udptarget.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do [[ -s $WORK/udptarget.ready ]] && break; sleep 0.1; done
+  [[ -s $WORK/udptarget.ready ]] || fail "udptarget.py did not start"
   # 100,000 names, one of them looked up below.
   seq 0 99999 | sed 's/^/n/; s/$/.big.test/' >"$WORK/big.txt"
 }
@@ -95,11 +102,11 @@ mapped() {
 
 rules_config() {   # FILE RULE-LINE-FOR-one.test
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$1"
-  sed -i 's/^level = debug$/&\nsessions = true/' "$1" # a line per session, naming its rule
+  sed -i -e 's/^level = debug$/&\nsessions = true/' -e 's/^\[session\]$/&\nudp-idle-timeout = 2/' "$1" # a line per session, naming its rule; UDP's soon
   printf '%s\n' "" "[upstream a]" "address = $S_ADDR4" "port = $MS_PORT" "" "[upstream b]" "address = $S_ADDR4" \
     "port = $MS_RB_PORT" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "" "[stats]" \
     "socket = $WORK/stats.sock" "" "[rules]" "mark = $RULE_MARK" "default = b" "$2" \
-    "rule = keyword:blocked -> block" "rule = proto:udp port:7001 -> block" "rule = domain:two.test -> b" \
+    "rule = keyword:blocked -> block" "rule = proto:udp port:7001 -> block" "rule = proto:udp port:7002 -> direct" "rule = domain:two.test -> b" \
     "rule = full:direct.test -> direct" "rule = src:$LAN2/32 -> b" "rule = dst:$TGT4/32 port:$TGT_PORT proto:tcp -> a" \
     "rule = dst:fd00:201::/64 -> direct" "rules-file = $WORK/big.txt -> block" >>"$1"
 }
@@ -144,6 +151,13 @@ case_rules() {
   uclient expect-unreachable --host "$TGT4" --port 7001 >/dev/null
   e2e_wait_log "$S5LOG" "debug .*UDP from port [0-9]+: blocked by \[rules\], rule rules.ini:[0-9]+: ICMP port unreachable" 5 >/dev/null
   (($(rule_stat block) == 3)) || fail "--stats: block counted $(rule_stat block), expected 3"
+  # UDP direct: by port to an address (both families), and by name
+  # (direct.test, resolved by s5tund); no proxy here carries UDP.
+  uclient echo --host "$TGT4" --port 7002 --sizes 1,100,1400 --sources 2 >/dev/null
+  uclient echo --host "$TGT6" --port 7002 --sizes 1,100,1232 >/dev/null
+  uclient echo --host "$(mapped direct.test)" --port 7002 --sizes 1,100 >/dev/null
+  e2e_wait_log "$S5LOG" "info .*session u[0-9]+ udp .* via direct by rule rules.ini:[0-9]+: " 10 >/dev/null
+  log "UDP direct: $TGT4, [$TGT6] (port rule) and direct.test (name rule) echoed"
   log "block: blocked.two.test and the list's n4711.big.test refused, UDP to port 7001 answered by ICMP, counted 3"
 
   # direct: by name (s5tund resolves direct.test itself) and an IPv6
@@ -167,8 +181,9 @@ case_rules() {
   client --bind "$LAN2" --host "$TGT4" echo --count 3 >/dev/null
   expect_seen "$RB_BIND" $((b0 + 2))
   log "dst and port: $TGT4:$TGT_PORT through a; from $LAN2 (src:) through b"
-  (($(rule_stat a) == 2 && $(rule_stat b) == 2 && $(rule_stat direct) == 2)) ||
-    fail "--stats: a $(rule_stat a), b $(rule_stat b), direct $(rule_stat direct), expected 2 each"
+  # direct: 2 TCP connections and 4 UDP associations (two sources to TGT4)
+  (($(rule_stat a) == 2 && $(rule_stat b) == 2 && $(rule_stat direct) == 6)) ||
+    fail "--stats: a $(rule_stat a), b $(rule_stat b), direct $(rule_stat direct), expected 2, 2 and 6"
   "$S5TUND" --stats "$WORK/stats.sock" | grep -q "^rules: .* block 3" || fail "--stats' table has no rules line"
 
   # SIGHUP: one.test moves to b; a session opened before goes on through a.
