@@ -117,6 +117,11 @@ int s5_upstream_reload_merge(struct s5_config *next, const struct s5_config *cur
 /* --proxy URL (proxy_url.c): appends the upstream it describes. */
 int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size_t errlen);
 
+/* A list file opened for reading: a regular file, or /dev/null; a FIFO,
+ * a terminal or /dev/zero is refused (it would block the daemon or never
+ * end). NULL with "PATH: what" in err (prefixes.c). */
+FILE *s5_open_regular(const char *path, char *err, size_t errlen);
+
 /* After a [rules] key was set from line of the configuration file conf:
  * the line of the item it added, or of default (rules.c). */
 void s5_rules_note_line(struct s5_config *cfg, const char *conf, const char *name, unsigned line);

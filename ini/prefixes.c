@@ -35,7 +35,7 @@ static char *line_trim(char *line) {
 /* Only a regular file (or /dev/null, for "none"): a FIFO, a terminal or
  * /dev/zero would block the daemon or never end. O_NONBLOCK so that opening
  * a FIFO to find out does not wait for a writer. */
-static FILE *open_regular(const char *path, char *err, size_t errlen) {
+FILE *s5_open_regular(const char *path, char *err, size_t errlen) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   struct stat st;
   if (fd < 0 || fstat(fd, &st) < 0) {
@@ -58,7 +58,7 @@ static FILE *open_regular(const char *path, char *err, size_t errlen) {
 
 long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned *n4, unsigned *n6, char *err,
                          size_t errlen) {
-  FILE *f = open_regular(path, err, errlen);
+  FILE *f = s5_open_regular(path, err, errlen);
   if (f == NULL) return -1;
   char buf[S5_PREFIX_LINE_MAX], what[256];
   unsigned long lineno = 0;

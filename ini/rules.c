@@ -189,19 +189,24 @@ static int each_file(const struct s5_config *cfg, unsigned item, s5_rule_fn *fn,
   char path[PATH_MAX], outname[S5_RULE_OUT_MAX], what[200];
   const char *out =
     item_split(cfg->rules.text + cfg->rules.off[item], path, sizeof path, outname, sizeof outname);
-  FILE *f = fopen(path, "re");
+  char opened[PATH_MAX + 64];
+  FILE *f = s5_open_regular(path, opened, sizeof opened);
   if (f == NULL) {
-    snprintf(err, errlen, "%s:%u: [rules] rules-file: cannot read %s: %s", cfg->rules.conf,
-             cfg->rules.line[item], path, strerror(errno));
+    snprintf(err, errlen, "%s:%u: [rules] rules-file: cannot read %s", cfg->rules.conf, cfg->rules.line[item],
+             opened);
     return -1;
   }
-  char *line = NULL;
-  size_t cap = 0;
+  char line[S5_RULE_LINE_MAX];
   unsigned lineno = 0;
   struct s5_rule r;
   int rc = 0;
-  while (getline(&line, &cap, f) >= 0) {
+  while (fgets(line, sizeof line, f) != NULL) {
     lineno++;
+    if (strchr(line, '\n') == NULL && !feof(f)) {
+      snprintf(err, errlen, "%s:%u: longer than %d bytes", path, lineno, S5_RULE_LINE_MAX - 2);
+      rc = -1;
+      break;
+    }
     char *hash = strchr(line, '#'), *p = line;
     if (hash != NULL) *hash = '\0';
     while (*p == ' ' || *p == '\t') p++;
@@ -225,7 +230,6 @@ static int each_file(const struct s5_config *cfg, unsigned item, s5_rule_fn *fn,
     snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
     rc = -1;
   }
-  free(line);
   fclose(f);
   return rc;
 }

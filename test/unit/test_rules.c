@@ -305,6 +305,11 @@ static void test_config_file(void) {
   write_file(path, "[rules]\nrules-file = relative.txt\n");
   rc = load_args(&c, err, sizeof err, "--config", path, NULL);
   CHECK(rc == S5_ARGS_EXIT_BAD && strstr(err, "absolute path") != NULL, "a relative rules-file: [%s]", err);
+  /* A device that never ends is refused, not read (the daemon would hang). */
+  write_file(path, "[upstream a]\naddress = 127.0.0.1\n[rules]\nrules-file = /dev/zero -> a\n");
+  rc = load_args(&c, err, sizeof err, "--config", path, NULL);
+  CHECK(rc == S5_ARGS_EXIT_BAD && strstr(err, "/dev/zero: not a regular file") != NULL, "/dev/zero: [%s]",
+        err);
   unlink(path);
 }
 
