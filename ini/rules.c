@@ -283,6 +283,11 @@ static int item_add(struct s5_config *cfg, uint8_t kind, const char *text, char 
   struct s5_rules_cfg *rc = &cfg->rules;
   size_t n = strlen(text) + 1;
   if (text[0] == '\0') return 0; /* an empty value adds nothing (--check-config prints one) */
+  for (const char *c = text; *c != '\0'; c++)
+    if (((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f) {
+      snprintf(err, errlen, "control characters are not allowed");
+      return -1;
+    }
   if (rc->n >= S5_RULES_ITEMS_MAX || rc->used + n > sizeof rc->text) {
     snprintf(err, errlen, "at most %d rule and rules-file lines of %zu bytes in all; more go in a rules-file",
              S5_RULES_ITEMS_MAX, sizeof rc->text);

@@ -15,9 +15,11 @@
  * single-line, NUL-terminated message and left the configuration
  * untouched; on 0 what --check-config would print loads again and prints
  * the same (the password, printed as "***", included). The args loader
- * returns one of its three results, and a RUN result is a complete
- * configuration (queues resolved). */
+ * returns one of its four results, a RUN (or --explain) result is a
+ * complete configuration (queues resolved), and --explain's flow has an
+ * address of a family and a protocol. */
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -130,8 +132,15 @@ static void check_args(const uint8_t *data, size_t len) {
   if (fchdir(empty_fd) < 0) abort();
   enum s5_args_result r = s5_args_load_io(&cfg, argc, argv, devnull, devnull);
   if (fchdir(here_fd) < 0) abort();
-  FUZZ_CHECK(r == S5_ARGS_RUN || r == S5_ARGS_EXIT_OK || r == S5_ARGS_EXIT_BAD, "result %d", (int)r);
-  if (r == S5_ARGS_RUN) {
+  FUZZ_CHECK(r == S5_ARGS_RUN || r == S5_ARGS_EXIT_OK || r == S5_ARGS_EXIT_BAD || r == S5_ARGS_EXPLAIN,
+             "result %d", (int)r);
+  if (r == S5_ARGS_EXPLAIN) {
+    const struct s5_explain *e = s5_args_explain();
+    FUZZ_CHECK(e->dst.ss_family == AF_INET || e->dst.ss_family == AF_INET6, "--explain family %d",
+               e->dst.ss_family);
+    FUZZ_CHECK(e->proto == IPPROTO_TCP || e->proto == IPPROTO_UDP, "--explain proto %d", e->proto);
+  }
+  if (r == S5_ARGS_RUN || r == S5_ARGS_EXPLAIN) {
     FUZZ_CHECK(cfg.queues >= 1 && cfg.queues <= S5_QUEUES_MAX, "queues %u", cfg.queues);
     FUZZ_CHECK(cfg.tun.mtu >= 1280 && cfg.tun.mtu <= 65535, "mtu %u", cfg.tun.mtu);
     FUZZ_CHECK(cfg.socks5.addr.ss_family == AF_INET || cfg.socks5.addr.ss_family == AF_INET6,
