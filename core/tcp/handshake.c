@@ -151,8 +151,7 @@ static int hs_choose(struct s5_session *s, int out) {
   if (out < S5_OUTBOUND_DIRECT) { /* an upstream's index */
     s->up_ruled = 1;
     if (t == NULL) return out;
-    uint32_t others = ~(1u << out);
-    return s5_uptab_pick(t, s->cfg, 0, others) == out ? out : -1;
+    return __atomic_load_n(&t->u[s->cfg->upstreams[out].slot].down, __ATOMIC_RELAXED) == 0 ? out : -1;
   }
   if (t == NULL) return 0;
   if (s->cfg->balance.strategy == S5_BALANCE_HASH) {
@@ -180,7 +179,7 @@ int s5_handshake_start(struct s5_session *s) {
   memset(&dest, 0, sizeof dest);
   int out = hs_target(s, &dest) == 0 ? hs_outbound(s, &dest) : S5_OUTBOUND_BALANCE;
   if (out == S5_OUTBOUND_BLOCK) {
-    s5_debug("s%llu blocked by [rules]", (unsigned long long)s->id);
+    s5_debug("s%llu blocked by [rules] (rule %s)", (unsigned long long)s->id, s->rec.rule);
     return -1;
   }
   if (out == S5_OUTBOUND_DIRECT) return hs_direct(s);

@@ -20,7 +20,8 @@
 #           line); the hits in --stats, the rule in the session log and
 #           --connections; SIGHUP moves one.test to b while a session
 #           opened before goes on through a; then with auto-route: direct
-#           takes its mark and leaves by C's own route, no session twice.
+#           takes its mark and leaves by C's own route, no session twice;
+#           b killed: flows whose rule names b are refused, none through a.
 
 MS_RB_PORT=1089
 RA_BIND=10.200.0.21
@@ -228,6 +229,19 @@ case_rules() {
   expect_seen "$RB_BIND" $((b0 + 1))
   (($(tcp_total) == t0 + 2)) || fail "auto-route: $(($(tcp_total) - t0)) sessions for 2 connections"
   log "auto-route: direct.test reached from C's own address with its mark, one.test through b"
+
+  # The upstream a rule names dies: its flows are refused, never carried
+  # by the other one (a rule is a policy); once it is down, at once.
+  kill -KILL "${RMS_PID[b]}"
+  wait "${RMS_PID[b]}" 2>/dev/null || true
+  a0=$(seen "$RA_BIND")
+  addr=$(mapped x.two.test)
+  for _ in 1 2 3 4 5; do client --host "$addr" expect-refused --timeout 15 >/dev/null; done
+  (($(seen "$RA_BIND") == a0)) || fail "a carried flows whose rule names b"
+  local no_up
+  no_up=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["no_upstream"])')
+  ((no_up >= 1)) || fail "no flow was refused at once once b was down (no_upstream $no_up)"
+  log "b killed: its rule's flows refused ($no_up at once, b down), none through a"
   e2e_require_alive "at the end"
   e2e_stop_s5tund
   ((S5RC == 0)) || fail "s5tund exited with status $S5RC after SIGTERM, expected 0"
