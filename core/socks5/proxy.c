@@ -314,14 +314,9 @@ void s5__proxy_connected(uv_connect_t *req, int status) {
 
 void s5__proxy_direct_datagrams(struct s5_proxy *p, const struct sockaddr_storage *to) {
   if (p->ops->connected != NULL && p->ops->connected(p->owner) != 0) return;
-  struct s5_socks5_addr bnd = {.family = to->ss_family};
-  if (to->ss_family == AF_INET6) {
-    memcpy(bnd.ip, &((const struct sockaddr_in6 *)to)->sin6_addr, 16);
-    bnd.port = ntohs(((const struct sockaddr_in6 *)to)->sin6_port);
-  } else {
-    memcpy(bnd.ip, &((const struct sockaddr_in *)to)->sin_addr, 4);
-    bnd.port = ntohs(((const struct sockaddr_in *)to)->sin_port);
-  }
+  struct s5_socks5_addr bnd;
+  int r = s5_socks5_addr_of((const struct sockaddr *)to, &bnd);
+  S5_ASSERT(r == 0); /* the resolver's AF_INET or AF_INET6 */
   p->step = S5_PROXY_REPLY;
   proxy_granted(p, &bnd);
 }

@@ -88,25 +88,30 @@ static int get_addr(const uint8_t *p, size_t len, struct s5_socks5_addr *a) {
   return (int)(off + alen + 2);
 }
 
+int s5_socks5_addr_of(const struct sockaddr *sa, struct s5_socks5_addr *a) {
+  memset(a, 0, sizeof *a);
+  if (sa->sa_family == AF_INET) {
+    const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+    a->family = AF_INET;
+    memcpy(a->ip, &sin->sin_addr, 4);
+    a->port = ntohs(sin->sin_port);
+  } else if (sa->sa_family == AF_INET6) {
+    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+    a->family = AF_INET6;
+    memcpy(a->ip, &sin6->sin6_addr, 16);
+    a->port = ntohs(sin6->sin6_port);
+  } else {
+    return -1;
+  }
+  return 0;
+}
+
 int s5_socks5_write_udp_associate(uint8_t *buf, size_t cap, const struct sockaddr *from) {
   struct s5_socks5_addr a;
   int n;
 
   if (from == NULL || cap < 3) return from == NULL ? S5_SOCKS5_BAD_MESSAGE : S5_SOCKS5_TOO_LONG;
-  memset(&a, 0, sizeof a);
-  if (from->sa_family == AF_INET) {
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)from;
-    a.family = AF_INET;
-    memcpy(a.ip, &sin->sin_addr, 4);
-    a.port = ntohs(sin->sin_port);
-  } else if (from->sa_family == AF_INET6) {
-    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)from;
-    a.family = AF_INET6;
-    memcpy(a.ip, &sin6->sin6_addr, 16);
-    a.port = ntohs(sin6->sin6_port);
-  } else {
-    return S5_SOCKS5_BAD_MESSAGE;
-  }
+  if (s5_socks5_addr_of(from, &a) < 0) return S5_SOCKS5_BAD_MESSAGE;
   buf[0] = VER;
   buf[1] = CMD_UDP_ASSOCIATE;
   buf[2] = 0x00;

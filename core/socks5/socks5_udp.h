@@ -33,6 +33,10 @@ struct s5_socks5_addr {
 _Static_assert(sizeof(((struct s5_socks5_addr *)0)->name) == 255 + 1,
                "struct s5_socks5_addr: a 255-byte name");
 
+/* An IPv4 or IPv6 socket address as a SOCKS5 address (port in host
+ * order): 0, or -1 for another family. */
+int s5_socks5_addr_of(const struct sockaddr *sa, struct s5_socks5_addr *a);
+
 /* UDP ASSOCIATE request: DST is the address and port the client will send
  * its datagrams from (sockaddr_in / sockaddr_in6; zeros if unknown).
  * Returns the length, or a negative status. */
