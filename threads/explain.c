@@ -9,34 +9,6 @@
 
 #include "shared/rules.h"
 
-static void flow_of(const struct s5_explain *e, struct s5_flow *f) {
-  memset(f, 0, sizeof *f);
-  f->proto = (uint8_t)e->proto;
-  f->name = e->name[0] != '\0' ? e->name : NULL;
-  if (e->dst.ss_family == AF_INET6) {
-    const struct sockaddr_in6 *d = (const struct sockaddr_in6 *)&e->dst;
-    f->family = AF_INET6;
-    memcpy(f->dst, &d->sin6_addr, 16);
-    f->dport = ntohs(d->sin6_port);
-    if (e->src.ss_family == AF_INET6) memcpy(f->src, &((const struct sockaddr_in6 *)&e->src)->sin6_addr, 16);
-  } else {
-    const struct sockaddr_in *d = (const struct sockaddr_in *)&e->dst;
-    f->family = AF_INET;
-    memcpy(f->dst, &d->sin_addr, 4);
-    f->dport = ntohs(d->sin_port);
-    if (e->src.ss_family == AF_INET) memcpy(f->src, &((const struct sockaddr_in *)&e->src)->sin_addr, 4);
-  }
-}
-
-static const char *outbound_name(const struct s5_config *cfg, int out) {
-  switch (out) {
-    case S5_OUTBOUND_DIRECT: return "direct";
-    case S5_OUTBOUND_BLOCK: return "block";
-    case S5_OUTBOUND_BALANCE: return "balance";
-    default: return cfg->upstreams[out].name;
-  }
-}
-
 int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *out) {
   char err[512] = "";
   size_t need = s5_rules_build(NULL, 0, cfg, err, sizeof err);
@@ -48,7 +20,7 @@ int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *ou
   }
   struct s5_flow f;
   uint32_t rule;
-  flow_of(e, &f);
+  s5_flow_init(&f, (uint8_t)e->proto, &e->dst, &e->src, e->name[0] != '\0' ? e->name : NULL);
   int o = s5_rules_lookup(t, &f, &rule);
   if (rule == S5_RULE_DEFAULT) {
     fprintf(out, "rule     default%s\n", cfg->rules.def[0] ? "" : " (empty: [balance] chooses an upstream)");
@@ -58,7 +30,7 @@ int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *ou
     s5_rules_where(t, rule, &file, &line);
     fprintf(out, "rule     %s:%u\n", file, line);
   }
-  fprintf(out, "outbound %s\n", outbound_name(cfg, o));
+  fprintf(out, "outbound %s\n", s5_rules_outbound_name(t, o));
   if (o == S5_OUTBOUND_BALANCE)
     for (unsigned i = 0; i < cfg->n_upstreams; i++) fprintf(out, "upstream %s\n", cfg->upstreams[i].name);
   free(t);

@@ -42,6 +42,11 @@ struct s5_flow {
   const char *name;
 };
 
+/* A flow from its destination, its source (used when it is of the
+ * destination's family; NULL: none), protocol and name (NULL: none). */
+void s5_flow_init(struct s5_flow *f, uint8_t proto, const struct sockaddr_storage *dst,
+                  const struct sockaddr_storage *src, const char *name);
+
 /* Compiles cfg's rules into mem (cap bytes, zeroed or not). Returns the
  * bytes it needs: when more than cap, nothing was written (call again
  * with room); 0 on an error, with "FILE:LINE: what" in err. */

@@ -125,19 +125,10 @@ static const struct s5_proxy_ops hs_ops = {
 static int hs_outbound(struct s5_session *s, const struct s5_proxy_target *dest) {
   struct s5_rules *t = s5_rules_of(s->cfg);
   if (t == NULL) return S5_OUTBOUND_BALANCE;
-  struct s5_flow f = {.proto = IPPROTO_TCP, .name = dest->name[0] != '\0' ? dest->name : NULL};
-  const ip_addr_t *src = &s->conn.pcb->remote_ip;
-  if (dest->addr.ss_family == AF_INET6) {
-    f.family = AF_INET6;
-    memcpy(f.dst, &((const struct sockaddr_in6 *)&dest->addr)->sin6_addr, 16);
-    f.dport = ntohs(((const struct sockaddr_in6 *)&dest->addr)->sin6_port);
-    if (IP_IS_V6(src)) memcpy(f.src, ip_2_ip6(src)->addr, 16);
-  } else {
-    f.family = AF_INET;
-    memcpy(f.dst, &((const struct sockaddr_in *)&dest->addr)->sin_addr, 4);
-    f.dport = ntohs(((const struct sockaddr_in *)&dest->addr)->sin_port);
-    if (!IP_IS_V6(src)) memcpy(f.src, &ip_2_ip4(src)->addr, 4);
-  }
+  struct sockaddr_storage src;
+  struct s5_flow f;
+  s5_addr_to_sockaddr(&s->conn.pcb->remote_ip, s->conn.pcb->remote_port, &src);
+  s5_flow_init(&f, IPPROTO_TCP, &dest->addr, &src, dest->name[0] != '\0' ? dest->name : NULL);
   int out = s5_rules_match(t, &f, &s->rule);
   if (s5_rules_configured(t)) s5_rules_label(t, s->rule, s->rec.rule, sizeof s->rec.rule);
   return out;

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
+#include "base/addr.h"
 #include "dns/dnsmap.h"
 #include "shared/rules.h"
 #include "socks5/socks5_udp.h"
@@ -65,12 +66,11 @@ const struct s5_upstream_cfg *s5__udp_outbound(struct s5_wctx *w, const ip_addr_
   *why = "no upstream carries UDP";
   if (t == NULL) return s5_upstream_for_udp(w->cfg);
   char name[256];
-  struct s5_flow f = {.proto = IPPROTO_UDP, .dport = dport, .family = IP_IS_V6(dst) ? AF_INET6 : AF_INET};
-  if (s5_dnsmap_name_of_ip(dst, name, sizeof name) > 0) f.name = name;
-  if (IP_IS_V6(dst)) memcpy(f.dst, ip_2_ip6(dst)->addr, 16);
-  else memcpy(f.dst, &ip_2_ip4(dst)->addr, 4);
-  if (IP_IS_V6(src)) memcpy(f.src, ip_2_ip6(src)->addr, 16);
-  else memcpy(f.src, &ip_2_ip4(src)->addr, 4);
+  struct sockaddr_storage to, from;
+  struct s5_flow f;
+  s5_addr_to_sockaddr(dst, dport, &to);
+  s5_addr_to_sockaddr(src, 0, &from);
+  s5_flow_init(&f, IPPROTO_UDP, &to, &from, s5_dnsmap_name_of_ip(dst, name, sizeof name) > 0 ? name : NULL);
   uint32_t rule;
   int out = s5_rules_match(t, &f, &rule);
   if (s5_rules_configured(t)) s5_rules_label(t, rule, label, len);
