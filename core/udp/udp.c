@@ -173,11 +173,10 @@ static void relay_error(struct s5_udp_sock *s, int err) {
   struct s5_assoc *a = s->poll.data;
   if (a->state != S5_ASSOC_READY) return;
   s5_debug("u%llu relay socket: %s", (unsigned long long)a->id, uv_strerror(err));
-  if (a->direct && (err == UV_ECONNREFUSED || err == UV_EHOSTUNREACH || err == UV_ENETUNREACH)) {
+  if (err != UV_ECONNREFUSED && err != UV_EHOSTUNREACH && err != UV_ENETUNREACH) return;
+  if (a->direct)
     s5_assoc_end(a, "the destination refused datagrams (direct)"); /* its own answer: no hold-down */
-    return;
-  }
-  if (err == UV_ECONNREFUSED || err == UV_EHOSTUNREACH || err == UV_ENETUNREACH) relay_unreachable(a, err);
+  else relay_unreachable(a, err);
 }
 
 static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) {
