@@ -1,16 +1,23 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# core/'s layers, checked over the includes: a file in core/F/ includes
-# "G/name.h" only if G is F or a layer F links (directly or through a
-# layer below), as core/CMakeLists.txt's s5_layer() calls declare; nothing
-# in core/ includes with "../" or a core header by its bare name. The build
-# enforces the same for .c files (a layer's include directory holds only its
-# own folder); this also covers headers, which are not compiled alone. And no
-# file in core/, ini/, threads/ or tun/ is over 500 lines.
+# The layers, checked over the includes. The floors, bottom up:
+# ini < tun < core < threads. A file includes another floor's header only
+# with its folder ("ini/config.h", "tun/tun.h", "threads/device/device.h";
+# core's by its layer, "shared/stats.h") and only from a floor below its own
+# or its own. Inside core/, a file in core/F/ includes "G/name.h" only if G
+# is F or a layer F links (directly or through a layer below), as
+# core/CMakeLists.txt's s5_layer() calls declare. No include is relative
+# ("../") or names a header of the four floors by its bare name. Each
+# floor's library links nothing above it. The build enforces the same for
+# .c files (test: lint.layers_build); this also covers headers, which are
+# not compiled alone. And no file of the four floors is over 500 lines.
 set -eu
 cd "$(dirname "$0")/.."
 exec python3 - "$@" <<'PY'
 import os, re, sys
+
+FLOORS = ["ini", "tun", "core", "threads"]
+LIBS = {"ini": "s5_ini", "tun": "s5_tun", "core": "s5_core", "threads": "s5_threads"}
 
 cm = open("core/CMakeLists.txt").read()
 links = {}
@@ -26,35 +33,59 @@ def below(f, seen=None):
             below(g, seen)
     return seen
 
-headers = {n for d in layers for n in os.listdir(f"core/{d}") if n.endswith(".h")}
+def sources(root):
+    for dp, ds, fs in os.walk(root):
+        ds.sort()
+        for n in sorted(fs):
+            if n.endswith((".c", ".h")):
+                yield os.path.join(dp, n)
+
+headers = {os.path.basename(p) for fl in FLOORS for p in sources(fl) if p.endswith(".h")}
+
+def floor_of_include(inc):
+    top = inc.split("/")[0]
+    if top in FLOORS and top != "core":
+        return top
+    if top in layers:
+        return "core"
+    return None
+
 bad = []
-for d in sorted(layers):
-    allowed = below(d) | {d}
-    for n in sorted(os.listdir(f"core/{d}")):
-        if not n.endswith((".c", ".h")):
-            continue
-        path = f"core/{d}/{n}"
+for fl in FLOORS:
+    rank = FLOORS.index(fl)
+    for path in sources(fl):
+        parts = path.split("/")
+        layer = parts[1] if fl == "core" and len(parts) > 2 else None
         for i, line in enumerate(open(path), 1):
             m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
             if not m:
                 continue
             inc = m.group(1)
-            top = inc.split("/")[0]
+            target = floor_of_include(inc)
             if inc.startswith(".."):
                 bad.append(f'{path}:{i}: "{inc}": no relative includes')
             elif "/" not in inc and inc in headers:
-                bad.append(f'{path}:{i}: "{inc}": name core headers with their folder')
-            elif top in layers and top not in allowed:
-                bad.append(f'{path}:{i}: "{inc}": layer {d} does not link {top} '
-                           f"(allowed: {', '.join(sorted(allowed))})")
-for root in ("core", "ini", "threads", "tun"):
-    for dp, _, fs in os.walk(root):
-        for n in fs:
-            if n.endswith((".c", ".h")):
-                p = os.path.join(dp, n)
-                lines = sum(1 for _ in open(p))
-                if lines > 500:
-                    bad.append(f"{p}: {lines} lines, over 500: split it by job")
+                bad.append(f'{path}:{i}: "{inc}": name the header with its folder')
+            elif target is not None and FLOORS.index(target) > rank:
+                bad.append(f'{path}:{i}: "{inc}": {fl}/ is below {target}/ and cannot include it')
+            elif fl == "core" and target == "core":
+                top = inc.split("/")[0]
+                allowed = below(layer) | {layer} if layer in layers else set()
+                if top not in allowed:
+                    bad.append(f'{path}:{i}: "{inc}": layer {layer} does not link {top} '
+                               f"(allowed: {', '.join(sorted(allowed))})")
+            if target is not None and not os.path.exists(("core/" if target == "core" else "") + inc):
+                bad.append(f'{path}:{i}: "{inc}": no such header')
+        lines = sum(1 for _ in open(path))
+        if lines > 500:
+            bad.append(f"{path}: {lines} lines, over 500: split it by job")
+    # the floor's libraries link nothing above
+    for cml in [os.path.join(dp, "CMakeLists.txt") for dp, _, fs in os.walk(fl) if "CMakeLists.txt" in fs]:
+        text = open(cml).read()
+        for m in re.finditer(r"target_link_libraries\([^)]*\)|s5_layer\([^)]*\)", text):
+            for up in FLOORS[rank + 1:]:
+                if re.search(r"\b" + LIBS[up] + r"\b", m.group(0)):
+                    bad.append(f"{cml}: links {LIBS[up]}, a floor above {fl}/")
 if not layers:
     bad.append("core/CMakeLists.txt: no s5_layer() calls found")
 for b in bad:

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ini/internal.h"
 
 #ifndef S5_VERSION
 #error "S5_VERSION must be defined by the build (see ini/CMakeLists.txt)"

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
-#include "keys.h"
+#include "ini/internal.h"
+#include "ini/keys.h"
 
 static uint32_t ipv4_host(const uint8_t *a) {
   return ((uint32_t)a[0] << 24) | ((uint32_t)a[1] << 16) | ((uint32_t)a[2] << 8) | a[3];

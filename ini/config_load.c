@@ -32,8 +32,8 @@
 #define INI_HANDLER_LINENO 1
 #include <ini.h>
 
-#include "internal.h"
-#include "keys.h"
+#include "ini/internal.h"
+#include "ini/keys.h"
 
 struct load {
   FILE *fp;
@@ -44,7 +44,7 @@ struct load {
   const char *text; /* the same line without its leading blanks */
   unsigned lineno;  /* number of the current line, from 1 */
   unsigned *set_at; /* per key: line where it was set, 0 = not yet */
-  /* The upstream sections (upstream.c): the one being read (-1 = another
+  /* The upstream sections (upstream_sections.c): the one being read (-1 = another
    * section), per upstream its header's line and its keys' lines. */
   int up;
   bool socks5_seen, upstream_seen; /* a [socks5] header, an [upstream NAME] one */

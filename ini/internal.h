@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "ini/config.h"
 
 /* Longest physical line accepted in a configuration file, in bytes. Room for
  * a PATH_MAX log file name plus the key and some quoting. */
@@ -96,7 +96,7 @@ const char *s5_args_flag_name(int i);
 struct s5_key;
 void s5_key_line(const struct s5_key *k, const struct s5_config *cfg, char *buf, size_t len);
 
-/* The upstream list (upstream.c). Keys of [upstream NAME] sections are
+/* The upstream list (upstream_sections.c). Keys of [upstream NAME] sections are
  * declared at upstreams[0] (key->upstream); these read, print and merge
  * them for upstream up. */
 int s5_upstream_key_set(struct s5_config *cfg, int key, unsigned up, const char *value, char *err,
@@ -123,12 +123,12 @@ int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size
 FILE *s5_open_regular(const char *path, char *err, size_t errlen);
 
 /* After a [rules] key was set from line of the configuration file conf:
- * the line of the item it added, or of default (rules.c). */
+ * the line of the item it added, or of default (rules_syntax.c). */
 void s5_rules_note_line(struct s5_config *cfg, const char *conf, const char *name, unsigned line);
 
 /* One of --explain, --name, --src, --proto (flag without "--") with its
  * value into s5_args_explain()'s flow; flag NULL starts afresh. 0, or -1
- * with what is wrong (explain.c). */
+ * with what is wrong (explain_query.c). */
 int s5_explain_flag(const char *flag, const char *value, char *err, size_t errlen);
 
 /* Port of a socket address in host byte order, 0 if the family is unset

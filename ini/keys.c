@@ -11,8 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
-#include "keys.h"
+#include "ini/internal.h"
+#include "ini/keys.h"
 
 /* Offset and size of a field of struct s5_config. */
 #define AT(member) offsetof(struct s5_config, member), sizeof(((struct s5_config *)0)->member)
@@ -31,7 +31,7 @@ _Static_assert(sizeof(enum s5_upstream_type) == sizeof(int), "enum s5_upstream_t
 _Static_assert(sizeof(enum s5_balance) == sizeof(int), "enum s5_balance is not an int");
 
 /* A key of every [upstream NAME] section: declared at upstreams[0], moved
- * to the section's upstream by upstream.c. */
+ * to the section's upstream by upstream_sections.c. */
 #define UP(member) AT(upstreams[0].member), .upstream = true
 
 /* The order is the order of --check-config and of the "expected one of"
@@ -168,7 +168,7 @@ static const struct s5_key keys[] = {
   {"balance", "check-target", &s5_type_listen, AT(balance.check_target), .live = true, .def = "",
    .doc = "ADDR:PORT each check CONNECTs to through the upstream; empty = the handshake alone"},
 
-  /* Outbound names are checked once every upstream is known (rules.c). */
+  /* Outbound names are checked once every upstream is known (rules_syntax.c). */
   {"rules", "default", &s5_type_text, AT(rules.def), .live = true, .def = "",
    .doc =
      "outbound of flows no rule matches: an upstream's name, direct or block; empty = any upstream, as [balance] chooses"},

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "ini/config.h"
 
 struct s5_key;
 
@@ -36,10 +36,10 @@ struct s5_key {
   int family;               /* prefixes: AF_INET or AF_INET6 */
   const char *const *words; /* enums: the words, NULL-terminated, index = value */
   bool live;                /* a reload (SIGHUP) applies it, to sessions opened after it */
-  bool upstream;            /* a key of every [upstream NAME] section: offset in upstreams[0] (upstream.c) */
-  bool repeat;              /* may be given many times, each adds a line ([rules] rule, rules-file) */
-  const char *def;          /* default, in the file's syntax; "" = empty */
-  const char *doc;          /* one line for people */
+  bool upstream;   /* a key of every [upstream NAME] section: offset in upstreams[0] (upstream_sections.c) */
+  bool repeat;     /* may be given many times, each adds a line ([rules] rule, rules-file) */
+  const char *def; /* default, in the file's syntax; "" = empty */
+  const char *doc; /* one line for people */
 };
 
 /* The types (types.c). */
@@ -68,7 +68,7 @@ extern const struct s5_key_type
   s5_type_proxy; /* an upstream's sockaddr_storage and its addrlen; keeps its port */
 extern const struct s5_key_type s5_type_port; /* the port of a sockaddr_storage, 1..65535 */
 extern const struct s5_key_type s5_type_listen;
-extern const struct s5_key_type s5_type_rule; /* [rules] rule: appended to cfg->rules (rules.c) */
+extern const struct s5_key_type s5_type_rule; /* [rules] rule: appended to cfg->rules (rules_syntax.c) */
 extern const struct s5_key_type s5_type_rule_file;
 /* [rules] rules-file: appended to cfg->rules */ /* sockaddr_storage from "ADDR:PORT"; empty = unset */
 

@@ -18,8 +18,8 @@
 
 #include <arpa/inet.h>
 
-#include "internal.h"
-#include "keys.h"
+#include "ini/internal.h"
+#include "ini/keys.h"
 
 /* The line without its comment and surrounding blanks (in place). */
 static char *line_trim(char *line) {

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
-#include "keys.h"
+#include "ini/internal.h"
+#include "ini/keys.h"
 
 static const struct {
   const char *scheme;

@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "keys.h"
+#include "ini/internal.h"
+#include "ini/keys.h"
 
 void *s5_key_field(const struct s5_key *k, struct s5_config *cfg) { return (char *)cfg + k->offset; }
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "internal.h"
+#include "ini/internal.h"
 
 /* Values longer than this are cut in messages: enough to recognise them. */
 #define SHOW_CHARS 40

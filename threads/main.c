@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* s5tund: a TUN device in, SOCKS5 out, one worker per queue.
  *
- * In threads/, the top layer, because it starts a run mode (pool.c or
- * supervisor.c) and the stats client: everything it calls lies below it,
- * and nothing in core/ reaches up to threads/.
+ * On threads/, the top floor, because it starts a run mode
+ * (threads/modes/) and the stats client: everything it calls lies below
+ * it, and nothing in ini/, tun/ or core/ reaches up to threads/.
  *
  * Following one packet: tun/ opens the queues; threads/ starts a worker per
- * queue (core/worker.c); core/netif/netif.c reads the packet into lwIP; a SYN
+ * queue (core/worker/worker.c); core/netif/netif.c reads the packet into
+ * lwIP; a SYN
  * becomes a session (core/tcp/session.c), which connects through the proxy
  * (core/tcp/handshake.c) and then relays bytes both ways (core/tcp/relay.c). */
 #include <errno.h>
@@ -15,20 +16,21 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "config.h"
+#include "ini/config.h"
 #include "shared/rules.h"
 #include "shared/conntab.h"
 #include "dns/dns.h"
-#include "exec.h"
-#include "explain.h"
+#include "threads/cli/exec.h"
+#include "threads/cli/explain.h"
 #include "base/log.h"
 #include "ctx/memtrim.h"
 #include "base/privileges.h"
-#include "reload.h"
-#include "run.h"
+#include "threads/daemon/reload.h"
+#include "threads/device/device.h"
+#include "threads/modes/modes.h"
 #include "shared/stats.h"
 #include "shared/uptab.h"
-#include "ctl/stats_server.h"
+#include "threads/ctl/stats_server.h"
 #include "socks5/upstream.h"
 
 /* What a configuration needs to run at all, in open files of one process

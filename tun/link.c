@@ -8,9 +8,9 @@
  * kernel's errno (and its extended-ack text) back directly. Every request
  * asks for an ack and is waited for, so each step's failure is reported as
  * that step's failure. */
-#include "tun.h"
-#include "config.h"
-#include "netlink.h"
+#include "tun/tun.h"
+#include "ini/config.h"
+#include "tun/netlink.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rtnetlink plumbing: see netlink.h. */
-#include "netlink.h"
+#include "tun/netlink.h"
 
 #include <errno.h>
 #include <linux/rtnetlink.h>

@@ -3,7 +3,7 @@
  * them, so that `ip netns exec NAME` and `ip netns del NAME` work on ours:
  * /run/netns a shared mount point, one empty file per namespace with the
  * namespace bind-mounted over it. */
-#include "netns.h"
+#include "tun/netns.h"
 
 #include <errno.h>
 #include <fcntl.h>

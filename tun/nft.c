@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* auto-route's connection marks: see nft.h. */
-#include "nft.h"
+#include "tun/nft.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "route.h"
+#include "tun/route.h"
 
 #define S5_NFT_TABLE "s5tund"
 

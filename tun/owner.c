@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Claims on a device or the auto-route table: see owner.h. */
-#include "owner.h"
+#include "tun/owner.h"
 
 #include <errno.h>
 #include <stddef.h>

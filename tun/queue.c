@@ -5,7 +5,7 @@
  * s5tund's steering program (steer.c; the kernel's own flow hash where that
  * is refused), so one flow always reaches the same worker and workers share
  * no state. */
-#include "tun.h"
+#include "tun/tun.h"
 
 #include <errno.h>
 #include <fcntl.h>

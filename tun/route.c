@@ -7,11 +7,11 @@
  * added again), then the rule (an identical stale one is kept as it is),
  * and only then is whatever else an earlier run left in our table or at our
  * priority removed. Removing goes the other way: rules first, then routes. */
-#include "route.h"
-#include "netlink.h"
-#include "nft.h"
-#include "route_table.h"
-#include "srcmark.h"
+#include "tun/route.h"
+#include "tun/netlink.h"
+#include "tun/nft.h"
+#include "tun/route_table.h"
+#include "tun/srcmark.h"
 
 #include <errno.h>
 #include <linux/fib_rules.h>
@@ -181,7 +181,7 @@ int s5_route_remove(void) {
   int r = s5_nl_open(&c);
   if (r == 0) r = remove_all(&c);
   s5_nl_close(&c);
-  int e = s5_srcmark_restore(); /* if device.c's start set it */
+  int e = s5_srcmark_restore(); /* if threads/device/device.c's start set it */
   return r < 0 ? r : e < 0 ? e : r;
 }
 

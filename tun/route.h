@@ -26,7 +26,7 @@
  * the main table and out around the proxy. The rules and routes are found
  * again by table and priority, so those a killed run left behind are
  * replaced at the next start; the caller makes sure no other live s5tund
- * owns them (threads/device.c). */
+ * owns them (threads/device/device.c). */
 #ifndef S5_TUN_ROUTE_H
 #define S5_TUN_ROUTE_H
 

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* RTM_GETROUTE: see route_get.h. */
-#include "route_get.h"
+#include "tun/route_get.h"
 
 #include <errno.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <string.h>
 
-#include "netlink.h"
+#include "tun/netlink.h"
 
 static void oif_seen(const struct nlmsghdr *h, void *arg) {
   const struct rtmsg *rtm = NLMSG_DATA(h);

@@ -8,9 +8,9 @@
  * each excluded prefix, which sends the lookup on to the next rule (the main
  * table). An included prefix that an excluded one covers is left out, so
  * that exclude wins whatever the lengths. */
-#include "route_table.h"
+#include "tun/route_table.h"
 
-#include "config.h" /* struct s5_prefix */
+#include "ini/config.h" /* struct s5_prefix */
 
 #include <errno.h>
 #include <linux/rtnetlink.h>

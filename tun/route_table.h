@@ -4,8 +4,8 @@
 #ifndef S5_TUN_ROUTE_TABLE_H
 #define S5_TUN_ROUTE_TABLE_H
 
-#include "netlink.h"
-#include "route.h"
+#include "tun/netlink.h"
+#include "tun/route.h"
 
 /* Makes the table's routes of `family` what spec asks: every wanted route
  * is added or replaced in place first, then every other route of ours in

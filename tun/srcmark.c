@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* src_valid_mark while auto-route is on: see srcmark.h. */
-#include "srcmark.h"
+#include "tun/srcmark.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -42,7 +42,7 @@
  * it still runs as root, before [run] user drops privileges; the device
  * keeps the program (it holds a reference) until it is deleted, so workers
  * restarted in process mode need nothing. */
-#include "tun.h"
+#include "tun/tun.h"
 
 #include <errno.h>
 #include <linux/bpf.h>

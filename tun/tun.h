@@ -3,7 +3,7 @@
  * to queues (steer.c) and configuring the link with rtnetlink (link.c).
  *
  * Every function returns 0 (or an fd) on success and -errno on failure, so
- * that the caller (threads/device.c) can turn the errno into advice ("run as
+ * that the caller (threads/device/device.c) can turn the errno into advice ("run as
  * root", "delete the existing device", ...). Nothing here logs. */
 #ifndef S5_TUN_TUN_H
 #define S5_TUN_TUN_H

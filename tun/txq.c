@@ -3,7 +3,7 @@
  * kernel fills toward the workers) and the packets the kernel dropped
  * because a ring was full, read from /proc/net/dev of the device's
  * namespace. */
-#include "txq.h"
+#include "tun/txq.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #ifndef S5_CORE_LOG_H
 #define S5_CORE_LOG_H
 
-#include "config.h"
+#include "ini/config.h"
 
 extern enum s5_log_level s5_log_level;
 

@@ -7,7 +7,7 @@
 #ifndef S5_CORE_PRIVILEGES_H
 #define S5_CORE_PRIVILEGES_H
 
-#include "config.h"
+#include "ini/config.h"
 
 /* With [run] user set, the main thread (thread mode) or supervisor
  * (process mode) keeps only what it still needs once the device is up:

@@ -5,7 +5,7 @@
  * TUN writer) stays with that module. The modules below the worker (netif.c, session.c,
  * handshake.c, proxy.c, udp.c, assoc.c, dns.c, dns_tcp.c, icmp.c,
  * sessionlog.c) take this instead of the worker, so that none of them can
- * reach up into it: the worker (core/worker.c) creates them, drives them,
+ * reach up into it: the worker (core/worker/worker.c) creates them, drives them,
  * and is told what it needs to know through callbacks. Touched only by the worker's own thread. */
 #ifndef S5_CORE_WCTX_H
 #define S5_CORE_WCTX_H
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "config.h"
+#include "ini/config.h"
 #include "base/failure.h"
 #include "shared/stats.h"
 #include "lwip/netif.h"

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "ini/config.h"
 #include "dns/dns_msg.h"
 #include "lwip/ip_addr.h"
 

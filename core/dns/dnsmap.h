@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "config.h"
+#include "ini/config.h"
 #include "lwip/ip_addr.h"
 
 /* Creates the shared table for [dns] network (and network6). Call once,

@@ -262,7 +262,7 @@ static void tun_retry_cb(uv_timer_t *timer);
  * again. One line when it fails and one when it recovers, however often it
  * fails meanwhile (tun_errors counts each). While it fails, the worker's
  * heartbeat stands still, so the watchdog reports the queue; a device that
- * was deleted ends the daemon from the control loop (threads/control.c). */
+ * was deleted ends the daemon from the control loop (threads/daemon/control.c). */
 static void tun_failed(struct s5_netif *tun, const char *what, const char *why) {
   uv_poll_stop(&tun->poll);
   S5_STAT_ADD(tun->w->stats, tun_errors, 1);

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "ini/config.h"
 
 /* Maps the slot; before any worker starts. Returns 0 or -errno. */
 int s5_config_slot_setup(void);

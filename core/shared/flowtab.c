@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The shared per-queue tables of live TCP flows (see flowtab.h). The
  * segments the supervisor sends to the clients of a dead worker are built
- * in threads/flowprobe.c.
+ * in threads/recovery/flowprobe.c.
  *
  * Layout: one mapping; per queue a header (the worker's high-water mark and
  * free list) and its slots. Only indices are stored, never pointers. A

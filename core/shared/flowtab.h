@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Process mode: the live TCP flows of every queue, in memory shared with the
  * supervisor, so that when a worker dies the supervisor knows whom to reset
- * (threads/flowreset.c). Created before the first fork (MAP_SHARED), like
+ * (threads/recovery/flowreset.c). Created before the first fork (MAP_SHARED), like
  * the stats area.
  *
  * One table per queue, one writer: the queue's worker, which fills a slot

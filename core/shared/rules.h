@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* [rules] compiled: which outbound a new flow takes, decided once, on its
- * first packet. The rules (ini/rules.c reads them, files included) become
+ * first packet. The rules (ini/rules_syntax.c reads them, files included) become
  * one block of memory without pointers (offsets only), so that it can live
  * in the region shared by every worker, thread or process:
  *
@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "ini/config.h"
 
 struct s5_rules; /* one compiled set */
 

@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include "config.h"
+#include "ini/config.h"
 
 /* Why a set-up failed for the upstream's own reason (the causes counted). */
 enum s5_up_cause {

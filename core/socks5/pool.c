@@ -13,7 +13,7 @@
 
 #include "base/env.h"
 #include "base/log.h"
-#include "config.h"
+#include "ini/config.h"
 #include "ctx/wctx.h"
 
 struct s5_pool_conn {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/assert.h"
-#include "config.h"
+#include "ini/config.h"
 #include "ctx/wctx.h"
 #include "socks5/proxy_internal.h"
 

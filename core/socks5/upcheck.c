@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "config.h"
+#include "ini/config.h"
 #include "ctx/wctx.h"
 #include "shared/uptab.h"
 #include "socks5/proxy.h"

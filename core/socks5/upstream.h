@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "config.h"
+#include "ini/config.h"
 #include "socks5/http_connect.h"
 
 /* The destination of a CONNECT: the client's address and port, or (name

@@ -212,7 +212,7 @@ static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
 
 /* Process mode: from its SYN-ACK on, the flow is in the queue's shared
  * table, so that the supervisor can reset the client if this worker dies
- * (threads/flowreset.c). Once per session, nothing per packet. */
+ * (threads/recovery/flowreset.c). Once per session, nothing per packet. */
 static void session_track(struct s5_session *s) {
   const struct tcp_pcb *pcb = s->conn.pcb;
   struct s5_flow f;

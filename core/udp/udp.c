@@ -29,7 +29,7 @@
 #include "netif/netif.h"
 #include "base/log.h"
 #include "socks5/proxy.h"
-#include "route_get.h"
+#include "tun/route_get.h"
 #include "shared/rules.h"
 #include "socks5/socks5_udp.h"
 #include "udp/udp_dest.h"

@@ -69,7 +69,7 @@ void s5_udp_io_flush(struct s5_udp_io *io);
 
 /* Interrupt moderation, as a network card's rx-usecs: how long (µs) the
  * loop should wait before it polls again, 0 for not at all; the worker
- * decides (core/worker.c). Ends the turn's count of datagrams read. */
+ * decides (core/worker/worker.c). Ends the turn's count of datagrams read. */
 uint64_t s5_udp_io_wait_wish(struct s5_udp_io *io);
 
 /* Takes over fd (a UDP socket, non-blocking) for s; data goes to

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "fuzz_check.h"
-#include "ctl/http.h"
+#include "threads/ctl/http.h"
 
 static int known(enum s5_http_result r) {
   switch (r) {

@@ -27,7 +27,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "ini/config.h"
 #include "fuzz_check.h"
 
 #define MAX_ARGS 64

@@ -2,7 +2,7 @@
 /* Fuzz target: packets entering a worker from its TUN queue.
  *
  * What runs is the daemon's own worker: s5_worker_init() and
- * s5_worker_run() (core/worker.c) with their lwIP instance, the TUN netif
+ * s5_worker_run() (core/worker/worker.c) with their lwIP instance, the TUN netif
  * and its read/write path (core/netif/netif.c), the any-destination listener and
  * session_on_syn() (core/tcp/session.c), the relay (core/tcp/relay.c), the UDP
  * associations (core/udp/udp.c), the mapped resolver (core/dns/dns.c) and the ICMP
@@ -76,13 +76,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "ini/config.h"
 #include "dns/dns.h"
 #include "fuzz_check.h"
 #include "base/log.h"
 #include "tcp/session.h"
 #include "shared/stats.h"
-#include "worker.h"
+#include "worker/worker.h"
 
 #include "lwip/ip4_frag.h"
 #include "lwip/ip6_frag.h"

@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Compiled as if it were a file of core/base/ (linked like s5_base): with
- * S5_PROBE_UP it includes a header of a layer above, which must not be
- * found; without, a header of its own layer, which must be (so the failure
- * is the layering's, not the probe's). Never part of the program. */
-#ifdef S5_PROBE_UP
-#include "tcp/session.h"
-#else
-#include "base/log.h"
-#endif
+/* Compiled as if it were a file of one layer or floor (linked like its
+ * library, test/CMakeLists.txt): it includes S5_PROBE_HEADER, which is
+ * either a header of its own (it must be found, so that a failure is the
+ * layering's, not the probe's) or one of a layer or floor above (it must
+ * not be). Never part of the program. */
+#include S5_PROBE_HEADER
 
 int s5_layer_probe(void) { return 0; }

@@ -21,9 +21,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "internal.h"
-#include "keys.h"
+#include "ini/config.h"
+#include "ini/internal.h"
+#include "ini/keys.h"
 
 #include "check.h"
 

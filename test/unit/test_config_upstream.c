@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "ini/config.h"
 
 #include "check.h"
 

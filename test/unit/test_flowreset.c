@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* threads/flowreset.c with a datagram socket pair standing in for a TUN
+/* threads/recovery/flowreset.c with a datagram socket pair standing in for a TUN
  * queue: a dead worker's flows are taken and its table emptied, each flow
  * gets a RST then an ACK per round (three rounds, the second's sequence
  * number 2^31 away), a 4-tuple live on another worker or on the replacement
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "flowreset.h"
-#include "flowprobe.h"
+#include "threads/recovery/flowreset.h"
+#include "threads/recovery/flowprobe.h"
 
 static int serving[2]; /* per queue: its fd, or -1 */
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "flowprobe.h"
+#include "threads/recovery/flowprobe.h"
 
 static struct s5_flow flow4(uint16_t client_port) {
   struct s5_flow f;

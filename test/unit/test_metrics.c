@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/metrics.h"
+#include "threads/ctl/metrics.h"
 
 #include "check.h"
 

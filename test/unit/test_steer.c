@@ -10,7 +10,7 @@
  *
  * Needs root (CAP_BPF or CAP_SYS_ADMIN); without it prints why and exits
  * 77 (ctest SKIP_RETURN_CODE). */
-#include "tun.h"
+#include "tun/tun.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

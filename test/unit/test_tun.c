@@ -12,10 +12,10 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* unshare() */
 #endif
-#include "tun.h"
-#include "config.h"
-#include "netlink.h"
-#include "owner.h"
+#include "tun/tun.h"
+#include "ini/config.h"
+#include "tun/netlink.h"
+#include "tun/owner.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

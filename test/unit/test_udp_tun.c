@@ -42,7 +42,7 @@
 #include "ctx/wctx.h"
 #include "netif/udp_tun.h"
 #include "shared/stats.h"
-#include "tun.h"
+#include "tun/tun.h"
 
 #include "lwip/init.h"
 #include "lwip/pbuf.h"

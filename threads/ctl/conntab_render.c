@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The --connections answer: the lists the workers wrote into the shared
  * connection table (core/shared/conntab.c), as a table or JSON. */
-#include "ctl/conntab_render.h"
+#include "threads/ctl/conntab_render.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* A control-plane listener served without blocking: see ctl_server.h. */
-#include "ctl/ctl_server.h"
+#include "threads/ctl/ctl_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 
 #include "base/assert.h"
 #include "base/clock.h"
-#include "ctl/fd_reserve.h"
+#include "threads/ctl/fd_reserve.h"
 #include "base/log.h"
 
 int s5_ctl_init(struct s5_ctl_server *s, int fd, const char *name, const struct s5_ctl_ops *ops,

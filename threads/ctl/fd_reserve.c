@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A descriptor in reserve for listeners at the descriptor limit: see
  * fd_reserve.h. */
-#include "ctl/fd_reserve.h"
+#include "threads/ctl/fd_reserve.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ctl/http.h"
+#include "threads/ctl/http.h"
 
 /* RFC 9110 5.6.2 token characters. */
 static bool tchar(unsigned char c) {

@@ -27,12 +27,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl/http.h"
-#include "ctl/ctl_server.h"
+#include "threads/ctl/http.h"
+#include "threads/ctl/ctl_server.h"
 #include "base/log.h"
-#include "ctl/metrics.h"
-#include "ctl/rules_render.h"
-#include "ctl/upstream_render.h"
+#include "threads/ctl/metrics.h"
+#include "threads/ctl/rules_render.h"
+#include "threads/ctl/upstream_render.h"
 
 #ifndef S5_VERSION
 #error "S5_VERSION must be defined by the build (see threads/CMakeLists.txt)"

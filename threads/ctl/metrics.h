@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "ctl/ctl_server.h"
+#include "ini/config.h"
+#include "threads/ctl/ctl_server.h"
 #include "shared/stats.h"
 
 #define S5_METRICS_CONNS S5_CTL_CONNS

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The [rules] counters as text (see rules_render.h). */
-#include "ctl/rules_render.h"
+#include "threads/ctl/rules_render.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/stats_render.h"
+#include "threads/ctl/render.h"
 
 /* Rules listed one by one (those hit most); the rest only in their
  * outbound's sum: a 100,000-line list must not make a 100,000-line page. */

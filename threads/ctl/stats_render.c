@@ -2,23 +2,16 @@
 /* The shared counters as text, for their readers only: the stats socket's
  * JSON document and its parse by --stats, the --stats table, and the line
  * SIGUSR1 logs. Workers only count (core/shared/stats.h). */
-#include "ctl/stats_render.h"
+#include "threads/ctl/stats_render.h"
+#include "threads/ctl/render.h"
 
-#include "ctl/rules_render.h"
-#include "ctl/upstream_render.h"
+#include "threads/ctl/rules_render.h"
+#include "threads/ctl/upstream_render.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-size_t s5_render_put(char *buf, size_t cap, size_t at, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(at < cap ? buf + at : NULL, at < cap ? cap - at : 0, fmt, ap);
-  va_end(ap);
-  return at + (n > 0 ? (size_t)n : 0);
-}
 
 static size_t json_object(char *buf, size_t cap, size_t at, const struct s5_queue_stats *st, int queue) {
   at = s5_render_put(buf, cap, at, "{");

@@ -11,11 +11,6 @@
 
 /* The JSON document the stats socket answers with: {"totals":{...},"queues":[{...},...]}.
  * Returns its length, or the length it would need when cap is too small. */
-/* Appends to buf at `at` as snprintf does; returns where the text ends,
- * counting what did not fit (the renderers' sizing pass). */
-size_t s5_render_put(char *buf, size_t cap, size_t at, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5)));
-
 size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap);
 
 /* Parses a document written by s5_stats_json() back into totals and up to

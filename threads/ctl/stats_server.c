@@ -12,15 +12,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl/conntab_render.h"
-#include "ctl/ctl_server.h"
+#include "threads/ctl/conntab_render.h"
+#include "threads/ctl/ctl_server.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "ctl/stats_render.h"
-#include "ctl/rules_render.h"
-#include "ctl/upstream_render.h"
-#include "ctl/stats_server.h"
-#include "exec.h"
+#include "threads/ctl/stats_render.h"
+#include "threads/ctl/rules_render.h"
+#include "threads/ctl/upstream_render.h"
+#include "threads/ctl/stats_server.h"
+#include "threads/cli/exec.h"
 
 /* --connections: every worker writes its list on its own loop; at most
  * this long for all of them (a stalled worker is named in the answer). */

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "config.h"
-#include "ctl/ctl_server.h"
+#include "ini/config.h"
+#include "threads/ctl/ctl_server.h"
 #include "shared/stats.h"
 
 struct s5_stats_server {

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The upstreams' health and counters as JSON, table and Prometheus text
  * (see upstream_render.h). */
-#include "ctl/upstream_render.h"
+#include "threads/ctl/upstream_render.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "ctl/stats_render.h"
+#include "threads/ctl/render.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 

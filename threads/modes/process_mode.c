@@ -15,13 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control.h"
-#include "flowreset.h"
+#include "threads/daemon/control.h"
+#include "threads/recovery/flowreset.h"
 #include "base/assert.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "run.h"
-#include "worker.h"
+#include "threads/device/device.h"
+#include "threads/modes/modes.h"
+#include "worker/worker.h"
 
 #define S5_RESTART_DELAY_MIN_MS 100
 #define S5_RESTART_DELAY_MAX_MS 30000

@@ -10,7 +10,7 @@
  * command, not the tunnel; and the command, started once the daemon says
  * READY=1 (the sd_notify protocol, on a socket of ours), inside the
  * namespace, as the user who ran sudo. */
-#include "exec.h"
+#include "threads/cli/exec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "netns.h"
+#include "tun/netns.h"
 
 /* How long the tunnel may take to come up before the command gives up. */
 #define S5_EXEC_READY_S 30

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "run.h"
+#include "threads/device/device.h"
 
 #define S5_HOOK_TIMEOUT_MS 30000
 

@@ -10,10 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "control.h"
+#include "threads/daemon/control.h"
 #include "base/log.h"
-#include "run.h"
-#include "worker.h"
+#include "threads/device/device.h"
+#include "threads/modes/modes.h"
+#include "worker/worker.h"
 
 struct pool_slot {
   struct s5_worker *w;

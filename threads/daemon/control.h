@@ -6,7 +6,7 @@
 #ifndef S5_THREADS_CONTROL_H
 #define S5_THREADS_CONTROL_H
 
-#include "config.h"
+#include "ini/config.h"
 #include "shared/stats.h"
 
 struct s5_control_mode {

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "config.h"
+#include "ini/config.h"
 
 /* Prints "rule FILE:LINE" (or "rule default") and "outbound NAME" to out;
  * returns the exit status (0, or 1 when the rules cannot be compiled). */

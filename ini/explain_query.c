@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* --explain DST:PORT and its companions --name, --src, --proto: the flow
- * that threads/explain.c looks up in the [rules] (see config.h). */
+ * that threads/cli/explain.c looks up in the [rules] (see config.h). */
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "ini/internal.h"
 
 static struct s5_explain explain;
 

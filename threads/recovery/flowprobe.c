@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A TCP segment without payload from a flow's remote to its client (see
  * flowprobe.h): IPv4 or IPv6 header, TCP header, both checksums. */
-#include "flowprobe.h"
+#include "threads/recovery/flowprobe.h"
 
 #include <string.h>
 

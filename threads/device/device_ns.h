@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-#include "config.h"
+#include "ini/config.h"
 
 /* Opens (creating if missing) the namespace and steps into it. 0 or -1
  * after logging. */

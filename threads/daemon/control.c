@@ -8,16 +8,16 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "control.h"
-#include "ctl/fd_reserve.h"
+#include "threads/daemon/control.h"
+#include "threads/ctl/fd_reserve.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "ctl/metrics.h"
-#include "notify.h"
-#include "reload.h"
-#include "run.h"
-#include "ctl/stats_render.h"
-#include "ctl/stats_server.h"
+#include "threads/ctl/metrics.h"
+#include "threads/daemon/notify.h"
+#include "threads/daemon/reload.h"
+#include "threads/device/device.h"
+#include "threads/ctl/stats_render.h"
+#include "threads/ctl/stats_server.h"
 
 /* The watchdog, the device and claim checks once a second: a stall is
  * reported at 5 s and a deleted device within a second, and an idle daemon
@@ -104,7 +104,7 @@ static int check_device(const struct control *c) {
   return -1;
 }
 
-/* SIGHUP: the configuration read again (threads/reload.c); auto-route's
+/* SIGHUP: the configuration read again (threads/daemon/reload.c); auto-route's
  * prefix lists and a new stats socket path take effect at once. */
 static void control_reload(struct control *c) {
   if (!s5_reload(c->live, c->stats)) return;

@@ -43,7 +43,7 @@
  * serves. The dead queue's table is emptied before its replacement starts:
  * a restart loop never resets the same flows twice, and flows opened on the
  * new worker are not in the list. */
-#include "flowreset.h"
+#include "threads/recovery/flowreset.h"
 
 #include <errno.h>
 #include <linux/virtio_net.h>
@@ -54,7 +54,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "flowprobe.h"
+#include "threads/recovery/flowprobe.h"
 
 #define S5_RESET_ROUNDS 3
 #define S5_RESET_ROUND_MS 600 /* above Linux's 500 ms per-socket limit on such ACKs */

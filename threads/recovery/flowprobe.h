@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Process mode: the segments the supervisor writes to a dead worker's
- * clients on its TUN queue (threads/flowreset.c), for a flow of the shared
+ * clients on its TUN queue (threads/recovery/flowreset.c), for a flow of the shared
  * table (core/shared/flowtab.h). No I/O. */
 #ifndef S5_THREADS_FLOWPROBE_H
 #define S5_THREADS_FLOWPROBE_H

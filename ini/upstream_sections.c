@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "keys.h"
+#include "ini/internal.h"
+#include "ini/keys.h"
 
 /* The key k of upstream up: the same key, its offset moved. */
 static struct s5_key moved(const struct s5_key *k, unsigned up) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "reload.h"
+#include "threads/daemon/reload.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #ifndef S5_THREADS_FLOWRESET_H
 #define S5_THREADS_FLOWRESET_H
 
-#include "config.h"
+#include "ini/config.h"
 #include "shared/flowtab.h"
 #include "shared/stats.h"
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "notify.h"
+#include "threads/daemon/notify.h"
 
 /* One datagram to $NOTIFY_SOCKET; '@' at the start names an abstract socket. */
 static void notify_send(const char *msg) {

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The two run modes: the same worker (core/worker.h) on N threads of this
- * process, or in N forked processes under a supervisor. Both start from a
- * device opened once, here in the main process, with one fd per queue. */
-#ifndef S5_THREADS_RUN_H
-#define S5_THREADS_RUN_H
+/* The device, opened once in the main process with one fd per queue, for
+ * both run modes: its claims, link, auto-route and hooks, its transmit
+ * drops, and the main thread's privileges once it is up. */
+#ifndef S5_THREADS_DEVICE_H
+#define S5_THREADS_DEVICE_H
 
-#include "config.h"
+#include "ini/config.h"
 #include "shared/stats.h"
 
 /* Claims the device (and auto-route), refuses a device in use, opens
@@ -44,10 +44,5 @@ void s5_restrict_main(const struct s5_config *cfg);
 
 /* Runs a [tun] post-up/pre-down command with /bin/sh. Returns 0 or -1 (logged). */
 int s5_hook_run(const struct s5_config *cfg, const char *key, const char *command);
-
-/* Run until SIGTERM/SIGINT; each returns the process exit code. stats is
- * the shared counter area with one slot per queue. */
-int s5_run_threads(const struct s5_config *cfg, struct s5_stats_area *stats);
-int s5_run_processes(const struct s5_config *cfg, struct s5_stats_area *stats);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* [tun] netns: see device_ns.h. */
-#include "device_ns.h"
+#include "threads/device/device_ns.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "netns.h"
-#include "tun.h"
+#include "tun/netns.h"
+#include "tun/tun.h"
 
 #define ETC_NETNS "/etc/netns"
 

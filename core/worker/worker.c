@@ -19,9 +19,9 @@
 #include "base/privileges.h"
 #include "ctx/sessionlog.h"
 #include "tcp/handshake.h"
-#include "tun.h"
+#include "tun/tun.h"
 #include "udp/udp.h"
-#include "worker.h"
+#include "worker/worker.h"
 
 #include "lwip/init.h"
 #include "lwip/ip4_frag.h"

@@ -9,7 +9,7 @@
 #ifndef S5_THREADS_RELOAD_H
 #define S5_THREADS_RELOAD_H
 
-#include "config.h"
+#include "ini/config.h"
 #include "shared/stats.h"
 
 /* main(): the command line to read again, and the config slot. Returns 0

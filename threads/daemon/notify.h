@@ -5,7 +5,7 @@
 #ifndef S5_THREADS_NOTIFY_H
 #define S5_THREADS_NOTIFY_H
 
-#include "config.h"
+#include "ini/config.h"
 
 void s5_notify_ready(const struct s5_config *cfg);
 void s5_notify_stopping(const struct s5_config *cfg);

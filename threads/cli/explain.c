@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* --explain (see explain.h): the rules compiled into the heap, as the
  * daemon compiles them into its shared region, and one lookup. */
-#include "explain.h"
+#include "threads/cli/explain.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>

@@ -21,18 +21,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "device_ns.h"
+#include "threads/device/device_ns.h"
 #include "base/clock.h"
 #include "base/env.h"
 #include "base/log.h"
-#include "owner.h"
+#include "tun/owner.h"
 #include "base/privileges.h"
-#include "run.h"
-#include "nft.h"
-#include "route.h"
-#include "srcmark.h"
-#include "tun.h"
-#include "txq.h"
+#include "threads/device/device.h"
+#include "tun/nft.h"
+#include "tun/route.h"
+#include "tun/srcmark.h"
+#include "tun/tun.h"
+#include "tun/txq.h"
 #include "shared/stats.h"
 
 static int device_claim = -1;   /* "dev/NAME" */

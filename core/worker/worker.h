@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "config.h"
+#include "ini/config.h"
 #include "ctx/memtrim.h"
 #include "netif/netif.h"
 #include "socks5/pool.h"
