@@ -51,7 +51,8 @@ static int check_dns(const struct s5_config *cfg, int *key, char *err, size_t er
                pool6, net6->len);
       return -1;
     }
-    const uint8_t *ip6 = (const uint8_t *)&((const struct sockaddr_in6 *)&cfg->dns.addr[1])->sin6_addr;
+    size_t n;
+    const uint8_t *ip6 = s5_sockaddr_raw(&cfg->dns.addr[1], &n);
     if (cfg->dns.addr[1].ss_family == AF_INET6 && prefix_holds(net6, ip6)) {
       *key = s5_config_key_find("dns", "address");
       snprintf(err, errlen, "is inside [dns] network6, the pool of mapped addresses");
@@ -59,7 +60,8 @@ static int check_dns(const struct s5_config *cfg, int *key, char *err, size_t er
     }
   }
   if (cfg->dns.addr[0].ss_family != AF_INET) return 0;
-  const uint8_t *ip = (const uint8_t *)&((const struct sockaddr_in *)&cfg->dns.addr[0])->sin_addr;
+  size_t n;
+  const uint8_t *ip = s5_sockaddr_raw(&cfg->dns.addr[0], &n);
   uint32_t mask = 0xffffffffu << (32 - net->len);
   if ((ipv4_host(ip) & mask) == (ipv4_host(net->addr) & mask)) {
     *key = s5_config_key_find("dns", "address");

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "ini/config.h"
+#include "ini/sockaddr.h"
 
 /* Longest physical line accepted in a configuration file, in bytes. Room for
  * a PATH_MAX log file name plus the key and some quoting. */
@@ -130,9 +131,5 @@ void s5_rules_note_line(struct s5_config *cfg, const char *conf, const char *nam
  * value into s5_args_explain()'s flow; flag NULL starts afresh. 0, or -1
  * with what is wrong (explain_query.c). */
 int s5_explain_flag(const char *flag, const char *value, char *err, size_t errlen);
-
-/* Port of a socket address in host byte order, 0 if the family is unset
- * (types.c). */
-uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss);
 
 #endif

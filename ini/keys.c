@@ -358,41 +358,6 @@ int s5_config_set(struct s5_config *cfg, const char *section, const char *key, c
   return s5_config_key_set(cfg, i, value, err, errlen);
 }
 
-void s5_config_defaults(struct s5_config *cfg) {
-  char err[256];
-  memset(cfg, 0, sizeof *cfg);
-  /* One upstream, [socks5]: the [upstream] defaults, then [socks5]'s. */
-  s5_upstream_defaults(cfg, 0, "socks5");
-  cfg->n_upstreams = 1;
-  cfg->socks5_section = true;
-  for (int i = 0; i < KEY_COUNT; i++) {
-    if (keys[i].upstream) continue;
-    if (s5_config_key_set(cfg, i, keys[i].def, err, sizeof err) != 0) {
-      /* A broken default is a bug in this table, not a user error. */
-      fprintf(stderr, "s5tund: bad built-in default for [%s] %s: %s\n", keys[i].section, keys[i].name, err);
-      abort();
-    }
-  }
-}
-
-void s5_config_print(const struct s5_config *cfg, FILE *out) {
-  const char *section = "";
-  fputs("; s5tund effective configuration\n", out);
-  for (int i = 0; i < KEY_COUNT; i++) {
-    if (strcmp(keys[i].section, "socks5") == 0 && !cfg->socks5_section) continue;
-    if (keys[i].upstream) {
-      if (strcmp(keys[i].section, section) != 0) s5_upstream_print(cfg, out);
-      section = keys[i].section;
-      continue;
-    }
-    if (strcmp(keys[i].section, section) != 0) {
-      section = keys[i].section;
-      fprintf(out, "\n[%s]\n", section);
-    }
-    keys[i].type->print(&keys[i], cfg, out);
-  }
-}
-
 /* One key's line as --check-config prints it, without the newline. */
 void s5_key_line(const struct s5_key *k, const struct s5_config *cfg, char *buf, size_t len) {
   FILE *f = fmemopen(buf, len, "w");
@@ -405,29 +370,4 @@ void s5_key_line(const struct s5_key *k, const struct s5_config *cfg, char *buf,
   buf[len - 1] = '\0';
   size_t n = strlen(buf);
   if (n > 0 && buf[n - 1] == '\n') buf[n - 1] = '\0';
-}
-
-int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, s5_config_reload_warn *warn,
-                           void *arg) {
-  int kept = 0;
-  for (int i = 0; i < KEY_COUNT; i++) {
-    const struct s5_key *k = &keys[i];
-    if (k->upstream) {
-      kept += s5_upstream_reload_merge(next, cur, i, warn, arg);
-      continue;
-    }
-    if (k->live || memcmp((const char *)next + k->offset, (const char *)cur + k->offset, k->size) == 0)
-      continue;
-    char was[320], now[320];
-    s5_key_line(k, cur, was, sizeof was);
-    s5_key_line(k, next, now, sizeof now);
-    memcpy((char *)next + k->offset, (const char *)cur + k->offset, k->size);
-    if (warn != NULL) warn(arg, k->section, was, now);
-    kept++;
-  }
-  /* Derived from keys that never change live. */
-  next->queues = cur->queues;
-  next->run.uid = cur->run.uid;
-  next->run.gid = cur->run.gid;
-  return kept;
 }

@@ -353,12 +353,6 @@ static int pool6_parse(const struct s5_key *k, struct s5_config *cfg, const char
 
 /* ---- socket addresses ---- */
 
-uint16_t s5_sockaddr_port(const struct sockaddr_storage *ss) {
-  if (ss->ss_family == AF_INET) return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-  if (ss->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-  return 0;
-}
-
 /* An optional address with a fixed port (max): empty unsets it. */
 static int addr_parse(const struct s5_key *k, struct s5_config *cfg, const char *text, char *err,
                       size_t errlen) {
@@ -373,12 +367,8 @@ static int addr_parse(const struct s5_key *k, struct s5_config *cfg, const char 
 /* The address without its port; empty when unset (family 0). */
 static void addr_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
   const struct sockaddr_storage *ss = s5_key_cfield(k, cfg);
-  char buf[INET6_ADDRSTRLEN] = "";
-  const void *a = NULL;
-  if (ss->ss_family == AF_INET) a = &((const struct sockaddr_in *)ss)->sin_addr;
-  if (ss->ss_family == AF_INET6) a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-  if (a == NULL || inet_ntop(ss->ss_family, a, buf, sizeof buf) == NULL) buf[0] = '\0';
-  s5_key_print_plain(k, out, buf);
+  char buf[INET6_ADDRSTRLEN];
+  s5_key_print_plain(k, out, s5_sockaddr_host(ss, buf, sizeof buf));
 }
 
 /* One item of an address list: at most one of each family. */
@@ -416,9 +406,7 @@ static void addrs_print(const struct s5_key *k, const struct s5_config *cfg, FIL
   char buf[2 * INET6_ADDRSTRLEN + 4] = "";
   for (int i = 0; i < 2; i++) {
     char a[INET6_ADDRSTRLEN];
-    const void *raw = i == 0 ? (const void *)&((const struct sockaddr_in *)&ss[0])->sin_addr
-                             : (const void *)&((const struct sockaddr_in6 *)&ss[1])->sin6_addr;
-    if (ss[i].ss_family == 0 || inet_ntop(ss[i].ss_family, raw, a, sizeof a) == NULL) continue;
+    if (s5_sockaddr_host(&ss[i], a, sizeof a)[0] == '\0') continue;
     size_t n = strlen(buf);
     snprintf(buf + n, sizeof buf - n, "%s%s", n > 0 ? ", " : "", a);
   }
@@ -441,8 +429,7 @@ static int port_parse(const struct s5_key *k, struct s5_config *cfg, const char 
   struct sockaddr_storage *ss = s5_key_field(k, cfg);
   unsigned long n;
   if (s5_parse_uint(text, 1, 65535, &n, err, errlen) != 0) return -1;
-  if (ss->ss_family == AF_INET) ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)n);
-  if (ss->ss_family == AF_INET6) ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)n);
+  s5_sockaddr_set_port(ss, (uint16_t)n);
   return 0;
 }
 
@@ -462,13 +449,8 @@ static int listen_parse(const struct s5_key *k, struct s5_config *cfg, const cha
 
 static void listen_print(const struct s5_key *k, const struct s5_config *cfg, FILE *out) {
   const struct sockaddr_storage *ss = s5_key_cfield(k, cfg);
-  char addr[INET6_ADDRSTRLEN] = "", buf[INET6_ADDRSTRLEN + 16] = "";
-  const void *a = NULL;
-  if (ss->ss_family == AF_INET) a = &((const struct sockaddr_in *)ss)->sin_addr;
-  if (ss->ss_family == AF_INET6) a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-  if (a != NULL && inet_ntop(ss->ss_family, a, addr, sizeof addr) != NULL)
-    snprintf(buf, sizeof buf, ss->ss_family == AF_INET6 ? "[%s]:%u" : "%s:%u", addr,
-             (unsigned)s5_sockaddr_port(ss));
+  char buf[S5_SOCKADDR_STRLEN] = "";
+  if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6) s5_sockaddr_str(ss, buf, sizeof buf);
   s5_key_print_plain(k, out, buf);
 }
 

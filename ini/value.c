@@ -194,17 +194,6 @@ int s5_parse_ifname(const char *text, char *out, size_t outlen, char *err, size_
   return 0;
 }
 
-/* inet_pton() wants a NUL-terminated string; copies at most the size of the
- * longest literal so that oversized input simply fails to parse. */
-static int pton_n(int family, const char *text, size_t len, void *addr) {
-  char buf[INET6_ADDRSTRLEN];
-
-  if (len >= sizeof buf) return 0;
-  memcpy(buf, text, len);
-  buf[len] = '\0';
-  return inet_pton(family, buf, addr);
-}
-
 static void prefix_set(struct s5_prefix *out, int family, const unsigned char *addr, unsigned len) {
   memset(out, 0, sizeof *out);
   out->family = family;
@@ -234,10 +223,9 @@ int s5_parse_prefix(const char *text, int family, struct s5_prefix *out, char *e
              family == AF_INET ? "198.18.0.1/15" : "fc00::1/64");
     return -1;
   }
-  if (pton_n(family, text, (size_t)(slash - text), addr) != 1) {
-    int other = family == AF_INET ? AF_INET6 : AF_INET;
-    if (pton_n(other, text, (size_t)(slash - text), addr) == 1)
-      snprintf(err, errlen, "%s is not an %s address (wrong family)", shown, name);
+  int got = s5_sockaddr_pton(text, (size_t)(slash - text), addr);
+  if (got != family) {
+    if (got != 0) snprintf(err, errlen, "%s is not an %s address (wrong family)", shown, name);
     else snprintf(err, errlen, "%s is not an %s address", shown, name);
     return -1;
   }
@@ -259,14 +247,11 @@ int s5_parse_route_prefix(const char *text, struct s5_prefix *out, char *err, si
   unsigned char addr[16];
   const char *slash = strchr(text, '/');
   size_t alen = slash != NULL ? (size_t)(slash - text) : strlen(text);
-  int family = AF_INET;
   s5_show(shown, sizeof shown, text);
-  if (pton_n(AF_INET, text, alen, addr) != 1) {
-    family = AF_INET6;
-    if (pton_n(AF_INET6, text, alen, addr) != 1) {
-      snprintf(err, errlen, "%s is not an IPv4 or IPv6 prefix (ADDR/LEN)", shown);
-      return -1;
-    }
+  int family = s5_sockaddr_pton(text, alen, addr);
+  if (family == 0) {
+    snprintf(err, errlen, "%s is not an IPv4 or IPv6 prefix (ADDR/LEN)", shown);
+    return -1;
   }
   unsigned long maxlen = family == AF_INET ? 32 : 128, len = maxlen;
   char lenmsg[128];
@@ -292,30 +277,11 @@ static bool all_zero(const unsigned char *p, size_t n) {
   return n == 0;
 }
 
-/* The parsed address and port as a socket address; returns its length. */
-static socklen_t fill_sockaddr(struct sockaddr_storage *ss, int family, const unsigned char *addr,
-                               uint16_t port) {
-  memset(ss, 0, sizeof *ss);
-  if (family == AF_INET) {
-    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port);
-    memcpy(&sin->sin_addr, addr, 4);
-    return sizeof *sin;
-  }
-  struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-  sin6->sin6_family = AF_INET6;
-  sin6->sin6_port = htons(port);
-  memcpy(&sin6->sin6_addr, addr, 16);
-  return sizeof *sin6;
-}
-
 int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss, socklen_t *sslen, char *err,
                 size_t errlen) {
   char shown[S5_SHOW_MAX];
   unsigned char addr[16];
   size_t len = strlen(text);
-  int family;
 
   s5_show(shown, sizeof shown, text);
   /* Allow "[::1]" too, as written in URLs and in --socks5. */
@@ -327,11 +293,8 @@ int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss, so
     snprintf(err, errlen, "empty (expected an IPv4 or IPv6 address)");
     return -1;
   }
-  if (pton_n(AF_INET, text, len, addr) == 1) {
-    family = AF_INET;
-  } else if (pton_n(AF_INET6, text, len, addr) == 1) {
-    family = AF_INET6;
-  } else {
+  int family = s5_sockaddr_pton(text, len, addr);
+  if (family == 0) {
     snprintf(err, errlen,
              "%s is not an IPv4 or IPv6 address (host names are not looked "
              "up: DNS may itself be routed into the tunnel)",
@@ -342,7 +305,8 @@ int s5_parse_ip(const char *text, uint16_t port, struct sockaddr_storage *ss, so
     snprintf(err, errlen, "%s is the unspecified address", shown);
     return -1;
   }
-  *sslen = fill_sockaddr(ss, family, addr, port);
+  s5_sockaddr_from_raw(addr, family == AF_INET ? 4 : 16, port, ss);
+  *sslen = s5_sockaddr_len(ss);
   return 0;
 }
 
@@ -357,7 +321,6 @@ int s5_parse_listen(const char *text, struct sockaddr_storage *ss, char *err, si
   const char *host = text;
   size_t hlen;
   unsigned long port;
-  int family;
 
   s5_show(shown, sizeof shown, text);
   if (colon == NULL || colon == text) {
@@ -382,11 +345,8 @@ int s5_parse_listen(const char *text, struct sockaddr_storage *ss, char *err, si
              shown);
     return -1;
   }
-  if (pton_n(AF_INET, host, hlen, addr) == 1 && text[0] != '[') {
-    family = AF_INET;
-  } else if (pton_n(AF_INET6, host, hlen, addr) == 1) {
-    family = AF_INET6;
-  } else {
+  int family = s5_sockaddr_pton(host, hlen, addr);
+  if (family == 0 || (family == AF_INET && text[0] == '[')) {
     snprintf(err, errlen,
              "%s: not an IPv4 or IPv6 address before the port "
              "(host names are not looked up)",
@@ -397,7 +357,7 @@ int s5_parse_listen(const char *text, struct sockaddr_storage *ss, char *err, si
     snprintf(err, errlen, "port: %s", portmsg);
     return -1;
   }
-  fill_sockaddr(ss, family, addr, (uint16_t)port);
+  s5_sockaddr_from_raw(addr, family == AF_INET ? 4 : 16, (uint16_t)port, ss);
   return 0;
 }
 

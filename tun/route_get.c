@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "tun/netlink.h"
+#include "ini/sockaddr.h"
 
 static void oif_seen(const struct nlmsghdr *h, void *arg) {
   const struct rtmsg *rtm = NLMSG_DATA(h);
@@ -18,20 +19,10 @@ static void oif_seen(const struct nlmsghdr *h, void *arg) {
       memcpy(arg, RTA_DATA(a), sizeof(uint32_t));
 }
 
-/* The address bytes of a sockaddr_in or sockaddr_in6, and their length. */
-static const void *sa_addr(const struct sockaddr *sa, size_t *len) {
-  if (sa->sa_family == AF_INET) {
-    *len = 4;
-    return &((const struct sockaddr_in *)sa)->sin_addr;
-  }
-  *len = 16;
-  return &((const struct sockaddr_in6 *)sa)->sin6_addr;
-}
-
 int s5_route_get_oif(const struct sockaddr *dst, const struct sockaddr *src, uint32_t mark) {
   if (dst->sa_family != AF_INET && dst->sa_family != AF_INET6) return -EAFNOSUPPORT;
   size_t alen;
-  const void *addr = sa_addr(dst, &alen);
+  const void *addr = s5_sockaddr_raw((const struct sockaddr_storage *)dst, &alen);
   struct rtmsg rtm = {.rtm_family = (uint8_t)dst->sa_family, .rtm_dst_len = (uint8_t)(alen * 8)};
   struct nl_req r;
   s5_nl_init(&r, RTM_GETROUTE, 0, &rtm, sizeof rtm);
@@ -39,7 +30,7 @@ int s5_route_get_oif(const struct sockaddr *dst, const struct sockaddr *src, uin
   s5_nl_put_attr(&r, RTA_DST, addr, alen);
   if (src != NULL && src->sa_family == dst->sa_family) {
     size_t slen;
-    const void *saddr = sa_addr(src, &slen);
+    const void *saddr = s5_sockaddr_raw((const struct sockaddr_storage *)src, &slen);
     ((struct rtmsg *)NLMSG_DATA(&r.u.h))->rtm_src_len = (uint8_t)(slen * 8);
     s5_nl_put_attr(&r, RTA_SRC, saddr, slen);
   }

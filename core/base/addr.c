@@ -2,6 +2,7 @@
 #include "base/addr.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -21,16 +22,21 @@ const char *s5_addr_port_str(const ip_addr_t *ip, uint16_t port, char *buf, size
 }
 
 void s5_addr_to_sockaddr(const ip_addr_t *ip, uint16_t port, struct sockaddr_storage *ss) {
-  memset(ss, 0, sizeof *ss);
-  if (IP_IS_V6(ip)) {
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(port);
-    memcpy(&sin6->sin6_addr, ip_2_ip6(ip)->addr, 16);
+  if (IP_IS_V6(ip)) s5_sockaddr_from_raw(ip_2_ip6(ip)->addr, 16, port, ss);
+  else s5_sockaddr_from_raw(&ip_2_ip4(ip)->addr, 4, port, ss);
+}
+
+int s5_addr_from_sockaddr(const struct sockaddr_storage *ss, ip_addr_t *ip, uint16_t *port) {
+  size_t len;
+  const void *raw = s5_sockaddr_raw(ss, &len);
+  if (raw == NULL) return -1;
+  if (len == 16) {
+    ip_addr_set_zero_ip6(ip);
+    memcpy(ip_2_ip6(ip)->addr, raw, 16);
   } else {
-    struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-    sin->sin_family = AF_INET;
-    sin->sin_port = htons(port);
-    sin->sin_addr.s_addr = ip_2_ip4(ip)->addr;
+    ip_addr_set_zero_ip4(ip);
+    memcpy(&ip_2_ip4(ip)->addr, raw, 4);
   }
+  if (port != NULL) *port = s5_sockaddr_port(ss);
+  return 0;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* lwIP addresses: their text forms for logs (RFC 5952 for IPv6: lower
- * case, the longest run of zero groups shortened, as every other tool
- * prints them; lwIP's own ipaddr_ntoa() writes upper-case hex), and as
- * socket addresses. */
+/* lwIP's addresses, the one place they are converted: as text for logs
+ * (RFC 5952 for IPv6: lower case, the longest run of zero groups
+ * shortened, as every other tool prints them; lwIP's own ipaddr_ntoa()
+ * writes upper-case hex), and to and from socket addresses (whose parts
+ * and text are ini/sockaddr.h's, on the floor below, which parses them). */
 #ifndef S5_CORE_ADDR_H
 #define S5_CORE_ADDR_H
 
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "ini/sockaddr.h"
 #include "lwip/ip_addr.h"
 
 /* Room for any address with brackets and a port: "[v6]:65535". */
@@ -23,5 +25,9 @@ const char *s5_addr_port_str(const ip_addr_t *ip, uint16_t port, char *buf, size
 
 /* ip and port (host order) as a sockaddr_in or sockaddr_in6 in ss. */
 void s5_addr_to_sockaddr(const ip_addr_t *ip, uint16_t port, struct sockaddr_storage *ss);
+
+/* The other way: ss's address into ip, its port (host order) into *port
+ * when port is not NULL. Returns 0, or -1 when ss is neither family. */
+int s5_addr_from_sockaddr(const struct sockaddr_storage *ss, ip_addr_t *ip, uint16_t *port);
 
 #endif

@@ -48,14 +48,7 @@ static void proxy_text(const struct s5_config *cfg, const char *upstream, char *
   for (unsigned i = 0; upstream != NULL && i < cfg->n_upstreams; i++)
     if (strcmp(cfg->upstreams[i].name, upstream) == 0) up = &cfg->upstreams[i];
   const struct sockaddr_storage *ss = &up->addr;
-  char a[INET6_ADDRSTRLEN] = "?";
-  if (ss->ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof a);
-    snprintf(buf, len, "[%s]:%u", a, ntohs(((const struct sockaddr_in6 *)ss)->sin6_port));
-  } else {
-    inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof a);
-    snprintf(buf, len, "%s:%u", a, ntohs(((const struct sockaddr_in *)ss)->sin_port));
-  }
+  s5_sockaddr_str(ss, buf, len);
   if (cfg->n_upstreams > 1) {
     size_t at = strlen(buf);
     snprintf(buf + at, len - at, " (%s)", up->name);

@@ -44,9 +44,7 @@ static void resolvers_text(const struct s5_config *cfg, char *buf, size_t len) {
   for (int f = 0; f < 2; f++) {
     const struct sockaddr_storage *ss = &cfg->dns.addr[f];
     char a[INET6_ADDRSTRLEN];
-    const void *raw = ss->ss_family == AF_INET ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
-                                               : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
-    if (ss->ss_family == 0 || inet_ntop(ss->ss_family, raw, a, sizeof a) == NULL) continue;
+    if (s5_sockaddr_host(ss, a, sizeof a)[0] == '\0') continue;
     size_t n = strlen(buf);
     snprintf(buf + n, len - n, "%s%s", n > 0 ? ", " : "", a);
   }
@@ -71,12 +69,8 @@ int s5_dns_setup(const struct s5_config *cfg) {
 }
 
 static int is_resolver_addr(const struct s5_config *cfg, const ip_addr_t *dst) {
-  const struct sockaddr_storage *v4 = &cfg->dns.addr[0], *v6 = &cfg->dns.addr[1];
-  if (IP_IS_V4(dst))
-    return v4->ss_family == AF_INET &&
-           ip_2_ip4(dst)->addr == ((const struct sockaddr_in *)v4)->sin_addr.s_addr;
-  return v6->ss_family == AF_INET6 &&
-         memcmp(ip_2_ip6(dst)->addr, &((const struct sockaddr_in6 *)v6)->sin6_addr, 16) == 0;
+  ip_addr_t r;
+  return s5_addr_from_sockaddr(&cfg->dns.addr[IP_IS_V4(dst) ? 0 : 1], &r, NULL) == 0 && ip_addr_cmp(&r, dst);
 }
 
 enum s5_dns_dest s5_dns_dest(const struct s5_config *cfg, const ip_addr_t *dst, uint16_t port) {

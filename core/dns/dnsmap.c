@@ -56,15 +56,7 @@ int s5_dnsmap_name_of_ip(const ip_addr_t *dst, char *name, size_t cap) {
 int s5_dnsmap_name_of(const struct sockaddr *dst, char *name, size_t cap) {
   if (dns_table == NULL) return 0;
   ip_addr_t ip;
-  if (dst->sa_family == AF_INET) {
-    IP_ADDR4(&ip, 0, 0, 0, 0);
-    ip_2_ip4(&ip)->addr = ((const struct sockaddr_in *)dst)->sin_addr.s_addr;
-  } else if (dst->sa_family == AF_INET6) {
-    ip_addr_set_zero_ip6(&ip);
-    memcpy(ip_2_ip6(&ip)->addr, &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
-  } else {
-    return 0;
-  }
+  if (s5_addr_from_sockaddr((const struct sockaddr_storage *)dst, &ip, NULL) < 0) return 0;
   return s5_dnsmap_name_of_ip(&ip, name, cap);
 }
 

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-#include "shared/rules_internal.h"
+#include "shared/rules_block.h"
+#include "ini/sockaddr.h"
 
 /* ---------------------------------------------------------------- matching */
 
@@ -84,32 +85,18 @@ static void try_list(const struct s5_rules *t, uint32_t off, uint32_t n, const s
     }
 }
 
-/* The address bytes of an IPv4 or IPv6 socket address, and its port. */
-static const void *sockaddr_bytes(const struct sockaddr_storage *ss, size_t *len, uint16_t *port) {
-  if (ss->ss_family == AF_INET6) {
-    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-    *len = 16, *port = ntohs(sin6->sin6_port);
-    return &sin6->sin6_addr;
-  }
-  const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-  *len = 4, *port = ntohs(sin->sin_port);
-  return &sin->sin_addr;
-}
-
 void s5_flow_init(struct s5_flow *f, uint8_t proto, const struct sockaddr_storage *dst,
                   const struct sockaddr_storage *src, const char *name) {
   size_t len;
-  uint16_t port;
   memset(f, 0, sizeof *f);
   f->proto = proto;
   f->name = name;
   f->family = dst->ss_family == AF_INET6 ? AF_INET6 : AF_INET;
-  const void *bytes = sockaddr_bytes(dst, &len, &f->dport);
-  memcpy(f->dst, bytes, len);
-  if (src != NULL && src->ss_family == dst->ss_family) {
-    bytes = sockaddr_bytes(src, &len, &port);
+  f->dport = s5_sockaddr_port(dst);
+  const void *bytes = s5_sockaddr_raw(dst, &len);
+  if (bytes != NULL) memcpy(f->dst, bytes, len);
+  if (src != NULL && src->ss_family == dst->ss_family && (bytes = s5_sockaddr_raw(src, &len)) != NULL)
     memcpy(f->src, bytes, len);
-  }
 }
 
 int s5_rules_lookup(const struct s5_rules *t, const struct s5_flow *f, uint32_t *rule) {

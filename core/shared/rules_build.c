@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shared/rules_internal.h"
+#include "shared/rules_block.h"
 
 /* ---------------------------------------------------------------- building */
 

@@ -19,7 +19,7 @@ struct s5_stats_area *s5_stats_create(unsigned queues) {
 }
 
 static void stats_add(struct s5_queue_stats *sum, const struct s5_queue_stats *st) {
-#define S5_STATS_SUM(name) sum->name += S5_STAT_GET(st, name);
+#define S5_STATS_SUM(name, kind, help) sum->name += S5_STAT_GET(st, name);
   S5_STATS_COUNTERS(S5_STATS_SUM)
 #undef S5_STATS_SUM
   sum->ready += S5_STAT_GET(st, ready);

@@ -12,26 +12,56 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Every counter, once: the struct, the JSON and the table (threads/ctl/stats_render.c) come from here.
- * Grouped by what they count (clang-format would put one per line). */
+/* Every counter, once: its name; GAUGE for what is open now, COUNT for
+ * what happened since the start; and what it means (Prometheus's # HELP,
+ * in the man page's words). The struct, the JSON and the table
+ * (threads/ctl/stats_render.c) and the metrics (threads/ctl/metrics.c)
+ * all come from here. */
 /* clang-format off */
-#define S5_STATS_COUNTERS(X)                                                   \
-  X(tun_rx_packets) X(tun_rx_bytes) X(tun_tx_packets) X(tun_tx_bytes)          \
-  X(tcp_active) X(tcp_total) X(tcp_handshake_timeout)                          \
-  X(udp_active) X(udp_total) X(udp_coalesce_waits) X(dns_hijacked)              \
-  X(dns_pool_full) X(dns_tcp_limited)                                          \
-  X(mem_trims)                                                                  \
-  X(bytes_to_proxy) X(bytes_from_proxy)                                        \
-  X(socks5_connect_failed) X(socks5_auth_failed) X(socks5_refused)             \
-  X(socks5_bad_reply) X(socks5_timeout)                                        \
-  X(pool_hits) X(pool_misses) X(pool_recycled) X(pool_retried) X(pool_failed)  \
-  X(drop_tun_write) X(drop_max_sessions) X(drop_draining) X(drop_no_memory)    \
-  X(drop_udp) X(drop_dns) X(drop_icmp) X(drop_proxy_loop) X(restarts)          \
-  X(tun_errors) X(tcp_reset_dead_worker) X(tcp_untracked) X(session_log_dropped)
+#define S5_STATS_COUNTERS(X) \
+  X(tun_rx_packets, COUNT, "Packets read from the TUN device (what clients sent).") \
+  X(tun_rx_bytes, COUNT, "Bytes read from the TUN device.") \
+  X(tun_tx_packets, COUNT, "Packets written to the TUN device.") \
+  X(tun_tx_bytes, COUNT, "Bytes written to the TUN device.") \
+  X(tcp_active, GAUGE, "TCP sessions open now.") \
+  X(tcp_total, COUNT, "TCP sessions since start.") \
+  X(tcp_handshake_timeout, COUNT, "TCP sessions whose client never completed its handshake.") \
+  X(udp_active, GAUGE, "UDP associations open now.") \
+  X(udp_total, COUNT, "UDP associations since start.") \
+  X(udp_coalesce_waits, COUNT, "Waits of [session] udp-coalesce before reading relays again.") \
+  X(dns_hijacked, COUNT, "DNS queries to port 53 of another address answered by the mapped resolver ([dns] hijack).") \
+  X(dns_pool_full, COUNT, "DNS queries answered SERVFAIL: every mapped address was answered too recently to be given to another name.") \
+  X(dns_tcp_limited, COUNT, "DNS connections over TCP refused (too many from one address) or reset (a message not whole within 5 s).") \
+  X(mem_trims, COUNT, "Times free heap was handed back to the kernel when the worker went idle after a load.") \
+  X(bytes_to_proxy, COUNT, "Payload bytes sent to the proxy (SOCKS5 handshakes not included).") \
+  X(bytes_from_proxy, COUNT, "Payload bytes received from the proxy (SOCKS5 handshakes not included).") \
+  X(socks5_connect_failed, COUNT, "Sessions that could not connect to the proxy.") \
+  X(socks5_auth_failed, COUNT, "Sessions whose authentication the proxy refused.") \
+  X(socks5_refused, COUNT, "Sessions whose CONNECT or UDP ASSOCIATE the proxy refused.") \
+  X(socks5_bad_reply, COUNT, "Sessions whose proxy answered something that is not SOCKS5.") \
+  X(socks5_timeout, COUNT, "Sessions that reached [session] connect-timeout at the proxy.") \
+  X(pool_hits, COUNT, "Sessions that took a warm pooled proxy connection ([socks5] pool).") \
+  X(pool_misses, COUNT, "Sessions that found the pool empty and connected fresh.") \
+  X(pool_recycled, COUNT, "Pooled connections closed unused: past their age, closed by the proxy, dead when taken, or flushed by a reload.") \
+  X(pool_retried, COUNT, "Sessions whose pooled connection died before the CONNECT reply, retried on a fresh one.") \
+  X(pool_failed, COUNT, "Pool warm-ups that failed (connect, greeting, authentication); the pool backs off.") \
+  X(drop_tun_write, COUNT, "Packets that could not be written to the TUN device.") \
+  X(drop_max_sessions, COUNT, "SYNs refused at [session] max-sessions.") \
+  X(drop_draining, COUNT, "SYNs refused while the worker drains before a stop.") \
+  X(drop_no_memory, COUNT, "SYNs refused for want of memory.") \
+  X(drop_udp, COUNT, "UDP datagrams dropped.") \
+  X(drop_dns, COUNT, "DNS queries dropped.") \
+  X(drop_icmp, COUNT, "ICMP echo requests dropped.") \
+  X(drop_proxy_loop, COUNT, "Connections to the proxy's own address refused (they would loop).") \
+  X(restarts, COUNT, "Worker restarts (process mode).") \
+  X(tun_errors, COUNT, "Errors reading or writing the TUN queue.") \
+  X(tcp_reset_dead_worker, COUNT, "TCP clients of a dead worker that the supervisor reset (process mode).") \
+  X(tcp_untracked, COUNT, "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full).") \
+  X(session_log_dropped, COUNT, "Session log lines left out over [log] sessions-max-per-second.")
 /* clang-format on */
 
 struct s5_queue_stats {
-#define S5_STATS_FIELD(name) uint64_t name;
+#define S5_STATS_FIELD(name, kind, help) uint64_t name;
   S5_STATS_COUNTERS(S5_STATS_FIELD)
 #undef S5_STATS_FIELD
   uint64_t heartbeat_ms;        /* CLOCK_MONOTONIC ms when the worker's loop last turned */
@@ -44,7 +74,7 @@ struct s5_queue_stats {
  * loads and stores below are single instructions on every 64-bit target
  * (and tear-free reads for the supervisor and the stats socket); a queue's
  * counters start on a cache line of their own. */
-#define S5_STATS_ALIGNED(name) \
+#define S5_STATS_ALIGNED(name, kind, help) \
   _Static_assert(offsetof(struct s5_queue_stats, name) % sizeof(uint64_t) == 0, #name);
 S5_STATS_COUNTERS(S5_STATS_ALIGNED)
 #undef S5_STATS_ALIGNED

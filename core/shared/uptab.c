@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "ini/sockaddr.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
@@ -118,13 +119,10 @@ static uint64_t mix(uint64_t x) {
 uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name) {
   uint64_t h = 0xcbf29ce484222325ull;
   if (name != NULL && name[0] != '\0') return mix(fnv1a(h, name, strlen(name))); /* the site: any port */
-  if (dest->ss_family == AF_INET6) {
-    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)dest;
-    h = fnv1a(fnv1a(h, &a->sin6_addr, sizeof a->sin6_addr), &a->sin6_port, sizeof a->sin6_port);
-  } else if (dest->ss_family == AF_INET) {
-    const struct sockaddr_in *a = (const struct sockaddr_in *)dest;
-    h = fnv1a(fnv1a(h, &a->sin_addr, sizeof a->sin_addr), &a->sin_port, sizeof a->sin_port);
-  }
+  size_t len;
+  const void *raw = s5_sockaddr_raw(dest, &len);
+  uint16_t port = s5_sockaddr_port(dest);
+  if (raw != NULL) h = fnv1a(fnv1a(h, raw, len), &port, sizeof port);
   return mix(h);
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "socks5/socks5.h"
+#include "ini/sockaddr.h"
 
 /* RFC 4648 base64 of n bytes into out (4 * ceil(n / 3) + 1 bytes). */
 static size_t base64(const uint8_t *in, size_t n, char *out) {
@@ -34,11 +35,7 @@ int s5_http_write_connect(uint8_t *buf, size_t cap, const char *host, const stru
     snprintf(authority, sizeof authority, "%s:%u", host, (unsigned)port);
   } else {
     char a[INET6_ADDRSTRLEN];
-    const void *raw = dst->sa_family == AF_INET6
-                        ? (const void *)&((const struct sockaddr_in6 *)dst)->sin6_addr
-                        : (const void *)&((const struct sockaddr_in *)dst)->sin_addr;
-    if ((dst->sa_family != AF_INET && dst->sa_family != AF_INET6) ||
-        inet_ntop(dst->sa_family, raw, a, sizeof a) == NULL)
+    if (s5_sockaddr_host((const struct sockaddr_storage *)dst, a, sizeof a)[0] == '\0')
       return S5_SOCKS5_BAD_MESSAGE;
     snprintf(authority, sizeof authority, dst->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u", a,
              (unsigned)port);

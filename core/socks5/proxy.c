@@ -5,26 +5,19 @@
  * closing are here once; the request (ops) and a few log words differ. */
 #include "socks5/proxy.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "base/assert.h"
 #include "ini/config.h"
 #include "ctx/wctx.h"
-#include "socks5/proxy_internal.h"
-#include "socks5/socks4.h"
+#include "socks5/dial.h"
 
-/* The words the log lines use for either request. */
+/* The words the log lines use for each request: the TCP connection, the
+ * exchange, the request, what the request sets up. */
 struct proxy_words {
-  const char *conn; /* the TCP connection */
-  const char *hs;   /* the exchange */
-  const char *req;  /* the request */
-  const char *what; /* what the request sets up */
+  const char *conn, *hs, *req, *what;
 };
 
 static const struct proxy_words words[] = {
@@ -39,13 +32,15 @@ static const struct proxy_words *proxy_words(const struct s5_proxy *p) { return 
 static int with_auth(const struct s5_proxy *p) { return p->up->username[0] != '\0'; }
 
 /* socks5_* count sessions' and associations' failures; the pool counts its own. */
-#define PROXY_COUNT(p, field)                                                 \
-  do {                                                                        \
-    if ((p)->ops->cmd != S5_PROXY_WARM) S5_STAT_ADD((p)->w->stats, field, 1); \
-  } while (0)
+#define PROXY_COUNT(p, field) \
+  ((p)->ops->cmd != S5_PROXY_WARM ? S5_STAT_ADD((p)->w->stats, field, 1) : (void)0)
+
+/* The client a handle or request is a member of (sock.data is the relay's). */
+#define PROXY_OF(ptr, member) ((struct s5_proxy *)((char *)(ptr)-offsetof(struct s5_proxy, member)))
 
 static int proxy_retry_fresh(struct s5_proxy *p);
 static void proxy_release(struct s5_proxy *p);
+static void proxy_connected(uv_connect_t *req, int status);
 
 /* ---------------------------------------------------------------- outcomes */
 
@@ -114,11 +109,6 @@ static int proxy_put_auth(const struct s5_proxy *p, uint8_t *msg, size_t cap) {
   return s5_socks5_write_auth(msg, cap, p->up->username, p->up->password);
 }
 
-static int proxy_send_auth(struct s5_proxy *p) {
-  uint8_t msg[S5_SOCKS5_MAX_MSG];
-  return proxy_send(p, msg, proxy_put_auth(p, msg, sizeof msg));
-}
-
 /* The request is on its way: the owner's data may follow it (optimistic). */
 static int proxy_requested(struct s5_proxy *p, int sent) {
   if (sent < 0) return sent;
@@ -138,6 +128,14 @@ static int proxy_request(struct s5_proxy *p, uint8_t *msg, size_t cap, const cha
   memset(&t, 0, sizeof t);
   if (p->ops->target(p->owner, &t) < 0) return -1;
   return s5_upstream_write_connect(p->up, &t, msg, cap, why);
+}
+
+/* The request, when the destination can be written: its length, or < 0 with why. */
+static int proxy_request_text(struct s5_proxy *p, uint8_t *msg, size_t cap, char *why, size_t wcap) {
+  const char *cannot;
+  int len = proxy_request(p, msg, cap, &cannot);
+  if (len < 0) snprintf(why, wcap, "no %s to upstream %s: %s", proxy_words(p)->req, p->up->name, cannot);
+  return len;
 }
 
 static int proxy_send_request(struct s5_proxy *p) {
@@ -171,15 +169,8 @@ static int proxy_send_first(struct s5_proxy *p) {
 static int proxy_parse_one(struct s5_proxy *p, uint8_t *rep, struct s5_socks5_addr *bnd) {
   if (p->step == S5_PROXY_METHOD) return s5_socks5_parse_method(p->in, p->in_len, with_auth(p));
   if (p->step == S5_PROXY_AUTH) return s5_socks5_parse_auth(p->in, p->in_len);
-  if (p->up->type == S5_UPSTREAM_SOCKS4) return s5_socks4_parse_reply(p->in, p->in_len, rep);
-  if (p->up->type == S5_UPSTREAM_HTTP) { /* a stream: what is read of the header is dropped */
-    size_t used = 0;
-    int r = s5_http_reply_feed(&p->http, p->in, p->in_len, &used);
-    if (r == S5_SOCKS5_NEED_MORE) p->in_len = 0;
-    return r > 0 ? (int)used : r;
-  }
-  if (p->ops->cmd == S5_PROXY_CONNECT) return s5_socks5_parse_reply(p->in, p->in_len, rep);
-  return s5_socks5_parse_reply_addr(p->in, p->in_len, rep, bnd);
+  return s5_upstream_parse_reply(p->up, &p->http, p->in, &p->in_len, rep,
+                                 p->ops->cmd == S5_PROXY_CONNECT ? NULL : bnd);
 }
 
 /* A reply came: on to the next step, sending what it lets go. Returns 0,
@@ -188,7 +179,8 @@ static int proxy_next(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
   int sent = 0;
   if (p->step == S5_PROXY_METHOD && with_auth(p)) {
     p->step = S5_PROXY_AUTH;
-    if (!p->pipeline) sent = proxy_send_auth(p);
+    uint8_t msg[S5_SOCKS5_MAX_MSG];
+    if (!p->pipeline) sent = proxy_send(p, msg, proxy_put_auth(p, msg, sizeof msg));
   } else if ((p->step == S5_PROXY_METHOD || p->step == S5_PROXY_AUTH) && p->ops->cmd == S5_PROXY_WARM) {
     proxy_granted(p, bnd); /* greeted and authenticated: ready for a session's CONNECT */
     return -1;
@@ -255,7 +247,7 @@ static void proxy_read_failed(struct s5_proxy *p, int err) {
 }
 
 static void proxy_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
-  struct s5_proxy *p = S5_PROXY_OF(handle, sock);
+  struct s5_proxy *p = PROXY_OF(handle, sock);
   if (p->step == S5_PROXY_DONE) {
     *buf = uv_buf_init((char *)p->in, sizeof p->in); /* read and ignored */
     return;
@@ -264,7 +256,7 @@ static void proxy_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
 }
 
 static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
-  struct s5_proxy *p = S5_PROXY_OF(stream, sock);
+  struct s5_proxy *p = PROXY_OF(stream, sock);
   if (nread == 0 || p->step == S5_PROXY_ENDED) return;
   if (nread < 0) {
     proxy_read_failed(p, (int)nread);
@@ -278,8 +270,34 @@ static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
 
 /* ---------------------------------------------------------------- connecting */
 
-void s5__proxy_connected(uv_connect_t *req, int status) {
-  struct s5_proxy *p = S5_PROXY_OF(req, connect_req);
+/* p->sock initialised: from here on it must be closed. */
+static int proxy_sock_init(struct s5_proxy *p, char *why, size_t cap) {
+  int r = uv_tcp_init(&p->w->loop, &p->sock);
+  if (r < 0) {
+    snprintf(why, cap, "proxy socket: %s", uv_strerror(r));
+    return r;
+  }
+  p->sock.data = p->owner;
+  S5_ASSERT(!p->sock_open && p->handles_open == 1); /* started once, after init: the timer only */
+  p->sock_open = 1;
+  p->handles_open++;
+  return 0;
+}
+
+/* A new connection to addr (the upstream's, or direct's destination):
+ * proxy_connected follows. Returns 0 or < 0 with why. */
+static int proxy_connect(struct s5_proxy *p, const struct sockaddr_storage *addr, char *why, size_t cap) {
+  p->step = S5_PROXY_CONNECTING;
+  int r = proxy_sock_init(p, why, cap);
+  if (r == 0) r = s5_dial_open(&p->sock, addr, p->up->mark, p->up->name, why, cap);
+  if (r < 0) return r;
+  r = uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)addr, proxy_connected);
+  if (r < 0) snprintf(why, cap, "connecting to %s: %s", p->up->name, uv_strerror(r));
+  return r;
+}
+
+static void proxy_connected(uv_connect_t *req, int status) {
+  struct s5_proxy *p = PROXY_OF(req, connect_req);
   int direct = p->up->type == S5_UPSTREAM_DIRECT;
   if (status == UV_ECANCELED || p->step != S5_PROXY_CONNECTING) return;
   if (status < 0) {
@@ -312,7 +330,9 @@ void s5__proxy_connected(uv_connect_t *req, int status) {
   if (r < 0) proxy_fail(p, S5_LOG_INFO, 0, 0, "sending SOCKS5 greeting failed");
 }
 
-void s5__proxy_direct_datagrams(struct s5_proxy *p, const struct sockaddr_storage *to) {
+/* [rules] direct for UDP: no connection; the destination is the relay,
+ * connected by ops->connected, then granted with it as BND. */
+static void proxy_direct_datagrams(struct s5_proxy *p, const struct sockaddr_storage *to) {
   if (p->ops->connected != NULL && p->ops->connected(p->owner) != 0) return;
   struct s5_socks5_addr bnd;
   int r = s5_socks5_addr_of((const struct sockaddr *)to, &bnd);
@@ -321,35 +341,55 @@ void s5__proxy_direct_datagrams(struct s5_proxy *p, const struct sockaddr_storag
   proxy_granted(p, &bnd);
 }
 
-void s5__proxy_connect_failed(struct s5_proxy *p, const char *why) {
+/* A failure while connecting (direct: the resolution), counted. */
+static void proxy_connect_failed(struct s5_proxy *p, const char *why) {
   PROXY_COUNT(p, socks5_connect_failed);
   proxy_fail(p, S5_LOG_INFO, S5_SOCKS5_REFUSED, 0, why);
 }
 
-void s5__proxy_timed_out(uv_timer_t *timer) {
-  struct s5_proxy *p = S5_PROXY_OF(timer, timer);
+/* [rules] direct's destination, resolved (to NULL: it failed, why says). */
+static void proxy_resolved(void *arg, const struct sockaddr_storage *to, const char *failed) {
+  struct s5_proxy *p = arg;
+  char why[320];
+  p->lookup = NULL;
+  if (to == NULL) proxy_connect_failed(p, failed);
+  else if (p->ops->cmd == S5_PROXY_ASSOCIATE) proxy_direct_datagrams(p, to);
+  else if (proxy_connect(p, to, why, sizeof why) < 0) proxy_connect_failed(p, why);
+}
+
+/* [rules] direct: TCP to an address connects now; a mapped name, and UDP
+ * always (so that its grant never comes inside s5_proxy_start), through
+ * the resolver first. */
+static int proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
+  struct s5_proxy_target t;
+  memset(&t, 0, sizeof t);
+  if (p->ops->target == NULL || p->ops->target(p->owner, &t) < 0) {
+    snprintf(why, cap, "direct: the destination's mapped name is gone");
+    return UV_EINVAL;
+  }
+  int udp = p->ops->cmd == S5_PROXY_ASSOCIATE;
+  if (t.name[0] == '\0' && !udp) return proxy_connect(p, &t.addr, why, cap);
+  return s5_dial_resolve(&p->w->loop, &t.addr, t.name, udp, proxy_resolved, p, &p->lookup, why, cap);
+}
+
+static void proxy_timed_out(uv_timer_t *timer) {
+  struct s5_proxy *p = PROXY_OF(timer, timer);
   PROXY_COUNT(p, socks5_timeout);
   char why[160];
-  if (p->step == S5_PROXY_CONNECTING) { /* the proxy itself does not answer */
-    snprintf(why, sizeof why, "%s not established within connect-timeout", proxy_words(p)->conn);
-    proxy_fail(p, S5_LOG_WARN, 0, 0, why);
-    return;
-  }
-  snprintf(why, sizeof why, "%s not established within connect-timeout", proxy_words(p)->what);
-  proxy_fail(p, S5_LOG_INFO, 0, 0, why);
+  int conn = p->step == S5_PROXY_CONNECTING; /* the proxy itself does not answer: a warning */
+  snprintf(why, sizeof why, "%s not established within connect-timeout",
+           conn ? proxy_words(p)->conn : proxy_words(p)->what);
+  proxy_fail(p, conn ? S5_LOG_WARN : S5_LOG_INFO, 0, 0, why);
 }
 
 int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
-  uint8_t msg[S5_HTTP_REQUEST_MAX];
-  const char *cannot;
+  uint8_t msg[S5_HTTP_REQUEST_MAX]; /* can it be written: a mapped name may have gone */
   if (p->ops->target != NULL && p->ops->cmd != S5_PROXY_ASSOCIATE &&
-      proxy_request(p, msg, sizeof msg, &cannot) < 0) {
-    snprintf(why, cap, "no %s to upstream %s: %s", proxy_words(p)->req, p->up->name, cannot);
+      proxy_request_text(p, msg, sizeof msg, why, cap) < 0)
     return UV_EINVAL;
-  }
-  uv_timer_start(&p->timer, s5__proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
-  if (p->up->type == S5_UPSTREAM_DIRECT) return s5__proxy_direct(p, why, cap);
-  return s5__proxy_connect(p, &p->up->addr, why, cap);
+  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  if (p->up->type == S5_UPSTREAM_DIRECT) return proxy_direct(p, why, cap);
+  return proxy_connect(p, &p->up->addr, why, cap);
 }
 
 /* ---------------------------------------------------------------- pooled */
@@ -357,16 +397,15 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
 /* The socket the retry closed is gone: a fresh connection in its place,
  * unless the owner closed the client meanwhile. */
 static void proxy_sock_reopen(uv_handle_t *handle) {
-  struct s5_proxy *p = S5_PROXY_OF(handle, sock);
-  p->sock_open = 0;
-  p->retrying = 0;
+  struct s5_proxy *p = PROXY_OF(handle, sock);
+  p->sock_open = p->retrying = 0;
   if (p->closing) {
     proxy_release(p);
     return;
   }
   p->handles_open--;
   char why[160];
-  if (s5__proxy_connect(p, &p->up->addr, why, sizeof why) == 0) return;
+  if (proxy_connect(p, &p->up->addr, why, sizeof why) == 0) return;
   PROXY_COUNT(p, socks5_connect_failed);
   proxy_fail(p, S5_LOG_WARN, 0, 0, why);
 }
@@ -381,27 +420,12 @@ static int proxy_retry_fresh(struct s5_proxy *p) {
 
 int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap) {
   uint8_t msg[S5_HTTP_REQUEST_MAX];
-  const char *cannot;
-  int len = proxy_request(p, msg, sizeof msg, &cannot);
-  if (len < 0) {
-    snprintf(why, cap, "no %s to upstream %s: %s", proxy_words(p)->req, p->up->name, cannot);
-    return len;
-  }
-  uv_os_fd_t fd = -1;
-  int r = uv_fileno((const uv_handle_t *)&warm->sock, &fd);
-  int dup_fd = r < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (dup_fd < 0) {
-    snprintf(why, cap, "taking a pooled proxy connection: %s", r < 0 ? uv_strerror(r) : strerror(errno));
-    return r < 0 ? r : -errno;
-  }
-  uv_timer_start(&p->timer, s5__proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
-  r = s5__proxy_sock_init(p, why, cap);
-  if (r == 0 && (r = uv_tcp_open(&p->sock, dup_fd)) < 0)
-    snprintf(why, cap, "adopting a pooled proxy connection: %s", uv_strerror(r));
-  if (r < 0) {
-    close(dup_fd);
-    return r;
-  }
+  int len = proxy_request_text(p, msg, sizeof msg, why, cap);
+  if (len < 0) return len;
+  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  int r = proxy_sock_init(p, why, cap);
+  if (r == 0) r = s5_dial_adopt(&p->sock, &warm->sock, why, cap);
+  if (r < 0) return r;
   p->pooled = 1;
   p->step = S5_PROXY_REPLY;
   if (uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read) < 0 ||
@@ -413,7 +437,7 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
 int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms) {
   if (p->closing || p->retrying || !p->sock_open || p->data_sent) return -1; /* the bytes went with it */
   s5_proxy_use(p, up);
-  if (ms != 0) uv_timer_start(&p->timer, s5__proxy_timed_out, ms, 0);
+  if (ms != 0) uv_timer_start(&p->timer, proxy_timed_out, ms, 0);
   p->pooled = p->requested = p->in_len = 0;
   p->retrying = 1;
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
@@ -457,14 +481,15 @@ static void proxy_release(struct s5_proxy *p) {
   if (--p->handles_open == 0) p->ops->closed(p->owner);
 }
 
-static void proxy_timer_closed(uv_handle_t *handle) { proxy_release(S5_PROXY_OF(handle, timer)); }
+static void proxy_timer_closed(uv_handle_t *handle) { proxy_release(PROXY_OF(handle, timer)); }
 
-static void proxy_sock_closed(uv_handle_t *handle) { proxy_release(S5_PROXY_OF(handle, sock)); }
+static void proxy_sock_closed(uv_handle_t *handle) { proxy_release(PROXY_OF(handle, sock)); }
 
 void s5_proxy_close(struct s5_proxy *p, int reset) {
   if (p->closing) return;
   p->closing = 1;
-  s5__proxy_direct_cancel(p);
+  if (p->lookup != NULL) s5_dial_cancel(p->lookup);
+  p->lookup = NULL;
   p->step = S5_PROXY_ENDED;
   uv_timer_stop(&p->timer);
   uv_close((uv_handle_t *)&p->timer, proxy_timer_closed);

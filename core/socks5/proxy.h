@@ -37,7 +37,7 @@
 
 struct s5_wctx;
 struct s5_config;
-struct s5_proxy_lookup;
+struct s5_dial_lookup;
 
 /* WARM: the pool's (pool.c): connect, greet, authenticate, then report
  * granted and sit idle, read only to see it end (S5_PROXY_LOST), until a
@@ -115,9 +115,9 @@ struct s5_proxy {
   unsigned requested : 1; /* the request is written */
   unsigned data_sent : 1; /* s5_proxy_data_ok(): the owner's bytes went out behind it */
   uint16_t in_len;
-  uint8_t in[S5_SOCKS5_MAX_MSG];  /* replies so far; after CONNECT, the target's first bytes */
-  struct s5_http_reply http;      /* an HTTP upstream's response, read as it comes */
-  struct s5_proxy_lookup *lookup; /* [rules] direct: a mapped name being resolved (proxy_conn.c) */
+  uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
+  struct s5_http_reply http;     /* an HTTP upstream's response, read as it comes */
+  struct s5_dial_lookup *lookup; /* [rules] direct: its destination being resolved (dial.c) */
 };
 _Static_assert(S5_SOCKS5_MAX_MSG <= UINT16_MAX, "struct s5_proxy: in_len counts in[] in 16 bits");
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "socks5/socks5.h"
+#include "ini/sockaddr.h"
 
 #define SOCKS4_VER 0x04
 #define CMD_CONNECT 0x01
@@ -33,8 +34,9 @@ static int put_request(uint8_t *buf, size_t cap, uint16_t port, const uint8_t ip
 
 int s5_socks4_write_connect(uint8_t *buf, size_t cap, const struct sockaddr *dst, const char *user) {
   if (dst->sa_family != AF_INET) return S5_SOCKS5_BAD_MESSAGE;
-  const struct sockaddr_in *sin = (const struct sockaddr_in *)dst;
-  return put_request(buf, cap, ntohs(sin->sin_port), (const uint8_t *)&sin->sin_addr, user, NULL);
+  const struct sockaddr_storage *ss = (const struct sockaddr_storage *)dst;
+  size_t len;
+  return put_request(buf, cap, s5_sockaddr_port(ss), s5_sockaddr_raw(ss, &len), user, NULL);
 }
 
 int s5_socks4_write_connect_name(uint8_t *buf, size_t cap, const char *name, uint16_t port,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/assert.h"
+#include "ini/sockaddr.h"
 
 #define SOCKS5_VER 0x05
 #define AUTH_VER 0x01 /* RFC 1929 sub-negotiation version */
@@ -101,15 +102,11 @@ int s5_socks5_write_connect(uint8_t *buf, size_t cap, const struct sockaddr *dst
   uint8_t atyp;
 
   if (dst == NULL) return S5_SOCKS5_BAD_MESSAGE;
-  if (dst->sa_family == AF_INET) {
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)dst;
-    atyp = ATYP_IPV4, addr = &sin->sin_addr, alen = 4, port = &sin->sin_port;
-  } else if (dst->sa_family == AF_INET6) {
-    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)dst;
-    atyp = ATYP_IPV6, addr = &sin6->sin6_addr, alen = 16, port = &sin6->sin6_port;
-  } else {
-    return S5_SOCKS5_BAD_MESSAGE;
-  }
+  addr = s5_sockaddr_raw((const struct sockaddr_storage *)dst, &alen);
+  if (addr == NULL) return S5_SOCKS5_BAD_MESSAGE;
+  atyp = alen == 4 ? ATYP_IPV4 : ATYP_IPV6;
+  uint16_t nport = htons(s5_sockaddr_port((const struct sockaddr_storage *)dst));
+  port = &nport;
   if (cap < HEAD_LEN + alen + PORT_LEN) return S5_SOCKS5_TOO_LONG;
   uint8_t *p = put_connect_head(buf, atyp);
   p = put_bytes(p, addr, alen);

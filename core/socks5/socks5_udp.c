@@ -10,6 +10,7 @@
 #include "socks5/socks5_udp.h"
 
 #include "base/assert.h"
+#include "ini/sockaddr.h"
 
 #include <netinet/in.h>
 #include <string.h>
@@ -89,17 +90,14 @@ static int get_addr(const uint8_t *p, size_t len, struct s5_socks5_addr *a) {
 }
 
 int s5_socks5_addr_of(const struct sockaddr *sa, struct s5_socks5_addr *a) {
+  const struct sockaddr_storage *ss = (const struct sockaddr_storage *)sa;
+  size_t len;
+  const void *raw = s5_sockaddr_raw(ss, &len);
   memset(a, 0, sizeof *a);
-  if (sa->sa_family == AF_INET) {
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
-    a->family = AF_INET;
-    memcpy(a->ip, &sin->sin_addr, 4);
-    a->port = ntohs(sin->sin_port);
-  } else if (sa->sa_family == AF_INET6) {
-    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
-    a->family = AF_INET6;
-    memcpy(a->ip, &sin6->sin6_addr, 16);
-    a->port = ntohs(sin6->sin6_port);
+  if (raw != NULL) {
+    a->family = sa->sa_family;
+    memcpy(a->ip, raw, len);
+    a->port = s5_sockaddr_port(ss);
   } else {
     return -1;
   }

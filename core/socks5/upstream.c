@@ -10,11 +10,7 @@
 
 #include "socks5/socks4.h"
 #include "socks5/socks5.h"
-
-static uint16_t port_of(const struct sockaddr_storage *ss) {
-  if (ss->ss_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-  return ntohs(((const struct sockaddr_in *)ss)->sin_port);
-}
+#include "ini/sockaddr.h"
 
 int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_proxy_target *t, uint8_t *buf,
                               size_t cap, const char **why) {
@@ -28,17 +24,31 @@ int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_
         *why = "a SOCKS4 upstream cannot carry an IPv6 destination";
         return S5_SOCKS5_BAD_MESSAGE;
       }
-      n = name != NULL ? s5_socks4_write_connect_name(buf, cap, name, port_of(&t->addr), up->username)
-                       : s5_socks4_write_connect(buf, cap, dst, up->username);
+      n = name != NULL
+            ? s5_socks4_write_connect_name(buf, cap, name, s5_sockaddr_port(&t->addr), up->username)
+            : s5_socks4_write_connect(buf, cap, dst, up->username);
       break;
     case S5_UPSTREAM_HTTP:
-      n = s5_http_write_connect(buf, cap, name, dst, port_of(&t->addr), up->username, up->password);
+      n = s5_http_write_connect(buf, cap, name, dst, s5_sockaddr_port(&t->addr), up->username, up->password);
       break;
     default:
-      n = name != NULL ? s5_socks5_write_connect_name(buf, cap, name, port_of(&t->addr))
+      n = name != NULL ? s5_socks5_write_connect_name(buf, cap, name, s5_sockaddr_port(&t->addr))
                        : s5_socks5_write_connect(buf, cap, dst);
   }
   return n;
+}
+
+int s5_upstream_parse_reply(const struct s5_upstream_cfg *up, struct s5_http_reply *http, const uint8_t *in,
+                            uint16_t *len, uint8_t *rep, struct s5_socks5_addr *bnd) {
+  if (up->type == S5_UPSTREAM_SOCKS4) return s5_socks4_parse_reply(in, *len, rep);
+  if (up->type == S5_UPSTREAM_HTTP) {
+    size_t used = 0;
+    int r = s5_http_reply_feed(http, in, *len, &used);
+    if (r == S5_SOCKS5_NEED_MORE) *len = 0;
+    return r > 0 ? (int)used : r;
+  }
+  if (bnd == NULL) return s5_socks5_parse_reply(in, *len, rep);
+  return s5_socks5_parse_reply_addr(in, *len, rep, bnd);
 }
 
 const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg) {
@@ -50,14 +60,9 @@ const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg) {
 void s5_upstreams_log(const struct s5_config *cfg) {
   for (unsigned i = 0; i < cfg->n_upstreams; i++) {
     const struct s5_upstream_cfg *up = &cfg->upstreams[i];
-    char a[INET6_ADDRSTRLEN] = "?";
-    const void *raw = up->addr.ss_family == AF_INET6
-                        ? (const void *)&((const struct sockaddr_in6 *)&up->addr)->sin6_addr
-                        : (const void *)&((const struct sockaddr_in *)&up->addr)->sin_addr;
-    inet_ntop(up->addr.ss_family, raw, a, sizeof a);
-    s5_info("upstream %s: %s %s%s%s:%u%s", up->name, s5_upstream_proto(up),
-            up->addr.ss_family == AF_INET6 ? "[" : "", a, up->addr.ss_family == AF_INET6 ? "]" : "",
-            (unsigned)port_of(&up->addr), up->username[0] != '\0' ? " with credentials" : "");
+    char a[S5_SOCKADDR_STRLEN];
+    s5_info("upstream %s: %s %s%s", up->name, s5_upstream_proto(up), s5_sockaddr_str(&up->addr, a, sizeof a),
+            up->username[0] != '\0' ? " with credentials" : "");
   }
   const struct s5_upstream_cfg *udp = s5_upstream_for_udp(cfg);
   if (udp == NULL)

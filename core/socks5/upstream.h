@@ -11,6 +11,7 @@
 
 #include "ini/config.h"
 #include "socks5/http_connect.h"
+#include "socks5/socks5_udp.h"
 
 /* The destination of a CONNECT: the client's address and port, or (name
  * not empty) a mapped DNS name with that port, which the proxy resolves. */
@@ -23,6 +24,14 @@ struct s5_proxy_target {
  * length, or < 0 with why (a static text): SOCKS4 cannot carry IPv6. */
 int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_proxy_target *t, uint8_t *buf,
                               size_t cap, const char **why);
+
+/* One reply to the request, of up's type, at the start of in[*len]: its
+ * length, or a negative s5_socks5_status (S5_SOCKS5_NEED_MORE: not whole
+ * yet). rep gets SOCKS5's REP or SOCKS4's CD; with bnd (an ASSOCIATE) the
+ * reply is read whole, for its bound address. An HTTP response is read as
+ * a stream: what came of its header is consumed (*len set to 0). */
+int s5_upstream_parse_reply(const struct s5_upstream_cfg *up, struct s5_http_reply *http, const uint8_t *in,
+                            uint16_t *len, uint8_t *rep, struct s5_socks5_addr *bnd);
 
 /* The upstream UDP associations go to: the first SOCKS5 one with udp =
  * associate, NULL when none can carry UDP (datagrams then get ICMP port

@@ -321,16 +321,10 @@ static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb
  * into the tunnel (no mark, or a rule missing): carrying it would loop
  * forever. */
 static int targets_upstream(const struct sockaddr_storage *ss, const struct tcp_pcb *pcb) {
-  if (ss->ss_family == AF_INET && !IP_IS_V6(&pcb->local_ip)) {
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-    return sin->sin_addr.s_addr == ip_2_ip4(&pcb->local_ip)->addr && ntohs(sin->sin_port) == pcb->local_port;
-  }
-  if (ss->ss_family == AF_INET6 && IP_IS_V6(&pcb->local_ip)) {
-    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-    return memcmp(&sin6->sin6_addr, ip_2_ip6(&pcb->local_ip)->addr, 16) == 0 &&
-           ntohs(sin6->sin6_port) == pcb->local_port;
-  }
-  return 0;
+  ip_addr_t ip;
+  uint16_t port;
+  return s5_addr_from_sockaddr(ss, &ip, &port) == 0 && port == pcb->local_port &&
+         ip_addr_cmp(&ip, &pcb->local_ip);
 }
 
 static int session_targets_proxy(const struct s5_wctx *w, const struct tcp_pcb *pcb) {

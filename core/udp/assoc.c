@@ -177,15 +177,7 @@ int s5_assoc_relay_target(const struct s5_assoc *a, const struct s5_socks5_addr 
     *out = up->udp_addr;
   } else if ((bnd->family == AF_INET && memcmp(bnd->ip, zero, 4) != 0) ||
              (bnd->family == AF_INET6 && memcmp(bnd->ip, zero, 16) != 0)) {
-    if (bnd->family == AF_INET) {
-      struct sockaddr_in *sin = (struct sockaddr_in *)out;
-      sin->sin_family = AF_INET;
-      memcpy(&sin->sin_addr, bnd->ip, 4);
-    } else {
-      struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)out;
-      sin6->sin6_family = AF_INET6;
-      memcpy(&sin6->sin6_addr, bnd->ip, 16);
-    }
+    s5_sockaddr_from_raw(bnd->ip, bnd->family == AF_INET ? 4 : 16, 0, out);
   } else {
     *out = up->addr;
   }
@@ -195,8 +187,7 @@ int s5_assoc_relay_target(const struct s5_assoc *a, const struct s5_socks5_addr 
     if (up->udp_addr.ss_family != 0) return -1;
     *out = up->addr;
   }
-  if (out->ss_family == AF_INET) ((struct sockaddr_in *)out)->sin_port = htons(bnd->port);
-  else ((struct sockaddr_in6 *)out)->sin6_port = htons(bnd->port);
+  s5_sockaddr_set_port(out, bnd->port);
   return bnd->port == 0 ? -1 : 0;
 }
 

@@ -229,13 +229,12 @@ static int relay_open(struct s5_assoc *a) {
   memset(&local, 0, sizeof local);
   if (a->direct) { /* no control connection: any address of the destination's family */
     local.ss_family = IP_IS_V6(&a->rec.dest) ? AF_INET6 : AF_INET;
-    len = local.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    len = (int)s5_sockaddr_len(&local);
   } else {
     r = uv_tcp_getsockname(&a->proxy.sock, (struct sockaddr *)&local, &len);
   }
   if (r < 0) return r;
-  if (local.ss_family == AF_INET) ((struct sockaddr_in *)&local)->sin_port = 0;
-  else ((struct sockaddr_in6 *)&local)->sin6_port = 0;
+  s5_sockaddr_set_port(&local, 0);
   int fd = socket(local.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return -errno;
   if ((up->mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &up->mark, sizeof up->mark) < 0) ||
@@ -267,26 +266,13 @@ static int relay_loops(struct s5_assoc *a, const struct sockaddr_storage *target
   S5_STAT_ADD(u->w->stats, drop_proxy_loop, 1);
   int again;
   unsigned ms = s5_assoc_hold_client(u, &a->client, a->client_port, &again);
-  char c[80], relay[80], line[320];
-  ip_addr_t ip;
-  memset(&ip, 0, sizeof ip);
-  uint16_t port;
-  if (target->ss_family == AF_INET) {
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)target;
-    ip4_addr_set_u32(ip_2_ip4(&ip), sin->sin_addr.s_addr);
-    IP_SET_TYPE_VAL(ip, IPADDR_TYPE_V4);
-    port = ntohs(sin->sin_port);
-  } else {
-    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)target;
-    IP_SET_TYPE_VAL(ip, IPADDR_TYPE_V6);
-    memcpy(ip_2_ip6(&ip)->addr, &sin6->sin6_addr, 16);
-    port = ntohs(sin6->sin6_port);
-  }
+  char c[80], line[320];
+  char relay_s[S5_SOCKADDR_STRLEN];
   snprintf(line, sizeof line,
            "u%llu %s: refused: the proxy's UDP relay %s is routed into %s, so its datagrams would come back "
            "as new clients (a loop); route the relay outside the tunnel; this client held back %u ms",
            (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
-           s5_addr_port_str(&ip, port, relay, sizeof relay), a->cfg->tun.name, ms);
+           s5_sockaddr_str(target, relay_s, sizeof relay_s), a->cfg->tun.name, ms);
   s5_wctx_failure(u->w, S5_LOG_WARN, line);
   s5_assoc_end(a, "relay routed into the tunnel");
   return 1;
@@ -301,8 +287,7 @@ static void assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
     return;
   }
   if (relay_loops(a, &target)) return;
-  socklen_t tlen = target.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-  int r = connect(a->relay.fd, (const struct sockaddr *)&target, tlen) < 0 ? -errno : 0;
+  int r = connect(a->relay.fd, (const struct sockaddr *)&target, s5_sockaddr_len(&target)) < 0 ? -errno : 0;
   if (r == 0) r = s5_udp_sock_start(&a->relay, relay_recv, relay_error);
   if (r < 0) {
     char why[128];

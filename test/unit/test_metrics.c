@@ -133,7 +133,7 @@ static uint64_t value(unsigned j, unsigned i) {
 
 static void test_document(struct s5_stats_area *a, struct s5_config *cfg) {
   static const char *const names[] = {
-#define S5_TEST_NAME(n) #n,
+#define S5_TEST_NAME(n, kind, help) #n,
     S5_STATS_COUNTERS(S5_TEST_NAME)
 #undef S5_TEST_NAME
   };
@@ -202,7 +202,7 @@ int main(void) {
   for (unsigned i = 0; i < QUEUES; i++) {
     unsigned j = 0;
     struct s5_queue_stats *q = &a->q[i];
-#define S5_TEST_SET(n) q->n = value(j++, i);
+#define S5_TEST_SET(n, kind, help) q->n = value(j++, i);
     S5_STATS_COUNTERS(S5_TEST_SET)
 #undef S5_TEST_SET
     q->ready = i != 1;

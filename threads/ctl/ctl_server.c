@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "threads/ctl/fd_reserve.h"
 #include "base/log.h"
+#include "ini/sockaddr.h"
 
 int s5_ctl_init(struct s5_ctl_server *s, int fd, const char *name, const struct s5_ctl_ops *ops,
                 void *owner) {
@@ -155,18 +156,8 @@ static void accept_pause(struct s5_ctl_server *s, uint64_t now, int err) {
 }
 
 const char *s5_ctl_sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t len) {
-  char addr[INET6_ADDRSTRLEN] = "?";
-  if (ss->ss_family == AF_INET) {
-    const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-    inet_ntop(AF_INET, &sin->sin_addr, addr, sizeof addr);
-    snprintf(buf, len, "%s:%u", addr, ntohs(sin->sin_port));
-  } else if (ss->ss_family == AF_INET6) {
-    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-    inet_ntop(AF_INET6, &sin6->sin6_addr, addr, sizeof addr);
-    snprintf(buf, len, "[%s]:%u", addr, ntohs(sin6->sin6_port));
-  } else {
-    snprintf(buf, len, "local client");
-  }
+  if (ss->ss_family == AF_INET || ss->ss_family == AF_INET6) return s5_sockaddr_str(ss, buf, len);
+  snprintf(buf, len, "local client");
   return buf;
 }
 

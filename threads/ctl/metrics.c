@@ -33,6 +33,7 @@
 #include "threads/ctl/metrics.h"
 #include "threads/ctl/rules_render.h"
 #include "threads/ctl/upstream_render.h"
+#include "ini/sockaddr.h"
 
 #ifndef S5_VERSION
 #error "S5_VERSION must be defined by the build (see threads/CMakeLists.txt)"
@@ -40,73 +41,21 @@
 
 /* ---- the document ---- */
 
-/* What each counter means, for # HELP; the same words as the man page. */
-static const struct {
-  const char *name;
-  bool gauge;
-  const char *help;
-} counter_docs[] = {
-  {"tun_rx_packets", false, "Packets read from the TUN device (what clients sent)."},
-  {"tun_rx_bytes", false, "Bytes read from the TUN device."},
-  {"tun_tx_packets", false, "Packets written to the TUN device."},
-  {"tun_tx_bytes", false, "Bytes written to the TUN device."},
-  {"tcp_active", true, "TCP sessions open now."},
-  {"tcp_total", false, "TCP sessions since start."},
-  {"tcp_handshake_timeout", false, "TCP sessions whose client never completed its handshake."},
-  {"udp_active", true, "UDP associations open now."},
-  {"udp_total", false, "UDP associations since start."},
-  {"udp_coalesce_waits", false, "Waits of [session] udp-coalesce before reading relays again."},
-  {"dns_hijacked", false,
-   "DNS queries to port 53 of another address answered by the mapped resolver ([dns] hijack)."},
-  {"dns_pool_full", false,
-   "DNS queries answered SERVFAIL: every mapped address was answered too recently to be given to another name."},
-  {"dns_tcp_limited", false,
-   "DNS connections over TCP refused (too many from one address) or reset (a message not whole within 5 s)."},
-  {"mem_trims", false,
-   "Times free heap was handed back to the kernel when the worker went idle after a load."},
-  {"bytes_to_proxy", false, "Payload bytes sent to the proxy (SOCKS5 handshakes not included)."},
-  {"bytes_from_proxy", false, "Payload bytes received from the proxy (SOCKS5 handshakes not included)."},
-  {"socks5_connect_failed", false, "Sessions that could not connect to the proxy."},
-  {"socks5_auth_failed", false, "Sessions whose authentication the proxy refused."},
-  {"socks5_refused", false, "Sessions whose CONNECT or UDP ASSOCIATE the proxy refused."},
-  {"socks5_bad_reply", false, "Sessions whose proxy answered something that is not SOCKS5."},
-  {"socks5_timeout", false, "Sessions that reached [session] connect-timeout at the proxy."},
-  {"pool_hits", false, "Sessions that took a warm pooled proxy connection ([socks5] pool)."},
-  {"pool_misses", false, "Sessions that found the pool empty and connected fresh."},
-  {"pool_recycled", false,
-   "Pooled connections closed unused: past their age, closed by the proxy, dead when taken, or flushed by a reload."},
-  {"pool_retried", false,
-   "Sessions whose pooled connection died before the CONNECT reply, retried on a fresh one."},
-  {"pool_failed", false,
-   "Pool warm-ups that failed (connect, greeting, authentication); the pool backs off."},
-  {"drop_tun_write", false, "Packets that could not be written to the TUN device."},
-  {"drop_max_sessions", false, "SYNs refused at [session] max-sessions."},
-  {"drop_draining", false, "SYNs refused while the worker drains before a stop."},
-  {"drop_no_memory", false, "SYNs refused for want of memory."},
-  {"drop_udp", false, "UDP datagrams dropped."},
-  {"drop_dns", false, "DNS queries dropped."},
-  {"drop_icmp", false, "ICMP echo requests dropped."},
-  {"drop_proxy_loop", false, "Connections to the proxy's own address refused (they would loop)."},
-  {"restarts", false, "Worker restarts (process mode)."},
-  {"tun_errors", false, "Errors reading or writing the TUN queue."},
-  {"tcp_reset_dead_worker", false, "TCP clients of a dead worker that the supervisor reset (process mode)."},
-  {"tcp_untracked", false,
-   "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full)."},
-  {"session_log_dropped", false, "Session log lines left out over [log] sessions-max-per-second."},
-};
 
+/* Every counter of core/shared/stats.h, with what it means. */
+enum { S5_STATS_COUNT, S5_STATS_GAUGE };
 static const struct {
   const char *name;
   size_t offset;
+  int gauge;
+  const char *help;
 } counters[] = {
-#define S5_METRICS_COUNTER(n) {#n, offsetof(struct s5_queue_stats, n)},
+#define S5_METRICS_COUNTER(n, kind, doc) {#n, offsetof(struct s5_queue_stats, n), S5_STATS_##kind, doc},
   S5_STATS_COUNTERS(S5_METRICS_COUNTER)
 #undef S5_METRICS_COUNTER
 };
 
 #define COUNTER_COUNT (sizeof counters / sizeof counters[0])
-_Static_assert(sizeof counter_docs / sizeof counter_docs[0] == COUNTER_COUNT,
-               "a counter of core/shared/stats.h has no line in counter_docs (metrics.c)");
 
 /* A growing text buffer; a failed allocation sticks (text becomes NULL). */
 struct text {
@@ -137,12 +86,6 @@ static void text_add(struct text *t, const char *fmt, ...) {
   t->p = NULL;
 }
 
-static int counter_doc(const char *name) {
-  for (size_t i = 0; i < COUNTER_COUNT; i++)
-    if (strcmp(counter_docs[i].name, name) == 0) return (int)i;
-  return -1;
-}
-
 static void family_header(struct text *t, const char *name, const char *type, const char *help) {
   text_add(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -150,13 +93,12 @@ static void family_header(struct text *t, const char *name, const char *type, co
 static void add_counters(struct text *t, const struct s5_queue_stats *q, unsigned nq) {
   for (size_t c = 0; c < COUNTER_COUNT; c++) {
     const char *name = counters[c].name;
-    int d = counter_doc(name);
-    bool gauge = d >= 0 && counter_docs[d].gauge;
+    bool gauge = counters[c].gauge;
     size_t base = strlen(name);
     if (!gauge && base > 6 && strcmp(name + base - 6, "_total") == 0) base -= 6;
     char metric[96];
     snprintf(metric, sizeof metric, "s5tund_%.*s%s", (int)base, name, gauge ? "" : "_total");
-    family_header(t, metric, gauge ? "gauge" : "counter", d >= 0 ? counter_docs[d].help : name);
+    family_header(t, metric, gauge ? "gauge" : "counter", counters[c].help);
     for (unsigned i = 0; i < nq; i++) {
       uint64_t v;
       memcpy(&v, (const char *)&q[i] + counters[c].offset, sizeof v);
@@ -291,7 +233,7 @@ int s5_metrics_open(struct s5_metrics_server *m, const struct s5_config *cfg,
   s5_ctl_sockaddr_text(ss, where, sizeof where);
   int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int one = 1;
-  socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+  socklen_t len = s5_sockaddr_len(ss);
   if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
       bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, 64) < 0) {
     s5_error("[stats] http %s: %s", where, strerror(errno));

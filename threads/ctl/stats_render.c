@@ -17,7 +17,7 @@ static size_t json_object(char *buf, size_t cap, size_t at, const struct s5_queu
   at = s5_render_put(buf, cap, at, "{");
   if (queue >= 0)
     at = s5_render_put(buf, cap, at, "\"queue\":%d,\"pid\":%d,\"ready\":%u,", queue, st->pid, st->ready);
-#define S5_STATS_JSON(name) at = s5_render_put(buf, cap, at, "\"" #name "\":%" PRIu64 ",", st->name);
+#define S5_STATS_JSON(name, kind, help) at = s5_render_put(buf, cap, at, "\"" #name "\":%" PRIu64 ",", st->name);
   S5_STATS_COUNTERS(S5_STATS_JSON)
 #undef S5_STATS_JSON
   at--; /* the last comma */
@@ -62,10 +62,10 @@ static const char *parse_object(const char *p, struct s5_queue_stats *st) {
     uint64_t v = strtoull(q + 2, &end, 10);
     if (end == q + 2) return NULL;
     p = end;
-#define S5_STATS_PARSE(field) \
+#define S5_STATS_PARSE(field, ...) \
   if (strcmp(name, #field) == 0) st->field = v;
     S5_STATS_COUNTERS(S5_STATS_PARSE)
-    S5_STATS_PARSE(ready)
+    S5_STATS_PARSE(ready, COUNT, "")
 #undef S5_STATS_PARSE
     if (strcmp(name, "pid") == 0) st->pid = (int32_t)v;
     if (*p != ',' && *p != '}') return NULL;

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "tun/netns.h"
 #include "tun/tun.h"
+#include "ini/sockaddr.h"
 
 #define ETC_NETNS "/etc/netns"
 
@@ -63,10 +64,7 @@ static int resolv_write(int fd, const struct s5_config *cfg) {
   for (int i = 0; i < 2; i++) {
     const struct sockaddr_storage *ss = &cfg->dns.addr[i];
     char a[INET6_ADDRSTRLEN];
-    const void *p = ss->ss_family == AF_INET    ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
-                    : ss->ss_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
-                                                : NULL;
-    if (p == NULL || inet_ntop(ss->ss_family, p, a, sizeof a) == NULL) continue;
+    if (s5_sockaddr_host(ss, a, sizeof a)[0] == '\0') continue;
     size_t n = strlen(text);
     snprintf(text + n, sizeof text - n, "nameserver %s\n", a);
   }

@@ -2,8 +2,8 @@
 /* The layout of a compiled [rules] set, shared by its builder
  * (rules_build.c) and its readers (rules.c). Offsets, never pointers: the
  * set lives in memory mapped at different addresses in each process. */
-#ifndef S5_CORE_SHARED_RULES_INTERNAL_H
-#define S5_CORE_SHARED_RULES_INTERNAL_H
+#ifndef S5_CORE_SHARED_RULES_BLOCK_H
+#define S5_CORE_SHARED_RULES_BLOCK_H
 
 #include <netinet/in.h>
 #include <stdint.h>

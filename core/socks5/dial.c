@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* See dial.h. */
+#include "socks5/dial.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/addr.h"
+
+int s5_dial_open(uv_tcp_t *sock, const struct sockaddr_storage *addr, uint32_t mark, const char *peer,
+                 char *why, size_t cap) {
+  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    int r = -errno;
+    snprintf(why, cap, "socket to %s: %s", peer, strerror(errno));
+    return r;
+  }
+  if (mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) < 0) {
+    int r = -errno;
+    snprintf(why, cap, "SO_MARK %u on the socket to %s: %s", mark, peer, strerror(errno));
+    close(fd);
+    return r;
+  }
+  int r = uv_tcp_open(sock, fd);
+  if (r < 0) {
+    snprintf(why, cap, "adopting the socket to %s: %s", peer, uv_strerror(r));
+    close(fd);
+    return r;
+  }
+  uv_tcp_nodelay(sock, 1);
+  return 0;
+}
+
+int s5_dial_adopt(uv_tcp_t *sock, const uv_tcp_t *warm, char *why, size_t cap) {
+  uv_os_fd_t fd = -1;
+  int r = uv_fileno((const uv_handle_t *)warm, &fd);
+  int dup_fd = r < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) {
+    snprintf(why, cap, "taking a pooled proxy connection: %s", r < 0 ? uv_strerror(r) : strerror(errno));
+    return r < 0 ? r : -errno;
+  }
+  if ((r = uv_tcp_open(sock, dup_fd)) < 0) {
+    snprintf(why, cap, "adopting a pooled proxy connection: %s", uv_strerror(r));
+    close(dup_fd);
+  }
+  return r;
+}
+
+struct s5_dial_lookup {
+  uv_getaddrinfo_t req;
+  s5_dial_resolved *cb; /* NULL once cancelled */
+  void *arg;
+  char name[256];
+};
+
+static void dial_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
+  struct s5_dial_lookup *l = req->data;
+  struct sockaddr_storage to;
+  memset(&to, 0, sizeof to);
+  if (status == 0 && res != NULL && res->ai_addrlen <= sizeof to) memcpy(&to, res->ai_addr, res->ai_addrlen);
+  uv_freeaddrinfo(res);
+  char why[320];
+  if (to.ss_family == 0)
+    snprintf(why, sizeof why, "direct: resolving %s failed: %s", l->name,
+             status < 0 ? uv_strerror(status) : "no address");
+  if (l->cb != NULL) l->cb(l->arg, to.ss_family != 0 ? &to : NULL, why);
+  free(l);
+}
+
+int s5_dial_resolve(uv_loop_t *loop, const struct sockaddr_storage *addr, const char *name, int datagram,
+                    s5_dial_resolved *cb, void *arg, struct s5_dial_lookup **out, char *why, size_t cap) {
+  struct s5_dial_lookup *l = calloc(1, sizeof *l);
+  if (l == NULL) {
+    snprintf(why, cap, "direct: no memory to resolve %s", name);
+    return UV_ENOMEM;
+  }
+  char port[8];
+  snprintf(port, sizeof port, "%u", s5_sockaddr_port(addr));
+  if (name[0] != '\0') snprintf(l->name, sizeof l->name, "%s", name);
+  else s5_sockaddr_host(addr, l->name, sizeof l->name);
+  l->cb = cb;
+  l->arg = arg;
+  l->req.data = l;
+  struct addrinfo hints = {.ai_family = datagram ? addr->ss_family : AF_UNSPEC,
+                           .ai_socktype = datagram ? SOCK_DGRAM : SOCK_STREAM,
+                           .ai_flags = name[0] != '\0' ? AI_ADDRCONFIG : AI_NUMERICHOST};
+  int r = uv_getaddrinfo(loop, &l->req, dial_resolved, l->name, port, &hints);
+  if (r < 0) {
+    snprintf(why, cap, "direct: resolving %s: %s", l->name, uv_strerror(r));
+    free(l);
+    return r;
+  }
+  *out = l;
+  return 0;
+}
+
+void s5_dial_cancel(struct s5_dial_lookup *l) {
+  l->cb = NULL; /* its callback frees it */
+  uv_cancel((uv_req_t *)&l->req);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening a connection for the proxy client (proxy.c), knowing nothing of
+ * the exchange: a TCP socket with a mark, adopted by a libuv handle; and
+ * for [rules]' direct outbound, a destination resolved by the system
+ * resolver on libuv's thread pool (uv_getaddrinfo), never on the loop. */
+#ifndef S5_CORE_SOCKS5_DIAL_H
+#define S5_CORE_SOCKS5_DIAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+/* A non-blocking socket for addr's family, SO_MARK mark (0: none) and
+ * TCP_NODELAY, adopted by sock (initialised, not yet open). peer names
+ * the far end in why. Returns 0, or < 0 with why. */
+int s5_dial_open(uv_tcp_t *sock, const struct sockaddr_storage *addr, uint32_t mark, const char *peer,
+                 char *why, size_t cap);
+
+/* A second descriptor of warm's connection (a pooled one), adopted by
+ * sock (initialised, not yet open). Returns 0, or < 0 with why. */
+int s5_dial_adopt(uv_tcp_t *sock, const uv_tcp_t *warm, char *why, size_t cap);
+
+/* A destination being resolved: allocated for the lookup alone. */
+struct s5_dial_lookup;
+
+/* The answer: to is the first address (the port of the request), or NULL
+ * with why when there is none. */
+typedef void s5_dial_resolved(void *arg, const struct sockaddr_storage *to, const char *why);
+
+/* Resolves name (or, empty, addr as a numeric host) with addr's port: a
+ * stream's in any family, a datagram's in addr's family (its replies come
+ * back there). cb follows from the loop, never inside this call, unless
+ * s5_dial_cancel comes first. Returns 0 with *out set, or < 0 with why. */
+int s5_dial_resolve(uv_loop_t *loop, const struct sockaddr_storage *addr, const char *name, int datagram,
+                    s5_dial_resolved *cb, void *arg, struct s5_dial_lookup **out, char *why, size_t cap);
+
+/* The lookup's callback will not come (it frees the lookup itself). */
+void s5_dial_cancel(struct s5_dial_lookup *l);
+
+#endif
