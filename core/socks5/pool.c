@@ -300,6 +300,5 @@ void s5_pool_stop(struct s5_pool *pool) {
   if (pool->stopped) return;
   pool->stopped = 1;
   while (pool->list != NULL) pool_drop(pool->list);
-  uv_timer_stop(&pool->timer);
   if (!uv_is_closing((uv_handle_t *)&pool->timer)) uv_close((uv_handle_t *)&pool->timer, NULL);
 }

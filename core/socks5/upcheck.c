@@ -156,6 +156,5 @@ void s5_upcheck_stop(struct s5_upcheck *c) {
   if (c->stopped) return;
   c->stopped = 1;
   while (c->probes != NULL) probe_end(c->probes);
-  uv_timer_stop(&c->timer);
   if (!uv_is_closing((uv_handle_t *)&c->timer)) uv_close((uv_handle_t *)&c->timer, NULL);
 }

@@ -131,28 +131,32 @@ static int relay_bufs(const struct s5_relay_conn *s, uv_buf_t *bufs, int max, si
   return n;
 }
 
+/* A write or shutdown on the proxy socket came back: 1 when the relay goes
+ * on with it; 0 when the relay closed meanwhile, or when it failed (told
+ * to the owner). */
+static int relay_req_ok(struct s5_relay_conn *s, int status, const char *failed) {
+  if (status == UV_ECANCELED || s->state == S5_RELAY_CLOSED) return 0;
+  if (status < 0) {
+    s->ops->failed(s->owner, failed);
+    return 0;
+  }
+  return 1;
+}
+
 static void relay_written(uv_write_t *req, int status) {
   struct s5_relay_conn *s = req->data;
-  if (status == UV_ECANCELED || s->state == S5_RELAY_CLOSED) return;
   S5_ASSERT(s->writing);
   s->writing = 0;
-  if (status < 0) {
-    s->ops->failed(s->owner, "writing to proxy failed");
-    return;
-  }
+  if (!relay_req_ok(s, status, "writing to proxy failed")) return;
   relay_consume(s, s->write_len);
   relay_flush(s);
 }
 
 static void relay_shutdown_done(uv_shutdown_t *req, int status) {
   struct s5_relay_conn *s = req->data;
-  if (status == UV_ECANCELED || s->state == S5_RELAY_CLOSED) return;
   S5_ASSERT(s->shutting);
   s->shutting = 0;
-  if (status < 0) {
-    s->ops->failed(s->owner, "half-closing the proxy connection failed");
-    return;
-  }
+  if (!relay_req_ok(s, status, "half-closing the proxy connection failed")) return;
   s->proxy_shut = 1;
   relay_check_done(s);
 }

@@ -448,6 +448,7 @@ struct s5_udp *s5_udp_start(struct s5_wctx *w, struct s5_netif *n) {
   u->io = s5_udp_io_start(w, udp_batch_done, u);
   if (u->io != NULL) u->tun = s5_udp_tun_start(w, n->fd, s5_udp_io_batching(u->io));
   if (u->tun == NULL) {
+    if (u->io != NULL) s5_error("UDP: out of memory for the TUN writer");
     s5_udp_io_stop(u->io);
     free(u);
     return NULL;

@@ -31,8 +31,7 @@
 #include "threads/ctl/ctl_server.h"
 #include "base/log.h"
 #include "threads/ctl/metrics.h"
-#include "threads/ctl/rules_render.h"
-#include "threads/ctl/upstream_render.h"
+#include "threads/ctl/render.h"
 #include "ini/sockaddr.h"
 
 #ifndef S5_VERSION
@@ -40,7 +39,6 @@
 #endif
 
 /* ---- the document ---- */
-
 
 /* Every counter of core/shared/stats.h, with what it means. */
 enum { S5_STATS_COUNT, S5_STATS_GAUGE };
@@ -144,20 +142,15 @@ char *s5_metrics_render(const struct s5_stats_area *stats, const struct s5_confi
   for (unsigned i = 0; i < nq; i++)
     text_add(&t, "s5tund_queue_ready{queue=\"%u\"} %u\n", i, q[i].ready ? 1u : 0u);
   add_counters(&t, q, nq);
-  size_t need = s5_upstreams_prom(s5_uptab(), NULL, 0);
-  char *ups = need > 0 ? malloc(need + 1) : NULL;
-  if (ups != NULL) {
-    s5_upstreams_prom(s5_uptab(), ups, need + 1);
-    text_add(&t, "%s", ups);
+  for (size_t i = 0; i < s5_render_part_count; i++) {
+    size_t need = s5_render_parts[i]->prom(NULL, 0);
+    char *part = need > 0 ? malloc(need + 1) : NULL;
+    if (part != NULL) {
+      s5_render_parts[i]->prom(part, need + 1);
+      text_add(&t, "%s", part);
+    }
+    free(part);
   }
-  free(ups);
-  need = s5_rules_prom(s5_rules_current(), NULL, 0);
-  char *rules = need > 0 ? malloc(need + 1) : NULL;
-  if (rules != NULL) {
-    s5_rules_prom(s5_rules_current(), rules, need + 1);
-    text_add(&t, "%s", rules);
-  }
-  free(rules);
   free(q);
   *len = t.len;
   return t.p;

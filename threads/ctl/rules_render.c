@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The [rules] counters as text (see rules_render.h). */
-#include "threads/ctl/rules_render.h"
+/* The [rules] counters as text (see render.h). */
+#include "threads/ctl/render.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "threads/ctl/render.h"
+#include "shared/rules.h"
 
 /* Rules listed one by one (those hit most); the rest only in their
  * outbound's sum: a 100,000-line list must not make a 100,000-line page. */
@@ -57,32 +57,47 @@ static const char *top_where(const struct s5_rules *t, const struct top *tp, cha
   return s5_rules_outbound_name(t, s5_rules_outbound_of(t, tp->rule));
 }
 
-size_t s5_rules_json(const struct s5_rules *t, char *buf, size_t cap, size_t at) {
-  if (!s5_rules_configured(t)) return at;
-  at = s5_render_put(buf, cap, at,
-                     ",\"rules\":{\"count\":%" PRIu32 ",\"default_hits\":%" PRIu64 ",\"outbounds\":{",
-                     s5_rules_count(t), s5_rules_hits(t, S5_RULE_DEFAULT));
-  int first = 1;
-  for (int o = 0; o < S5_UPSTREAMS_MAX + 3; o++) {
+/* Each outbound in use, fmt for each: the separator (sep after the
+ * first), its name, its hits. */
+static size_t put_outbounds(const struct s5_rules *t, char *buf, size_t cap, size_t at, const char *sep,
+                            const char *fmt) {
+  for (int o = 0, first = 1; o < S5_UPSTREAMS_MAX + 3; o++) {
     int out = o < S5_UPSTREAMS_MAX ? o : extra_outbounds[o - S5_UPSTREAMS_MAX];
     if (o < S5_UPSTREAMS_MAX && strcmp(s5_rules_outbound_name(t, out), "?") == 0) continue;
-    at = s5_render_put(buf, cap, at, "%s\"%s\":%" PRIu64, first ? "" : ",", s5_rules_outbound_name(t, out),
+    at = s5_render_put(buf, cap, at, fmt, first ? "" : sep, s5_rules_outbound_name(t, out),
                        s5_rules_outbound_hits(t, out));
     first = 0;
   }
-  at = s5_render_put(buf, cap, at, "},\"top\":[");
+  return at;
+}
+
+/* The rules hit most, most first, fmt for each: the separator (sep after
+ * the first), its place, its outbound, its hits. */
+static size_t put_top(const struct s5_rules *t, char *buf, size_t cap, size_t at, const char *sep,
+                      const char *fmt) {
   struct top top[RULES_SHOWN];
   unsigned n = top_rules(t, top);
   for (unsigned k = 0; k < n; k++) {
     char where[320];
     const char *out = top_where(t, &top[k], where, sizeof where);
-    at = s5_render_put(buf, cap, at, "%s{\"rule\":\"%s\",\"outbound\":\"%s\",\"hits\":%" PRIu64 "}",
-                       k ? "," : "", where, out, top[k].hits);
+    at = s5_render_put(buf, cap, at, fmt, k ? sep : "", where, out, top[k].hits);
   }
+  return at;
+}
+
+static size_t rules_json(char *buf, size_t cap, size_t at) {
+  const struct s5_rules *t = s5_rules_current();
+  if (!s5_rules_configured(t)) return at;
+  at = s5_render_put(buf, cap, at,
+                     ",\"rules\":{\"count\":%" PRIu32 ",\"default_hits\":%" PRIu64 ",\"outbounds\":{",
+                     s5_rules_count(t), s5_rules_hits(t, S5_RULE_DEFAULT));
+  at = put_outbounds(t, buf, cap, at, ",", "%s\"%s\":%" PRIu64);
+  at = s5_render_put(buf, cap, at, "},\"top\":[");
+  at = put_top(t, buf, cap, at, ",", "%s{\"rule\":\"%s\",\"outbound\":\"%s\",\"hits\":%" PRIu64 "}");
   return s5_render_put(buf, cap, at, "]}");
 }
 
-void s5_rules_table(FILE *out, const char *json) {
+static void rules_table(FILE *out, const char *json) {
   const char *p = strstr(json, "\"rules\":{\"count\":");
   const char *o = p != NULL ? strstr(p, "\"outbounds\":{") : NULL;
   const char *end = o != NULL ? strchr(o, '}') : NULL;
@@ -101,7 +116,8 @@ void s5_rules_table(FILE *out, const char *json) {
   fputc('\n', out);
 }
 
-size_t s5_rules_prom(const struct s5_rules *t, char *buf, size_t cap) {
+static size_t rules_prom(char *buf, size_t cap) {
+  const struct s5_rules *t = s5_rules_current();
   size_t at = s5_render_put(buf, cap, 0, "%s", "");
   if (!s5_rules_configured(t)) return at;
   at =
@@ -109,12 +125,7 @@ size_t s5_rules_prom(const struct s5_rules *t, char *buf, size_t cap) {
                   "# HELP s5tund_rules_outbound_total New flows per [rules] outbound since the last start or "
                   "reload (balance: no rule matched, [balance] chose).\n"
                   "# TYPE s5tund_rules_outbound_total counter\n");
-  for (int o = 0; o < S5_UPSTREAMS_MAX + 3; o++) {
-    int out = o < S5_UPSTREAMS_MAX ? o : extra_outbounds[o - S5_UPSTREAMS_MAX];
-    if (o < S5_UPSTREAMS_MAX && strcmp(s5_rules_outbound_name(t, out), "?") == 0) continue;
-    at = s5_render_put(buf, cap, at, "s5tund_rules_outbound_total{outbound=\"%s\"} %" PRIu64 "\n",
-                       s5_rules_outbound_name(t, out), s5_rules_outbound_hits(t, out));
-  }
+  at = put_outbounds(t, buf, cap, at, "", "%ss5tund_rules_outbound_total{outbound=\"%s\"} %" PRIu64 "\n");
   at =
     s5_render_put(buf, cap, at,
                   "# HELP s5tund_rule_hits_total New flows a rule decided (the %d rules hit most; default: "
@@ -122,13 +133,7 @@ size_t s5_rules_prom(const struct s5_rules *t, char *buf, size_t cap) {
                   "# TYPE s5tund_rule_hits_total counter\n"
                   "s5tund_rule_hits_total{rule=\"default\"} %" PRIu64 "\n",
                   RULES_SHOWN, s5_rules_hits(t, S5_RULE_DEFAULT));
-  struct top top[RULES_SHOWN];
-  unsigned n = top_rules(t, top);
-  for (unsigned k = 0; k < n; k++) {
-    char where[320];
-    const char *out = top_where(t, &top[k], where, sizeof where);
-    at = s5_render_put(buf, cap, at, "s5tund_rule_hits_total{rule=\"%s\",outbound=\"%s\"} %" PRIu64 "\n",
-                       where, out, top[k].hits);
-  }
-  return at;
+  return put_top(t, buf, cap, at, "", "%ss5tund_rule_hits_total{rule=\"%s\",outbound=\"%s\"} %" PRIu64 "\n");
 }
+
+const struct s5_render_part s5_rules_part = {rules_json, rules_table, rules_prom};

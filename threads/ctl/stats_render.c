@@ -5,9 +5,6 @@
 #include "threads/ctl/stats_render.h"
 #include "threads/ctl/render.h"
 
-#include "threads/ctl/rules_render.h"
-#include "threads/ctl/upstream_render.h"
-
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -17,12 +14,16 @@ static size_t json_object(char *buf, size_t cap, size_t at, const struct s5_queu
   at = s5_render_put(buf, cap, at, "{");
   if (queue >= 0)
     at = s5_render_put(buf, cap, at, "\"queue\":%d,\"pid\":%d,\"ready\":%u,", queue, st->pid, st->ready);
-#define S5_STATS_JSON(name, kind, help) at = s5_render_put(buf, cap, at, "\"" #name "\":%" PRIu64 ",", st->name);
+#define S5_STATS_JSON(name, kind, help) \
+  at = s5_render_put(buf, cap, at, "\"" #name "\":%" PRIu64 ",", st->name);
   S5_STATS_COUNTERS(S5_STATS_JSON)
 #undef S5_STATS_JSON
   at--; /* the last comma */
   return s5_render_put(buf, cap, at, "}");
 }
+
+const struct s5_render_part *const s5_render_parts[] = {&s5_upstreams_part, &s5_rules_part};
+const size_t s5_render_part_count = sizeof s5_render_parts / sizeof s5_render_parts[0];
 
 size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap) {
   struct s5_queue_stats st;
@@ -41,8 +42,7 @@ size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap) {
     at = json_object(buf, cap, at, &st, (int)i);
   }
   at = s5_render_put(buf, cap, at, "]");
-  at = s5_upstreams_json(s5_uptab(), buf, cap, at);
-  at = s5_rules_json(s5_rules_current(), buf, cap, at);
+  for (size_t i = 0; i < s5_render_part_count; i++) at = s5_render_parts[i]->json(buf, cap, at);
   return s5_render_put(buf, cap, at, "}\n");
 }
 

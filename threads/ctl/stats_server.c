@@ -17,8 +17,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "threads/ctl/stats_render.h"
-#include "threads/ctl/rules_render.h"
-#include "threads/ctl/upstream_render.h"
+#include "threads/ctl/render.h"
 #include "threads/ctl/stats_server.h"
 #include "threads/cli/exec.h"
 
@@ -337,8 +336,7 @@ int s5_stats_client(const char *path, int json) {
       code = 1;
     } else {
       s5_stats_table(stdout, &totals, queues, (unsigned)n);
-      s5_upstreams_table(stdout, doc);
-      s5_rules_table(stdout, doc);
+      for (size_t i = 0; i < s5_render_part_count; i++) s5_render_parts[i]->table(stdout, doc);
     }
   }
   free(doc);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The upstreams' health and counters as JSON, table and Prometheus text
- * (see upstream_render.h). */
-#include "threads/ctl/upstream_render.h"
+ * (see render.h). */
+#include "threads/ctl/render.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "threads/ctl/render.h"
+#include "shared/uptab.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
@@ -70,7 +70,8 @@ static const char *state_name(const struct up_copy *c) {
   return c->state == S5_UP_REMOVED ? "removed" : c->down ? "down" : "up";
 }
 
-size_t s5_upstreams_json(const struct s5_uptab *t, char *buf, size_t cap, size_t at) {
+static size_t upstreams_json(char *buf, size_t cap, size_t at) {
+  const struct s5_uptab *t = s5_uptab();
   if (t == NULL) return at;
   int first = 1;
   at = s5_render_put(buf, cap, at, ",\"no_upstream\":%" PRIu64 ",\"upstreams\":[", LOAD(&t->no_upstream));
@@ -111,7 +112,7 @@ static void json_str(const char *p, const char *end, const char *name, char *out
   if (e != NULL) snprintf(out, cap, "%.*s", (int)(e - q), q);
 }
 
-void s5_upstreams_table(FILE *out, const char *json) {
+static void upstreams_table(FILE *out, const char *json) {
   const char *p = strstr(json, "\"upstreams\":[");
   /* One upstream: the table as it always was (the queue rows say it all). */
   if (p == NULL || strstr(p, "},{") == NULL) return;
@@ -167,7 +168,8 @@ static size_t up_prom_histogram(const struct up_copy *c, unsigned n, char *buf, 
   return at;
 }
 
-size_t s5_upstreams_prom(const struct s5_uptab *t, char *buf, size_t cap) {
+static size_t upstreams_prom(char *buf, size_t cap) {
+  const struct s5_uptab *t = s5_uptab();
   size_t at = 0;
   if (t == NULL) return s5_render_put(buf, cap, 0, "%s", "");
   struct up_copy c[S5_UPTAB_SLOTS];
@@ -215,3 +217,5 @@ size_t s5_upstreams_prom(const struct s5_uptab *t, char *buf, size_t cap) {
 #undef S5_UP_PROM
   return up_prom_histogram(c, t->n, buf, cap, at);
 }
+
+const struct s5_render_part s5_upstreams_part = {upstreams_json, upstreams_table, upstreams_prom};
