@@ -26,17 +26,30 @@ void s5_addr_to_sockaddr(const ip_addr_t *ip, uint16_t port, struct sockaddr_sto
   else s5_sockaddr_from_raw(&ip_2_ip4(ip)->addr, 4, port, ss);
 }
 
+size_t s5_addr_bytes(const ip_addr_t *ip, uint8_t out[16]) {
+  if (IP_IS_V6(ip)) {
+    memcpy(out, ip_2_ip6(ip)->addr, 16);
+    return 16;
+  }
+  memcpy(out, &ip_2_ip4(ip)->addr, 4);
+  return 4;
+}
+
+void s5_addr_from_bytes(ip_addr_t *ip, const uint8_t *bytes, size_t len) {
+  if (len == 16) {
+    ip_addr_set_zero_ip6(ip);
+    memcpy(ip_2_ip6(ip)->addr, bytes, 16);
+  } else {
+    ip_addr_set_zero_ip4(ip);
+    memcpy(&ip_2_ip4(ip)->addr, bytes, 4);
+  }
+}
+
 int s5_addr_from_sockaddr(const struct sockaddr_storage *ss, ip_addr_t *ip, uint16_t *port) {
   size_t len;
   const void *raw = s5_sockaddr_raw(ss, &len);
   if (raw == NULL) return -1;
-  if (len == 16) {
-    ip_addr_set_zero_ip6(ip);
-    memcpy(ip_2_ip6(ip)->addr, raw, 16);
-  } else {
-    ip_addr_set_zero_ip4(ip);
-    memcpy(&ip_2_ip4(ip)->addr, raw, 4);
-  }
+  s5_addr_from_bytes(ip, raw, len);
   if (port != NULL) *port = s5_sockaddr_port(ss);
   return 0;
 }

@@ -26,6 +26,12 @@ const char *s5_addr_port_str(const ip_addr_t *ip, uint16_t port, char *buf, size
 /* ip and port (host order) as a sockaddr_in or sockaddr_in6 in ss. */
 void s5_addr_to_sockaddr(const ip_addr_t *ip, uint16_t port, struct sockaddr_storage *ss);
 
+/* ip's bytes (network order) into out: returns 4 or 16, their count. */
+size_t s5_addr_bytes(const ip_addr_t *ip, uint8_t out[16]);
+
+/* An address from len (4 or 16) bytes in network order. */
+void s5_addr_from_bytes(ip_addr_t *ip, const uint8_t *bytes, size_t len);
+
 /* The other way: ss's address into ip, its port (host order) into *port
  * when port is not NULL. Returns 0, or -1 when ss is neither family. */
 int s5_addr_from_sockaddr(const struct sockaddr_storage *ss, ip_addr_t *ip, uint16_t *port);

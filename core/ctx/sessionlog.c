@@ -19,11 +19,9 @@ void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *
   c->udp = r->kind == 'u';
   c->v6 = IP_IS_V6(&r->client);
   c->id = r->id;
-  if (c->v6) memcpy(c->client, ip_2_ip6(&r->client)->addr, 16);
-  else memcpy(c->client, &ip_2_ip4(&r->client)->addr, 4);
+  s5_addr_bytes(&r->client, c->client);
   c->has_dest = r->dest_port != 0;
-  if (c->has_dest && IP_IS_V6(&r->dest)) memcpy(c->dest, ip_2_ip6(&r->dest)->addr, 16);
-  else if (c->has_dest) memcpy(c->dest, &ip_2_ip4(&r->dest)->addr, 4);
+  if (c->has_dest) s5_addr_bytes(&r->dest, c->dest);
   c->client_port = r->client_port;
   c->dest_port = r->dest_port;
   c->bytes_up = r->bytes_up;

@@ -74,11 +74,6 @@ int s5_dnsmap_address_of(const char *name, size_t len, int v6, ip_addr_t *out) {
   }
   uint8_t a[16];
   if (s5_dnsmap_address(lower, len, v6, a) != 0) return -1;
-  if (v6) {
-    ip_addr_set_zero_ip6(out);
-    memcpy(ip_2_ip6(out)->addr, a, 16);
-  } else {
-    IP_ADDR4(out, a[0], a[1], a[2], a[3]);
-  }
+  s5_addr_from_bytes(out, a, v6 ? 16 : 4);
   return 0;
 }

@@ -34,7 +34,7 @@ static int hs_target(void *session, struct s5_proxy_target *t) {
   int mapped = s5_dnsmap_name_of((struct sockaddr *)&t->addr, t->name, sizeof t->name);
   if (mapped < 0) return -1;
   if (mapped == 0) t->name[0] = '\0';
-  if (mapped > 0 && s->rec.name == NULL) s->rec.name = strdup(t->name); /* the session log, --connections */
+  if (mapped > 0) s5_session_named(s, t->name); /* the session log, --connections */
   return 0;
 }
 
@@ -69,7 +69,8 @@ static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
   unsigned from = hs_index(s);
   s5_uptab_failed(t, s->proxy.up->slot, (enum s5_up_cause)cause, r->why);
   if (s->up_ruled) return -1; /* a rule named this upstream: no other carries the flow */
-  if (s->early && (s->proxy.requested || s->conn.send_ok)) return -1; /* its bytes went to from */
+  if (s->conn.early == S5_RELAY_EARLY_KICKED || s->conn.early == S5_RELAY_EARLY_SENT)
+    return -1; /* the request went out with the client's bytes behind it (or about to): to from */
   s->up_tried |= 1u << from;
   int next = s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
   if (next < 0 || left == 0) return -1;
@@ -101,14 +102,14 @@ static void hs_result(void *session, const struct s5_proxy_result *r) {
 /* [socks5] optimistic: the client's bytes that came meanwhile follow the request. */
 static void hs_requested(void *session) {
   struct s5_session *s = session;
-  if (s->early) s5_relay_kick(&s->conn);
+  if (s5_relay_early(&s->conn)) s5_relay_kick(&s->conn);
 }
 
 /* The pooled connection the request went out on died before the reply,
  * with none of the client's bytes on it: they wait for the fresh one's. */
 static void hs_withdrawn(void *session) {
   struct s5_session *s = session;
-  if (s->early) s5_relay_unkick(&s->conn);
+  if (s5_relay_early(&s->conn)) s5_relay_unkick(&s->conn);
 }
 
 static const struct s5_proxy_ops hs_ops = {
@@ -117,7 +118,7 @@ static const struct s5_proxy_ops hs_ops = {
   .requested = hs_requested,
   .withdrawn = hs_withdrawn,
   .result = hs_result,
-  .closed = s5_session_proxy_closed,
+  .closed = s5_session_release,
 };
 
 /* [rules]: the flow's outbound, decided once, here (an upstream's index,
@@ -164,7 +165,7 @@ static int hs_direct(struct s5_session *s) {
 
 int s5_handshake_start(struct s5_session *s) {
   s5_proxy_init(&s->proxy, s->w, s->cfg, &hs_ops, s);
-  s->handles_open++;
+  s5_session_retain(s);
   char why[160];
   struct s5_proxy_target dest;
   memset(&dest, 0, sizeof dest);
@@ -181,7 +182,7 @@ int s5_handshake_start(struct s5_session *s) {
     if (s5_uptab() != NULL) s->up_downs = s5_uptab_downs(s5_uptab(), s->proxy.up->slot);
     if (s->proxy.up->optimistic) s5_session_optimistic(s);
     /* A warm pooled connection when there is one: its CONNECT goes out now. */
-    if (s5_pool_connect(s->tab->pool, &s->proxy, why, sizeof why) == 0) return 0;
+    if (s5_pool_connect(s5_session_pool(s), &s->proxy, why, sizeof why) == 0) return 0;
     if (s5_uptab() == NULL || s->proxy.sock_open) break; /* a socket is in play: the session closes it */
     s->up_tried |= 1u << i; /* this one cannot carry it (SOCKS4, IPv6): the next */
   }

@@ -165,9 +165,9 @@ static void relay_shutdown_done(uv_shutdown_t *req, int status) {
  * buffers, which libuv keeps inside the request without allocating). Returns
  * what the owner's failed op returned when the connection failed. */
 static err_t relay_flush(struct s5_relay_conn *s) {
-  if (s->held && !s->send_ok) return ERR_OK; /* s5_relay_kick() once the proxy may take bytes */
-  if (s->held && s->state == S5_RELAY_ATTACHED && s->out != NULL && !s->held_sent) {
-    s->held_sent = 1;
+  if (s->early == S5_RELAY_EARLY_HELD) return ERR_OK; /* s5_relay_kick() once the proxy may take bytes */
+  if (s->early == S5_RELAY_EARLY_KICKED && s->state == S5_RELAY_ATTACHED && s->out != NULL) {
+    s->early = S5_RELAY_EARLY_SENT;
     if (s->ops->sending != NULL) s->ops->sending(s->owner);
   }
   while (s->out != NULL && !s->writing) {
@@ -414,7 +414,8 @@ void s5_relay_attach(struct s5_relay_conn *c, struct s5_relay *r, struct tcp_pcb
 err_t s5_relay_start(struct s5_relay_conn *s, const uint8_t *early, size_t len) {
   S5_ASSERT(s->state == S5_RELAY_ATTACHED);
   s->state = S5_RELAY_RUNNING;
-  s->held = 0;
+  S5_ASSERT(s->early == S5_RELAY_EARLY_NONE || s->early == S5_RELAY_EARLY_GRANTED);
+  s->early = S5_RELAY_EARLY_NONE;
   s->sock->data = s; /* the proxy client's until now */
   if (len > 0) {
     if (tcp_write(s->pcb, early, (u16_t)len, TCP_WRITE_FLAG_COPY) != ERR_OK)
@@ -449,18 +450,31 @@ void s5_relay_flush_pending(struct s5_relay *r) {
 }
 
 void s5_relay_hold(struct s5_relay_conn *c) {
-  S5_ASSERT(c->state == S5_RELAY_ATTACHED);
-  c->held = 1;
+  S5_ASSERT(c->state == S5_RELAY_ATTACHED && c->early == S5_RELAY_EARLY_NONE);
+  c->early = S5_RELAY_EARLY_HELD;
 }
 
 void s5_relay_kick(struct s5_relay_conn *c) {
-  c->send_ok = 1;
+  S5_ASSERT(c->early == S5_RELAY_EARLY_HELD);
+  c->early = S5_RELAY_EARLY_KICKED;
   if (c->state != S5_RELAY_CLOSED) relay_defer(c);
 }
 
 void s5_relay_unkick(struct s5_relay_conn *c) {
-  S5_ASSERT(c->held && !c->held_sent); /* the proxy retries only a connection none of our bytes went on */
-  c->send_ok = 0;
+  /* the proxy retries only a connection none of our bytes went on */
+  S5_ASSERT(c->early == S5_RELAY_EARLY_HELD || c->early == S5_RELAY_EARLY_KICKED);
+  c->early = S5_RELAY_EARLY_HELD;
+}
+
+void s5_relay_granted(struct s5_relay_conn *c) {
+  S5_ASSERT(s5_relay_early(c));
+  c->early = S5_RELAY_EARLY_GRANTED;
+  if (c->state != S5_RELAY_CLOSED) relay_defer(c); /* what waited while held goes now */
+}
+
+int s5_relay_early(const struct s5_relay_conn *c) {
+  return c->early == S5_RELAY_EARLY_HELD || c->early == S5_RELAY_EARLY_KICKED ||
+         c->early == S5_RELAY_EARLY_SENT;
 }
 
 void s5_relay_release(struct s5_relay_conn *c) {

@@ -46,6 +46,22 @@ struct s5_relay_ops {
   void (*sending)(void *owner);
 };
 
+/* [socks5] optimistic: the client's first bytes against the proxy's
+ * request, one state, each change asserted (relay.c):
+ *   NONE -> HELD         hold: the SYN is answered before the CONNECT went out
+ *   HELD <-> KICKED      kick: the request is out, queued bytes follow it;
+ *                        unkick: it died with none behind it (a retry)
+ *   KICKED -> SENT       bytes went behind it (ops->sending): no retry
+ *   HELD|KICKED|SENT -> GRANTED   the reply came (s5_relay_granted)
+ *   any -> NONE          start: the exchange is over, bytes flow both ways */
+enum s5_relay_early {
+  S5_RELAY_EARLY_NONE,
+  S5_RELAY_EARLY_HELD,
+  S5_RELAY_EARLY_KICKED,
+  S5_RELAY_EARLY_SENT,
+  S5_RELAY_EARLY_GRANTED,
+};
+
 enum s5_relay_state {
   S5_RELAY_ATTACHED, /* lwIP's callbacks set; client bytes are queued, nothing moves yet */
   S5_RELAY_RUNNING,  /* bytes flow both ways */
@@ -59,6 +75,7 @@ struct s5_relay_conn {
   struct tcp_pcb *pcb; /* the client's; NULL once lwIP no longer lets us use it */
   uv_stream_t *sock;   /* the proxy connection (its data is this conn once started) */
   enum s5_relay_state state;
+  enum s5_relay_early early; /* [socks5] optimistic: see the enum */
 
   uv_shutdown_t shutdown_req;
   uv_write_t write_req; /* at most one write in flight */
@@ -80,9 +97,6 @@ struct s5_relay_conn {
   unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
   unsigned shutting : 1;            /* shutdown_req in flight */
   unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
-  unsigned held : 1;                /* s5_relay_hold(): nothing goes to the proxy before... */
-  unsigned send_ok : 1;             /* ...s5_relay_kick() (its request is out) */
-  unsigned held_sent : 1;           /* ops->sending() said: bytes went out while held */
   const char *reset_why;            /* for the owner when that RST goes out */
 };
 
@@ -137,6 +151,10 @@ void s5_relay_kick(struct s5_relay_conn *c);
 /* The request that kick followed is void (its connection died before any
  * byte went behind it): hold again until the next kick. */
 void s5_relay_unkick(struct s5_relay_conn *c);
+/* The CONNECT reply came: the bytes go on (GRANTED) until start. */
+void s5_relay_granted(struct s5_relay_conn *c);
+/* Held, kicked or sent: the SYN was answered and the reply has not come. */
+int s5_relay_early(const struct s5_relay_conn *c);
 void s5_relay_release(struct s5_relay_conn *c);
 
 #endif

@@ -15,6 +15,7 @@
 #include "shared/uptab.h"
 #include "base/log.h"
 #include "netif/netif.h"
+#include "tcp/pcb_tune.h"
 #include "tcp/session.h"
 
 #include "lwip/tcp.h"
@@ -53,10 +54,25 @@ const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
 
 void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loop); }
 
-/* The last of the timer and the proxy client frees the session. */
-void s5_session_proxy_closed(void *session) {
+void s5_session_named(struct s5_session *s, const char *name) {
+  if (s->rec.name == NULL) s->rec.name = strdup(name); /* kept if there is no memory for it: none */
+}
+
+struct s5_pool *s5_session_pool(const struct s5_session *s) {
+  return s->tab->pool;
+}
+
+/* The session's lifetime has one owner, this file: every handle it holds
+ * retains it, and releases it from that handle's close callback; the last release
+ * frees it. */
+void s5_session_retain(struct s5_session *s) {
+  S5_ASSERT(s->state != S5_SESSION_CLOSED && s->handles_open > 0); /* held by its timer from birth */
+  s->handles_open++;
+}
+
+void s5_session_release(void *session) {
   struct s5_session *s = session;
-  S5_ASSERT(s->handles_open > 0 && s->state == S5_SESSION_CLOSED);
+  S5_ASSERT(s->handles_open > 0 && s->state == S5_SESSION_CLOSED); /* closed handles of an ended one */
   if (--s->handles_open > 0) return;
   S5_ASSERT(!s->conn.flush_queued); /* the relay's flush list does not point here */
   s5_wctx_cfg_release(s->w, s->cfg);
@@ -64,7 +80,7 @@ void s5_session_proxy_closed(void *session) {
   free(s);
 }
 
-static void session_handle_closed(uv_handle_t *handle) { s5_session_proxy_closed(handle->data); }
+static void session_handle_closed(uv_handle_t *handle) { s5_session_release(handle->data); }
 
 /* How the session ended, for its line in the session log. */
 static void session_ended(struct s5_session *s, const char *why) {
@@ -206,7 +222,8 @@ static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   s->state = S5_SESSION_RELAY;
   s5_session_touch(s);
   uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.tcp_idle_timeout * 1000ull, 0);
-  if (s->early) return ERR_OK; /* [socks5] optimistic: the relay starts at the CONNECT reply */
+  if (s5_relay_early(&s->conn))
+    return ERR_OK; /* [socks5] optimistic: the relay starts at the CONNECT reply */
   return session_relay_start(s);
 }
 
@@ -218,13 +235,8 @@ static void session_track(struct s5_session *s) {
   struct s5_flow f;
   memset(&f, 0, sizeof f);
   f.v6 = IP_IS_V6(&pcb->local_ip);
-  if (f.v6) {
-    memcpy(f.client, ip_2_ip6(&pcb->remote_ip)->addr, 16);
-    memcpy(f.remote, ip_2_ip6(&pcb->local_ip)->addr, 16);
-  } else {
-    memcpy(f.client, &ip_2_ip4(&pcb->remote_ip)->addr, 4);
-    memcpy(f.remote, &ip_2_ip4(&pcb->local_ip)->addr, 4);
-  }
+  s5_addr_bytes(&pcb->remote_ip, f.client);
+  s5_addr_bytes(&pcb->local_ip, f.remote);
   f.client_port = pcb->remote_port;
   f.remote_port = pcb->local_port;
   s->flow_ref = s5_flowtab_add(s->w->flows, &f);
@@ -245,8 +257,8 @@ static void session_answer(struct s5_session *s) {
 }
 
 void s5_session_established(struct s5_session *s) {
-  if (s->early) { /* [socks5] optimistic: the client had its SYN-ACK at once */
-    s->early = 0;
+  if (s5_relay_early(&s->conn)) { /* [socks5] optimistic: the client had its SYN-ACK at once */
+    s5_relay_granted(&s->conn);
     if (s->state == S5_SESSION_RELAY) session_relay_start(s);
     return;
   }
@@ -313,7 +325,7 @@ static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb
   s->state = S5_SESSION_CONNECTING;
   uv_timer_init(&w->loop, &s->timer);
   s->timer.data = s;
-  s->handles_open = 1;
+  s->handles_open = 1; /* its timer's */
   return s;
 }
 
@@ -354,40 +366,6 @@ static void session_refuse_loop(struct s5_sessions *t) {
       (unsigned long long)w->stats->drop_proxy_loop);
 }
 
-/* With offloads the kernel cuts our segments to the MSS (GSO): lwIP builds
- * them as large as a pbuf holds, one write per 64 KiB. A client with a
- * smaller MSS than the device's (a LAN client at MTU 1500) keeps it in the
- * pcb, whose segments the netif then writes with that gso_size (lwipopts.h:
- * the output hook). Below S5_GSO_MSS_MIN, lwIP's own sizes (no thousands
- * of tiny segments asked of the kernel by a hostile client). */
-#define S5_GSO_MSS_MIN 536u
-#define S5_GSO_MSS4 65495u /* 65535 - IPv4 - TCP headers */
-#define S5_GSO_MSS6 65475u /* 65535 - IPv6 - TCP headers */
-
-static void session_use_gso(const struct s5_wctx *w, struct tcp_pcb *pcb) {
-  int v6 = IP_IS_V6(&pcb->local_ip);
-  unsigned device = s5_netif_gso_size(w, v6);
-  if (!w->cfg->tun.offload || pcb->mss > device || pcb->mss < S5_GSO_MSS_MIN) return;
-  if (pcb->mss < device) tcp_ext_arg_set(pcb, S5_LWIP_EXT_CLIENT_MSS, (void *)(uintptr_t)pcb->mss);
-  pcb->mss = (u16_t)(v6 ? S5_GSO_MSS6 : S5_GSO_MSS4);
-}
-
-/* [session] tcp-buffer: the most one session holds each way, the client's
- * bytes not yet taken by the proxy (the receive window) and the proxy's
- * not yet acknowledged by the client (the send buffer). Set before the
- * SYN-ACK announces the window (lwIP patch 0005); lwIP's default is the
- * compiled maximum. */
-_Static_assert(S5_TCP_BUFFER_MAX == TCP_WND && S5_TCP_BUFFER_MAX == TCP_SND_BUF,
-               "[session] tcp-buffer's maximum is lwIP's TCP_WND and TCP_SND_BUF");
-
-static void session_limit_buffers(const struct s5_session *s, struct tcp_pcb *pcb) {
-  tcpwnd_size_t limit = s->cfg->session.tcp_buffer;
-  if (limit >= TCP_WND) return;
-  pcb->rcv_wnd_max = limit;
-  pcb->rcv_wnd = pcb->rcv_ann_wnd = TCP_WND_MAX(pcb);
-  pcb->snd_buf = limit;
-}
-
 /* The listener's SYN callback: a client wants a connection. The SYN-ACK
  * waits (ERR_INPROGRESS) until the proxy has connected. Returning anything
  * else makes lwIP refuse the SYN with a RST. */
@@ -420,8 +398,7 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
 
   s5_relay_attach(&s->conn, t->relay, pcb, (uv_stream_t *)&s->proxy.sock, &session_relay_ops, s);
   tcp_err(pcb, session_pcb_error);
-  session_use_gso(w, pcb);
-  session_limit_buffers(s, pcb);
+  s5_pcb_tune(w, pcb, s->cfg->session.tcp_buffer);
   tcp_nagle_disable(pcb); /* the client already coalesced; do not delay its peer's bytes */
 
   /* start_proxy picks the upstream (an optimistic one: s5_session_optimistic) */
@@ -434,7 +411,7 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
   }
   char peer[128];
   s5_debug("s%llu new %s", (unsigned long long)s->id, s5_session_peer(s, peer, sizeof peer));
-  if (s->early) {
+  if (s5_relay_early(&s->conn)) {
     session_answer(s);
     return ERR_OK; /* lwIP sends the SYN-ACK */
   }
@@ -442,8 +419,10 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
 }
 
 void s5_session_optimistic(struct s5_session *s) {
-  if (!s->early) s5_relay_hold(&s->conn); /* the client's bytes wait until the request is out */
-  s->early = 1;                           /* the SYN-ACK now; a refused CONNECT resets the client later */
+  /* The SYN-ACK now; the client's bytes wait until the request is out; a
+   * refused CONNECT resets the client later. Once per session: a failover
+   * to another optimistic upstream finds it held already. */
+  if (!s5_relay_early(&s->conn)) s5_relay_hold(&s->conn);
 }
 
 /* ---- the table ---- */

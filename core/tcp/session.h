@@ -4,11 +4,15 @@
  *   session.c    birth from a SYN, timers, the end (graceful or reset);
  *   handshake.c  the CONNECT it asks of the SOCKS5 client (proxy.c),
  *                started through the table's start_proxy (handshake.h);
+ *                it owns s->proxy and the up_* fields, and tells the
+ *                session what it must know through the functions below
+ *                (retain, established, optimistic, abort, named, pool);
  *   relay.c      bytes both ways with backpressure, and half-close
  *                (relay.h: its own struct, told back through its ops).
  * The client's SYN is answered only once the proxy's CONNECT succeeded, so a
  * refused CONNECT looks to the client like a refused connection; with
- * [socks5] optimistic it is answered at once (s->early until the reply) and
+ * [socks5] optimistic it is answered at once (conn.early, relay.h, tells
+ * where the client's first bytes stand until the reply) and
  * a refused CONNECT resets the client instead.
  * A worker's sessions are a table (struct s5_sessions, session.c): the
  * listener that takes every SYN and the list of live sessions. The worker
@@ -66,11 +70,7 @@ struct s5_session {
   int handles_open;     /* the timer and the proxy client: freed when both closed */
   uint64_t last_active; /* uv_now() of the last byte either way */
 
-  uint32_t flow_ref; /* its slot in the worker's flow table, 0 for none */
-  /* [socks5] optimistic: the SYN was answered before the CONNECT reply,
-   * which has not come yet; the relay holds the client's bytes until the
-   * request is out and reads nothing from the proxy until the reply. */
-  unsigned early : 1;
+  uint32_t flow_ref;     /* its slot in the worker's flow table, 0 for none */
   unsigned up_open : 1;  /* counted open at its upstream (core/shared/uptab.h) */
   unsigned up_ruled : 1; /* a rule named its upstream: no failover to another */
   uint32_t up_tried;     /* [balance]: upstreams that failed this set-up, a bit each */
@@ -119,13 +119,22 @@ void s5_session_answer(struct s5_session *s);
  * the SYN callback): the SYN-ACK goes out at once, the client's bytes are
  * held until the CONNECT is out. */
 void s5_session_optimistic(struct s5_session *s);
-/* The proxy client's handles have closed (its ops->closed). */
-void s5_session_proxy_closed(void *session);
+/* The session's lifetime: retain for each handle it owns besides its timer
+ * (its proxy client: the handshake, once the client is initialised);
+ * release from that handle's close callback (the proxy client's
+ * ops->closed). The last release frees the session. */
+void s5_session_retain(struct s5_session *s);
+void s5_session_release(void *session);
 void s5_session_finish(struct s5_session *s);
 int s5_session_abort(struct s5_session *s, const char *why);
 /* The same, why logged at level (s5_wctx_failure). */
 int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why);
 void s5_session_touch(struct s5_session *s);
+/* The destination's mapped DNS name, for the session log and --connections
+ * (the first one given). */
+void s5_session_named(struct s5_session *s, const char *name);
+/* The warm proxy connections its table takes (NULL: none). */
+struct s5_pool *s5_session_pool(const struct s5_session *s);
 const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len);
 
 #endif

@@ -41,7 +41,15 @@ const char *s5_assoc_client(const struct s5_assoc *a, char *buf, size_t len) {
 
 /* ---------------------------------------------------------------- life and death */
 
-/* The last of its handles (and the proxy client's) frees it. */
+/* The association's lifetime has one owner, this file: its timer and its
+ * proxy client hold it from birth, its relay socket (retained) once
+ * open; each
+ * handle's close callback releases it, and the last release frees it. */
+void s5_assoc_retain(struct s5_assoc *a) {
+  S5_ASSERT(a->state != S5_ASSOC_CLOSED && a->handles_open > 0);
+  a->handles_open++;
+}
+
 void s5_assoc_release(void *assoc) {
   struct s5_assoc *a = assoc;
   S5_ASSERT(a->handles_open > 0 && a->state == S5_ASSOC_CLOSED); /* closed handles of an ended one */

@@ -158,7 +158,11 @@ int s5_assoc_relay_target(const struct s5_assoc *a, const struct s5_socks5_addr 
 /* "198.18.0.1:5353", the client, for log lines. */
 const char *s5_assoc_client(const struct s5_assoc *a, char *buf, size_t len);
 
-/* A handle of a, or its proxy client, has closed (ops->closed). */
+/* The association's lifetime: retain for its relay socket once open (its
+ * timer and proxy client hold it from birth); release from a handle's
+ * close callback (the proxy client's: ops->closed). The last release
+ * frees it. */
+void s5_assoc_retain(struct s5_assoc *a);
 void s5_assoc_release(void *assoc);
 
 #endif

@@ -119,16 +119,9 @@ static int reply_source(const struct s5_assoc *a, const struct s5_socks5_addr *s
     IP_ADDR4(out, s->ip[12], s->ip[13], s->ip[14], s->ip[15]);
     return 0;
   }
-  if (s->family == AF_INET && !IP_IS_V6(&a->client)) {
-    IP_ADDR4(out, s->ip[0], s->ip[1], s->ip[2], s->ip[3]);
-    return 0;
-  }
-  if (s->family == AF_INET6 && IP_IS_V6(&a->client)) {
-    ip_addr_set_zero_ip6(out);
-    memcpy(ip_2_ip6(out)->addr, s->ip, 16);
-    return 0;
-  }
-  return -1;
+  if (s->family != (IP_IS_V6(&a->client) ? AF_INET6 : AF_INET)) return -1;
+  s5_addr_from_bytes(out, s->ip, s->family == AF_INET6 ? 16 : 4);
+  return 0;
 }
 
 /* The relay answers with ICMP errors. That is the proxy ending this one
@@ -246,7 +239,7 @@ static int relay_open(struct s5_assoc *a) {
   r = s5_udp_sock_init(&a->relay, a->u->io, fd, a, a->id); /* takes fd */
   if (r < 0) return r;
   a->relay_open = 1;
-  a->handles_open++;
+  s5_assoc_retain(a);
   socklen_t slen = sizeof a->udp_local;
   return getsockname(fd, (struct sockaddr *)&a->udp_local, &slen) < 0 ? -errno : 0;
 }

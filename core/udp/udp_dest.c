@@ -23,12 +23,8 @@ int s5__udp_dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_
   if (mapped > 0) {
     a.family = AF_UNSPEC;
     a.name_len = (uint8_t)strlen(a.name);
-  } else if (IP_IS_V6(dst)) {
-    a.family = AF_INET6;
-    memcpy(a.ip, ip_2_ip6(dst)->addr, 16);
   } else {
-    a.family = AF_INET;
-    memcpy(a.ip, &ip_2_ip4(dst)->addr, 4);
+    a.family = s5_addr_bytes(dst, a.ip) == 16 ? AF_INET6 : AF_INET;
   }
   return s5_socks5_udp_header_write(hdr, cap, &a);
 }

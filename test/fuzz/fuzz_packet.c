@@ -191,12 +191,12 @@ static void peers_prune(void) {
  * play the proxy's answers). */
 static const struct s5_proxy_ops fuzz_proxy_ops = {
   .cmd = S5_PROXY_CONNECT,
-  .closed = s5_session_proxy_closed,
+  .closed = s5_session_release,
 };
 
 static int fuzz_start_proxy(struct s5_session *s) {
   s5_proxy_init(&s->proxy, s->w, s->cfg, &fuzz_proxy_ops, s);
-  s->handles_open++;
+  s5_session_retain(s);
   if (uv_tcp_init(&s->w->loop, &s->proxy.sock) < 0) return -1;
   s->proxy.sock.data = s;
   s->proxy.sock_open = 1;
