@@ -10,7 +10,8 @@
 # ("../") or names a header of the four floors by its bare name. Each
 # floor's library links nothing above it. The build enforces the same for
 # .c files (test: lint.layers_build); this also covers headers, which are
-# not compiled alone. And no file of the four floors is over 500 lines.
+# not compiled alone. And no file of the four floors is over 500 lines, no
+# test script over 1,000.
 set -eu
 cd "$(dirname "$0")/.."
 exec python3 - "$@" <<'PY'
@@ -86,6 +87,14 @@ for fl in FLOORS:
             for up in FLOORS[rank + 1:]:
                 if re.search(r"\b" + LIBS[up] + r"\b", m.group(0)):
                     bad.append(f"{cml}: links {LIBS[up]}, a floor above {fl}/")
+# the test scripts too, split by topic: none over 1,000 lines
+for dp, _, fs in os.walk("test"):
+    for n in sorted(fs):
+        if n.endswith((".sh", ".py")):
+            p = os.path.join(dp, n)
+            lines = sum(1 for _ in open(p))
+            if lines > 1000:
+                bad.append(f"{p}: {lines} lines, over 1,000: split it by topic")
 if not layers:
     bad.append("core/CMakeLists.txt: no s5_layer() calls found")
 for b in bad:

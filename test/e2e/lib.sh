@@ -658,3 +658,17 @@ client() {
   bg_wait ip netns exec "$NS_C" timeout -k 5 "${CLIENT_T:-$T_STEP}" \
     "$PY" "$E2E_DIR/client.py" --port "$TGT_PORT" "$@"
 }
+
+# s5tund with everything in an INI file (mode, queues, proxy, credentials).
+start_with_config() {   # PROXY_ADDR PROXY_PORT [USER PASS]
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$1 CFG_PROXY_PORT=$2 \
+    CFG_USER=${3:-} CFG_PASS=${4:-} e2e_write_config "$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini"
+  e2e_start_s5tund --config "$WORK/s5tund.$((${S5_RUNS:-0} + 1)).ini"
+}
+
+# s5tund with mode, queues and proxy given as flags (the INI file only has
+# the [tun] and [log] sections).
+start_with_flags() {    # ADDR:PORT
+  CFG_MODE="" CFG_QUEUES="" CFG_PROXY_ADDR="" CFG_USER="" e2e_write_config "$WORK/s5tund.flags.ini"
+  e2e_start_s5tund --config "$WORK/s5tund.flags.ini" --mode "$MODE" --queues "$QUEUES" --socks5 "$1"
+}

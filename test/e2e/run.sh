@@ -8,7 +8,7 @@
 #                       defined twice (ctest lint.e2e_cases: what CMake registers)
 #
 # CASE     a case_CASE function of one of the case files (every *.sh here
-#          that defines case_* functions: tcp.sh, ops.sh, udp.sh, ...)
+#          that defines case_* functions: tcp.sh, ops_stats.sh, udp.sh, ...)
 # MODE     thread | process (left out for the cases that take none)
 # QUEUES   number of TUN queues (with MODE)
 # S5TUND   the binary; default $S5TUND, then build/s5tund
