@@ -173,12 +173,14 @@ enum s5_balance {
   S5_BALANCE_HASH,        /* by destination: one site, one exit */
 };
 
+/* The sections are named types (struct s5_SECTION_cfg), so that a module
+ * can take the one section it uses rather than the whole configuration. */
 struct s5_config {
   enum s5_mode mode;
   unsigned queues;            /* resolved: 1..S5_QUEUES_MAX, never 0 */
   unsigned queues_configured; /* as written: 0 = one per online CPU (--check-config prints it) */
 
-  struct {
+  struct s5_tun_cfg {
     char name[16];       /* IFNAMSIZ */
     unsigned mtu;        /* 1280..65535 */
     unsigned txqueuelen; /* 0 = the kernel's default */
@@ -219,7 +221,7 @@ struct s5_config {
 
   struct s5_rules_cfg rules;
 
-  struct {
+  struct s5_balance_cfg {
     enum s5_balance strategy;
     unsigned fail_after;                  /* set-ups failed in a row that mark an upstream down */
     unsigned check_interval;              /* seconds between checks of a down upstream (jittered) */
@@ -227,7 +229,7 @@ struct s5_config {
     struct sockaddr_storage check_target; /* a check CONNECTs here; ss_family 0 = the handshake alone */
   } balance;
 
-  struct {
+  struct s5_session_cfg {
     unsigned connect_timeout;  /* seconds, >= 1 */
     unsigned tcp_idle_timeout; /* seconds, >= 1 */
     unsigned max_sessions;     /* per worker, 0 = unlimited */
@@ -236,7 +238,7 @@ struct s5_config {
     unsigned tcp_buffer;       /* bytes a TCP session holds each way, S5_TCP_BUFFER_MIN..MAX */
   } session;
 
-  struct {
+  struct s5_dns_cfg {
     struct sockaddr_storage addr[2]; /* the mapped resolver, port 53: [0] IPv4, [1] IPv6;
                                       ss_family 0 = none; neither = mapped DNS off */
     struct s5_prefix network;        /* IPv4 pool of mapped addresses */
@@ -245,14 +247,14 @@ struct s5_config {
     bool hijack;                     /* port 53 of every address is the resolver's (needs addr) */
   } dns;
 
-  struct {
+  struct s5_log_cfg {
     enum s5_log_level level;
     char file[PATH_MAX];              /* empty = stderr, "syslog" = syslog */
     bool sessions;                    /* a line per finished session (core/ctx/sessionlog.c) */
     unsigned sessions_max_per_second; /* per worker; the rest counted */
   } log;
 
-  struct {
+  struct s5_run_cfg {
     char pid_file[PATH_MAX]; /* written once every queue serves; empty = none */
     unsigned drain_timeout;  /* seconds open sessions get after SIGTERM, 0..3600 */
     unsigned limit_nofile;   /* RLIMIT_NOFILE set at start-up; 0 = leave as is */
@@ -261,7 +263,7 @@ struct s5_config {
     gid_t gid;               /* configuration is loaded (unknown user: exit 2) */
   } run;
 
-  struct {
+  struct s5_stats_cfg {
     char socket[108];             /* unix socket answering JSON stats; empty = none */
     struct sockaddr_storage http; /* Prometheus endpoint (GET /metrics); ss_family 0 = none */
   } stats;

@@ -125,7 +125,7 @@ int main(int argc, char **argv) {
     case S5_ARGS_EXPLAIN: return s5_explain(&cfg, s5_args_explain(), stdout);
     default: return 2;
   }
-  int r = s5_log_open(&cfg);
+  int r = s5_log_open(&cfg.log);
   if (r < 0) {
     fprintf(stderr, "s5tund: opening log file %s: %s\n", cfg.log.file, strerror(-r));
     return 1;

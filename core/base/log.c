@@ -25,37 +25,37 @@ static const int syslog_levels[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 
 static void log_open_syslog(void) { openlog("s5tund", LOG_PID | LOG_NDELAY, LOG_DAEMON); }
 
-int s5_log_open(const struct s5_config *cfg) {
-  s5_log_level = cfg->log.level;
-  if (cfg->log.file[0] == '\0') return 0;
-  if (strcmp(cfg->log.file, "syslog") == 0) {
+int s5_log_open(const struct s5_log_cfg *cfg) {
+  s5_log_level = cfg->level;
+  if (cfg->file[0] == '\0') return 0;
+  if (strcmp(cfg->file, "syslog") == 0) {
     log_open_syslog();
     log_fd = -1;
     return 0;
   }
-  int fd = open(cfg->log.file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  int fd = open(cfg->file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) return -errno;
   log_fd = fd;
-  snprintf(log_path, sizeof log_path, "%s", cfg->log.file);
+  snprintf(log_path, sizeof log_path, "%s", cfg->file);
   return 0;
 }
 
-int s5_log_apply(const struct s5_config *cfg) {
-  __atomic_store_n(&s5_log_level, cfg->log.level, __ATOMIC_RELAXED);
-  if (strcmp(cfg->log.file, log_path) == 0) return 0;
-  if (log_path[0] == '\0' || cfg->log.file[0] == '\0' || strcmp(cfg->log.file, "syslog") == 0) return -1;
-  int fd = open(cfg->log.file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+int s5_log_apply(const struct s5_log_cfg *cfg) {
+  __atomic_store_n(&s5_log_level, cfg->level, __ATOMIC_RELAXED);
+  if (strcmp(cfg->file, log_path) == 0) return 0;
+  if (log_path[0] == '\0' || cfg->file[0] == '\0' || strcmp(cfg->file, "syslog") == 0) return -1;
+  int fd = open(cfg->file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) return -errno;
   int r = dup3(fd, log_fd, O_CLOEXEC) < 0 ? -errno : 0;
   close(fd);
-  if (r == 0) snprintf(log_path, sizeof log_path, "%s", cfg->log.file);
+  if (r == 0) snprintf(log_path, sizeof log_path, "%s", cfg->file);
   return r;
 }
 
-int s5_log_can_apply(const struct s5_config *cur, const struct s5_config *next) {
-  if (strcmp(cur->log.file, next->log.file) == 0) return 1;
-  int cur_file = cur->log.file[0] != '\0' && strcmp(cur->log.file, "syslog") != 0;
-  int next_file = next->log.file[0] != '\0' && strcmp(next->log.file, "syslog") != 0;
+int s5_log_can_apply(const struct s5_log_cfg *cur, const struct s5_log_cfg *next) {
+  if (strcmp(cur->file, next->file) == 0) return 1;
+  int cur_file = cur->file[0] != '\0' && strcmp(cur->file, "syslog") != 0;
+  int next_file = next->file[0] != '\0' && strcmp(next->file, "syslog") != 0;
   return cur_file && next_file;
 }
 

@@ -11,16 +11,16 @@ extern enum s5_log_level s5_log_level;
 
 /* Opens the log: stderr (file empty), syslog (file = syslog), or a file
  * opened for appending. Returns 0 or -errno. */
-int s5_log_open(const struct s5_config *cfg);
+int s5_log_open(const struct s5_log_cfg *cfg);
 
 /* A reload: the new level at once, and a log file at another path (from a
  * file to a file only: s5_log_can_apply). Returns 0, -1 when the change of
  * file is not one it makes, or -errno. Per process (each worker process
  * calls it itself). */
-int s5_log_apply(const struct s5_config *cfg);
+int s5_log_apply(const struct s5_log_cfg *cfg);
 
 /* 1 if s5_log_apply() can move the log from cur's file to next's. */
-int s5_log_can_apply(const struct s5_config *cur, const struct s5_config *next);
+int s5_log_can_apply(const struct s5_log_cfg *cur, const struct s5_log_cfg *next);
 
 /* Reopens the log file (SIGHUP, after rotation). Safe to call at any time:
  * lines being written meanwhile go to the old file or the new one. */

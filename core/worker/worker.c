@@ -49,7 +49,7 @@ static void worker_take_config(struct s5_worker *w) {
   const struct s5_config *cfg = w->ctx.cfg;
   s5_rules_taken(w->ctx.index, cfg); /* its older rules may be compiled over now */
   if (w->own_process) {
-    int r = s5_log_apply(cfg);
+    int r = s5_log_apply(&cfg->log);
     if (r < -1) s5_error("reload: log file %s: %s", cfg->log.file, strerror(-r));
   }
   s5_pool_reload(&w->pool);

@@ -709,7 +709,7 @@ static void init_once(void) {
   const char *log = getenv("S5_FUZZ_LOG");
   if (log == NULL || *log == '\0' || *log == '0') strcpy(BASE.log.file, "/dev/null");
   BASE.log.level = S5_LOG_DEBUG;
-  if (s5_log_open(&BASE) < 0 || s5_dns_setup(&BASE) < 0) abort();
+  if (s5_log_open(&BASE.log) < 0 || s5_dns_setup(&BASE) < 0) abort();
 }
 
 static void configure(uint8_t c, uint8_t c2) {

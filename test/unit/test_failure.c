@@ -128,7 +128,7 @@ int main(void) {
   s5_config_defaults(&cfg);
   snprintf(cfg.log.file, sizeof cfg.log.file, "%s", path);
   cfg.log.level = S5_LOG_DEBUG;
-  CHECK(s5_log_open(&cfg) == 0, "opening the log %s", path);
+  CHECK(s5_log_open(&cfg.log) == 0, "opening the log %s", path);
   test_burst();
   test_note_flushes();
   test_long_reason();

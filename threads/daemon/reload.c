@@ -62,7 +62,7 @@ int s5_reload(struct s5_config *live, struct s5_stats_area *stats) {
     return 0;
   }
   free(msg);
-  if (!s5_log_can_apply(live, next)) {
+  if (!s5_log_can_apply(&live->log, &next->log)) {
     s5_warn(
       "reload: [log] file = %s: switching between stderr, syslog and a file needs a restart; keeping %s",
       next->log.file[0] ? next->log.file : "(stderr)", live->log.file[0] ? live->log.file : "(stderr)");
@@ -87,7 +87,7 @@ int s5_reload(struct s5_config *live, struct s5_stats_area *stats) {
   if (s5_uptab() != NULL) s5_uptab_assign(s5_uptab(), next); /* the upstreams' rows, by name */
   *live = *next;
   free(next);
-  int lr = s5_log_apply(live);
+  int lr = s5_log_apply(&live->log);
   if (lr < -1) s5_error("reload: log file %s: %s", live->log.file, strerror(-lr));
   s5_config_slot_publish(live);
   S5_STAT_SET(stats, reloads, S5_STAT_GET(stats, reloads) + 1);
