@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tun/route.h"
+#include "tun/route_spec.h"
 
 #define S5_NFT_TABLE "s5tund"
 

@@ -5,7 +5,7 @@
 #define S5_TUN_ROUTE_TABLE_H
 
 #include "tun/netlink.h"
-#include "tun/route.h"
+#include "tun/route_spec.h"
 
 /* Makes the table's routes of `family` what spec asks: every wanted route
  * is added or replaced in place first, then every other route of ours in

@@ -2,7 +2,6 @@
 /* A worker's UDP associations: the table and one association's life (see
  * assoc.h for the design). */
 #include "udp/assoc.h"
-#include "udp/udp.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -278,8 +277,7 @@ struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16
   return NULL;
 }
 
-/* --connections: every association of the table. */
-void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
+void s5_assoc_list(const struct s5_udp *u, struct s5_connq *q) {
   for (const struct s5_assoc *a = u != NULL ? u->all : NULL; a != NULL; a = a->next) {
     struct s5_conn c;
     s5_session_record_entry(&a->rec, &c);
@@ -289,8 +287,4 @@ void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) {
                                            : S5_CONN_CONNECTING;
     s5_conntab_put(q, &c);
   }
-}
-
-void s5_udp_release(struct s5_udp *u) {
-  if (u != NULL) s5_udp_io_release(u->io);
 }

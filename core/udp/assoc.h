@@ -158,6 +158,11 @@ int s5_assoc_relay_target(const struct s5_assoc *a, const struct s5_socks5_addr 
 /* "198.18.0.1:5353", the client, for log lines. */
 const char *s5_assoc_client(const struct s5_assoc *a, char *buf, size_t len);
 
+/* --connections: every association of the table u (NULL: none) into q
+ * (core/shared/conntab.h). */
+struct s5_connq;
+void s5_assoc_list(const struct s5_udp *u, struct s5_connq *q);
+
 /* The association's lifetime: retain for its relay socket once open (its
  * timer and proxy client hold it from birth); release from a handle's
  * close callback (the proxy client's: ops->closed). The last release

@@ -460,6 +460,12 @@ void s5_udp_end_turn(struct s5_udp *u) {
 
 uint64_t s5_udp_wait_wish(struct s5_udp *u) { return s5_udp_io_wait_wish(u->io); }
 
+void s5_udp_list(const struct s5_udp *u, struct s5_connq *q) { s5_assoc_list(u, q); }
+
+void s5_udp_release(struct s5_udp *u) {
+  if (u != NULL) s5_udp_io_release(u->io);
+}
+
 void s5_udp_stop(struct s5_udp *u) {
   if (u == NULL) return;
   udp_set_any_dest_handler(NULL, NULL);
