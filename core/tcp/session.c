@@ -55,7 +55,7 @@ const char *s5_session_peer(const struct s5_session *s, char *buf, size_t len) {
 void s5_session_touch(struct s5_session *s) { s->last_active = uv_now(&s->w->loop); }
 
 void s5_session_named(struct s5_session *s, const char *name) {
-  if (s->rec.name == NULL) s->rec.name = strdup(name); /* kept if there is no memory for it: none */
+  if (s->rec.name == NULL) s->rec.name = strdup(name); /* NULL without memory for it: no name shown */
 }
 
 struct s5_pool *s5_session_pool(const struct s5_session *s) {

@@ -224,6 +224,14 @@ def collect(out, case, streams, clk, tcp=True):
     if meta.get("setup") == "ok" and "died" not in meta:
         if tcp and (meta.get("rr_rc") != "0" or r["conns"] <= 0):
             r["fail"].append("connections: exit %s, %d completed: %s" % (meta.get("rr_rc"), r["conns"], rr_text[:200]))
+    # The direct case: the proxy's own rate to a SOCKS5 client (socks5load).
+    s5, s5_text = read_kv_line(os.path.join(d, "socks5.out"))
+    r["socks5_conn_per_s"] = num(s5.get("rate"))
+    pticks = num(meta.get("socks5_proxy_cpu_ticks"))
+    s5_conns = int(num(s5.get("conns"), 0))
+    r["socks5_proxy_cpu_us"] = (pticks / clk * 1e6 / s5_conns) if (pticks is not None and s5_conns) else None
+    if not tunnel and meta.get("setup") == "ok" and tcp and (meta.get("socks5_rc") != "0" or s5_conns <= 0):
+        r["fail"].append("the proxy's own rate (socks5load): exit %s: %s" % (meta.get("socks5_rc"), s5_text[:200]))
     rr1, rr1_text = read_kv_line(os.path.join(d, "rr1.out"))
     r["ttfb1_p50_ms"] = num(rr1.get("ttfb_p50_us"))
     r["ttfb1_p99_ms"] = num(rr1.get("ttfb_p99_us"))
@@ -272,6 +280,8 @@ def report(args):
     env = read_kv_file(os.path.join(args.out, "env.txt"))
     direct = next((r for r in rows if r["case"] == "direct" and not r["fail"]), None)
 
+    proxy_rate = direct["socks5_conn_per_s"] if direct else None
+
     def base(key, run=None):
         if direct is None:
             return None
@@ -287,6 +297,7 @@ def report(args):
                  "%s_proxy_cpu_s_per_gb" % run]
     head += ["cpu_s_per_gb", "cpu_s_per_gb_up", "cpu_s_per_gb_down", "rss_idle_mib", "rss_load_mib", "pss_idle_mib", "pss_load_mib",
              "procs", "threads", "conn_per_s", "conn_ratio", "conns", "conn_errors", "conn_cpu_us",
+             "proxy_socks5_conn_per_s", "conn_proxy_ratio",
              "ttfb_p50_ms", "ttfb_p99_ms", "ttfb_p50_ratio", "ttfb1_p50_ms", "ttfb1_p99_ms", "rtt_p50_us", "rtt_p99_us",
              "rtt_p50_ratio", "ka_req_per_s", "ka_ratio", "ka_requests", "ka_errors", "ka_conns",
              "ka_cpu_us", "ka_proxy_cpu_us", "ka_lat_p50_us", "ka_lat_p99_us", "ka_lat_p50_ratio", "tun_mtu", "s5tund_log_warn", "s5tund_log_error", "worker_restarts", "failures"]
@@ -306,6 +317,7 @@ def report(args):
                      fmt(r["pss_idle_mib"], 1), fmt(r["pss_load_mib"], 1), r["procs"], r["threads"],
                      fmt(r["conn_per_s"], 1), fmt(ratio(r["conn_per_s"], base("conn_per_s")), 3),
                      r["conns"], r["conn_errors"], fmt(r["conn_cpu_us"], 1),
+                     fmt(r["socks5_conn_per_s"], 1), fmt(ratio(r["conn_per_s"], proxy_rate), 3),
                      fmt(r["ttfb_p50_ms"], 3), fmt(r["ttfb_p99_ms"], 3),
                      fmt(ratio(r["ttfb_p50_ms"], base("ttfb_p50_ms")), 3),
                      fmt(r["ttfb1_p50_ms"], 3), fmt(r["ttfb1_p99_ms"], 3),
@@ -387,6 +399,16 @@ def report(args):
                  env.get("proxy", "?"), env.get("mtu", "?"), env.get("veth_mtu", "?"),
                  env.get("duration", "?"), env.get("conc", "?"), env.get("conn_secs", "?"),
                  env.get("ka_conc", "?"), env.get("conn_secs", "?"), env.get("rounds", "?"), env.get("s5tund_version", "s5tund")))
+    if proxy_rate:
+        md.append("")
+        md.append("New connections against the proxy's own rate: the proxy served a client in the "
+                  "client namespace that speaks SOCKS5 itself (socks5load, the same %s clients and "
+                  "exchanges) %.0f/s (the proxy's CPU %s µs each); through the tunnel: %s."
+                  % (env.get("conc", "?"), proxy_rate, fmt(direct["socks5_proxy_cpu_us"], 0) or "?",
+                     "; ".join("%s %s/s (%s of it, s5tund's CPU %s µs each)"
+                               % (label(r["case"]), fmt(r["conn_per_s"], 0),
+                                  fmt(ratio(r["conn_per_s"], proxy_rate), 2), fmt(r["conn_cpu_us"], 0))
+                               for r in rows if r["case"] != "direct" and r["conn_per_s"])))
     md += report_udp.table(rows, udp_runs, env, label)
     failed = [r for r in rows if r["fail"]]
     if failed:

@@ -5,12 +5,16 @@
     report_rows.py rows --out DIR --modes "thread process" [--relay-delay-ms MS]
     report_rows.py sweep --out DIR --cases "direct thread-q1 ..." --streams N [--clk-tck HZ]
     report_rows.py upstreams --out DIR [--relay-delay-ms MS] [--clk-tck HZ]
+    report_rows.py router --out DIR --modes "thread process" [--clk-tck HZ]
 
 rows: reads $OUT/raw/rows/{direct,MODE}/ (meta and client outputs, written
 by rows.sh), prints the tables and exits 1 when a row did not run (a TTFB
 variant the binary does not know is skipped with a note, not a failure).
 upstreams: reads $OUT/raw/up-{squid,socks5,failover}/ (rows_upstream.sh):
 squid and the SOCKS5 server side by side, then the failover row; exits 1
+when a row did not run.
+router: reads $OUT/raw/router-MODE/ (rows_router.sh): the LAN client
+against the router host per device MTU, and the connection storm; exits 1
 when a row did not run.
 sweep: CPU-s/GB of the N-stream iperf3 runs per mode and queue count, with
 the ratio to one queue (flat = within 10 %). Never fails on a figure.
@@ -303,6 +307,79 @@ def upstream_tables(args):
     return 0
 
 
+def router_tables(args):
+    fails = []
+    lines = ["", "### The router: a LAN client at MTU 1500 against the router host", ""]
+    runs = {}
+    for mode in args.modes.split():
+        d = os.path.join(args.out, "raw", "router-" + mode)
+        if not os.path.isdir(d):
+            continue  # the short run's one mode
+        meta = read_kv_file(os.path.join(d, "meta"))
+        if meta.get("setup") != "ok" or "case_rc" in meta or "died" in meta:
+            fails.append("%s: %s" % (mode, meta.get("died") or meta.get("setup") or "exit %s" % meta.get("case_rc")))
+        runs[mode] = (d, meta)
+    if not runs:
+        fails.append("no mode ran")
+    any_meta = next((m for _, m in runs.values() if m), {})
+    mtus = (any_meta.get("mtus") or "").split()
+    lines.append("Two queues, through the SOCKS5 server; the LAN client in its own namespace behind the "
+                 "router on a veth of MTU %s, forwarded into the device; one TCP stream each way; "
+                 "\"writes per MB\": the packets s5tund wrote to the device per MB of the download "
+                 "(one per segment without segmentation offload: about 700 at an MSS of 1,460)."
+                 % any_meta.get("lan_mtu", "?"))
+    lines += ["", "| mode | device MTU | down: host / LAN Gbit/s | LAN ÷ host | up: host / LAN Gbit/s | "
+              "LAN ÷ host | writes per MB down: host / LAN |", "|---|---|---|---|---|---|---|"]
+    for mode, (d, meta) in runs.items():
+        for mtu in mtus:
+            cells = [mode, mtu]
+            for direction in ("down", "up"):
+                g = {}
+                for who in ("host", "lan"):
+                    name = "%s_m%s_%s" % (who, mtu, direction)
+                    bps, nbytes, _, err = report.iperf_result(os.path.join(d, name + ".json"))
+                    g[who] = (bps / 1e9 if nbytes else None, nbytes, num(meta.get(name + "_tun_written")))
+                    if meta.get(name + "_rc") != "0" or not nbytes:
+                        fails.append("%s: %s: exit %s %s" % (mode, name, meta.get(name + "_rc"), err or ""))
+                cells.append("%s / %s" % (fmt(g["host"][0], 2) or "–", fmt(g["lan"][0], 2) or "–"))
+                cells.append(fmt(report.ratio(g["lan"][0], g["host"][0]), 2) or "–")
+                if direction == "down":
+                    per_mb = lambda x: fmt(x[2] / (x[1] / 1e6), 0) if x[1] and x[2] is not None else "–"
+                    wpm = "%s / %s" % (per_mb(g["host"]), per_mb(g["lan"]))
+            cells.append(wpm)
+            lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "A connection storm through the tunnel: `ab -n %s -c %s` from the router host (a new "
+              "connection per request), the device's queue as s5tund sets it." % (
+                  any_meta.get("ab_n", "?"), any_meta.get("ab_c", "?")), "",
+              "| mode | txqueuelen | requests/s | failed | device TX drops | clients' SYN retransmissions | "
+              "s5tund's CPU per connection |", "|---|---|---|---|---|---|---|"]
+    for mode, (d, meta) in runs.items():
+        ab = {}
+        try:
+            with open(os.path.join(d, "ab.out")) as f:
+                for l in f:
+                    k, sep, v = l.partition(":")
+                    if sep:
+                        ab[k.strip()] = v.split()
+        except OSError:
+            pass
+        if meta.get("ab_rc") != "0":
+            fails.append("%s: ab exit %s" % (mode, meta.get("ab_rc")))
+        done = num((ab.get("Complete requests") or [None])[0])
+        ticks = num(meta.get("ab_cpu_ticks"))
+        per = (ticks / args.clk_tck) / done * 1e6 if ticks is not None and done else None
+        lines.append("| %s | %s | %s | %s | %s | %s | %s µs |" % (
+            mode, meta.get("txqueuelen", "–"), (ab.get("Requests per second") or ["–"])[0],
+            (ab.get("Failed requests") or ["–"])[0], meta.get("tx_dropped", "–"), meta.get("syn_retrans", "–"),
+            fmt(per, 0) or "–"))
+    lines.append("")
+    print("\n".join(lines))
+    if fails:
+        print("Router rows that failed:\n" + "\n".join("- " + f for f in fails))
+        return 1
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(prog="report_rows.py")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -320,8 +397,13 @@ def main():
     u.add_argument("--out", required=True)
     u.add_argument("--relay-delay-ms", default="25")
     u.add_argument("--clk-tck", type=float, default=100.0)
+    t = sub.add_parser("router")
+    t.add_argument("--out", required=True)
+    t.add_argument("--modes", required=True)
+    t.add_argument("--clk-tck", type=float, default=100.0)
     args = ap.parse_args()
-    return {"rows": rows_tables, "sweep": sweep_table, "upstreams": upstream_tables}[args.cmd](args)
+    return {"rows": rows_tables, "sweep": sweep_table, "upstreams": upstream_tables,
+            "router": router_tables}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@
 #
 # Options (each also as an environment variable, the option wins):
 #   --short               the CI variant: 2 s per iperf3 run, queues 1 2,
-#                         streams 1 4, fewer connections and rounds (BENCH_SHORT=1)
+#                         one stream, fewer connections and rounds; the router
+#                         rows in one mode (BENCH_SHORT=1)
 #   --s5tund PATH         the binary (S5TUND; default $BUILD_DIR/s5tund, BUILD_DIR=build)
 #   --out DIR             results directory (BENCH_OUT; default $BUILD_DIR/bench)
 #   --proxy dante|microsocks   SOCKS5 server in the server namespace (BENCH_PROXY; dante)
@@ -44,6 +45,10 @@
 #   --no-upstreams        without the upstream rows (rows_upstream.sh: squid
 #                         and danted side by side, failover under ab)
 #                         (BENCH_UPSTREAMS=0)
+#   --no-router           without the router rows (rows_router.sh: a LAN
+#                         client behind the router against the router host,
+#                         at the bench's MTU and 1500; a connection storm's
+#                         drops; both modes, two queues) (BENCH_ROUTER=0)
 #   --hold N              connections and UDP flows held for the memory rows
 #                         (BENCH_HOLD; 1000, short 200)
 #   --idle-secs SECS      idle time of the wake-up row (BENCH_IDLE_SECS; 20, short 5)
@@ -90,6 +95,7 @@ UDP_LEN=${BENCH_UDP_LEN:-1400}
 UDP_FAMILY=${BENCH_UDP_FAMILY:-4}
 ROWS=${BENCH_ROWS:-1}
 UPSTREAMS=${BENCH_UPSTREAMS:-1}
+ROUTER=${BENCH_ROUTER:-1}
 HOLD_N=${BENCH_HOLD:-}
 IDLE_SECS=${BENCH_IDLE_SECS:-}
 TTFB_SECS=${BENCH_TTFB_SECS:-}
@@ -102,6 +108,7 @@ while (($#)); do
     --conntrack) CONNTRACK=1; shift; continue ;;
     --no-rows) ROWS=0; shift; continue ;;
     --no-upstreams) UPSTREAMS=0; shift; continue ;;
+    --no-router) ROUTER=0; shift; continue ;;
     -h|--help) usage ;;
     --s5tund|--out|--proxy|--modes|--queues|--streams|--duration|--mtu|--veth-mtu|--conc|--conn-secs|--ka-conc|--rounds|--tests|--udp-rate|--udp-len|--veth-gro|--udp-family|--hold|--idle-secs|--ttfb-secs)
       (($# >= 2)) || { echo "bench: $opt needs a value" >&2; exit 2; } ;;
@@ -135,7 +142,7 @@ while (($#)); do
 done
 
 if [[ $SHORT == 1 ]]; then
-  : "${QUEUES_LIST:=1 2}" "${STREAMS:=1 4}" "${DURATION:=2}" "${CONC:=8}" "${CONN_SECS:=1}" "${ROUNDS:=300}"
+  : "${QUEUES_LIST:=1 2}" "${STREAMS:=1}" "${DURATION:=2}" "${CONC:=8}" "${CONN_SECS:=1}" "${ROUNDS:=300}"
   : "${UDP_RATE:=50M}" "${HOLD_N:=200}" "${IDLE_SECS:=5}" "${TTFB_SECS:=1}"
 else
   : "${QUEUES_LIST:=1 2 4 8}" "${STREAMS:=1 8}" "${DURATION:=8}" "${CONC:=32}" "${CONN_SECS:=5}" "${ROUNDS:=2000}"
@@ -248,6 +255,9 @@ cc -O2 -Wall -Wextra -o "$OUT/bin/benchsrv" "$BENCH_DIR/benchsrv.c" \
   || bench_die "cannot build test/bench/benchsrv.c"
 cc -O2 -Wall -Wextra -o "$OUT/bin/holder" "$BENCH_DIR/holder.c" \
   || bench_die "cannot build test/bench/holder.c"
+cc -O2 -Wall -Wextra -o "$OUT/bin/socks5load" "$BENCH_DIR/socks5load.c" -luv \
+  || bench_die "cannot build test/bench/socks5load.c"
+SOCKS5LOAD=$OUT/bin/socks5load
 CONNRATE=$OUT/bin/connrate
 BENCHSRV=$OUT/bin/benchsrv
 
@@ -387,6 +397,8 @@ bench_log "targets on $TGT4 (only in the server namespace): benchsrv $RR_PORT/$E
 source "$BENCH_DIR/rows.sh"
 # shellcheck source=rows_upstream.sh
 source "$BENCH_DIR/rows_upstream.sh"
+# shellcheck source=rows_router.sh
+source "$BENCH_DIR/rows_router.sh"
 
 # ------------------------------------------------------------ measurement helpers
 
@@ -494,7 +506,7 @@ iperf_run() {
     return 0
   fi
   measure_start
-  timeout -k 5 $((DURATION + 30)) ip netns exec "$NS_C" iperf3 -c "$host" -p "$IPERF_PORT" \
+  timeout -k 5 $((DURATION + 30)) ip netns exec "${IPERF_NS:-$NS_C}" iperf3 -c "$host" -p "$IPERF_PORT" \
     -t "$DURATION" -P "$p" "${rev[@]}" --json --connect-timeout 5000 \
     >"$CASE_DIR/$name.json" 2>"$CASE_DIR/$name.stderr" || rc=$?
   measure_end "$name"
@@ -527,6 +539,19 @@ connrate_runs() {
   # One connection at a time: the wait a person's browser feels, without
   # the queueing of 32 parallel clients on 2 cores.
   connrate_timed rr1 rr "$RR_PORT" 1 "sequential connections"
+  # The direct case: the proxy's own rate, to a client in C that speaks
+  # SOCKS5 itself (socks5load.c), the same exchanges and clients as rr: the
+  # ceiling for new connections through the tunnel.
+  if [[ -z $S5PID ]]; then
+    measure_start
+    timeout -k 5 "$(awk -v s="$CONN_SECS" 'BEGIN {printf "%d", s + 60}')" \
+      ip netns exec "$NS_C" "$SOCKS5LOAD" -s "$S_ADDR4" -P "$PROXY_PORT" -a "$TGT4" -p "$RR_PORT" -c "$CONC" \
+      -d "$CONN_SECS" -q 64 -r 128 -t 5000 >"$CASE_DIR/socks5.out" 2>&1 || rc=$?
+    measure_end socks5
+    meta socks5_rc "$rc"
+    say "the proxy's own rate to a SOCKS5 client: rc=$rc $(head -c 300 "$CASE_DIR/socks5.out")"
+    rc=0
+  fi
   timeout -k 5 $((ROUNDS / 10 + 60)) \
     ip netns exec "$NS_C" "$CONNRATE" pingpong -a "$TGT4" -p "$ECHO_PORT" -n "$ROUNDS" -s 64 -t 5000 \
     >"$CASE_DIR/pp.out" 2>&1 || rc=$?
@@ -674,6 +699,7 @@ if [[ $ROWS == 1 ]] && has_test tcp; then
   run_rows
   [[ $UPSTREAMS == 1 ]] && run_upstream_rows
   rows_relays_down
+  [[ $ROUTER == 1 ]] && run_router_rows
 fi
 
 # ------------------------------------------------------------ report
@@ -693,6 +719,10 @@ if [[ $ROWS == 1 ]] && has_test tcp; then
   if [[ $UPSTREAMS == 1 ]]; then
     "$PY" "$BENCH_DIR/report_rows.py" upstreams --out "$OUT" --relay-delay-ms "$RELAY_DELAY_MS" \
       --clk-tck "$CLK_TCK" >>"$OUT/results.md" || report_rc=1
+  fi
+  if [[ $ROUTER == 1 ]]; then
+    "$PY" "$BENCH_DIR/report_rows.py" router --out "$OUT" --modes "$MODES" --clk-tck "$CLK_TCK" \
+      >>"$OUT/results.md" || report_rc=1
   fi
 fi
 if [[ $HAVE_GNUPLOT == 1 && -f $OUT/chart.gp ]] && has_test tcp; then
