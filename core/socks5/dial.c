@@ -14,28 +14,21 @@
 
 #include "base/addr.h"
 
-int s5_dial_open(uv_tcp_t *sock, const struct sockaddr_storage *addr, uint32_t mark, const char *peer,
-                 char *why, size_t cap) {
-  int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    int r = -errno;
-    snprintf(why, cap, "socket to %s: %s", peer, strerror(errno));
+int s5_dial_prepare(uv_tcp_t *sock, uint32_t mark, const char *peer, char *why, size_t cap) {
+  uv_os_fd_t fd;
+  int r = uv_fileno((const uv_handle_t *)sock, &fd);
+  if (r < 0) {
+    snprintf(why, cap, "socket to %s: %s", peer, uv_strerror(r));
     return r;
   }
   if (mark != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof mark) < 0) {
-    int r = -errno;
+    r = -errno;
     snprintf(why, cap, "SO_MARK %u on the socket to %s: %s", mark, peer, strerror(errno));
-    close(fd);
     return r;
   }
-  int r = uv_tcp_open(sock, fd);
-  if (r < 0) {
-    snprintf(why, cap, "adopting the socket to %s: %s", peer, uv_strerror(r));
-    close(fd);
-    return r;
-  }
-  uv_tcp_nodelay(sock, 1);
-  return 0;
+  r = uv_tcp_nodelay(sock, 1);
+  if (r < 0) snprintf(why, cap, "TCP_NODELAY on the socket to %s: %s", peer, uv_strerror(r));
+  return r;
 }
 
 int s5_dial_adopt(uv_tcp_t *sock, const uv_tcp_t *warm, char *why, size_t cap) {

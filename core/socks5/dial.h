@@ -11,11 +11,11 @@
 #include <sys/socket.h>
 #include <uv.h>
 
-/* A non-blocking socket for addr's family, SO_MARK mark (0: none) and
- * TCP_NODELAY, adopted by sock (initialised, not yet open). peer names
- * the far end in why. Returns 0, or < 0 with why. */
-int s5_dial_open(uv_tcp_t *sock, const struct sockaddr_storage *addr, uint32_t mark, const char *peer,
-                 char *why, size_t cap);
+/* sock's socket (initialised with its family: uv_tcp_init_ex, which opens
+ * it non-blocking without a further call) with SO_MARK mark (0: none) and
+ * TCP_NODELAY, ready to connect. peer names the far end in why. Returns
+ * 0, or < 0 with why. */
+int s5_dial_prepare(uv_tcp_t *sock, uint32_t mark, const char *peer, char *why, size_t cap);
 
 /* A second descriptor of warm's connection (a pooled one), adopted by
  * sock (initialised, not yet open). Returns 0, or < 0 with why. */

@@ -270,11 +270,11 @@ static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
 
 /* ---------------------------------------------------------------- connecting */
 
-/* p->sock initialised: from here on it must be closed. */
-static int proxy_sock_init(struct s5_proxy *p, char *why, size_t cap) {
-  int r = uv_tcp_init(&p->w->loop, &p->sock);
+/* p->sock initialised, its socket opened (AF_UNSPEC: adopted later). */
+static int proxy_sock_init(struct s5_proxy *p, int family, char *why, size_t cap) {
+  int r = uv_tcp_init_ex(&p->w->loop, &p->sock, (unsigned)family);
   if (r < 0) {
-    snprintf(why, cap, "proxy socket: %s", uv_strerror(r));
+    snprintf(why, cap, "socket to %s: %s", p->up->name, uv_strerror(r));
     return r;
   }
   p->sock.data = p->owner;
@@ -288,8 +288,8 @@ static int proxy_sock_init(struct s5_proxy *p, char *why, size_t cap) {
  * proxy_connected follows. Returns 0 or < 0 with why. */
 static int proxy_connect(struct s5_proxy *p, const struct sockaddr_storage *addr, char *why, size_t cap) {
   p->step = S5_PROXY_CONNECTING;
-  int r = proxy_sock_init(p, why, cap);
-  if (r == 0) r = s5_dial_open(&p->sock, addr, p->up->mark, p->up->name, why, cap);
+  int r = proxy_sock_init(p, addr->ss_family, why, cap);
+  if (r == 0) r = s5_dial_prepare(&p->sock, p->up->mark, p->up->name, why, cap);
   if (r < 0) return r;
   r = uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)addr, proxy_connected);
   if (r < 0) snprintf(why, cap, "connecting to %s: %s", p->up->name, uv_strerror(r));
@@ -423,7 +423,7 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   int len = proxy_request_text(p, msg, sizeof msg, why, cap);
   if (len < 0) return len;
   uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
-  int r = proxy_sock_init(p, why, cap);
+  int r = proxy_sock_init(p, AF_UNSPEC, why, cap);
   if (r == 0) r = s5_dial_adopt(&p->sock, &warm->sock, why, cap);
   if (r < 0) return r;
   p->pooled = 1;

@@ -5,21 +5,31 @@
  * thread-local too: no locking, no sharing of sequence between workers.
  * The state is seeded from getrandom() on first use. In process mode the
  * workers are forked; a child inheriting an already-seeded state would
- * repeat its parent's (and its siblings') numbers, so the state remembers
- * the pid it was seeded in and reseeds when that changes. LWIP_RAND() is
- * called once per new connection (ISN) and at init, so the getpid() system
- * call per draw is negligible. Not a CSPRNG: ISNs here only need to be
- * unpredictable to blind off-path guessing, and the peers are local. */
+ * repeat its parent's (and its siblings') numbers, so a fork handler
+ * (pthread_atfork, registered before main) clears the state in the child,
+ * which reseeds at its first draw: no system call per draw (LWIP_RAND() is
+ * called once per new connection, for its ISN). Not a CSPRNG: ISNs here
+ * only need to be unpredictable to blind off-path guessing, and the peers
+ * are local. */
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/random.h>
 #include <sys/types.h>
 #include <time.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "arch/cc.h"
 
-static __thread uint64_t s5_rand_state;
-static __thread pid_t s5_rand_pid;
+static __thread uint64_t s5_rand_state; /* 0: not seeded (in this process) yet */
+
+/* In the child of a fork: the forking thread's state, the only one the
+ * child has, is its parent's; it reseeds. */
+static void s5_rand_forked(void) { s5_rand_state = 0; }
+
+__attribute__((constructor)) static void s5_rand_register(void) {
+  if (pthread_atfork(NULL, NULL, s5_rand_forked) != 0) abort(); /* ENOMEM at start-up */
+}
 
 /* splitmix64 step: spreads weak fallback entropy over all 64 bits. */
 static uint64_t s5_rand_mix(uint64_t z) {
@@ -29,7 +39,7 @@ static uint64_t s5_rand_mix(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-static void s5_rand_seed(pid_t pid) {
+static void s5_rand_seed(void) {
   uint64_t seed = 0;
   struct timespec ts;
 
@@ -39,19 +49,17 @@ static void s5_rand_seed(pid_t pid) {
   if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     seed ^= (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32);
-    seed ^= (uint64_t)pid << 16;
+    seed ^= (uint64_t)getpid() << 16;
     seed ^= (uint64_t)(uintptr_t)&s5_rand_state;
   }
   seed = s5_rand_mix(seed);
   s5_rand_state = seed != 0 ? seed : 0x2545f4914f6cdd1dull; /* 0 is a fixed point */
-  s5_rand_pid = pid;
 }
 
 uint32_t s5_lwip_rand(void) {
-  pid_t pid = getpid();
   uint64_t x;
 
-  if (s5_rand_state == 0 || s5_rand_pid != pid) s5_rand_seed(pid);
+  if (s5_rand_state == 0) s5_rand_seed();
   x = s5_rand_state;
   x ^= x >> 12;
   x ^= x << 25;
