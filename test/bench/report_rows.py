@@ -41,6 +41,20 @@ def out_kv(d, fname):
     return read_kv_line(os.path.join(d, fname))[0]
 
 
+def read_ab(d):
+    """ab's report in d/ab.out: each "Key: values" line as key -> words."""
+    ab = {}
+    try:
+        with open(os.path.join(d, "ab.out")) as f:
+            for l in f:
+                k, sep, v = l.partition(":")
+                if sep:
+                    ab[k.strip()] = v.split()
+    except OSError:
+        pass
+    return ab
+
+
 def ms(us):
     x = num(us)
     return None if x is None else x / 1000.0
@@ -259,15 +273,7 @@ def upstream_tables(args):
 
     d = os.path.join(args.out, "raw", "up-failover")
     meta = read_kv_file(os.path.join(d, "meta"))
-    ab = {}
-    try:
-        with open(os.path.join(d, "ab.out")) as f:
-            for l in f:
-                k, sep, v = l.partition(":")
-                if sep:
-                    ab[k.strip()] = v.split()
-    except OSError:
-        pass
+    ab = read_ab(d)
     if meta.get("setup") != "ok" or "case_rc" in meta or meta.get("ab_rc") != "0":
         fails.append("failover: %s" % (meta.get("setup") or "exit %s, ab %s" % (meta.get("case_rc"), meta.get("ab_rc"))))
     first = lambda k: (ab.get(k) or ["–"])[0]
@@ -354,15 +360,7 @@ def router_tables(args):
               "| mode | txqueuelen | requests/s | failed | device TX drops | clients' SYN retransmissions | "
               "s5tund's CPU per connection |", "|---|---|---|---|---|---|---|"]
     for mode, (d, meta) in runs.items():
-        ab = {}
-        try:
-            with open(os.path.join(d, "ab.out")) as f:
-                for l in f:
-                    k, sep, v = l.partition(":")
-                    if sep:
-                        ab[k.strip()] = v.split()
-        except OSError:
-            pass
+        ab = read_ab(d)
         if meta.get("ab_rc") != "0":
             fails.append("%s: ab exit %s" % (mode, meta.get("ab_rc")))
         done = num((ab.get("Complete requests") or [None])[0])
