@@ -41,6 +41,15 @@ def out_kv(d, fname):
     return read_kv_line(os.path.join(d, fname))[0]
 
 
+def finish(lines, fails, what):
+    """Prints a renderer's tables, then what failed; its exit status."""
+    print("\n".join(lines))
+    if fails:
+        print("%s that failed:\n" % what + "\n".join("- " + f for f in fails))
+        return 1
+    return 0
+
+
 def read_ab(d):
     """ab's report in d/ab.out: each "Key: values" line as key -> words."""
     ab = {}
@@ -161,11 +170,7 @@ def rows_tables(args):
     row("wake-ups while idle (context switches, every thread)", wake)
     row("start to READY=1", ready)
     lines.append("")
-    print("\n".join(lines))
-    if fails:
-        print("Rows that failed:\n" + "\n".join("- " + f for f in fails))
-        return 1
-    return 0
+    return finish(lines, fails, "Rows")
 
 
 def sweep_table(args):
@@ -306,11 +311,7 @@ def upstream_tables(args):
     lines += ["", "[rules] with 100,000 names and 10,000 prefixes (none matching) against none, the SOCKS5 "
               "server as the upstream, in turn:", "", "| rules | new connections | s5tund's CPU per connection |",
               "|---|---|---|"] + cells + [""]
-    print("\n".join(lines))
-    if fails:
-        print("Upstream rows that failed:\n" + "\n".join("- " + f for f in fails))
-        return 1
-    return 0
+    return finish(lines, fails, "Upstream rows")
 
 
 def router_tables(args):
@@ -371,11 +372,7 @@ def router_tables(args):
             (ab.get("Failed requests") or ["–"])[0], meta.get("tx_dropped", "–"), meta.get("syn_retrans", "–"),
             fmt(per, 0) or "–"))
     lines.append("")
-    print("\n".join(lines))
-    if fails:
-        print("Router rows that failed:\n" + "\n".join("- " + f for f in fails))
-        return 1
-    return 0
+    return finish(lines, fails, "Router rows")
 
 
 def main():
