@@ -77,7 +77,6 @@ struct s5_relay_conn {
   enum s5_relay_state state;
   enum s5_relay_early early; /* [socks5] optimistic: see the enum */
 
-  uv_shutdown_t shutdown_req;
   uv_write_t write_req; /* at most one write in flight */
 
   /* Client to proxy: pbufs lwIP handed us, not yet taken by the proxy socket.
@@ -95,7 +94,6 @@ struct s5_relay_conn {
   unsigned client_eof : 1;          /* FIN from the client */
   unsigned proxy_eof : 1;           /* EOF from the proxy */
   unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
-  unsigned shutting : 1;            /* shutdown_req in flight */
   unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
   const char *reset_why;            /* for the owner when that RST goes out */
 };
