@@ -131,23 +131,17 @@ static int relay_bufs(const struct s5_relay_conn *s, uv_buf_t *bufs, int max, si
   return n;
 }
 
-/* A write to the proxy socket came back: 1 when the relay goes
- * on with it; 0 when the relay closed meanwhile, or when it failed (told
- * to the owner). */
-static int relay_req_ok(struct s5_relay_conn *s, int status, const char *failed) {
-  if (status == UV_ECANCELED || s->state == S5_RELAY_CLOSED) return 0;
-  if (status < 0) {
-    s->ops->failed(s->owner, failed);
-    return 0;
-  }
-  return 1;
-}
-
+/* The write to the proxy came back. Nothing more when the relay closed
+ * meanwhile; a failure is told to the owner. */
 static void relay_written(uv_write_t *req, int status) {
   struct s5_relay_conn *s = req->data;
   S5_ASSERT(s->writing);
   s->writing = 0;
-  if (!relay_req_ok(s, status, "writing to proxy failed")) return;
+  if (status == UV_ECANCELED || s->state == S5_RELAY_CLOSED) return;
+  if (status < 0) {
+    s->ops->failed(s->owner, "writing to proxy failed");
+    return;
+  }
   relay_consume(s, s->write_len);
   if (relay_flush(s) == ERR_OK && s->state != S5_RELAY_CLOSED) relay_check_done(s);
 }
