@@ -180,6 +180,10 @@ def sweep_table(args):
         r = report.collect(args.out, c, [args.streams], args.clk_tck)
         mode, q = c.rsplit("-q", 1)
         rows.setdefault(mode, []).append((int(q), r))
+    if all(len(lst) < 2 for lst in rows.values()):
+        # the short run measures one queue count: nothing to sweep
+        print("\nQueue sweep: one queue count measured (make bench sweeps 1 2 4 8).\n")
+        return 0
     lines = ["", "### Queue sweep: CPU-s/GB with %s streams, same cores" % args.streams, "",
              "| mode | queues | up Gbit/s | down Gbit/s | CPU-s/GB up | CPU-s/GB down | vs 1 queue (up, down) |",
              "|---|---|---|---|---|---|---|"]
