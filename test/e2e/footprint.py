@@ -229,14 +229,16 @@ def udp_burst(args, d):
             for i, s in enumerate(socks):
                 for k in range(16):
                     s.sendto(bytes([k]) * (1000 + 250 * k), (args.host, args.udp_port))
-            for s in socks:
+            for s in socks:  # this round's 16 echoes, or what came within 0.2 s of the last
+                got = 0
                 try:
-                    while True:
-                        s.settimeout(0.2)
+                    s.settimeout(0.2)
+                    while got < 16:
                         s.recv(65535)
-                        back += 1
+                        got += 1
                 except socket.timeout:
                     pass
+                back += got
             if back >= args.udp_n:
                 break
     finally:
