@@ -205,18 +205,17 @@ FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_upstream fuzz_dns fuzz_ini fuzz_ht
 # is the subject: the supervisor, a dead or killed worker, the soak, and
 # the matrix's process q4 end; both modes run stop and drain and reload;
 # process mode alone runs the shared stats, log reopening, a vanished
-# device, --connections and exec (ASAN_SKIP_THREAD). txqueue measures the kernel's queue of
-# the device under a connection storm: no code of ours that load10k does
-# not run under ASan too.
+# device, --connections and exec (ASAN_SKIP_THREAD). txqueue measures the
+# kernel's queue of the device under a connection storm: no code of ours
+# that load10k does not run under ASan too.
 # Five cases registered once (process mode) that spend their time waiting
 # are in ASAN_SKIP_PROCESS too: an idle pool closing (pool_idle_close), TTFB
 # rounds through the delay relay (pool_ttfb), a failover under ab
 # (balance_failover), auto-route's set-up (route.host) and the kill switch
 # (ops.killswitch). What they run of ours runs under ASan in other cases
 # (pool_idle, pool_age; balance_spread, balance_reload; route.router,
-# route.netns, ops.autoroute). ops.drain_idle (idle sessions waited out,
-# in both modes) runs in neither: its stop and drain run under ASan in
-# ops.drain_close. The lints (format, layers, SPDX headers, the case list)
+# route.netns, ops.autoroute). ops.drain_idle (idle sessions waited out)
+# stays out too: its stop and drain run under ASan in ops.drain_close. The lints (format, layers, SPDX headers, the case list)
 # read the sources, which no sanitizer changes: they run once, in the plain
 # suite. CMake's regular expressions take at most 9 groups: the ones below
 # use all of them.

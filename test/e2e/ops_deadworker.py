@@ -18,10 +18,12 @@ from e2elib import Fail, check, wait_for  # noqa: F401
 from e2elib import stats_doc as stats  # noqa: F401
 from ops_common import *  # noqa: F401,F403
 
-DW_LATE_MS = 5000     # the idle clients' reply comes this long after their request (after the kill and DW_BOUND)
+DW_LATE_MS = 5000     # the idle clients' reply comes this long after their request:
+                      # after the kill and DW_BOUND
 DW_KILL_AFTER = 1.5   # the worker is killed this long after the last client started
 DW_BOUND = 3.0        # issue 10: no client of the dead worker waits longer after the kill
-DW_BYTES = 8 << 20    # download / upload size: paced (at most 1.6 MB/s), it lasts well past the kill and DW_LOOK
+DW_BYTES = 8 << 20    # download / upload size: paced (1.6 MB/s at most), it lasts
+                      # well past the kill and DW_LOOK
 DW_PIECE = 16384      # paced: one piece per DW_PACE seconds
 DW_PACE = 0.01
 DW_BUF = 65536        # small socket buffers: a reset is seen right after the buffered data
