@@ -83,7 +83,11 @@ static pid_t daemon_start(char **flags, int nflags, const char *netns, const cha
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid == 0) {
-    setpgid(0, 0);                             /* the terminal's Ctrl-C is the command's */
+    setpgid(0, 0); /* the terminal's Ctrl-C is the command's */
+    /* Our forwarders, inherited, would swallow the death signal below until
+     * execv (they forward to no command yet): the tunnel would outlive us. */
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
     prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0); /* we killed: a clean stop still */
     if (getppid() != parent) _exit(1);         /* killed before the line above: no tunnel */
     setenv("NOTIFY_SOCKET", notify, 1);
