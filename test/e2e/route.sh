@@ -709,6 +709,19 @@ case_exec() {
   rc=0; wait "$p1" || rc=$?
   ((rc == 130)) || fail "Ctrl-C: exec returned $rc, expected 130"
   exec_nothing_left
+  # SIGTERM while the tunnel comes up (its post-up takes 2 s): the tunnel
+  # stops, the command never runs, exit 143 (before: the signal was lost,
+  # and the command ran once the tunnel was up).
+  sed '/^\[tun\]/a post-up = sleep 2' "$EXEC_INI" >"$WORK/exec-slow.ini"
+  nsenter --net="/run/netns/$NS_C" -- "$S5TUND" exec --config "$WORK/exec-slow.ini" -- touch "$WORK/exec-ran" \
+    >>"$WORK/exec.log" 2>&1 &
+  p1=$!
+  sleep 0.5
+  kill -TERM "$p1"
+  rc=0; wait "$p1" || rc=$?
+  ((rc == 143)) || fail "SIGTERM while the tunnel came up: exec returned $rc, expected 143"
+  [[ -e $WORK/exec-ran ]] && fail "SIGTERM while the tunnel came up: the command ran"
+  exec_nothing_left
   # The command killed: 137, and the tunnel still stops cleanly.
   s5exec -- sh -c 'kill -KILL $$' >>"$WORK/exec.log" 2>&1 && rc=0 || rc=$?
   ((rc == 137)) || fail "a killed command: exec returned $rc, expected 137"
@@ -723,7 +736,7 @@ case_exec() {
   rc=0; wait "$p2" || rc=$?
   ((rc == 0)) || fail "the second of two execs at once returned $rc: $(tail -5 "$WORK/exec.log")"
   exec_nothing_left
-  log "exec: TCP (IPv4, IPv6), UDP and a mapped name through danted; exit 0, 3, 127, 130, 137; two at once; nothing left"
+  log "exec: TCP (IPv4, IPv6), UDP and a mapped name through danted; exit 0, 3, 127, 130, 143, 137; two at once; nothing left"
 }
 
 # ---------------------------------------------------------------- owner

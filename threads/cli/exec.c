@@ -41,9 +41,11 @@
 #define S5_EXEC_STOP_S 15
 
 static volatile sig_atomic_t child_pid; /* the command, for the forwarded signals */
+static volatile sig_atomic_t early_sig; /* SIGTERM or SIGHUP before the command ran */
 
 static void forward(int sig) {
   if (child_pid > 0) kill(child_pid, sig);
+  else early_sig = sig;
 }
 
 static int usage(void) {
@@ -103,8 +105,13 @@ static pid_t daemon_start(char **flags, int nflags, const char *netns, const cha
 static int daemon_wait_ready(int nfd, pid_t daemon, bool *gone) {
   time_t end = time(NULL) + S5_EXEC_READY_S;
   while (time(NULL) < end) {
+    if (early_sig != 0) {
+      fprintf(stderr, "s5tund exec: %s while the tunnel came up: the command does not run\n",
+              strsignal(early_sig));
+      return 128 + early_sig;
+    }
     struct pollfd p = {.fd = nfd, .events = POLLIN};
-    int r = poll(&p, 1, 200);
+    int r = poll(&p, 1, 200); /* a signal ends it early */
     if (r > 0) {
       char msg[256];
       ssize_t n = recv(nfd, msg, sizeof msg - 1, 0);
@@ -156,6 +163,8 @@ static pid_t command_start(char **cmd, const char *netns) {
   if (pid != 0) return pid;
   signal(SIGINT, SIG_DFL);
   signal(SIGQUIT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL); /* forwarded to us before execvp: not to be swallowed */
+  signal(SIGHUP, SIG_DFL);
   struct s5_netns ns;
   char err[320];
   if (s5_netns_open(&ns, netns, err, sizeof err) < 0 || s5_netns_enter(&ns) < 0) {
@@ -273,6 +282,7 @@ int s5_exec_command(int argc, char **argv) {
     return 1;
   }
   child_pid = cmd;
+  if (early_sig != 0) kill(cmd, early_sig); /* came as it started */
   int st;
   while (waitpid(cmd, &st, 0) < 0 && errno == EINTR) {
   }
