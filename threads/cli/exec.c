@@ -158,13 +158,28 @@ static int command_user(void) {
   return 0;
 }
 
+/* The command's process. SIGTERM and SIGHUP stay blocked from before the
+ * fork until each side is ready for them: the parent until child_pid names
+ * the command (one that came meanwhile is forwarded then), the child until
+ * it has dropped the forwarders it inherited (one forwarded meanwhile ends
+ * it, as it would the command). */
 static pid_t command_start(char **cmd, const char *netns) {
+  sigset_t fwd, old;
+  sigemptyset(&fwd);
+  sigaddset(&fwd, SIGTERM);
+  sigaddset(&fwd, SIGHUP);
+  sigprocmask(SIG_BLOCK, &fwd, &old);
   pid_t pid = fork();
-  if (pid != 0) return pid;
+  if (pid != 0) {
+    if (pid > 0) child_pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return pid;
+  }
   signal(SIGINT, SIG_DFL);
   signal(SIGQUIT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL); /* forwarded to us before execvp: not to be swallowed */
+  signal(SIGTERM, SIG_DFL);
   signal(SIGHUP, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &old, NULL);
   struct s5_netns ns;
   char err[320];
   if (s5_netns_open(&ns, netns, err, sizeof err) < 0 || s5_netns_enter(&ns) < 0) {
@@ -281,8 +296,7 @@ int s5_exec_command(int argc, char **argv) {
     close(nfd);
     return 1;
   }
-  child_pid = cmd;
-  if (early_sig != 0) kill(cmd, early_sig); /* came as it started */
+  if (early_sig != 0) kill(cmd, early_sig); /* came after the tunnel was up, before the command */
   int st;
   while (waitpid(cmd, &st, 0) < 0 && errno == EINTR) {
   }
