@@ -144,7 +144,8 @@ case_ready() {
 # throughout; those on the killed queue end; the device is the same
 # (ifindex); the restart delays logged double (as documented: 100 ms, then
 # twice the last while workers die within 10 s of starting); the restarts
-# counter says 4; new connections work on every queue afterwards.
+# counter says 4; new connections work on every queue afterwards. Then
+# the supervisor killed as it forks its workers leaves none running.
 case_supervise() {
   local kills=4 ifindex out victim lines prev d lived want
   e2e_process_only
@@ -178,6 +179,36 @@ case_supervise() {
   CLIENT_T=$((T_START + T_STEP)) client --host "$TGT4" --timeout 10 concurrent 32 --retry-for "$T_START"
   client --host "$TGT6" echo
   ops_stop_ok
+  supervise_killed_early
+}
+
+# The supervisor killed -9 as it forks its workers: a worker forked just
+# before, that had not yet asked for its parent's death signal, gets none;
+# it must see that its parent is gone and exit rather than serve a queue
+# with no supervisor. strace holds every prctl() 0.5 s (the worker's
+# first call asks for that signal), so the kill lands in that window.
+supervise_killed_early() {
+  local ini=$WORK/s5tund.early.ini tracer sup i pat
+  command -v strace >/dev/null 2>&1 || fail "strace is missing (run 'make deps')"
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_PROXY_ADDR=$S_ADDR4 CFG_PROXY_PORT=$MS_PORT e2e_write_config "$ini"
+  in_c strace -f -qq -o /dev/null -e trace=prctl -e inject=prctl:delay_enter=500000 \
+    "$S5TUND" --config "$ini" >>"$WORK/early.log" 2>&1 &
+  tracer=$!
+  pat="^$S5TUND --config $ini\$" # s5tund's processes, not strace's
+  for i in $(seq $((T_START * 20))); do sup=$(pgrep -o -f -- "$pat" || true); [[ -n $sup ]] && break; sleep 0.05; done
+  [[ -n $sup ]] || fail "s5tund did not start under strace: $(oneline "$(tail -3 "$WORK/early.log")")"
+  for i in $(seq $((T_START * 100))); do pgrep -P "$sup" >/dev/null && break; sleep 0.01; done
+  pgrep -P "$sup" >/dev/null || fail "the supervisor forked no worker: $(oneline "$(tail -3 "$WORK/early.log")")"
+  kill -KILL "$sup"
+  for i in $(seq $((T_STOP * 10))); do pgrep -f -- "$pat" >/dev/null || break; sleep 0.1; done
+  if pgrep -fa -- "$pat"; then
+    pkill -KILL -f -- "$pat"
+    fail "a worker outlived its supervisor, killed -9 as it forked the workers"
+  fi
+  wait "$tracer" 2>/dev/null || true
+  for i in $(seq $((T_STOP * 10))); do e2e_tun_exists || break; sleep 0.1; done
+  e2e_tun_exists && fail "$TUN is left after the supervisor and its workers are gone"
+  log "supervisor killed -9 as it forked its workers: no worker outlived it"
 }
 
 # deadworker (process mode): clients of a worker killed with SIGKILL are

@@ -56,10 +56,12 @@ static void child_close_fds(int keep1, int keep2) {
 }
 
 /* In the child: serve one queue, then exit. Never returns. */
-static void child_main(struct supervisor *sv, unsigned index) {
+static void child_main(struct supervisor *sv, unsigned index, pid_t parent) {
   const struct s5_config *cfg = sv->cfg;
-  /* Die with the supervisor, so a killed parent never leaves queues behind. */
+  /* Die with the supervisor, so a killed parent never leaves queues behind;
+   * one killed before this line sends no death signal: the check after it. */
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(1);
   int fd = sv->kids[index].fd, log_fd = s5_log_fd();
   s5_log_child_close();
   child_close_fds(fd, log_fd > 2 ? log_fd : fd);
@@ -79,12 +81,13 @@ static void child_main(struct supervisor *sv, unsigned index) {
 static int child_spawn(struct supervisor *sv, unsigned index) {
   struct child *kids = sv->kids;
   S5_ASSERT(index < sv->cfg->queues && kids[index].pid == 0); /* one worker per queue */
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     s5_error("forking worker %u: %s", index, strerror(errno));
     return -1;
   }
-  if (pid == 0) child_main(sv, index);
+  if (pid == 0) child_main(sv, index, parent);
   kids[index].pid = pid;
   kids[index].started_ms = s5_now_ms();
   S5_STAT_SET(&sv->stats->q[index], pid, pid);
