@@ -814,6 +814,18 @@ case_owner() {
 # (a warning, nothing left), exec itself killed -9 as it starts (no tunnel
 # left running; a namespace left is swept by the next exec), and a stale
 # file in /run/netns named as [tun] netns (a clear error).
+# exec_killed_after DELAY...: exec killed -9 DELAY seconds after each start.
+exec_killed_after() {
+  local d p
+  for d in "$@"; do
+    nsenter --net="/run/netns/$NS_C" -- "$S5TUND" exec --config "$EXEC_INI" -- sleep 30 >>"$WORK/owner.log" 2>&1 &
+    p=$!
+    sleep "$d"
+    kill -KILL "$p"
+    wait "$p" 2>/dev/null || true
+  done
+}
+
 owner_exec_deaths() {
   local i p left err
   EXEC_INI=$WORK/owner-exec.ini
@@ -824,24 +836,12 @@ owner_exec_deaths() {
   grep -q "warning: the tunnel died (signal 9)" "$err" || fail "exec did not warn that its tunnel died: $(oneline "$(cat "$err")")"
   grep -q "s5tund.*level.*info\|info  main" "$err" && fail "exec printed the tunnel's info lines: $(oneline "$(head -2 "$err")")"
   exec_nothing_left
-  for i in $(seq 10); do
-    nsenter --net="/run/netns/$NS_C" -- "$S5TUND" exec --config "$EXEC_INI" -- sleep 30 >>"$WORK/owner.log" 2>&1 &
-    p=$!
-    sleep "0.0$i"
-    kill -KILL "$p"
-    wait "$p" 2>/dev/null || true
-  done
+  exec_killed_after $(seq -f "0.0%g" 1 9) 0.1
   # Killed within its first 5 ms, as it forks the tunnel: 150 times. Before
   # the tunnel's process reset exec's signal forwarders, a death signal that
   # came between its fork and its execv was swallowed, and about 3 tunnels
   # in 100 such kills ran on with no exec.
-  for i in $(seq 150); do
-    nsenter --net="/run/netns/$NS_C" -- "$S5TUND" exec --config "$EXEC_INI" -- sleep 30 >>"$WORK/owner.log" 2>&1 &
-    p=$!
-    sleep "0.00$((i % 6))"
-    kill -KILL "$p"
-    wait "$p" 2>/dev/null || true
-  done
+  exec_killed_after $(for i in $(seq 150); do echo "0.00$((i % 6))"; done)
   for i in $(seq $((T_STOP * 10))); do
     pgrep -f -- "--config $EXEC_INI --netns s5exec-" >/dev/null || break
     sleep 0.1
