@@ -623,6 +623,10 @@ case_port_reuse() {
   local n=${E2E_AB_N:-20000} before after out complete failed rate tw0 tw1 host sport=41000
   command -v ab >/dev/null 2>&1 || fail "ab is missing (apache2-utils; run 'make deps')"
   e2e_topology_up
+  # The source ports reuse.py binds are never handed out to ab's
+  # connections, whose sockets (FIN_WAIT_2 after the storm) would refuse
+  # the bind (EADDRINUSE: once in a clean-clone run).
+  in_c sysctl -qw net.ipv4.ip_local_reserved_ports=41000-41009
   e2e_start_target
   DANTE_LOG_SESSIONS=0 e2e_start_dante
   start_with_config "$S_ADDR4" "$DANTE_PORT"
