@@ -65,6 +65,12 @@ struct s5_prefix_file {
  * reading stops with err left as fn wrote it). Returns the number of
  * prefixes with *n4 and *n6 set, or -1 with "PATH:LINE: what" in err. */
 typedef int s5_prefix_fn(const struct s5_prefix *p, void *arg, char *err, size_t errlen);
+
+/* 1 when p (set) covers ss's address. */
+int s5_prefix_covers(const struct s5_prefix *p, const struct sockaddr_storage *ss);
+
+/* p as "ADDR/LEN" into buf ("" when unset). Returns buf. */
+const char *s5_prefix_text(const struct s5_prefix *p, char *buf, size_t len);
 long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned *n4, unsigned *n6, char *err,
                          size_t errlen);
 

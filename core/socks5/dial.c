@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/addr.h"
+#include "ini/config.h"
 
 int s5_dial_prepare(uv_tcp_t *sock, uint32_t mark, const char *peer, char *why, size_t cap) {
   uv_os_fd_t fd;
@@ -63,7 +64,7 @@ static void dial_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *re
   if (to.ss_family == 0)
     snprintf(why, sizeof why, "direct: resolving %s failed: %s", l->name,
              status < 0 ? uv_strerror(status) : "no address");
-  if (l->cb != NULL) l->cb(l->arg, to.ss_family != 0 ? &to : NULL, why);
+  if (l->cb != NULL) l->cb(l->arg, to.ss_family != 0 ? &to : NULL, to.ss_family != 0 ? l->name : why);
   free(l);
 }
 
@@ -97,4 +98,23 @@ int s5_dial_resolve(uv_loop_t *loop, const struct sockaddr_storage *addr, const 
 void s5_dial_cancel(struct s5_dial_lookup *l) {
   l->cb = NULL; /* its callback frees it */
   uv_cancel((uv_req_t *)&l->req);
+}
+
+int s5_dial_loops(const struct s5_config *cfg, const struct sockaddr_storage *to, const char *name, char *why,
+                  size_t cap) {
+  const struct s5_prefix *in[] = {&cfg->tun.ipv4, &cfg->tun.ipv6, &cfg->dns.network, &cfg->dns.network6};
+  if (cfg->tun.netns[0] != '\0') return 0; /* our sockets do not route into it */
+  for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+    if (!s5_prefix_covers(in[i], to)) continue;
+    char addr[S5_SOCKADDR_STRLEN], pfx[64], from[300] = "";
+    if (name != NULL && name[0] != '\0') snprintf(from, sizeof from, "%s resolved to ", name);
+    snprintf(why, cap, "direct: %s%s is inside %s%s %s, so it would come back into the device (a loop)", from,
+             s5_sockaddr_host(to, addr, sizeof addr), i < 2 ? cfg->tun.name : "[dns] ",
+             i < 2    ? "'s prefix"
+             : i == 2 ? "network"
+                      : "network6",
+             s5_prefix_text(in[i], pfx, sizeof pfx));
+    return 1;
+  }
+  return 0;
 }

@@ -24,9 +24,9 @@ int s5_dial_adopt(uv_tcp_t *sock, const uv_tcp_t *warm, char *why, size_t cap);
 /* A destination being resolved: allocated for the lookup alone. */
 struct s5_dial_lookup;
 
-/* The answer: to is the first address (the port of the request), or NULL
- * with why when there is none. */
-typedef void s5_dial_resolved(void *arg, const struct sockaddr_storage *to, const char *why);
+/* The answer: to is the first address (the port of the request), text the
+ * name it was resolved from; or to is NULL and text says why there is none. */
+typedef void s5_dial_resolved(void *arg, const struct sockaddr_storage *to, const char *text);
 
 /* Resolves name (or, empty, addr as a numeric host) with addr's port: a
  * stream's in any family, a datagram's in addr's family (its replies come
@@ -37,5 +37,15 @@ int s5_dial_resolve(uv_loop_t *loop, const struct sockaddr_storage *addr, const 
 
 /* The lookup's callback will not come (it frees the lookup itself). */
 void s5_dial_cancel(struct s5_dial_lookup *l);
+
+struct s5_config;
+
+/* 1 when a direct connection to `to` would come back into our own device
+ * whatever its mark: `to` is inside the device's prefixes (its connected
+ * routes) or a mapped DNS network; why then says which (name: what `to`
+ * was resolved from, or empty). 0 when the device is in another network
+ * namespace than our sockets. */
+int s5_dial_loops(const struct s5_config *cfg, const struct sockaddr_storage *to, const char *name, char *why,
+                  size_t cap);
 
 #endif

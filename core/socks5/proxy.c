@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The proxy client (see proxy.h): one exchange with an upstream, for a TCP
- * session's CONNECT or a UDP association's ASSOCIATE. The socket (SO_MARK),
- * the connect-timeout, reply parsing, failure texts with their counters and
- * closing are here once; the request (ops) and a few log words differ. */
+/* The proxy client (see proxy.h): one exchange with an upstream, for a TCP session's CONNECT or
+ * a UDP association's ASSOCIATE. The socket (SO_MARK), the connect-timeout, reply parsing, failure
+ * texts with their counters and closing are here once; the request (ops) and log words differ. */
 #include "socks5/proxy.h"
 
 #include <stddef.h>
@@ -14,8 +13,7 @@
 #include "ctx/wctx.h"
 #include "socks5/dial.h"
 
-/* The words the log lines use for each request: the TCP connection, the
- * exchange, the request, what the request sets up. */
+/* Each request's words in log lines: the connection, exchange, request, what it sets up. */
 struct proxy_words {
   const char *conn, *hs, *req, *what;
 };
@@ -144,10 +142,9 @@ static int proxy_send_request(struct s5_proxy *p) {
   return proxy_requested(p, proxy_send(p, msg, proxy_request(p, msg, sizeof msg, &why)));
 }
 
-/* The first flight: the greeting, and with [socks5] pipeline the
- * authentication and the request too, saving a round trip or two per
- * connection with servers that read requests as a stream (most do; RFC
- * 1928 does not promise it, hence an option). */
+/* The first flight: the greeting, and with [socks5] pipeline the auth and
+ * the request too, saving a round trip or two with servers that read
+ * requests as a stream (most do; RFC 1928 does not promise it). */
 static int proxy_send_first(struct s5_proxy *p) {
   uint8_t msg[3 * S5_SOCKS5_MAX_MSG];
   int len = s5_socks5_write_greeting(msg, sizeof msg, with_auth(p));
@@ -347,28 +344,31 @@ static void proxy_connect_failed(struct s5_proxy *p, const char *why) {
   proxy_fail(p, S5_LOG_INFO, S5_SOCKS5_REFUSED, 0, why);
 }
 
-/* [rules] direct's destination, resolved (to NULL: it failed, why says). */
-static void proxy_resolved(void *arg, const struct sockaddr_storage *to, const char *failed) {
+/* [rules] direct's destination resolved from name (or why not); never into our own device. */
+static void proxy_resolved(void *arg, const struct sockaddr_storage *to, const char *name) {
   struct s5_proxy *p = arg;
-  char why[320];
+  char why[400];
   p->lookup = NULL;
-  if (to == NULL) proxy_connect_failed(p, failed);
+  if (to == NULL) proxy_connect_failed(p, name);
   else if (p->ops->cmd == S5_PROXY_ASSOCIATE) proxy_direct_datagrams(p, to);
-  else if (proxy_connect(p, to, why, sizeof why) < 0) proxy_connect_failed(p, why);
+  else if (s5_dial_loops(p->cfg, to, name, why, sizeof why)) {
+    PROXY_COUNT(p, drop_proxy_loop);
+    proxy_fail(p, S5_LOG_WARN, S5_SOCKS5_REFUSED, 0, why);
+  } else if (proxy_connect(p, to, why, sizeof why) < 0) proxy_connect_failed(p, why);
 }
 
-/* [rules] direct: TCP to an address connects now; a mapped name, and UDP
- * always (so that its grant never comes inside s5_proxy_start), through
- * the resolver first. */
+/* [rules] direct: TCP to an address connects now (unless it loops); a
+ * mapped name, and UDP always (its grant never inside s5_proxy_start),
+ * through the resolver first. */
 static int proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
-  struct s5_proxy_target t;
-  memset(&t, 0, sizeof t);
+  struct s5_proxy_target t = {0};
   if (p->ops->target == NULL || p->ops->target(p->owner, &t) < 0) {
     snprintf(why, cap, "direct: the destination's mapped name is gone");
     return UV_EINVAL;
   }
   int udp = p->ops->cmd == S5_PROXY_ASSOCIATE;
-  if (t.name[0] == '\0' && !udp) return proxy_connect(p, &t.addr, why, cap);
+  if (t.name[0] == '\0' && !udp)
+    return s5_dial_loops(p->cfg, &t.addr, NULL, why, cap) ? UV_ELOOP : proxy_connect(p, &t.addr, why, cap);
   return s5_dial_resolve(&p->w->loop, &t.addr, t.name, udp, proxy_resolved, p, &p->lookup, why, cap);
 }
 

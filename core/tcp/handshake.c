@@ -82,12 +82,20 @@ static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
   return 0;
 }
 
+/* A failure's text with the rule that chose the outbound, when there are rules. */
+static const char *hs_why(const struct s5_session *s, const char *why, char *buf, size_t len) {
+  if (s->rec.rule[0] == '\0') return why;
+  snprintf(buf, len, "%s (rule %s)", why, s->rec.rule);
+  return buf;
+}
+
 static void hs_result(void *session, const struct s5_proxy_result *r) {
   struct s5_session *s = session;
+  char why[480];
   if (s->state == S5_SESSION_CLOSED) return;
   if (r->outcome != S5_PROXY_GRANTED) {
     if (hs_failover(s, r) == 0) return;
-    s5_session_abort_at(s, r->level, r->why);
+    s5_session_abort_at(s, r->level, hs_why(s, r->why, why, sizeof why));
   } else {
     s->rec.upstream = s->proxy.up->name;
     if (s5_uptab() != NULL && s->proxy.up->type != S5_UPSTREAM_DIRECT) {
@@ -154,12 +162,20 @@ static int hs_choose(struct s5_session *s, int out) {
   return s5_uptab_pick(t, s->cfg, s->up_hash, s->up_tried);
 }
 
-/* [rules] direct: s5tund connects to the destination itself. */
+/* [rules] direct: s5tund connects to the destination itself; refused at
+ * once when the destination would come back into the device (a loop). */
 static int hs_direct(struct s5_session *s) {
-  char why[160];
+  char why[400], ruled[480], line[640], peer[128];
   s5_proxy_use(&s->proxy, &s->cfg->direct);
-  if (s5_proxy_start(&s->proxy, why, sizeof why) == 0) return 0;
+  int r = s5_proxy_start(&s->proxy, why, sizeof why);
+  if (r == 0) return 0;
   s5_debug("s%llu direct: %s", (unsigned long long)s->id, why);
+  if (r == UV_ELOOP) {
+    S5_STAT_ADD(s->w->stats, drop_proxy_loop, 1);
+    snprintf(line, sizeof line, "s%llu %s: %s", (unsigned long long)s->id,
+             s5_session_peer(s, peer, sizeof peer), hs_why(s, why, ruled, sizeof ruled));
+    s5_wctx_failure(s->w, S5_LOG_WARN, line);
+  }
   return -1;
 }
 

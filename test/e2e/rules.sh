@@ -27,6 +27,7 @@ MS_RB_PORT=1089
 RA_BIND=10.200.0.21
 RB_BIND=10.200.0.22
 LAN2=198.18.0.7 # a second source on tun0: the stand-in for another LAN client
+LOOP_DST=198.18.200.9 # inside tun0's own prefix: direct there would come back in
 RULE_MARK=0x99
 declare -A RMS_PID
 
@@ -109,7 +110,7 @@ rules_config() {   # FILE RULE-LINE-FOR-one.test
     "socket = $WORK/stats.sock" "" "[rules]" "mark = $RULE_MARK" "default = b" "$2" \
     "rule = keyword:blocked -> block" "rule = proto:udp port:7001 -> block" "rule = proto:udp port:7002 -> direct" "rule = domain:two.test -> b" \
     "rule = full:direct.test -> direct" "rule = src:$LAN2/32 -> b" "rule = dst:$TGT4/32 port:$TGT_PORT proto:tcp -> a" \
-    "rule = dst:fd00:201::/64 -> direct" "rules-file = $WORK/big.txt -> block" >>"$1"
+    "rule = dst:fd00:201::/64 -> direct" "rule = dst:$LOOP_DST/32 -> direct" "rules-file = $WORK/big.txt -> block" >>"$1"
 }
 
 tcp_total() {   # TCP sessions s5tund accepted, all queues
@@ -186,6 +187,15 @@ case_rules() {
   (($(rule_stat a) == 2 && $(rule_stat b) == 2 && $(rule_stat direct) == 6)) ||
     fail "--stats: a $(rule_stat a), b $(rule_stat b), direct $(rule_stat direct), expected 2, 2 and 6"
   "$S5TUND" --stats "$WORK/stats.sock" | grep -q "^rules: .* block 3" || fail "--stats' table has no rules line"
+
+  # direct into tun0's own prefix would come back in as a new session, and
+  # again (a loop): refused at once, one warning naming the rule, counted.
+  t0=$(tcp_total)
+  client --host "$LOOP_DST" expect-refused --timeout 5 >/dev/null
+  e2e_wait_log "$S5LOG" "warn .*$LOOP_DST.* is inside $TUN's prefix 198.18.0.1/15, so it would come back into the device \(a loop\) \(rule rules.ini:[0-9]+\)" 5 >/dev/null
+  (($(tcp_total) == t0 + 1)) || fail "direct into $TUN's prefix: $(($(tcp_total) - t0)) sessions for one connection"
+  "$S5TUND" --stats "$WORK/stats.sock" --json | grep -q '"drop_proxy_loop":1' || fail "the direct loop was not counted"
+  log "direct to $LOOP_DST (inside $TUN's prefix): refused at once, warned with its rule, counted"
 
   # SIGHUP: one.test moves to b; a session opened before goes on through a.
   rm -f "$WORK/go"
