@@ -112,8 +112,9 @@ enum { S5_RULE_ITEM_RULE, S5_RULE_ITEM_FILE };
 struct s5_rules_cfg {
   char def[32];  /* default outbound: an upstream's name, direct or block; empty = the first upstream */
   uint32_t mark; /* SO_MARK of direct sockets; 0 = auto-route's (upstreams[0].mark) or none */
-  unsigned n;    /* items */
-  unsigned used; /* bytes of text */
+  struct sockaddr_storage resolver; /* DNS server (port 53) for direct's names; family 0 = the system's */
+  unsigned n;                       /* items */
+  unsigned used;                    /* bytes of text */
   uint16_t off[S5_RULES_ITEMS_MAX];
   uint8_t kind[S5_RULES_ITEMS_MAX];
   uint32_t line[S5_RULES_ITEMS_MAX]; /* of the configuration file; 0 = not from one */

@@ -174,6 +174,9 @@ static const struct s5_key keys[] = {
      "outbound of flows no rule matches: an upstream's name, direct or block; empty = any upstream, as [balance] chooses"},
   {"rules", "mark", &s5_type_mark, AT(rules.mark), .live = true, .def = "0",
    .doc = "SO_MARK of direct connections, so that they leave around the tunnel; 0 = auto-route's mark"},
+  {"rules", "resolver", &s5_type_addr, AT(rules.resolver), .max = 53, .live = true, .def = "",
+   .doc = "DNS server (port 53) that resolves direct's names, asked with direct's mark; empty = the system's "
+          "resolver (which must not be s5tund's own mapped DNS)"},
   {"rules", "rule", &s5_type_rule, AT(rules), .live = true, .repeat = true, .def = "",
    .doc =
      "MATCHERS -> OUTBOUND (domain: full: keyword: dst: src: port: proto:), repeatable, first match wins"},

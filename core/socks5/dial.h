@@ -28,17 +28,20 @@ struct s5_dial_lookup;
  * name it was resolved from; or to is NULL and text says why there is none. */
 typedef void s5_dial_resolved(void *arg, const struct sockaddr_storage *to, const char *text);
 
+struct s5_config;
+
 /* Resolves name (or, empty, addr as a numeric host) with addr's port: a
  * stream's in any family, a datagram's in addr's family (its replies come
- * back there). cb follows from the loop, never inside this call, unless
- * s5_dial_cancel comes first. Returns 0 with *out set, or < 0 with why. */
-int s5_dial_resolve(uv_loop_t *loop, const struct sockaddr_storage *addr, const char *name, int datagram,
-                    s5_dial_resolved *cb, void *arg, struct s5_dial_lookup **out, char *why, size_t cap);
+ * back there); at cfg's [rules] resolver with direct's mark when there is
+ * one, else with the system resolver (resolve.c). cb follows from the
+ * loop, never inside this call, unless s5_dial_cancel comes first.
+ * Returns 0 with *out set, or < 0 with why. */
+int s5_dial_resolve(uv_loop_t *loop, const struct s5_config *cfg, const struct sockaddr_storage *addr,
+                    const char *name, int datagram, s5_dial_resolved *cb, void *arg,
+                    struct s5_dial_lookup **out, char *why, size_t cap);
 
 /* The lookup's callback will not come (it frees the lookup itself). */
 void s5_dial_cancel(struct s5_dial_lookup *l);
-
-struct s5_config;
 
 /* 1 when a direct connection to `to` would come back into our own device
  * whatever its mark: `to` is inside the device's prefixes (its connected

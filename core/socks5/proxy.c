@@ -369,7 +369,7 @@ static int proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
   int udp = p->ops->cmd == S5_PROXY_ASSOCIATE;
   if (t.name[0] == '\0' && !udp)
     return s5_dial_loops(p->cfg, &t.addr, NULL, why, cap) ? UV_ELOOP : proxy_connect(p, &t.addr, why, cap);
-  return s5_dial_resolve(&p->w->loop, &t.addr, t.name, udp, proxy_resolved, p, &p->lookup, why, cap);
+  return s5_dial_resolve(&p->w->loop, p->cfg, &t.addr, t.name, udp, proxy_resolved, p, &p->lookup, why, cap);
 }
 
 static void proxy_timed_out(uv_timer_t *timer) {

@@ -66,6 +66,7 @@ setup_rules() {
     --ready-file "$WORK/udptarget.ready" >"$WORK/udptarget.log" 2>&1 &
   for _ in $(seq $((T_START * 10))); do [[ -s $WORK/udptarget.ready ]] && break; sleep 0.1; done
   [[ -s $WORK/udptarget.ready ]] || fail "udptarget.py did not start"
+  start_dnsmasq # a real resolver for direct's names: [rules] resolver, with auto-route below
   # 100,000 names, one of them looked up below.
   seq 0 99999 | sed 's/^/n/; s/$/.big.test/' >"$WORK/big.txt"
 }
@@ -109,7 +110,7 @@ rules_config() {   # FILE RULE-LINE-FOR-one.test
     "port = $MS_RB_PORT" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "" "[stats]" \
     "socket = $WORK/stats.sock" "" "[rules]" "mark = $RULE_MARK" "default = b" "$2" \
     "rule = keyword:blocked -> block" "rule = proto:udp port:7001 -> block" "rule = proto:udp port:7002 -> direct" "rule = domain:two.test -> b" \
-    "rule = full:direct.test -> direct" "rule = src:$LAN2/32 -> b" "rule = dst:$TGT4/32 port:$TGT_PORT proto:tcp -> a" \
+    "rule = full:direct.test -> direct" "rule = full:direct.example.test -> direct" "rule = src:$LAN2/32 -> b" "rule = dst:$TGT4/32 port:$TGT_PORT proto:tcp -> a" \
     "rule = dst:fd00:201::/64 -> direct" "rule = dst:$LOOP_DST/32 -> direct" "rules-file = $WORK/big.txt -> block" >>"$1"
 }
 
@@ -225,7 +226,10 @@ case_rules() {
   # else goes into tun0 by its policy rule, not by the harness's routes.
   in_c ip rule del fwmark "$RULE_MARK" lookup 99
   in_c ip -6 rule del fwmark "$RULE_MARK" lookup 99
-  sed -i -e "s/^mark = $RULE_MARK$/mark = 0/" -e 's/^\[tun\]$/&\nauto-route = true/' \
+  # A router whose own resolver is the mapped one: direct's names are asked
+  # of [rules] resolver instead (dnsmasq in S), with the mark.
+  printf 'nameserver %s\n' "$DNS_ADDR" >"/etc/netns/$NS_C/resolv.conf"
+  sed -i -e "s/^mark = $RULE_MARK$/mark = 0\nresolver = $TGT4/" -e 's/^\[tun\]$/&\nauto-route = true/' \
     -e "s/^\\[upstream [ab]\\]$/&\nmark = $RULE_MARK/" "$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
@@ -233,12 +237,14 @@ case_rules() {
   in_c ip route add 10.201.0.0/24 via "$S_ADDR4" dev veth0
   t0=$(tcp_total)
   c0=$(seen "$C_ADDR4") b0=$(seen "$RB_BIND")
-  client --host "$(mapped direct.test)" echo --count 3 --retry-for "$T_START" >/dev/null
+  client --host "$(mapped direct.example.test)" echo --count 3 --retry-for "$T_START" >/dev/null
   expect_seen "$C_ADDR4" $((c0 + 1))
+  grep -q "query\[A\] direct.example.test from $C_ADDR4" "$WORK/dnsmasq.log" ||
+    fail "direct.example.test was not asked of [rules] resolver from $C_ADDR4"
   client --host "$(mapped one.test)" echo --count 3 >/dev/null
   expect_seen "$RB_BIND" $((b0 + 1))
   (($(tcp_total) == t0 + 2)) || fail "auto-route: $(($(tcp_total) - t0)) sessions for 2 connections"
-  log "auto-route: direct.test reached from C's own address with its mark, one.test through b"
+  log "auto-route: direct.example.test resolved by [rules] resolver and reached from C's own address with its mark, one.test through b"
 
   # The upstream a rule names dies: its flows are refused, never carried
   # by the other one (a rule is a policy); once it is down, at once.
