@@ -89,6 +89,7 @@ struct s5_upstream_cfg {
   char name[32]; /* [upstream NAME]; "socks5" for [socks5]; [A-Za-z0-9_.-], 1..31 */
   enum s5_upstream_type type;
   unsigned weight;              /* 1..1000, for [balance] */
+  unsigned handshake_timeout;   /* seconds to the proxy's first answer: then the next upstream */
   struct sockaddr_storage addr; /* proxy address and port */
   socklen_t addrlen;
   char username[256]; /* empty = no authentication; SOCKS4: the user id */

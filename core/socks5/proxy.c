@@ -59,6 +59,7 @@ static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, 
                        const char *why) {
   struct s5_proxy_result r = {
     .outcome = S5_PROXY_FAILED, .level = level, .why = why, .status = status, .rep = rep, .step = p->step};
+  r.http = p->requested ? p->http.status : 0; /* a response of this connection's request */
   proxy_stop(p);
   p->ops->result(p->owner, &r);
 }
@@ -259,7 +260,8 @@ static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     proxy_read_failed(p, (int)nread);
     return;
   }
-  if (p->step == S5_PROXY_DONE) return;                 /* RFC 1928 defines nothing here: ignored */
+  if (p->step == S5_PROXY_DONE) return; /* RFC 1928 defines nothing here: ignored */
+  if (!p->heard) s5_proxy_clock_heard(p);
   S5_ASSERT((size_t)nread <= sizeof p->in - p->in_len); /* proxy_alloc's room */
   p->in_len = (uint16_t)(p->in_len + nread);
   proxy_parse(p);
@@ -372,13 +374,16 @@ static int proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
   return s5_dial_resolve(&p->w->loop, p->cfg, &t.addr, t.name, udp, proxy_resolved, p, &p->lookup, why, cap);
 }
 
-static void proxy_timed_out(uv_timer_t *timer) {
+void s5_proxy_expired(uv_timer_t *timer) {
   struct s5_proxy *p = PROXY_OF(timer, timer);
   PROXY_COUNT(p, socks5_timeout);
   char why[160];
-  int conn = p->step == S5_PROXY_CONNECTING; /* the proxy itself does not answer: a warning */
-  snprintf(why, sizeof why, "%s not established within connect-timeout",
-           conn ? proxy_words(p)->conn : proxy_words(p)->what);
+  int conn = p->step == S5_PROXY_CONNECTING || !p->heard; /* the proxy itself never answered: a warning */
+  if (conn && p->step != S5_PROXY_CONNECTING)
+    snprintf(why, sizeof why, "no answer from the proxy within connect-timeout");
+  else
+    snprintf(why, sizeof why, "%s not established within connect-timeout",
+             conn ? proxy_words(p)->conn : proxy_words(p)->what);
   proxy_fail(p, conn ? S5_LOG_WARN : S5_LOG_INFO, 0, 0, why);
 }
 
@@ -387,7 +392,7 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   if (p->ops->target != NULL && p->ops->cmd != S5_PROXY_ASSOCIATE &&
       proxy_request_text(p, msg, sizeof msg, why, cap) < 0)
     return UV_EINVAL;
-  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, 0);
   if (p->up->type == S5_UPSTREAM_DIRECT) return proxy_direct(p, why, cap);
   return proxy_connect(p, &p->up->addr, why, cap);
 }
@@ -422,7 +427,8 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   uint8_t msg[S5_HTTP_REQUEST_MAX];
   int len = proxy_request_text(p, msg, sizeof msg, why, cap);
   if (len < 0) return len;
-  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  /* a pooled SOCKS5 connection was greeted: the proxy has answered */
+  s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, p->up->type == S5_UPSTREAM_SOCKS5);
   int r = proxy_sock_init(p, AF_UNSPEC, why, cap);
   if (r == 0) r = s5_dial_adopt(&p->sock, &warm->sock, why, cap);
   if (r < 0) return r;
@@ -437,20 +443,13 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
 int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms) {
   if (p->closing || p->retrying || !p->sock_open || p->data_sent) return -1; /* the bytes went with it */
   s5_proxy_use(p, up);
-  if (ms != 0) uv_timer_start(&p->timer, proxy_timed_out, ms, 0);
   p->pooled = p->requested = p->in_len = 0;
+  s5_proxy_clock(p, ms, 0); /* a new connection: handshake-timeout again */
   p->retrying = 1;
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
   if (p->ops->withdrawn != NULL) p->ops->withdrawn(p->owner);
   uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
   return 0;
-}
-
-int s5_proxy_data_ok(struct s5_proxy *p) {
-  if (p->step == S5_PROXY_DONE) return 1;
-  if (!p->requested) return 0;
-  p->pooled = 0, p->data_sent = 1; /* the data goes on this connection: no retry without it */
-  return 1;
 }
 
 void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
@@ -460,18 +459,13 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->ops = ops;
   p->owner = owner;
   p->step = S5_PROXY_CONNECTING;
-  p->pooled = p->retrying = p->requested = p->data_sent = 0;
+  p->pooled = p->retrying = p->requested = p->data_sent = p->heard = p->hs_over = 0;
   p->lookup = NULL;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   s5_proxy_use(p, &cfg->upstreams[0]);
   uv_timer_init(&w->loop, &p->timer);
   p->handles_open = 1;
-}
-
-void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up) {
-  p->up = up;
-  p->pipeline = p->ops->cmd == S5_PROXY_CONNECT && up->type == S5_UPSTREAM_SOCKS5 && up->pipeline;
 }
 
 /* ---------------------------------------------------------------- closing */
