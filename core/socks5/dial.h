@@ -40,6 +40,13 @@ int s5_dial_resolve(uv_loop_t *loop, const struct s5_config *cfg, const struct s
                     const char *name, int datagram, s5_dial_resolved *cb, void *arg,
                     struct s5_dial_lookup **out, char *why, size_t cap);
 
+/* A DNS reply to query id of qtype (1 A, 28 AAAA) from [rules] resolver:
+ * 1 with its first such address in *to (with port), 0 with none (*rcode
+ * says why), -1 when it is not that answer (another id, not a reply,
+ * truncated or malformed: bounds-checked, fuzzed by fuzz_dns). */
+int s5_dial_dns_answer(const uint8_t *m, size_t len, uint16_t id, uint16_t qtype, uint16_t port,
+                       struct sockaddr_storage *to, int *rcode);
+
 /* The lookup's callback will not come (it frees the lookup itself). */
 void s5_dial_cancel(struct s5_dial_lookup *l);
 

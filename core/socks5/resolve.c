@@ -98,11 +98,9 @@ static int skip_name(const uint8_t *m, size_t len, size_t *at) {
   return -1;
 }
 
-/* The reply's first address of the type asked: 1 with *to, 0 none, -1 not
- * the answer (another id, truncated, malformed), rcode in *rcode. */
-static int ask_parse(const struct s5_dial_lookup *l, const uint8_t *m, size_t len,
-                     struct sockaddr_storage *to, int *rcode) {
-  if (len < 12 || (m[0] << 8 | m[1]) != l->id || !(m[2] & 0x80)) return -1;
+int s5_dial_dns_answer(const uint8_t *m, size_t len, uint16_t id, uint16_t qtype, uint16_t port,
+                       struct sockaddr_storage *to, int *rcode) {
+  if (len < 12 || (m[0] << 8 | m[1]) != id || !(m[2] & 0x80)) return -1;
   *rcode = m[3] & 0x0f;
   unsigned qd = (unsigned)(m[4] << 8 | m[5]), an = (unsigned)(m[6] << 8 | m[7]);
   size_t at = 12;
@@ -114,8 +112,8 @@ static int ask_parse(const struct s5_dial_lookup *l, const uint8_t *m, size_t le
     size_t rdlen = (size_t)(m[at + 8] << 8 | m[at + 9]);
     at += 10;
     if (at + rdlen > len) return -1;
-    if (type == l->qtype && class == 1 && rdlen == (type == 1 ? 4u : 16u)) {
-      s5_sockaddr_from_raw(m + at, rdlen, s5_sockaddr_port(&l->want), to);
+    if (type == qtype && class == 1 && rdlen == (type == 1 ? 4u : 16u)) {
+      s5_sockaddr_from_raw(m + at, rdlen, port, to);
       return 1;
     }
     at += rdlen;
@@ -173,7 +171,8 @@ static void ask_recv(uv_udp_t *u, ssize_t n, const uv_buf_t *buf, const struct s
     ask_fail(l, uv_strerror((int)n));
     return;
   }
-  if ((found = ask_parse(l, l->buf, (size_t)n, &to, &rcode)) < 0) return; /* not our answer */
+  found = s5_dial_dns_answer(l->buf, (size_t)n, l->id, l->qtype, s5_sockaddr_port(&l->want), &to, &rcode);
+  if (found < 0) return; /* not our answer */
   if (found == 1) lookup_end(l, &to, NULL);
   else if (rcode == 3) ask_fail(l, "no such name (NXDOMAIN)");
   else if (rcode != 0) ask_fail(l, "the server failed (its rcode is not 0)");
