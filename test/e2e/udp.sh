@@ -385,7 +385,7 @@ s.close()' "$TGT6" "$TGT_PORT"
   log "transfer: ${line#* session }"
   # A refused CONNECT: the target's port 7999 is closed, danted says so.
   client --host "$TGT4" --port 7999 --timeout 30 expect-refused
-  line=$(sl_line "s[0-9]+ tcp 198.18.0.1:[0-9]+ -> $TGT4:7999 $via: 0 bytes up, 0 down, [0-9.]+ s, proxy refused CONNECT: " \
+  line=$(sl_line "s[0-9]+ tcp 198.18.0.1:[0-9]+ -> $TGT4:7999 $via: 0 bytes up, 0 down, [0-9.]+ s, upstream socks5: proxy refused CONNECT: " \
     "session line of the refused CONNECT")
   log "refused: ${line#* session }"
   # An idle timeout (tcp-idle-timeout = 2).
