@@ -65,6 +65,12 @@ struct s5_prefix_file {
  * reading stops with err left as fn wrote it). Returns the number of
  * prefixes with *n4 and *n6 set, or -1 with "PATH:LINE: what" in err. */
 typedef int s5_prefix_fn(const struct s5_prefix *p, void *arg, char *err, size_t errlen);
+
+/* 1 when p (set) covers ss's address. */
+int s5_prefix_covers(const struct s5_prefix *p, const struct sockaddr_storage *ss);
+
+/* p as "ADDR/LEN" into buf ("" when unset). Returns buf. */
+const char *s5_prefix_text(const struct s5_prefix *p, char *buf, size_t len);
 long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned *n4, unsigned *n6, char *err,
                          size_t errlen);
 
@@ -83,6 +89,7 @@ struct s5_upstream_cfg {
   char name[32]; /* [upstream NAME]; "socks5" for [socks5]; [A-Za-z0-9_.-], 1..31 */
   enum s5_upstream_type type;
   unsigned weight;              /* 1..1000, for [balance] */
+  unsigned handshake_timeout;   /* seconds to the proxy's first answer: then the next upstream */
   struct sockaddr_storage addr; /* proxy address and port */
   socklen_t addrlen;
   char username[256]; /* empty = no authentication; SOCKS4: the user id */
@@ -106,8 +113,9 @@ enum { S5_RULE_ITEM_RULE, S5_RULE_ITEM_FILE };
 struct s5_rules_cfg {
   char def[32];  /* default outbound: an upstream's name, direct or block; empty = the first upstream */
   uint32_t mark; /* SO_MARK of direct sockets; 0 = auto-route's (upstreams[0].mark) or none */
-  unsigned n;    /* items */
-  unsigned used; /* bytes of text */
+  struct sockaddr_storage resolver; /* DNS server (port 53) for direct's names; family 0 = the system's */
+  unsigned n;                       /* items */
+  unsigned used;                    /* bytes of text */
   uint16_t off[S5_RULES_ITEMS_MAX];
   uint8_t kind[S5_RULES_ITEMS_MAX];
   uint32_t line[S5_RULES_ITEMS_MAX]; /* of the configuration file; 0 = not from one */

@@ -151,6 +151,12 @@ static const struct s5_key keys[] = {
    .doc = "socks5: UDP relay address to use instead of the one the proxy returns"},
   {"upstream", "weight", &s5_type_uint, UP(weight), .min = 1, .max = 1000, .live = true, .def = "1",
    .doc = "share of new sessions under [balance] round-robin, 1..1000"},
+  /* Well under connect-timeout: a black hole (takes the TCP connection,
+   * never answers) costs this much before the next upstream is tried. */
+  {"upstream", "handshake-timeout", &s5_type_uint, UP(handshake_timeout), .min = 1, .max = 3600, .live = true,
+   .def = "3",
+   .doc = "seconds the proxy has to answer at all (socks5: the greeting; http, socks4: the CONNECT); then "
+          "the next upstream, and it counts toward down"},
 
   /* Several upstreams: which one a new session takes, and when one is
    * taken out and put back (core/shared/uptab.h, docs/upstreams-balance.md). */
@@ -167,7 +173,7 @@ static const struct s5_key keys[] = {
   {"balance", "check-timeout", &s5_type_uint, AT(balance.check_timeout), .min = 1, .max = 3600, .live = true,
    .def = "5", .doc = "seconds a check may take (connect-timeout bounds it too)"},
   {"balance", "check-target", &s5_type_listen, AT(balance.check_target), .live = true, .def = "",
-   .doc = "ADDR:PORT each check CONNECTs to through the upstream; empty = the handshake alone"},
+   .doc = "ADDR:PORT each check CONNECTs to through the upstream; empty = the last destination reached"},
 
   /* Outbound names are checked once every upstream is known (rules_syntax.c). */
   {"rules", "default", &s5_type_text, AT(rules.def), .live = true, .def = "",
@@ -175,6 +181,9 @@ static const struct s5_key keys[] = {
      "outbound of flows no rule matches: an upstream's name, direct or block; empty = any upstream, as [balance] chooses"},
   {"rules", "mark", &s5_type_mark, AT(rules.mark), .live = true, .def = "0",
    .doc = "SO_MARK of direct connections, so that they leave around the tunnel; 0 = auto-route's mark"},
+  {"rules", "resolver", &s5_type_addr, AT(rules.resolver), .max = 53, .live = true, .def = "",
+   .doc = "DNS server (port 53) that resolves direct's names, asked with direct's mark; empty = the system's "
+          "resolver (which must not be s5tund's own mapped DNS)"},
   {"rules", "rule", &s5_type_rule, AT(rules), .live = true, .repeat = true, .def = "",
    .doc =
      "MATCHERS -> OUTBOUND (domain: full: keyword: dst: src: port: proto:), repeatable, first match wins"},

@@ -97,14 +97,23 @@ long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned
   return count;
 }
 
-/* ---- the key types ---- */
+int s5_prefix_covers(const struct s5_prefix *p, const struct sockaddr_storage *ss) {
+  size_t n;
+  const uint8_t *a = s5_sockaddr_raw(ss, &n);
+  if (p->family == 0 || a == NULL || ss->ss_family != p->family || p->len > n * 8) return 0;
+  unsigned bytes = p->len / 8, bits = p->len % 8;
+  if (memcmp(a, p->addr, bytes) != 0) return 0;
+  return bits == 0 || ((a[bytes] ^ p->addr[bytes]) & (uint8_t)(0xff00 >> bits)) == 0;
+}
 
-/* A prefix as "ADDR/LEN" into buf. */
-static void prefix_text(const struct s5_prefix *p, char *buf, size_t len) {
+const char *s5_prefix_text(const struct s5_prefix *p, char *buf, size_t len) {
   char addr[INET6_ADDRSTRLEN] = "";
   if (p->family == 0 || inet_ntop(p->family, p->addr, addr, sizeof addr) == NULL) buf[0] = '\0';
   else snprintf(buf, len, "%s/%u", addr, p->len);
+  return buf;
 }
+
+/* ---- the key types ---- */
 
 static int prefixes_item(char *item, void *arg, char *err, size_t errlen) {
   struct s5_prefix_list *l = arg;
@@ -133,7 +142,7 @@ static void prefixes_print(const struct s5_key *k, const struct s5_config *cfg, 
   fprintf(out, "%s =", k->name);
   for (unsigned i = 0; i < l->n; i++) {
     char buf[INET6_ADDRSTRLEN + 8];
-    prefix_text(&l->p[i], buf, sizeof buf);
+    s5_prefix_text(&l->p[i], buf, sizeof buf);
     fprintf(out, "%s%s", i ? ", " : " ", buf);
   }
   fputc('\n', out);

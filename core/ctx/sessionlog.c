@@ -36,15 +36,16 @@ int s5_session_log_on(const struct s5_config *cfg) {
   return cfg->log.sessions && s5_log_enabled(S5_LOG_INFO);
 }
 
-/* The upstream that carried it: ADDR:PORT, and (NAME) when there are several. */
+/* The outbound it took or tried: an upstream's ADDR:PORT, and (NAME) when
+ * there are several; direct, block, or none (every upstream down). */
 static void proxy_text(const struct s5_config *cfg, const char *upstream, char *buf, size_t len) {
-  const struct s5_upstream_cfg *up = &cfg->upstreams[0];
-  if (upstream != NULL && strcmp(upstream, "direct") == 0) { /* [rules] direct */
-    snprintf(buf, len, "direct");
-    return;
-  }
+  const struct s5_upstream_cfg *up = upstream == NULL ? &cfg->upstreams[0] : NULL;
   for (unsigned i = 0; upstream != NULL && i < cfg->n_upstreams; i++)
     if (strcmp(cfg->upstreams[i].name, upstream) == 0) up = &cfg->upstreams[i];
+  if (up == NULL) { /* [rules] direct or block, or none */
+    snprintf(buf, len, "%s", upstream);
+    return;
+  }
   const struct sockaddr_storage *ss = &up->addr;
   s5_sockaddr_str(ss, buf, len);
   if (cfg->n_upstreams > 1) {

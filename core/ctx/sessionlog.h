@@ -21,8 +21,9 @@ struct s5_session_record {
   uint64_t id;
   ip_addr_t client, dest;
   uint16_t client_port, dest_port;
-  const char *name;              /* the mapped name the destination stood for, or NULL */
-  const char *upstream;          /* the upstream's name (in the held configuration), NULL: the first */
+  const char *name; /* the mapped name the destination stood for, or NULL */
+  const char
+    *upstream; /* the upstream's name (in the held configuration), NULL: the first; or direct, block, none */
   char rule[48];                 /* [rules]: "FILE:LINE" or "default" that chose it; "" without rules */
   uint64_t bytes_up, bytes_down; /* client to proxy, proxy to client (payload) */
   uint64_t started_ms;

@@ -38,11 +38,15 @@ struct s5_wctx {
   int draining; /* no new sessions; the worker ends when the last one does */
   int stopping; /* everything is being closed */
 
-  struct s5_failures fail; /* s5_wctx_failure() */
-  struct {                 /* [log] sessions: this second's line budget (core/ctx/sessionlog.c) */
-    uint64_t second_ms;    /* start of this second's lines */
-    unsigned lines;        /* written in it */
-    uint64_t dropped;      /* left out since the last summary */
+  struct s5_failures fail;        /* s5_wctx_failure() */
+  struct {                        /* queue 0: the last destination a session reached through a proxy, */
+    struct sockaddr_storage addr; /* what checks CONNECT to without [balance] check-target */
+    char name[256];               /* (core/socks5/upcheck.c); its mapped name, or "" */
+  } reached;
+  struct {              /* [log] sessions: this second's line budget (core/ctx/sessionlog.c) */
+    uint64_t second_ms; /* start of this second's lines */
+    unsigned lines;     /* written in it */
+    uint64_t dropped;   /* left out since the last summary */
   } slog;
 };
 

@@ -34,8 +34,15 @@
  * bytes holds no connection (each byte would have reset an idle timer). */
 #define S5_DNS_TCP_MESSAGE_MS 5000u
 /* Connections from one client address per worker: one source cannot take
- * every slot (a stub keeps one or two; a busy NAT a few dozen). */
+ * every slot (a stub keeps one or two; a busy NAT a few dozen). At the
+ * limit, a new one takes the slot of that address's connection that has
+ * made no progress for longest, if for this long and it is stuck (in the
+ * middle of a message, or never sent one; an idle client that was answered
+ * keeps its slot): on a host every local application shares one address,
+ * and one of them holding 32 slow connections must not keep the others
+ * from DNS for seconds. */
 #define S5_DNS_TCP_PER_SOURCE 32
+#define S5_DNS_TCP_STALE_MS 1000u
 /* lwIP's poll interval is counted in its slow-timer ticks (500 ms). */
 #define S5_DNS_TCP_POLL_TICKS 2
 
@@ -53,6 +60,7 @@ struct s5_dns_conn {
   struct pbuf *in;      /* received, not read yet: its window stays closed */
   unsigned eof : 1;     /* the client's FIN: answer what came, then close */
   unsigned closing : 1; /* a malformed message: nothing more is read */
+  unsigned asked : 1;   /* a whole message came: a client, not a connection held open empty */
   size_t out_len;       /* answers in out */
   uint8_t out[S5_DNS_TCP_OUT];
   struct s5_dns_frame frame; /* the message being read */
@@ -192,6 +200,7 @@ static void conn_read(struct s5_dns_conn *c) {
     read += used;
     if (c->frame.done) {
       c->last_ms = now_ms(c);
+      c->asked = 1;
       conn_answer(c);
     }
   }
@@ -307,19 +316,30 @@ static void conn_limit_buffers(struct tcp_pcb *pcb) {
   pcb->snd_buf = S5_DNS_TCP_BUFFER;
 }
 
-/* Connections from pcb's address on this worker. */
-static unsigned same_source(const struct s5_dns_tcp *t, const struct tcp_pcb *pcb) {
+/* Connections from pcb's address on this worker; *stalest: the one among
+ * them with no progress for longest. */
+static unsigned same_source(const struct s5_dns_tcp *t, const struct tcp_pcb *pcb,
+                            struct s5_dns_conn **stalest) {
   unsigned n = 0;
-  for (const struct s5_dns_conn *c = t->list; c != NULL; c = c->next)
-    if (c->pcb != NULL && ip_addr_cmp(&c->pcb->remote_ip, &pcb->remote_ip)) n++;
+  *stalest = NULL;
+  for (struct s5_dns_conn *c = t->list; c != NULL; c = c->next)
+    if (c->pcb != NULL && ip_addr_cmp(&c->pcb->remote_ip, &pcb->remote_ip)) {
+      n++;
+      int stuck = !c->asked || (!c->frame.done && c->frame.prefix_have > 0);
+      if (stuck && (*stalest == NULL || c->last_ms < (*stalest)->last_ms)) *stalest = c;
+    }
   return n;
 }
 
 err_t s5_dns_tcp_accept(struct s5_dns_tcp *t, struct tcp_pcb *pcb, enum s5_dns_dest dest) {
   if (t->count >= S5_DNS_TCP_CONNS) return dns_tcp_refuse(t, pcb, "too many DNS connections on this queue");
-  if (same_source(t, pcb) >= S5_DNS_TCP_PER_SOURCE) {
+  struct s5_dns_conn *stalest;
+  if (same_source(t, pcb, &stalest) >= S5_DNS_TCP_PER_SOURCE) {
     S5_STAT_ADD(t->w->stats, dns_tcp_limited, 1);
-    return dns_tcp_refuse(t, pcb, "too many DNS connections from this address on this queue");
+    if (stalest == NULL || now_ms(stalest) - stalest->last_ms < S5_DNS_TCP_STALE_MS)
+      return dns_tcp_refuse(t, pcb, "too many DNS connections from this address on this queue");
+    conn_count_cut(stalest);
+    conn_abort(stalest, "its slot taken by a new connection from the same address (it was stuck)");
   }
   struct s5_dns_conn *c = calloc(1, sizeof *c);
   if (c == NULL) return dns_tcp_refuse(t, pcb, "out of memory");

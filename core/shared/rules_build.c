@@ -2,7 +2,10 @@
 /* [rules] compiled (see rules.h): the rules are read twice
  * (s5_rules_each), once to count them, once to lay them out; the keys of
  * the name and prefix tables are sorted so that each node lists its rules
- * in order. */
+ * in order. A rules file may change between the two reads (a list updater
+ * writing in place during a reload): the second read never writes past
+ * what the first counted, and a build whose two reads differ is done
+ * again, up to BUILD_TRIES times, then refused. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +37,9 @@ struct build {
   size_t extra; /* bytes of the rules' extras */
   size_t files_bytes;
   long last_item; /* the item whose file was counted (placed) last; -1 none */
-  /* second pass */
+  /* second pass, within what the first counted */
+  bool changed; /* it read more (or longer rules) than the first */
+  uint32_t cap_n, cap_keys, cap_kw, cap_rest, cap_files, end_extra, end_file;
   struct s5_rules *t;
   struct bkey *keys;
   uint32_t at_extra, at_file;
@@ -64,10 +69,27 @@ static int count_one(const struct s5_rule *r, const struct s5_rule_at *at, void 
   return 0;
 }
 
+/* The second read found what the first did not count: stop before writing. */
+static bool outgrown(struct build *b, const struct s5_rule *r, const struct s5_rule_at *at) {
+  const struct s5_rules *t = b->t;
+  bool keyed = r->name_kind != S5_RULE_KEYWORD && (r->name_kind != S5_RULE_NONE || r->dst.family != 0);
+  bool new_file = at->file != NULL && b->last_item != (long)at->item;
+  b->changed = t->n_rules >= b->cap_n || (r->name_kind == S5_RULE_KEYWORD && b->i_kw >= b->cap_kw) ||
+               (keyed && b->n_keys >= b->cap_keys) ||
+               (!keyed && r->name_kind != S5_RULE_KEYWORD && b->i_rest >= b->cap_rest) ||
+               b->at_extra + ((extra_of(r) + 3) & ~(size_t)3) > b->end_extra ||
+               (new_file && (t->n_files >= b->cap_files || b->at_file + strlen(at->file) + 1 > b->end_file));
+  return b->changed;
+}
+
 static int place_one(const struct s5_rule *r, const struct s5_rule_at *at, void *arg, char *err,
                      size_t errlen) {
   struct build *b = arg;
   struct s5_rules *t = b->t;
+  if (outgrown(b, r, at)) {
+    snprintf(err, errlen, "changed while it was read");
+    return -1;
+  }
   uint32_t i = t->n_rules++;
   struct crule *c = (struct crule *)AT(t, t->rules) + i;
   (void)errlen;
@@ -186,7 +208,9 @@ static void emit_table(struct build *b, uint8_t table, uint32_t slots_off, uint3
   }
 }
 
-size_t s5_rules_build(void *mem, size_t cap, const struct s5_config *cfg, char *err, size_t errlen) {
+/* One build: both reads. *changed: they differed (err says where). */
+static size_t build_once(void *mem, size_t cap, const struct s5_config *cfg, bool *changed, char *err,
+                         size_t errlen) {
   struct build b = {.cfg = cfg, .last_item = -1};
   if (s5_rules_each(cfg, count_one, &b, err, errlen) < 0) return 0;
   b.keys = calloc(b.n_keys ? b.n_keys : 1, sizeof *b.keys);
@@ -224,11 +248,18 @@ size_t s5_rules_build(void *mem, size_t cap, const struct s5_config *cfg, char *
   b.t = t;
   b.at_extra = (uint32_t)extra;
   b.at_file = (uint32_t)file_text;
-  uint32_t n_keys = b.n_keys;
+  b.cap_n = b.n, b.cap_keys = b.n_keys, b.cap_kw = b.n_kw, b.cap_rest = b.n_rest, b.cap_files = b.n_files;
+  b.end_extra = (uint32_t)(extra + b.extra), b.end_file = (uint32_t)extra;
   b.n_keys = 0;
   b.last_item = -1;
-  if (s5_rules_each(cfg, place_one, &b, err, errlen) < 0 || b.n_keys != n_keys || t->n_rules != b.n) {
-    if (err[0] == '\0') snprintf(err, errlen, "[rules]: a rule file changed while it was read");
+  err[0] = '\0';
+  bool failed = s5_rules_each(cfg, place_one, &b, err, errlen) < 0;
+  if (!failed && (b.n_keys != b.cap_keys || t->n_rules != b.n || b.i_kw != b.n_kw || b.i_rest != b.n_rest)) {
+    b.changed = true; /* fewer rules, or of other kinds, than counted */
+    snprintf(err, errlen, "[rules]: a rules file changed while it was read");
+  }
+  if (failed || b.changed) {
+    *changed = b.changed;
     free(t), free(b.keys);
     return 0;
   }
@@ -276,4 +307,19 @@ size_t s5_rules_build(void *mem, size_t cap, const struct s5_config *cfg, char *
   }
   free(t), free(b.keys);
   return at;
+}
+
+#define BUILD_TRIES 3
+
+size_t s5_rules_build(void *mem, size_t cap, const struct s5_config *cfg, char *err, size_t errlen) {
+  for (int i = 1;; i++) {
+    bool changed = false;
+    size_t need = build_once(mem, cap, cfg, &changed, err, errlen);
+    if (!changed) return need;
+    if (i == BUILD_TRIES) {
+      size_t n = strlen(err);
+      snprintf(err + n, errlen - n, " (at each of %d reads)", BUILD_TRIES);
+      return 0;
+    }
+  }
 }

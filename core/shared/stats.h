@@ -52,7 +52,7 @@
   X(drop_udp, COUNT, "UDP datagrams dropped.") \
   X(drop_dns, COUNT, "DNS queries dropped.") \
   X(drop_icmp, COUNT, "ICMP echo requests dropped.") \
-  X(drop_proxy_loop, COUNT, "Connections to the proxy's own address refused (they would loop).") \
+  X(drop_proxy_loop, COUNT, "Connections refused because they would loop into the device (to the proxy itself, or direct into its prefix).") \
   X(restarts, COUNT, "Worker restarts (process mode).") \
   X(tun_errors, COUNT, "Errors reading or writing the TUN queue.") \
   X(tcp_reset_dead_worker, COUNT, "TCP clients of a dead worker that the supervisor reset (process mode).") \

@@ -95,7 +95,7 @@ struct s5_uptab *s5_uptab(void) {
 }
 
 const char *s5_up_cause_name(enum s5_up_cause c) {
-  static const char *const names[] = {"connect", "handshake", "auth", "timeout"};
+  static const char *const names[] = {"connect", "handshake", "auth", "timeout", "refusing"};
   return (unsigned)c < S5_UP_CAUSES ? names[c] : "?";
 }
 
@@ -153,22 +153,27 @@ static int pick_round_robin(struct s5_uptab *t, const struct s5_config *cfg, uns
   return -1;
 }
 
-/* The fewest open sessions per weight; ties to the fewest carried so far
- * (per weight), so that short sessions one after the other spread too. */
-static int pick_least(const struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
+/* The fewest open sessions per weight; ties to the fewest set-ups begun
+ * (per weight: granted or not, so that one that refuses at once does not
+ * win every tie), then by turns from a rotating start, not always the
+ * first in file order. */
+static int pick_least(struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
   int best = -1;
-  double best_open = 0, best_total = 0;
-  for (unsigned i = 0; i < n; i++) {
+  double best_open = 0, best_begun = 0;
+  unsigned start = (unsigned)(ADD(&t->rr, 1) % n);
+  for (unsigned j = 0; j < n; j++) {
+    unsigned i = (start + j) % n;
     if (!usable(t, cfg, i, tried)) continue;
     const struct s5_up_slot *u = &t->u[cfg->upstreams[i].slot];
     double w = cfg->upstreams[i].weight;
-    double open = (double)LOAD(&u->open) / w, total = (double)LOAD(&u->total) / w;
-    if (best < 0 || open < best_open || (open == best_open && total < best_total)) {
+    double open = (double)LOAD(&u->open) / w, begun = (double)LOAD(&u->begun) / w;
+    if (best < 0 || open < best_open || (open == best_open && begun < best_begun)) {
       best = (int)i;
       best_open = open;
-      best_total = total;
+      best_begun = begun;
     }
   }
+  if (best >= 0) ADD(&t->u[cfg->upstreams[best].slot].begun, 1);
   return best;
 }
 
@@ -235,7 +240,10 @@ void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us
   ADD(&u->open, 1);
   ADD(&u->total, 1);
   if (LOAD(&u->downs) != downs) return; /* begun before its last fall: neither news nor a run's end */
-  if (LOAD(&u->fails_row) != 0) STORE(&u->fails_row, 0);
+  if (LOAD(&u->fails_row) != 0) {
+    STORE(&u->fails_row, 0);
+    for (unsigned k = 0; k < 4; k++) STORE(&u->refuse_dest[k], 0);
+  }
   if (LOAD(&u->down) != 0) mark_up(t, i, "a connection through it succeeded");
 }
 
@@ -250,7 +258,8 @@ void s5_uptab_probe_ok(struct s5_uptab *t, unsigned i) {
   mark_up(t, i, "its check succeeded");
 }
 
-int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why) {
+/* One more failure in i's run: down when it reaches fail-after. */
+static int run_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why) {
   struct s5_up_slot *u = &t->u[i];
   ADD(&u->failed[cause], 1);
   uint64_t row = ADD(&u->fails_row, 1);
@@ -272,6 +281,24 @@ int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, cons
       __atomic_compare_exchange_n(&t->all_down, &none, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
     s5_warn("upstreams: every upstream is down, new connections are refused until one is back");
   return 1;
+}
+
+int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why) {
+  return run_failed(t, i, cause, why);
+}
+
+int s5_uptab_refusing(struct s5_uptab *t, unsigned i, uint64_t dest, int every, const char *why) {
+  struct s5_up_slot *u = &t->u[i];
+  dest += dest == 0; /* 0 is an empty entry */
+  if (!every) {
+    for (unsigned k = 0; k < 4; k++)
+      if (LOAD(&u->refuse_dest[k]) == dest) {
+        ADD(&u->failed[S5_UP_REFUSING], 1); /* counted, but this destination is in the run already */
+        return 0;
+      }
+    STORE(&u->refuse_dest[(ADD(&u->refuse_at, 1) - 1) % 4], dest);
+  }
+  return run_failed(t, i, S5_UP_REFUSING, why);
 }
 
 void s5_uptab_ended(struct s5_uptab *t, unsigned q, unsigned i, uint64_t up, uint64_t down) {

@@ -34,7 +34,8 @@ enum s5_up_cause {
   S5_UP_CONNECT,   /* the TCP connection to the proxy */
   S5_UP_HANDSHAKE, /* a bad or cut reply, the greeting */
   S5_UP_AUTH,      /* credentials refused (SOCKS5 auth, HTTP 407) */
-  S5_UP_TIMEOUT,   /* connect-timeout */
+  S5_UP_TIMEOUT,   /* connect-timeout, or no answer within handshake-timeout */
+  S5_UP_REFUSING,  /* a refusal that means the proxy is broken (HTTP 403, 5xx; SOCKS5 general failure) */
   S5_UP_CAUSES
 };
 
@@ -58,8 +59,11 @@ struct s5_up_slot {
   uint32_t downs;      /* times it was marked down: a set-up begun before the last one cannot mark it up */
   uint64_t since_unix; /* time of the last state change (start: 0) */
   uint64_t fails_row;  /* set-ups failed in a row */
-  uint64_t open;       /* sessions open now, all workers */
-  uint64_t total;      /* sessions carried */
+  uint64_t begun;      /* set-ups least-connections gave it: its ties go to the fewest */
+  uint64_t refuse_at;  /* refuse_dest's next entry */
+  uint64_t refuse_dest[4]; /* the run's last destinations refused (s5_uptab_refusing); 0 = none */
+  uint64_t open;           /* sessions open now, all workers */
+  uint64_t total;          /* sessions carried */
   uint64_t failed[S5_UP_CAUSES];
   uint64_t refused;  /* CONNECTs the destination refused (not the upstream's fault) */
   uint64_t retried;  /* set-ups that moved on from here to another upstream */
@@ -117,6 +121,14 @@ void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us
  * down (an upstream already down takes cause as its why). why: the last
  * failure's text, for the warn line. */
 int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why);
+/* A CONNECT through i was refused in words that say the proxy itself is
+ * broken (HTTP 403, a 5xx but 502/504, SOCKS5 general failure): counted
+ * in the run of failures like s5_uptab_failed (cause S5_UP_REFUSING).
+ * every: each one counts (HTTP 403: the proxy refuses us); else only a
+ * destination (dest: s5_uptab_hash) other than the run's last four
+ * refused, so that one destination's trouble, which some proxies word as
+ * a general failure, never marks it down alone. 1 when it marked it down. */
+int s5_uptab_refusing(struct s5_uptab *t, unsigned i, uint64_t dest, int every, const char *why);
 /* A check of down slot i failed for cause: the cause it is down for from
  * now on (--stats' why). 1 when that changed it (for the log), else 0. */
 int s5_uptab_check_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause);
@@ -127,7 +139,7 @@ void s5_uptab_ended(struct s5_uptab *t, unsigned q, unsigned i, uint64_t up, uin
 /* Queue q's worker starts: sessions a dead one left counted open are not. */
 void s5_uptab_queue_reset(struct s5_uptab *t, unsigned q);
 
-/* "connect", "handshake", "auth", "timeout". */
+/* "connect", "handshake", "auth", "timeout", "refusing". */
 const char *s5_up_cause_name(enum s5_up_cause c);
 
 #endif

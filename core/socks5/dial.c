@@ -5,14 +5,13 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/addr.h"
+#include "ini/config.h"
 
 int s5_dial_prepare(uv_tcp_t *sock, uint32_t mark, const char *peer, char *why, size_t cap) {
   uv_os_fd_t fd;
@@ -46,55 +45,22 @@ int s5_dial_adopt(uv_tcp_t *sock, const uv_tcp_t *warm, char *why, size_t cap) {
   return r;
 }
 
-struct s5_dial_lookup {
-  uv_getaddrinfo_t req;
-  s5_dial_resolved *cb; /* NULL once cancelled */
-  void *arg;
-  char name[256];
-};
-
-static void dial_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
-  struct s5_dial_lookup *l = req->data;
-  struct sockaddr_storage to;
-  memset(&to, 0, sizeof to);
-  if (status == 0 && res != NULL && res->ai_addrlen <= sizeof to) memcpy(&to, res->ai_addr, res->ai_addrlen);
-  uv_freeaddrinfo(res);
-  char why[320];
-  if (to.ss_family == 0)
-    snprintf(why, sizeof why, "direct: resolving %s failed: %s", l->name,
-             status < 0 ? uv_strerror(status) : "no address");
-  if (l->cb != NULL) l->cb(l->arg, to.ss_family != 0 ? &to : NULL, why);
-  free(l);
-}
-
-int s5_dial_resolve(uv_loop_t *loop, const struct sockaddr_storage *addr, const char *name, int datagram,
-                    s5_dial_resolved *cb, void *arg, struct s5_dial_lookup **out, char *why, size_t cap) {
-  struct s5_dial_lookup *l = calloc(1, sizeof *l);
-  if (l == NULL) {
-    snprintf(why, cap, "direct: no memory to resolve %s", name);
-    return UV_ENOMEM;
+int s5_dial_loops(const struct s5_config *cfg, const struct sockaddr_storage *to, const char *name, char *why,
+                  size_t cap) {
+  static const char *const what[] = {"'s prefix", "'s prefix", " network", " network6"};
+  const struct s5_prefix *in[] = {&cfg->tun.ipv4, &cfg->tun.ipv6, &cfg->dns.network, &cfg->dns.network6};
+  if (cfg->tun.netns[0] != '\0') return 0; /* our sockets do not route into it */
+  for (size_t i = 0; i < sizeof in / sizeof in[0]; i++) {
+    if (!s5_prefix_covers(in[i], to)) continue;
+    char addr[S5_SOCKADDR_STRLEN], pfx[64], from[300] = "";
+    int named = name != NULL && name[0] != '\0';
+    if (named) snprintf(from, sizeof from, "%s resolved to ", name);
+    snprintf(
+      why, cap, "direct: %s%s is inside %s%s %s, so it would come back into the device (a loop)%s", from,
+      s5_sockaddr_host(to, addr, sizeof addr), i < 2 ? cfg->tun.name : "[dns]", what[i],
+      s5_prefix_text(in[i], pfx, sizeof pfx),
+      named && i >= 2 ? "; the system resolver asked s5tund's own mapped DNS: set [rules] resolver" : "");
+    return 1;
   }
-  char port[8];
-  snprintf(port, sizeof port, "%u", s5_sockaddr_port(addr));
-  if (name[0] != '\0') snprintf(l->name, sizeof l->name, "%s", name);
-  else s5_sockaddr_host(addr, l->name, sizeof l->name);
-  l->cb = cb;
-  l->arg = arg;
-  l->req.data = l;
-  struct addrinfo hints = {.ai_family = datagram ? addr->ss_family : AF_UNSPEC,
-                           .ai_socktype = datagram ? SOCK_DGRAM : SOCK_STREAM,
-                           .ai_flags = name[0] != '\0' ? AI_ADDRCONFIG : AI_NUMERICHOST};
-  int r = uv_getaddrinfo(loop, &l->req, dial_resolved, l->name, port, &hints);
-  if (r < 0) {
-    snprintf(why, cap, "direct: resolving %s: %s", l->name, uv_strerror(r));
-    free(l);
-    return r;
-  }
-  *out = l;
   return 0;
-}
-
-void s5_dial_cancel(struct s5_dial_lookup *l) {
-  l->cb = NULL; /* its callback frees it */
-  uv_cancel((uv_req_t *)&l->req);
 }

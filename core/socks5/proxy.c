@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The proxy client (see proxy.h): one exchange with an upstream, for a TCP
- * session's CONNECT or a UDP association's ASSOCIATE. The socket (SO_MARK),
- * the connect-timeout, reply parsing, failure texts with their counters and
- * closing are here once; the request (ops) and a few log words differ. */
+/* The proxy client (see proxy.h): one exchange with an upstream, for a TCP session's CONNECT or
+ * a UDP association's ASSOCIATE. The socket (SO_MARK), the connect-timeout, reply parsing, failure
+ * texts with their counters and closing are here once; the request (ops) and log words differ. */
 #include "socks5/proxy.h"
 
 #include <stddef.h>
@@ -14,8 +13,7 @@
 #include "ctx/wctx.h"
 #include "socks5/dial.h"
 
-/* The words the log lines use for each request: the TCP connection, the
- * exchange, the request, what the request sets up. */
+/* Each request's words in log lines: the connection, exchange, request, what it sets up. */
 struct proxy_words {
   const char *conn, *hs, *req, *what;
 };
@@ -61,6 +59,7 @@ static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, 
                        const char *why) {
   struct s5_proxy_result r = {
     .outcome = S5_PROXY_FAILED, .level = level, .why = why, .status = status, .rep = rep, .step = p->step};
+  r.http = p->requested ? p->http.status : 0; /* a response of this connection's request */
   proxy_stop(p);
   p->ops->result(p->owner, &r);
 }
@@ -144,10 +143,9 @@ static int proxy_send_request(struct s5_proxy *p) {
   return proxy_requested(p, proxy_send(p, msg, proxy_request(p, msg, sizeof msg, &why)));
 }
 
-/* The first flight: the greeting, and with [socks5] pipeline the
- * authentication and the request too, saving a round trip or two per
- * connection with servers that read requests as a stream (most do; RFC
- * 1928 does not promise it, hence an option). */
+/* The first flight: the greeting, and with [socks5] pipeline the auth and
+ * the request too, saving a round trip or two with servers that read
+ * requests as a stream (most do; RFC 1928 does not promise it). */
 static int proxy_send_first(struct s5_proxy *p) {
   uint8_t msg[3 * S5_SOCKS5_MAX_MSG];
   int len = s5_socks5_write_greeting(msg, sizeof msg, with_auth(p));
@@ -262,7 +260,8 @@ static void proxy_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
     proxy_read_failed(p, (int)nread);
     return;
   }
-  if (p->step == S5_PROXY_DONE) return;                 /* RFC 1928 defines nothing here: ignored */
+  if (p->step == S5_PROXY_DONE) return; /* RFC 1928 defines nothing here: ignored */
+  if (!p->heard) s5_proxy_clock_heard(p);
   S5_ASSERT((size_t)nread <= sizeof p->in - p->in_len); /* proxy_alloc's room */
   p->in_len = (uint16_t)(p->in_len + nread);
   proxy_parse(p);
@@ -347,38 +346,44 @@ static void proxy_connect_failed(struct s5_proxy *p, const char *why) {
   proxy_fail(p, S5_LOG_INFO, S5_SOCKS5_REFUSED, 0, why);
 }
 
-/* [rules] direct's destination, resolved (to NULL: it failed, why says). */
-static void proxy_resolved(void *arg, const struct sockaddr_storage *to, const char *failed) {
+/* [rules] direct's destination resolved from name (or why not); never into our own device. */
+static void proxy_resolved(void *arg, const struct sockaddr_storage *to, const char *name) {
   struct s5_proxy *p = arg;
-  char why[320];
+  char why[400];
   p->lookup = NULL;
-  if (to == NULL) proxy_connect_failed(p, failed);
+  if (to == NULL) proxy_connect_failed(p, name);
   else if (p->ops->cmd == S5_PROXY_ASSOCIATE) proxy_direct_datagrams(p, to);
-  else if (proxy_connect(p, to, why, sizeof why) < 0) proxy_connect_failed(p, why);
+  else if (s5_dial_loops(p->cfg, to, name, why, sizeof why)) {
+    PROXY_COUNT(p, drop_proxy_loop);
+    proxy_fail(p, S5_LOG_WARN, S5_SOCKS5_REFUSED, 0, why);
+  } else if (proxy_connect(p, to, why, sizeof why) < 0) proxy_connect_failed(p, why);
 }
 
-/* [rules] direct: TCP to an address connects now; a mapped name, and UDP
- * always (so that its grant never comes inside s5_proxy_start), through
- * the resolver first. */
+/* [rules] direct: TCP to an address connects now (unless it loops); a
+ * mapped name, and UDP always (its grant never inside s5_proxy_start),
+ * through the resolver first. */
 static int proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
-  struct s5_proxy_target t;
-  memset(&t, 0, sizeof t);
+  struct s5_proxy_target t = {0};
   if (p->ops->target == NULL || p->ops->target(p->owner, &t) < 0) {
     snprintf(why, cap, "direct: the destination's mapped name is gone");
     return UV_EINVAL;
   }
   int udp = p->ops->cmd == S5_PROXY_ASSOCIATE;
-  if (t.name[0] == '\0' && !udp) return proxy_connect(p, &t.addr, why, cap);
-  return s5_dial_resolve(&p->w->loop, &t.addr, t.name, udp, proxy_resolved, p, &p->lookup, why, cap);
+  if (t.name[0] == '\0' && !udp)
+    return s5_dial_loops(p->cfg, &t.addr, NULL, why, cap) ? UV_ELOOP : proxy_connect(p, &t.addr, why, cap);
+  return s5_dial_resolve(&p->w->loop, p->cfg, &t.addr, t.name, udp, proxy_resolved, p, &p->lookup, why, cap);
 }
 
-static void proxy_timed_out(uv_timer_t *timer) {
+void s5_proxy_expired(uv_timer_t *timer) {
   struct s5_proxy *p = PROXY_OF(timer, timer);
   PROXY_COUNT(p, socks5_timeout);
   char why[160];
-  int conn = p->step == S5_PROXY_CONNECTING; /* the proxy itself does not answer: a warning */
-  snprintf(why, sizeof why, "%s not established within connect-timeout",
-           conn ? proxy_words(p)->conn : proxy_words(p)->what);
+  int conn = p->step == S5_PROXY_CONNECTING || !p->heard; /* the proxy itself never answered: a warning */
+  if (conn && p->step != S5_PROXY_CONNECTING)
+    snprintf(why, sizeof why, "no answer from the proxy within connect-timeout");
+  else
+    snprintf(why, sizeof why, "%s not established within connect-timeout",
+             conn ? proxy_words(p)->conn : proxy_words(p)->what);
   proxy_fail(p, conn ? S5_LOG_WARN : S5_LOG_INFO, 0, 0, why);
 }
 
@@ -387,7 +392,7 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   if (p->ops->target != NULL && p->ops->cmd != S5_PROXY_ASSOCIATE &&
       proxy_request_text(p, msg, sizeof msg, why, cap) < 0)
     return UV_EINVAL;
-  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, 0);
   if (p->up->type == S5_UPSTREAM_DIRECT) return proxy_direct(p, why, cap);
   return proxy_connect(p, &p->up->addr, why, cap);
 }
@@ -422,7 +427,8 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   uint8_t msg[S5_HTTP_REQUEST_MAX];
   int len = proxy_request_text(p, msg, sizeof msg, why, cap);
   if (len < 0) return len;
-  uv_timer_start(&p->timer, proxy_timed_out, p->cfg->session.connect_timeout * 1000ull, 0);
+  /* a pooled SOCKS5 connection was greeted: the proxy has answered */
+  s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, p->up->type == S5_UPSTREAM_SOCKS5);
   int r = proxy_sock_init(p, AF_UNSPEC, why, cap);
   if (r == 0) r = s5_dial_adopt(&p->sock, &warm->sock, why, cap);
   if (r < 0) return r;
@@ -437,20 +443,13 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
 int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms) {
   if (p->closing || p->retrying || !p->sock_open || p->data_sent) return -1; /* the bytes went with it */
   s5_proxy_use(p, up);
-  if (ms != 0) uv_timer_start(&p->timer, proxy_timed_out, ms, 0);
   p->pooled = p->requested = p->in_len = 0;
+  s5_proxy_clock(p, ms, 0); /* a new connection: handshake-timeout again */
   p->retrying = 1;
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
   if (p->ops->withdrawn != NULL) p->ops->withdrawn(p->owner);
   uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
   return 0;
-}
-
-int s5_proxy_data_ok(struct s5_proxy *p) {
-  if (p->step == S5_PROXY_DONE) return 1;
-  if (!p->requested) return 0;
-  p->pooled = 0, p->data_sent = 1; /* the data goes on this connection: no retry without it */
-  return 1;
 }
 
 void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config *cfg,
@@ -460,18 +459,13 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->ops = ops;
   p->owner = owner;
   p->step = S5_PROXY_CONNECTING;
-  p->pooled = p->retrying = p->requested = p->data_sent = 0;
+  p->pooled = p->retrying = p->requested = p->data_sent = p->heard = p->hs_over = 0;
   p->lookup = NULL;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   s5_proxy_use(p, &cfg->upstreams[0]);
   uv_timer_init(&w->loop, &p->timer);
   p->handles_open = 1;
-}
-
-void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up) {
-  p->up = up;
-  p->pipeline = p->ops->cmd == S5_PROXY_CONNECT && up->type == S5_UPSTREAM_SOCKS5 && up->pipeline;
 }
 
 /* ---------------------------------------------------------------- closing */

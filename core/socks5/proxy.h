@@ -71,6 +71,8 @@ struct s5_proxy_result {
   uint8_t rep;               /* the server's REP when status is S5_SOCKS5_REFUSED */
   struct s5_socks5_addr bnd; /* BND.ADDR and BND.PORT when granted */
   enum s5_proxy_step step;   /* failed: where the exchange was (CONNECTING: the TCP connect) */
+  uint16_t http;             /* an HTTP upstream's status when it answered one, else 0 */
+  int slow;                  /* no answer within handshake-timeout (ops->slow's report) */
 };
 
 struct s5_proxy_ops {
@@ -93,6 +95,10 @@ struct s5_proxy_ops {
    * until requested() again. */
   void (*withdrawn)(void *owner);
   void (*result)(void *owner, const struct s5_proxy_result *r);
+  /* Optional: the proxy said nothing within its upstream's handshake-timeout
+   * (r: slow set, why). The exchange goes on, within connect-timeout, unless
+   * the owner moves it to another upstream (s5_proxy_retry) or closes it. */
+  void (*slow)(void *owner, const struct s5_proxy_result *r);
   void (*closed)(void *owner);
 };
 
@@ -114,6 +120,9 @@ struct s5_proxy {
   unsigned retrying : 1;  /* that retry's socket is closing, a fresh one follows */
   unsigned requested : 1; /* the request is written */
   unsigned data_sent : 1; /* s5_proxy_data_ok(): the owner's bytes went out behind it */
+  unsigned heard : 1;     /* the proxy has said something on this connection */
+  unsigned hs_over : 1;   /* heard, or handshake-timeout passed: connect-timeout alone from here */
+  uint64_t deadline;      /* the loop's ms when connect-timeout ends the set-up */
   uint16_t in_len;
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
   struct s5_http_reply http;     /* an HTTP upstream's response, read as it comes */
@@ -155,5 +164,15 @@ int s5_proxy_data_ok(struct s5_proxy *p);
 /* Closes the connection (with a RST when reset) and the timer; ops->closed
  * follows once both have closed. Idempotent. */
 void s5_proxy_close(struct s5_proxy *p, int reset);
+
+/* proxy_clock.c, the set-up's timer: connect-timeout over the whole set-up
+ * (ms from now; 0: the deadline set before), and within it, for an owner
+ * with ops->slow, the upstream's handshake-timeout for the proxy's first
+ * answer on a new connection (heard: it answered already, a pooled SOCKS5
+ * one). s5_proxy_clock_heard: it answered. s5_proxy_expired: connect-timeout
+ * is over (proxy.c). */
+void s5_proxy_clock(struct s5_proxy *p, uint64_t ms, int heard);
+void s5_proxy_clock_heard(struct s5_proxy *p);
+void s5_proxy_expired(uv_timer_t *timer);
 
 #endif

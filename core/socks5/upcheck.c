@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* The checks of down upstreams (see upcheck.h). Each probe is a proxy
- * client (proxy.c) on the upstream: with the WARM command, granted means
- * the proxy took a connection and (SOCKS5) our greeting and credentials;
- * with [balance] check-target, a CONNECT there, granted by the upstream. A
+ * client (proxy.c) on the upstream that speaks its protocol to the end:
+ * connection, greeting and authentication, a CONNECT and its reply. To
+ * [balance] check-target, which must grant it; else to the last destination
+ * queue 0 reached (wctx's reached), else to the proxy's own address, where
+ * the proxy must answer for itself: granted, or the destination's own
+ * refusal (s5_upstream_broken says 0). A refusal that says it is broken, a
+ * wrong password, a reply not of the protocol or silence keep it down;
+ * while every upstream is down, any refusal after authentication brings it
+ * back (nothing to lose: the alternative is refusing every connection). A
  * timer of its own ends it after check-timeout. */
 #include "socks5/upcheck.h"
 
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +22,7 @@
 #include "ctx/wctx.h"
 #include "shared/uptab.h"
 #include "socks5/proxy.h"
+#include "socks5/upstream.h"
 
 struct s5_upcheck_probe {
   struct s5_proxy proxy; /* WARM or CONNECT; owner is the probe */
@@ -62,12 +71,22 @@ static void probe_failed(struct s5_upcheck_probe *pr, enum s5_up_cause cause, co
   else s5_debug("upstream %s: check failed: %s", name, why);
 }
 
+/* Does the proxy work, by its answer (see the top). */
+static int probe_ok(const struct s5_upcheck_probe *pr, const struct s5_proxy_result *r) {
+  const struct s5_upstream_cfg *up = &pr->cfg->upstreams[pr->index];
+  if (r->outcome == S5_PROXY_GRANTED) return 1;
+  if (pr->cfg->balance.check_target.ss_family != 0 || r->status != S5_SOCKS5_REFUSED) return 0;
+  if (s5_upstream_broken(up, r->status, r->rep, r->http) == 0) return 1;
+  return __atomic_load_n(&s5_uptab()->all_down, __ATOMIC_RELAXED) != 0;
+}
+
 static void probe_result(void *owner, const struct s5_proxy_result *r) {
   struct s5_upcheck_probe *pr = owner;
-  if (r->outcome == S5_PROXY_GRANTED) s5_uptab_probe_ok(s5_uptab(), pr->cfg->upstreams[pr->index].slot);
+  if (probe_ok(pr, r)) s5_uptab_probe_ok(s5_uptab(), pr->cfg->upstreams[pr->index].slot);
   else
     probe_failed(pr,
                  r->status == S5_SOCKS5_AUTH_FAILED || r->status == S5_SOCKS5_NO_METHOD ? S5_UP_AUTH
+                 : r->status == S5_SOCKS5_REFUSED                                       ? S5_UP_REFUSING
                  : r->step == S5_PROXY_CONNECTING                                       ? S5_UP_CONNECT
                                                                                         : S5_UP_HANDSHAKE,
                  r->why);
@@ -80,23 +99,24 @@ static void probe_timed_out(uv_timer_t *timer) {
   probe_end(pr);
 }
 
-static int probe_request(void *owner, uint8_t *buf, size_t cap) {
-  (void)owner, (void)buf, (void)cap;
-  return -1; /* never asked: a WARM client stops before the request */
-}
-
-/* check-target: the CONNECT's destination. */
+/* The CONNECT's destination: check-target, else the last one reached,
+ * else the proxy's own address. */
 static int probe_target(void *owner, struct s5_proxy_target *t) {
   struct s5_upcheck_probe *pr = owner;
-  t->addr = pr->cfg->balance.check_target;
+  const struct s5_wctx *w = pr->check->w;
   t->name[0] = '\0';
+  if (pr->cfg->balance.check_target.ss_family != 0) t->addr = pr->cfg->balance.check_target;
+  else if (w->reached.addr.ss_family != 0 &&
+           (w->reached.addr.ss_family == AF_INET || w->reached.name[0] != '\0' ||
+            pr->cfg->upstreams[pr->index].type != S5_UPSTREAM_SOCKS4)) { /* SOCKS4: no IPv6 */
+    t->addr = w->reached.addr;
+    snprintf(t->name, sizeof t->name, "%s", w->reached.name);
+  } else t->addr = pr->cfg->upstreams[pr->index].addr;
   return 0;
 }
 
-static const struct s5_proxy_ops probe_ops[] = {
-  {.cmd = S5_PROXY_WARM, .request = probe_request, .result = probe_result, .closed = probe_closed},
-  {.cmd = S5_PROXY_CONNECT, .target = probe_target, .result = probe_result, .closed = probe_closed},
-};
+static const struct s5_proxy_ops probe_ops = {
+  .cmd = S5_PROXY_CONNECT, .target = probe_target, .result = probe_result, .closed = probe_closed};
 
 static void probe_start(struct s5_upcheck *c, unsigned i) {
   struct s5_upcheck_probe *pr = calloc(1, sizeof *pr);
@@ -114,7 +134,7 @@ static void probe_start(struct s5_upcheck *c, unsigned i) {
   uv_timer_init(&c->w->loop, &pr->timer);
   pr->timer.data = pr;
   uv_timer_start(&pr->timer, probe_timed_out, pr->cfg->balance.check_timeout * 1000ull, 0);
-  s5_proxy_init(&pr->proxy, c->w, pr->cfg, &probe_ops[pr->cfg->balance.check_target.ss_family != 0], pr);
+  s5_proxy_init(&pr->proxy, c->w, pr->cfg, &probe_ops, pr);
   s5_proxy_use(&pr->proxy, &pr->cfg->upstreams[i]);
   char why[160];
   if (s5_proxy_start(&pr->proxy, why, sizeof why) == 0) return;

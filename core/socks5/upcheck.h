@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* [balance] check-interval: queue 0's worker checks each down upstream
  * (core/shared/uptab.h) every check-interval, jittered by up to a quarter
- * either way: a connection to it and, for SOCKS5, its greeting and
- * authentication (proxy.c's warm-up), or with check-target a CONNECT
- * there, within check-timeout. One that answers is up again for every
- * worker. Up upstreams are not checked:
+ * either way, in its own protocol to the end: greeting, authentication and
+ * a CONNECT (to check-target, else to the last destination this queue
+ * reached, else to the proxy's own address), within check-timeout. One
+ * that works is up again for every worker (upcheck.c says what works). Up upstreams are not checked:
  * the sessions through them are their check. One upstream alone is never
  * down, so never checked.
  *

@@ -54,6 +54,13 @@ int s5_upstream_parse_reply(const struct s5_upstream_cfg *up, struct s5_http_rep
   return s5_socks5_parse_reply_addr(in, *len, rep, bnd);
 }
 
+int s5_upstream_broken(const struct s5_upstream_cfg *up, int status, uint8_t rep, uint16_t http) {
+  if (status != S5_SOCKS5_REFUSED) return 0;
+  if (up->type == S5_UPSTREAM_HTTP && http == 403) return S5_BROKEN_EACH;
+  if (up->type == S5_UPSTREAM_HTTP) return http >= 500 && http != 502 && http != 504 ? S5_BROKEN_DISTINCT : 0;
+  return up->type == S5_UPSTREAM_SOCKS5 && rep == 1 ? S5_BROKEN_DISTINCT : 0;
+}
+
 const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg) {
   for (unsigned i = 0; i < cfg->n_upstreams; i++)
     if (cfg->upstreams[i].type == S5_UPSTREAM_SOCKS5 && cfg->upstreams[i].udp) return &cfg->upstreams[i];

@@ -33,6 +33,17 @@ int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_
 int s5_upstream_parse_reply(const struct s5_upstream_cfg *up, struct s5_http_reply *http, const uint8_t *in,
                             uint16_t *len, uint8_t *rep, struct s5_socks5_addr *bnd);
 
+/* A refused request (status S5_SOCKS5_REFUSED; rep, or http: an HTTP
+ * upstream's status) in words that say the proxy itself is broken rather
+ * than the destination: S5_BROKEN_EACH, every time (HTTP 403: it refuses
+ * us); S5_BROKEN_DISTINCT, when several destinations hear it (HTTP 5xx but
+ * 502 and 504, SOCKS5 general failure: words some proxies also use for one
+ * destination's trouble); 0, the destination's own answer (SOCKS5 0x02 to
+ * 0x08, SOCKS4, HTTP 502, 504 and other 4xx), which the next upstream would
+ * hear too. */
+enum { S5_BROKEN_EACH = 1, S5_BROKEN_DISTINCT = 2 };
+int s5_upstream_broken(const struct s5_upstream_cfg *up, int status, uint8_t rep, uint16_t http);
+
 /* The upstream UDP associations go to: the first SOCKS5 one with udp =
  * associate, NULL when none can carry UDP (datagrams then get ICMP port
  * unreachable). */

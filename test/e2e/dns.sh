@@ -146,12 +146,17 @@ case_dns_tcp() {
   log "600 DNS connections at once from one address: $acc accepted, $ref refused and counted"
   # Connections that trickle a byte a second, never a whole message, hold
   # no slot: each is reset 5 s after its first byte (bounded here at 15 s),
-  # counted in dns_tcp_limited; another address is answered meanwhile.
+  # counted in dns_tcp_limited; another address is answered meanwhile, and
+  # so is another client of the same address (a local application) once
+  # they are stuck for 1 s: it takes a stuck one's slot. Twice the slots
+  # of every queue, so that each one is full.
   d0=$(counter dns_tcp_limited)
-  read -r _ held _ closed _ ref < <(dnstcp trickle --server "$DNS_ADDR" --count 40 --seconds 15 --also-from "$C_ADDR4" | tail -n 1)
+  read -r _ held _ closed _ ref < <(dnstcp trickle --server "$DNS_ADDR" --count $((64 * QUEUES)) --seconds 15 \
+    --also-from "$C_ADDR4" --same-after 1.5 | tail -n 1)
+  [[ -n $held && -n $closed ]] || fail "dnstcp trickle failed (its lines are above)"
   ((held == 0)) || fail "$held trickling DNS connections still open after 15 s ($closed closed, $ref refused)"
   (($(counter dns_tcp_limited) - d0 >= closed)) || fail "dns_tcp_limited moved by $(($(counter dns_tcp_limited) - d0)) for $closed reset"
-  log "40 trickling DNS connections: $closed reset, $ref refused, none held"
+  log "$((64 * QUEUES)) trickling DNS connections: $closed reset, $ref refused, none held; the same address answered meanwhile"
   # A connection still open when s5tund stops is reset with the rest (and
   # freed: a sanitizer build reports leaks at exit).
   local held

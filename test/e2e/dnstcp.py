@@ -27,7 +27,7 @@ messages after a 2-byte length (RFC 7766), several on one connection.
       "accepted A refused R" (refused: ECONNREFUSED, the server's RST).
       --also-from: while they are open, a query on a connection from ADDR
       (another client address) must be answered.
-  dnstcp.py trickle --server S --count N --seconds T [--also-from ADDR]
+  dnstcp.py trickle --server S --count N --seconds T [--also-from ADDR] [--same-after S]
       N connections that send the first byte of a message, then one more
       byte a second, never a whole message, for at most T seconds; prints
       "held H closed C refused R" (held: still open at the end). With
@@ -242,6 +242,19 @@ def cmd_trickle(args):
         held.append([s, 1])
         s.send(msg[:1])
     also_from(args)
+    if args.same_after:
+        # Another application of the same host (the same address): its query
+        # takes the slot of a stuck connection instead of being refused.
+        time.sleep(args.same_after)
+        try:
+            with connect(args) as s:
+                s.sendall(frame(dns_query_bytes(0x4343, "same.test", 1)))
+                answer = read_message(s)
+        except OSError as e:
+            raise Fail("a query from the same address while its slots were stuck: %s" % e)
+        if answer is None or dns_parse(answer)[0] != 0x4343:
+            raise Fail("a query from the same address while its slots were stuck got no answer")
+        log("a query from the same address answered while its slots were stuck")
     end = time.monotonic() + args.seconds
     def step(h):   # False once the server closed or reset it
         s, sent = h
@@ -333,6 +346,7 @@ def main():
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--also-from")
+    p.add_argument("--same-after", type=float, default=0)
     p.set_defaults(fn=cmd_trickle)
     args = ap.parse_args()
     try:

@@ -27,6 +27,7 @@ MS_RB_PORT=1089
 RA_BIND=10.200.0.21
 RB_BIND=10.200.0.22
 LAN2=198.18.0.7 # a second source on tun0: the stand-in for another LAN client
+LOOP_DST=198.18.200.9 # inside tun0's own prefix: direct there would come back in
 RULE_MARK=0x99
 declare -A RMS_PID
 
@@ -65,6 +66,7 @@ setup_rules() {
     --ready-file "$WORK/udptarget.ready" >"$WORK/udptarget.log" 2>&1 &
   for _ in $(seq $((T_START * 10))); do [[ -s $WORK/udptarget.ready ]] && break; sleep 0.1; done
   [[ -s $WORK/udptarget.ready ]] || fail "udptarget.py did not start"
+  start_dnsmasq # a real resolver for direct's names: [rules] resolver, with auto-route below
   # 100,000 names, one of them looked up below; then lines as published
   # hosts files have them: three that are no rules, one with two names.
   { seq 0 99999 | sed 's/^/n/; s/$/.big.test/'
@@ -111,8 +113,8 @@ rules_config() {   # FILE RULE-LINE-FOR-one.test
     "port = $MS_RB_PORT" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "" "[stats]" \
     "socket = $WORK/stats.sock" "" "[rules]" "mark = $RULE_MARK" "default = b" "$2" \
     "rule = keyword:blocked -> block" "rule = proto:udp port:7001 -> block" "rule = proto:udp port:7002 -> direct" "rule = domain:two.test -> b" \
-    "rule = full:direct.test -> direct" "rule = src:$LAN2/32 -> b" "rule = dst:$TGT4/32 port:$TGT_PORT proto:tcp -> a" \
-    "rule = dst:fd00:201::/64 -> direct" "rules-file = $WORK/big.txt -> block" >>"$1"
+    "rule = full:direct.test -> direct" "rule = full:direct.example.test -> direct" "rule = src:$LAN2/32 -> b" "rule = dst:$TGT4/32 port:$TGT_PORT proto:tcp -> a" \
+    "rule = dst:fd00:201::/64 -> direct" "rule = dst:$LOOP_DST/32 -> direct" "rules-file = $WORK/big.txt -> block" >>"$1"
 }
 
 tcp_total() {   # TCP sessions s5tund accepted, all queues
@@ -193,6 +195,15 @@ case_rules() {
     fail "--stats: a $(rule_stat a), b $(rule_stat b), direct $(rule_stat direct), expected 2, 2 and 6"
   "$S5TUND" --stats "$WORK/stats.sock" | grep -q "^rules: .* block 4" || fail "--stats' table has no rules line"
 
+  # direct into tun0's own prefix would come back in as a new session, and
+  # again (a loop): refused at once, one warning naming the rule, counted.
+  t0=$(tcp_total)
+  client --host "$LOOP_DST" expect-refused --timeout 5 >/dev/null
+  e2e_wait_log "$S5LOG" "warn .*$LOOP_DST.* is inside $TUN's prefix 198.18.0.1/15, so it would come back into the device \(a loop\) \(rule rules.ini:[0-9]+\)" 5 >/dev/null
+  (($(tcp_total) == t0 + 1)) || fail "direct into $TUN's prefix: $(($(tcp_total) - t0)) sessions for one connection"
+  "$S5TUND" --stats "$WORK/stats.sock" --json | grep -q '"drop_proxy_loop":1' || fail "the direct loop was not counted"
+  log "direct to $LOOP_DST (inside $TUN's prefix): refused at once, warned with its rule, counted"
+
   # SIGHUP: one.test moves to b; a session opened before goes on through a.
   rm -f "$WORK/go"
   client --host "$(mapped one.test)" idle-echo --wait-file "$WORK/go" >/dev/null &
@@ -221,7 +232,10 @@ case_rules() {
   # else goes into tun0 by its policy rule, not by the harness's routes.
   in_c ip rule del fwmark "$RULE_MARK" lookup 99
   in_c ip -6 rule del fwmark "$RULE_MARK" lookup 99
-  sed -i -e "s/^mark = $RULE_MARK$/mark = 0/" -e 's/^\[tun\]$/&\nauto-route = true/' \
+  # A router whose own resolver is the mapped one: direct's names are asked
+  # of [rules] resolver instead (dnsmasq in S), with the mark.
+  printf 'nameserver %s\n' "$DNS_ADDR" >"/etc/netns/$NS_C/resolv.conf"
+  sed -i -e "s/^mark = $RULE_MARK$/mark = 0\nresolver = $TGT4/" -e 's/^\[tun\]$/&\nauto-route = true/' \
     -e "s/^\\[upstream [ab]\\]$/&\nmark = $RULE_MARK/" "$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
@@ -229,12 +243,14 @@ case_rules() {
   in_c ip route add 10.201.0.0/24 via "$S_ADDR4" dev veth0
   t0=$(tcp_total)
   c0=$(seen "$C_ADDR4") b0=$(seen "$RB_BIND")
-  client --host "$(mapped direct.test)" echo --count 3 --retry-for "$T_START" >/dev/null
+  client --host "$(mapped direct.example.test)" echo --count 3 --retry-for "$T_START" >/dev/null
   expect_seen "$C_ADDR4" $((c0 + 1))
+  grep -q "query\[A\] direct.example.test from $C_ADDR4" "$WORK/dnsmasq.log" ||
+    fail "direct.example.test was not asked of [rules] resolver from $C_ADDR4"
   client --host "$(mapped one.test)" echo --count 3 >/dev/null
   expect_seen "$RB_BIND" $((b0 + 1))
   (($(tcp_total) == t0 + 2)) || fail "auto-route: $(($(tcp_total) - t0)) sessions for 2 connections"
-  log "auto-route: direct.test reached from C's own address with its mark, one.test through b"
+  log "auto-route: direct.example.test resolved by [rules] resolver and reached from C's own address with its mark, one.test through b"
 
   # The upstream a rule names dies: its flows are refused, never carried
   # by the other one (a rule is a policy); once it is down, at once.

@@ -27,8 +27,19 @@
 #                     the header. Each costs its own session only (refused,
 #                     one debug line with the reason), the interim one
 #                     works, and echoes go on through the same daemon.
+#   upstream_health   broken upstreams failed over, in file order: a black
+#                     hole (takes TCP, never answers; handshake-timeout =
+#                     1), tinyproxy answering 403 to every CONNECT, squid
+#                     with a wrong password (407), then squid as it should
+#                     be. A session named by a rule to tinyproxy, and a
+#                     blocked one: their lines name tinyproxy and block.
+#                     20 connections at once: all carried, by squid (its
+#                     log); the three broken ones each down once, still
+#                     down after about five checks (no "up again": the
+#                     checks speak the protocol), 10 more all by squid.
 
 TP_PORT=8888
+HOLE_PORT=1087
 HTTPPROXY_PORT=1084
 DANTE4_PORT=1085
 SSH4_PORT=1086
@@ -175,7 +186,8 @@ start_udp_echo() {
 # ------------------------------------------------------------ tinyproxy, danted (SOCKS4)
 
 # start_tinyproxy: tinyproxy in S on S_ADDR4 port TP_PORT, foreground,
-# Basic authentication, CONNECT to the target's port only.
+# Basic authentication, CONNECT to the target's port only (or to
+# TP_CONNECT_PORT only: 403 to the target).
 start_tinyproxy() {
   local d=$WORK/tinyproxy
   mkdir -p "$d"
@@ -190,7 +202,7 @@ LogLevel Connect
 PidFile "$d/tinyproxy.pid"
 MaxClients 200
 Allow 10.200.0.0/24
-ConnectPort $TGT_PORT
+ConnectPort ${TP_CONNECT_PORT:-$TGT_PORT}
 BasicAuth bob secret
 DisableViaHeader Yes
 EOF
@@ -297,7 +309,7 @@ start_httpproxy() {
 refused_with() {
   local port=$1 why=$2 n
   client --host "$TGT4" --port "$port" expect-refused --timeout 15 >/dev/null
-  e2e_wait_log "$S5LOG" "debug +q[0-9]+ s[0-9]+ .*:$port: $why" 5 "'$why' for port $port" >/dev/null
+  e2e_wait_log "$S5LOG" "debug +q[0-9]+ s[0-9]+ .*:$port: upstream hostile: $why" 5 "'$why' for port $port" >/dev/null
   n=$(count_in "$S5LOG" "debug +q[0-9]+ s[0-9]+ .*:$port: ")
   ((n == 1)) || fail "$n failure lines for port $port, expected one"
   client --host "$TGT4" echo --count 3 >/dev/null   # the daemon and its other sessions are fine
@@ -324,4 +336,96 @@ case_upstream_hostile() {
   active=$(counter tcp_active)
   ((active == 0)) || fail "$active TCP sessions still open"
   stop_up
+}
+
+# ------------------------------------------------------------ broken upstreams
+
+# start_hole: a black hole on S_ADDR4:HOLE_PORT: the kernel completes TCP
+# connections into a backlog that is never accepted; nothing is ever said.
+start_hole() {
+  ip netns exec "$NS_S" timeout -k 5 300 "$PY" -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.listen(1024)
+time.sleep(300)' "$S_ADDR4" "$HOLE_PORT" &
+  e2e_wait_listen "$HOLE_PORT" "$S_ADDR4" || fail "the black hole does not listen on $S_ADDR4:$HOLE_PORT"
+}
+
+# state_lines NAME WHAT: s5tund's warn lines "upstream NAME is WHAT".
+state_lines() { count_in "$S5LOG" "warn .*upstream $1 is $2"; }
+
+case_upstream_health() {
+  e2e_start_squid
+  TP_CONNECT_PORT=443 start_tinyproxy
+  start_hole
+  # badpw: a user squid does not know (not alice with a wrong password:
+  # squid keeps one credential state per user, and concurrent requests of
+  # alice with both passwords may then get 407 with the right one too).
+  local ini=$WORK/health.ini u
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  sed -i 's/^level = debug$/&\nsessions = true/' "$ini"
+  printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" \
+    "[upstream hole]" "address = $S_ADDR4" "port = $HOLE_PORT" ${HOLE_HS-"handshake-timeout = 1"} "" \
+    "[upstream tiny]" "type = http" "address = $S_ADDR4" "port = $TP_PORT" "username = bob" "password = secret" "" \
+    "[upstream badpw]" "type = http" "address = $S_ADDR4" "port = $SQUID_PORT" "username = mallory" \
+    "password = wrong" "" \
+    "[upstream squid]" "type = http" "address = $S_ADDR4" "port = $SQUID_PORT" "username = $UP_USER" \
+    "password = \"$UP_PASS\"" "" \
+    "[balance]" "strategy = failover" "fail-after = 3" "check-interval = 1" "check-timeout = 2" "" \
+    "[rules]" "rule = port:7001 -> tiny" "rule = port:7002 -> block" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+
+  # Item: the outbound actually tried is named, not the first upstream.
+  client --host "$TGT4" --port 7001 expect-refused --timeout 15 >/dev/null
+  e2e_wait_log "$S5LOG" "info .*session s[0-9]+ tcp .* -> $TGT4:7001 via $S_ADDR4:$TP_PORT \(tiny\) by rule " 5 \
+    "a session line naming tiny for its 403" >/dev/null
+  e2e_wait_log "$S5LOG" "debug .*s[0-9]+ .*: upstream tiny: proxy answered CONNECT with \"HTTP/1\.[01] 403 " 5 \
+    "the failure line naming tiny" >/dev/null
+  client --host "$TGT4" --port 7002 expect-refused --timeout 15 >/dev/null
+  e2e_wait_log "$S5LOG" "info .*session s[0-9]+ tcp .* -> $TGT4:7002 via block by rule " 5 \
+    "a session line naming block" >/dev/null
+
+  local tunnels
+  tunnels=$(count_in "$SQUID_LOG" "TCP_TUNNEL/200 .* CONNECT $TGT4:$TGT_PORT $UP_USER ")
+  client --host "$TGT4" concurrent 20 --rounds 1 --timeout 20 >/dev/null
+  wait_count "$SQUID_LOG" "TCP_TUNNEL/200 .* CONNECT $TGT4:$TGT_PORT $UP_USER " $((tunnels + 20)) "tunnels by squid"
+  for u in hole tiny badpw; do
+    e2e_wait_log "$S5LOG" "warn .*upstream $u is down: " 5 "upstream $u marked down" >/dev/null
+  done
+  e2e_wait_log "$S5LOG" "warn .*upstream hole is down: .*\(timeout: no answer from the proxy within handshake-timeout" \
+    1 "hole down for its handshake-timeout" >/dev/null
+  e2e_wait_log "$S5LOG" "warn .*upstream tiny is down: .*\(refusing: " 1 "tiny down for refusing" >/dev/null
+  # About five checks of each (check-interval 1): none may bring one back.
+  local n403 n407
+  n403=$(count_in "$TP_LOG" "Connect \(file descriptor") n407=$(count_in "$SQUID_LOG" "TCP_DENIED/407")
+  sleep 5
+  tunnels=$(count_in "$SQUID_LOG" "TCP_TUNNEL/200 .* CONNECT $TGT4:$TGT_PORT $UP_USER ")
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+  wait_count "$SQUID_LOG" "TCP_TUNNEL/200 .* CONNECT $TGT4:$TGT_PORT $UP_USER " $((tunnels + 10)) "tunnels by squid"
+  for u in hole tiny badpw; do
+    (($(state_lines $u down) == 1 && $(state_lines $u "up again") == 0)) ||
+      fail "upstream $u: $(state_lines $u down) down and $(state_lines $u "up again") up-again lines, expected 1 and 0"
+  done
+  (($(state_lines squid down) == 0)) || fail "squid was marked down"
+  # The checks did reach the broken ones (and were refused), sessions did not.
+  (($(count_in "$TP_LOG" "Connect \(file descriptor") > n403 && $(count_in "$SQUID_LOG" "TCP_DENIED/407") > n407)) ||
+    fail "no check reached tinyproxy or squid with the wrong password"
+  (($(count_in "$S5LOG" "info .*session s[0-9]+ tcp .* -> $TGT4:$TGT_PORT via $S_ADDR4:$SQUID_PORT \(squid\) by rule default: ") >= 30)) ||
+    fail "fewer than 30 session lines name squid"
+  (($(up_count tiny failed_refusing) >= 3 && $(up_count badpw failed_auth) >= 3 && $(up_count hole failed_timeout) >= 3)) ||
+    fail "--stats: tiny failed_refusing $(up_count tiny failed_refusing), badpw failed_auth $(up_count badpw failed_auth), hole failed_timeout $(up_count hole failed_timeout)"
+  log "broken upstreams: down once each, no flapping; squid carried $(count_in "$SQUID_LOG" "TCP_TUNNEL/200 ")"
+  stop_up
+}
+
+# up_count NAME FIELD: that upstream's field in --stats --json.
+up_count() {
+  "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+for u in json.load(sys.stdin)["upstreams"]:
+    if u["name"] == sys.argv[1]:
+        print(u[sys.argv[2]])' "$1" "$2"
 }

@@ -28,6 +28,7 @@
 #include "dns/dns_msg.h"
 #include "dns/dns_table.h"
 #include "fuzz_check.h"
+#include "socks5/dial.h"
 
 #define QUERY_READ 1024 /* dns.c: S5_DNS_QUERY_READ */
 
@@ -103,8 +104,26 @@ static void check_frames(const uint8_t *data, size_t size) {
   free(f);
 }
 
+/* The input as a reply to [rules] resolver's query (core/socks5/resolve.c):
+ * its own id, an A then an AAAA question; an address found is of that family. */
+static void check_reply(const uint8_t *data, size_t size) {
+  uint8_t *m = fuzz_dup(data, size);
+  uint16_t id = size >= 2 ? (uint16_t)(data[0] << 8 | data[1]) : 0;
+  for (int i = 0; i < 2; i++) {
+    struct sockaddr_storage to;
+    int rcode = -1;
+    memset(&to, 0, sizeof to);
+    int r = s5_dial_dns_answer(m, size, id, i == 0 ? 1 : 28, 7000, &to, &rcode);
+    FUZZ_CHECK(r >= -1 && r <= 1, "answer %d", r);
+    FUZZ_CHECK(r != 1 || to.ss_family == (i == 0 ? AF_INET : AF_INET6), "family %d", to.ss_family);
+    FUZZ_CHECK(r == -1 || (rcode >= 0 && rcode <= 15), "rcode %d", rcode);
+  }
+  free(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_frames(data, size);
+  check_reply(data, size);
   if (table == NULL) {
     static const uint8_t net[4] = {100, 64, 0, 0};
     static const uint8_t net6[16] = {0xfd, 0xff, 0x53, 0x35};

@@ -212,11 +212,36 @@ static void test_by_type(void) {
   CHECK(n == 4 + 1 + 11 + 2 && buf[3] == 3, "SOCKS5 and a mapped name: ATYP 3");
 }
 
+/* Which refusals say the proxy is broken (they count toward down and move
+ * the session on) and which are the destination's own answer. */
+static void test_broken(void) {
+  struct s5_upstream_cfg up;
+  memset(&up, 0, sizeof up);
+  up.type = S5_UPSTREAM_HTTP;
+  CHECK(s5_upstream_broken(&up, S5_SOCKS5_REFUSED, 0, 403) == S5_BROKEN_EACH, "HTTP 403: each");
+  CHECK(s5_upstream_broken(&up, S5_SOCKS5_REFUSED, 0, 500) == S5_BROKEN_DISTINCT &&
+          s5_upstream_broken(&up, S5_SOCKS5_REFUSED, 0, 503) == S5_BROKEN_DISTINCT,
+        "HTTP 500, 503: by destination");
+  CHECK(s5_upstream_broken(&up, S5_SOCKS5_REFUSED, 0, 502) == 0 &&
+          s5_upstream_broken(&up, S5_SOCKS5_REFUSED, 0, 504) == 0 &&
+          s5_upstream_broken(&up, S5_SOCKS5_REFUSED, 0, 404) == 0,
+        "HTTP 502, 504, 404: the destination's");
+  CHECK(s5_upstream_broken(&up, S5_SOCKS5_AUTH_FAILED, 0, 407) == 0,
+        "407 is authentication, counted as such");
+  up.type = S5_UPSTREAM_SOCKS5;
+  CHECK(s5_upstream_broken(&up, S5_SOCKS5_REFUSED, 1, 0) == S5_BROKEN_DISTINCT, "SOCKS5 general failure");
+  for (uint8_t rep = 2; rep <= 8; rep++)
+    CHECK(s5_upstream_broken(&up, S5_SOCKS5_REFUSED, rep, 0) == 0, "SOCKS5 REP %u: the destination's", rep);
+  up.type = S5_UPSTREAM_SOCKS4;
+  CHECK(s5_upstream_broken(&up, S5_SOCKS5_REFUSED, 0x5b, 0) == 0, "SOCKS4 0x5B: the destination's");
+}
+
 int main(void) {
   test_http_request();
   test_http_reply();
   test_http_407();
   test_socks4();
   test_by_type();
+  test_broken();
   return check_done();
 }

@@ -131,6 +131,53 @@ static void test_least(void) {
         "its successor starts: they count no more, the other queues' still do");
 }
 
+/* Least-connections: ties go by turns, and an upstream that refuses every
+ * CONNECT at once (so it never holds an open session) is not fed every
+ * new one: it gets its turn until its refusals mark it down. */
+static void test_least_fair(void) {
+  unsigned n[2] = {0};
+  setup(S5_BALANCE_LEAST_CONN, 2, NULL);
+  for (int k = 0; k < 10; k++) n[s5_uptab_pick(&tab, &cfg, 0, 0)]++; /* set-ups in flight, none granted */
+  CHECK(n[0] == 5 && n[1] == 5, "ties by turns, not always the first: %u %u", n[0], n[1]);
+  setup(S5_BALANCE_LEAST_CONN, 2, NULL);
+  n[0] = n[1] = 0;
+  for (int k = 0; k < 200; k++) {
+    int i = s5_uptab_pick(&tab, &cfg, 0, 0);
+    n[i]++;
+    if (i == 0) { /* 403 to everything: the session moves on to 1 */
+      s5_uptab_refusing(&tab, 0, (uint64_t)k, 1, "403 Forbidden");
+      i = s5_uptab_pick(&tab, &cfg, 0, 1u << 0);
+    }
+    CHECK(i == 1, "the session ends on 1");
+    s5_uptab_granted(&tab, 0, 1, 3000, tab.u[1].downs);
+    s5_uptab_ended(&tab, 0, 1, 0, 0);
+  }
+  CHECK(n[0] == cfg.balance.fail_after && tab.u[0].down == 1, "the refusing one got %u, then down", n[0]);
+  CHECK(tab.u[0].why == S5_UP_REFUSING && tab.u[0].failed[S5_UP_REFUSING] == 3, "why refusing");
+}
+
+/* Refusals that mean the proxy is broken: HTTP 403 each time; a general
+ * failure only from distinct destinations; a success ends the run. */
+static void test_refusing(void) {
+  setup(S5_BALANCE_FAILOVER, 2, NULL);
+  for (int k = 0; k < 10; k++)
+    CHECK(s5_uptab_refusing(&tab, 0, 77, 0, "general failure") == 0, "one destination never marks it down");
+  CHECK(tab.u[0].down == 0 && tab.u[0].failed[S5_UP_REFUSING] == 10, "counted, still up");
+  CHECK(s5_uptab_refusing(&tab, 0, 78, 0, "x") == 0, "a second destination");
+  CHECK(s5_uptab_refusing(&tab, 0, 77, 0, "x") == 0 && tab.u[0].fails_row == 2, "a repeat adds nothing");
+  s5_uptab_granted(&tab, 0, 0, 3000, tab.u[0].downs);
+  CHECK(tab.u[0].fails_row == 0, "a success ends the run");
+  CHECK(s5_uptab_refusing(&tab, 0, 77, 0, "x") == 0 && s5_uptab_refusing(&tab, 0, 78, 0, "x") == 0 &&
+          tab.u[0].fails_row == 2,
+        "after it, the same destinations count again");
+  CHECK(s5_uptab_refusing(&tab, 0, 79, 0, "x") == 1 && tab.u[0].down == 1, "three distinct: down");
+  setup(S5_BALANCE_FAILOVER, 2, NULL);
+  s5_uptab_refusing(&tab, 1, 5, 1, "403"), s5_uptab_refusing(&tab, 1, 5, 1, "403");
+  CHECK(s5_uptab_refusing(&tab, 1, 5, 1, "403") == 1, "403 three times, one destination: down");
+  CHECK(s5_uptab_pick(&tab, &cfg, 0, 0) == 0 && s5_uptab_pick(&tab, &cfg, 0, 1u << 0) == -1,
+        "failover skips it");
+}
+
 static void test_hash(void) {
   unsigned n[3] = {0};
   int first[300];
@@ -224,6 +271,8 @@ int main(void) {
   test_single();
   test_round_robin();
   test_least();
+  test_least_fair();
+  test_refusing();
   test_hash();
   test_reload();
   test_shared();

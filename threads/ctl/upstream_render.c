@@ -22,6 +22,7 @@
   X(failed_handshake, NULL, NULL, NULL)                                                           \
   X(failed_auth, NULL, NULL, NULL)                                                                \
   X(failed_timeout, NULL, NULL, NULL)                                                             \
+  X(failed_refusing, NULL, NULL, NULL)                                                            \
   X(refused, "s5tund_upstream_refused_total", "counter",                                          \
     "CONNECTs the destination refused through the upstream (not counted against its health).")    \
   X(retried, "s5tund_upstream_retried_total", "counter",                                          \
@@ -54,6 +55,8 @@ static void up_read(const struct s5_up_slot *u, struct up_copy *c) {
   c->failed_handshake = LOAD(&u->failed[S5_UP_HANDSHAKE]);
   c->failed_auth = LOAD(&u->failed[S5_UP_AUTH]);
   c->failed_timeout = LOAD(&u->failed[S5_UP_TIMEOUT]);
+  c->failed_refusing = LOAD(&u->failed[S5_UP_REFUSING]);
+  c->failed_refusing = LOAD(&u->failed[S5_UP_REFUSING]);
   c->refused = LOAD(&u->refused);
   c->retried = LOAD(&u->retried);
   c->bytes_up = LOAD(&u->bytes_up);
@@ -133,11 +136,12 @@ static void upstreams_table(FILE *out, const char *json) {
     snprintf(st, sizeof st, "%s%s%s", state, why[0] ? "/" : "", why);
     fprintf(out,
             "%-16s %-5s %-19s %6" PRIu64 " %9" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %8" PRIu64
-            " %8" PRIu64 " %8" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
+            " %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n",
             name, st, since, json_num(p, end, "open"), json_num(p, end, "total"),
             json_num(p, end, "failed_connect"), json_num(p, end, "failed_handshake"),
-            json_num(p, end, "failed_auth"), json_num(p, end, "failed_timeout"), json_num(p, end, "refused"),
-            json_num(p, end, "retried"), json_num(p, end, "bytes_up"), json_num(p, end, "bytes_down"));
+            json_num(p, end, "failed_auth"), json_num(p, end, "failed_timeout"),
+            json_num(p, end, "failed_refusing"), json_num(p, end, "refused"), json_num(p, end, "retried"),
+            json_num(p, end, "bytes_up"), json_num(p, end, "bytes_down"));
     if (end[1] == ']') break;
   }
 }
@@ -193,12 +197,12 @@ static size_t upstreams_prom(char *buf, size_t cap) {
   at = s5_render_put(
     buf, cap, at,
     "# HELP s5tund_upstream_failures_total Set-ups through the upstream that failed for its own "
-    "reason, by cause (connect, handshake, auth, timeout).\n"
+    "reason, by cause (connect, handshake, auth, timeout, refusing).\n"
     "# TYPE s5tund_upstream_failures_total counter\n");
   for (unsigned i = 0; i < t->n; i++) {
     if (!shown(&c[i])) continue;
     const uint64_t by[S5_UP_CAUSES] = {c[i].failed_connect, c[i].failed_handshake, c[i].failed_auth,
-                                       c[i].failed_timeout};
+                                       c[i].failed_timeout, c[i].failed_refusing};
     for (unsigned k = 0; k < S5_UP_CAUSES; k++)
       at = s5_render_put(buf, cap, at,
                          "s5tund_upstream_failures_total{upstream=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
