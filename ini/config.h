@@ -122,6 +122,11 @@ struct s5_rules_cfg {
   uint32_t def_line;
   char conf[256]; /* the configuration file, for "FILE:LINE" */
   char text[S5_RULES_TEXT_MAX];
+  /* Not keys: set by s5_rules_check for each rules-file, the lines that
+   * are not rules (hosts lines for the machine itself or another address)
+   * and the first of them (s5_rules_note). */
+  uint32_t skipped[S5_RULES_ITEMS_MAX];
+  uint32_t skip_line[S5_RULES_ITEMS_MAX];
 };
 
 /* One rule, parsed (s5_rule_parse): all of its matchers must match. */
@@ -170,8 +175,13 @@ typedef int s5_rule_fn(const struct s5_rule *r, const struct s5_rule_at *at, voi
 long s5_rules_each(const struct s5_config *cfg, s5_rule_fn *fn, void *arg, char *err, size_t errlen);
 
 /* s5_rules_each checking every outbound named (and the default): the
- * number of rules, or -1 with "FILE:LINE: what". */
-long s5_rules_check(const struct s5_config *cfg, char *err, size_t errlen);
+ * number of rules, or -1 with "FILE:LINE: what". Sets rules.skipped and
+ * rules.skip_line. */
+long s5_rules_check(struct s5_config *cfg, char *err, size_t errlen);
+
+/* The info line for a rules-file item with lines that are not rules (1),
+ * or 0 when it has none. */
+int s5_rules_note(const struct s5_config *cfg, unsigned item, char *buf, size_t len);
 
 /* [balance] strategy: how a new session chooses its upstream. */
 enum s5_balance {

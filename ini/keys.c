@@ -165,6 +165,7 @@ static const struct s5_key keys[] = {
    .doc = "failover: the first healthy upstream in file order; round-robin: by weight; least-connections: "
           "fewest open sessions per weight; hash: by destination, one site keeps its upstream"},
   {"balance", "fail-after", &s5_type_uint, AT(balance.fail_after), .min = 1, .max = 1000, .def = "3",
+   .live = true,
    .doc = "set-ups failed in a row (connect, handshake, auth, timeout) that mark an upstream down"},
   {"balance", "check-interval", &s5_type_uint, AT(balance.check_interval), .min = 1, .max = 3600,
    .live = true, .def = "5",

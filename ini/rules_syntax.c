@@ -28,10 +28,21 @@ static int rule_name(const char *text, size_t len, char *out, char *err, size_t 
     snprintf(err, errlen, "a name is 1..%d characters", S5_RULE_NAME_MAX - 1);
     return -1;
   }
+  int shown = (int)(len > 60 ? 60 : len);
+  if (text[0] == '[') {
+    snprintf(err, errlen, "not a name: %.*s (an address goes without brackets, and is matched by dst:)",
+             shown, text);
+    return -1;
+  }
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)text[i];
+    if (c >= 0x80) {
+      snprintf(err, errlen, "not a name: %.*s (letters beyond ASCII: write the name in punycode (xn--...))",
+               shown, text);
+      return -1;
+    }
     if (!(isalnum(c) || c == '-' || c == '_' || c == '.') || (c == '.' && (i == 0 || text[i - 1] == '.'))) {
-      snprintf(err, errlen, "not a name: %.*s", (int)(len > 60 ? 60 : len), text);
+      snprintf(err, errlen, "not a name: %.*s", shown, text);
       return -1;
     }
     out[i] = (char)tolower(c);
@@ -99,7 +110,7 @@ static int rule_token(char *tok, struct s5_rule *r, bool bare_ok, char *err, siz
     const char *n = tok;
     if (strncmp(n, "*.", 2) == 0) n += 2;
     else if (n[0] == '.') n++;
-    if (strchr(n, ':') == NULL) {
+    if (strchr(n, ':') == NULL || n[0] == '[') {
       if (r->name_kind != S5_RULE_NONE) goto twice;
       r->name_kind = S5_RULE_DOMAIN;
       return rule_name(n, strlen(n), r->name, err, errlen);
@@ -184,8 +195,68 @@ static const char *item_split(const char *item, char *path, size_t pathlen, char
   return out;
 }
 
+/* A hosts line's address ("fe80::1%lo0": with a zone): 1, and *sink when
+ * it is one blocklists map names to (0.0.0.0, 127.0.0.1, ::, ::1); 0 when
+ * tok is no address. */
+static int hosts_addr(const char *tok, bool *sink) {
+  static const unsigned char zero[16];
+  unsigned char b[16];
+  char a[INET6_ADDRSTRLEN];
+  size_t n = strcspn(tok, "%");
+  if (n == 0 || n >= sizeof a) return 0;
+  memcpy(a, tok, n);
+  a[n] = '\0';
+  if (tok[n] == '\0' && inet_pton(AF_INET, a, b) == 1) {
+    *sink = memcmp(b, zero, 4) == 0 || (b[0] == 127 && b[1] == 0 && b[2] == 0 && b[3] == 1);
+    return 1;
+  }
+  if (inet_pton(AF_INET6, a, b) == 1) {
+    *sink = tok[n] == '\0' && memcmp(b, zero, 15) == 0 && b[15] <= 1;
+    return 1;
+  }
+  return 0;
+}
+
+/* The names a hosts file gives the machine itself: not a list's rules
+ * (a rule for "local" would take every name under .local). */
+static bool own_name(const char *name) {
+  static const char *const own[] = {"localhost",      "localhost.localdomain", "local",
+                                    "broadcasthost",  "ip6-localhost",         "ip6-loopback",
+                                    "ip6-localnet",   "ip6-mcastprefix",       "ip6-allnodes",
+                                    "ip6-allrouters", "ip6-allhosts"};
+  for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+    if (strcasecmp(name, own[i]) == 0) return true;
+  return false;
+}
+
+/* A hosts-file line of a list with an outbound of its own: an address,
+ * then one or more names. Each name is a rule (fn once per name) when the
+ * address is a sink and the name is not the machine's own nor an address.
+ * Returns the number of rules, -1 with what (a bad name), or -2 when p is
+ * no hosts line. */
+static int hosts_line(const char *p, const char *out, const struct s5_rule_at *at, s5_rule_fn *fn, void *arg,
+                      char *what, size_t wlen) {
+  char buf[S5_RULE_LINE_MAX], *save = NULL, *tok;
+  bool sink = false, name_sink;
+  int rules = 0;
+  snprintf(buf, sizeof buf, "%s", p);
+  char *addr = strtok_r(buf, " \t", &save), *names = save;
+  if (addr == NULL || names == NULL || names[strspn(names, " \t")] == '\0' || strchr(names, ':') != NULL ||
+      !hosts_addr(addr, &sink))
+    return -2; /* a bare address, or with matchers ("10.0.0.1 port:80") */
+  while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
+    if (!sink || own_name(tok) || hosts_addr(tok, &name_sink)) continue;
+    struct s5_rule r = {.name_kind = S5_RULE_DOMAIN, .port_hi = 65535};
+    snprintf(r.out, sizeof r.out, "%s", out);
+    if (rule_name(tok, strlen(tok), r.name, what, wlen) != 0) return -1;
+    if (fn != NULL && fn(&r, at, arg, what, wlen) != 0) return -1;
+    rules++;
+  }
+  return rules;
+}
+
 static int each_file(const struct s5_config *cfg, unsigned item, s5_rule_fn *fn, void *arg, long *count,
-                     char *err, size_t errlen) {
+                     uint32_t *skipped, uint32_t *skip_line, char *err, size_t errlen) {
   char path[PATH_MAX], outname[S5_RULE_OUT_MAX], what[200];
   const char *out =
     item_split(cfg->rules.text + cfg->rules.off[item], path, sizeof path, outname, sizeof outname);
@@ -213,12 +284,23 @@ static int each_file(const struct s5_config *cfg, unsigned item, s5_rule_fn *fn,
     char *end = p + strlen(p);
     while (end > p && isspace((unsigned char)end[-1])) *--end = '\0';
     if (*p == '\0') continue;
+    struct s5_rule_at at = {.file = path, .line = lineno, .item = item};
+    int hosts = out != NULL ? hosts_line(p, out, &at, fn, arg, what, sizeof what) : -2;
+    if (hosts == -1) {
+      snprintf(err, errlen, "%s:%u: %s", path, lineno, what);
+      rc = -1;
+      break;
+    }
+    if (hosts >= 0) {
+      *count += hosts;
+      if (hosts == 0 && (*skipped)++ == 0) *skip_line = lineno;
+      continue;
+    }
     if (s5_rule_parse(p, out, &r, what, sizeof what) != 0) {
       snprintf(err, errlen, "%s:%u: %s", path, lineno, what);
       rc = -1;
       break;
     }
-    struct s5_rule_at at = {.file = path, .line = lineno, .item = item};
     if (fn != NULL && fn(&r, &at, arg, what, sizeof what) != 0) {
       snprintf(err, errlen, "%s:%u: %s", path, lineno, what);
       rc = -1;
@@ -234,13 +316,18 @@ static int each_file(const struct s5_config *cfg, unsigned item, s5_rule_fn *fn,
   return rc;
 }
 
-long s5_rules_each(const struct s5_config *cfg, s5_rule_fn *fn, void *arg, char *err, size_t errlen) {
+/* s5_rules_each, with each file's lines that are not rules counted in
+ * notes (NULL: not kept). */
+static long walk(const struct s5_config *cfg, s5_rule_fn *fn, void *arg, struct s5_rules_cfg *notes,
+                 char *err, size_t errlen) {
   long count = 0;
   char what[200];
   struct s5_rule r;
   for (unsigned i = 0; i < cfg->rules.n; i++) {
     if (cfg->rules.kind[i] == S5_RULE_ITEM_FILE) {
-      if (each_file(cfg, i, fn, arg, &count, err, errlen) != 0) return -1;
+      uint32_t skipped = 0, first = 0;
+      if (each_file(cfg, i, fn, arg, &count, &skipped, &first, err, errlen) != 0) return -1;
+      if (notes != NULL) notes->skipped[i] = skipped, notes->skip_line[i] = first;
       continue;
     }
     struct s5_rule_at at = {.file = NULL, .line = cfg->rules.line[i], .item = i};
@@ -252,6 +339,10 @@ long s5_rules_each(const struct s5_config *cfg, s5_rule_fn *fn, void *arg, char 
     count++;
   }
   return count;
+}
+
+long s5_rules_each(const struct s5_config *cfg, s5_rule_fn *fn, void *arg, char *err, size_t errlen) {
+  return walk(cfg, fn, arg, NULL, err, errlen);
 }
 
 /* Every outbound named exists; direct is only taken with a way around the
@@ -267,14 +358,30 @@ static int check_one(const struct s5_rule *r, const struct s5_rule_at *at, void 
   return 0;
 }
 
-long s5_rules_check(const struct s5_config *cfg, char *err, size_t errlen) {
+long s5_rules_check(struct s5_config *cfg, char *err, size_t errlen) {
   if (cfg->rules.def[0] != '\0' && s5_rules_outbound(cfg, cfg->rules.def) == -1) {
     snprintf(err, errlen,
              "%s:%u: [rules] default: unknown outbound \"%s\" (an [upstream] name, direct or block)",
              cfg->rules.conf, cfg->rules.def_line, cfg->rules.def);
     return -1;
   }
-  return s5_rules_each(cfg, check_one, (void *)cfg, err, errlen);
+  memset(cfg->rules.skipped, 0, sizeof cfg->rules.skipped);
+  memset(cfg->rules.skip_line, 0, sizeof cfg->rules.skip_line);
+  return walk(cfg, check_one, cfg, &cfg->rules, err, errlen);
+}
+
+int s5_rules_note(const struct s5_config *cfg, unsigned item, char *buf, size_t len) {
+  char path[PATH_MAX], out[S5_RULE_OUT_MAX];
+  if (item >= cfg->rules.n || cfg->rules.kind[item] != S5_RULE_ITEM_FILE || cfg->rules.skipped[item] == 0)
+    return 0;
+  item_split(cfg->rules.text + cfg->rules.off[item], path, sizeof path, out, sizeof out);
+  snprintf(
+    buf, len,
+    "[rules] rules-file %s: %u line%s skipped as no rules (hosts lines for this machine's own names, or "
+    "for an address other than 0.0.0.0, 127.0.0.1, :: or ::1), the first at %s:%u",
+    path, cfg->rules.skipped[item], cfg->rules.skipped[item] == 1 ? "" : "s", path,
+    cfg->rules.skip_line[item]);
+  return 1;
 }
 
 /* ---------------------------------------------------------------- the keys */

@@ -58,6 +58,14 @@ int s5_upstream_name_check(const char *name, char *err, size_t errlen) {
     snprintf(err, errlen, "%s is not an upstream name (1..31 of [A-Za-z0-9_.-])", shown);
     return -1;
   }
+  if (strcmp(name, "direct") == 0 || strcmp(name, "block") == 0) { /* a rule naming it takes [rules]' own */
+    snprintf(
+      err, errlen,
+      "[upstream %s]: %s is an outbound of [rules] (%s), so no rule could send a flow to this upstream: "
+      "give it another name",
+      name, name, name[0] == 'd' ? "s5tund connects itself" : "refused");
+    return -1;
+  }
   return 0;
 }
 

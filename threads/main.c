@@ -11,6 +11,7 @@
  * becomes a session (core/tcp/session.c), which connects through the proxy
  * (core/tcp/handshake.c) and then relays bytes both ways (core/tcp/relay.c). */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -130,6 +131,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "s5tund: opening log file %s: %s\n", cfg.log.file, strerror(-r));
     return 1;
   }
+  char note[PATH_MAX * 2 + 256];
+  for (unsigned i = 0; i < cfg.rules.n; i++)
+    if (s5_rules_note(&cfg, i, note, sizeof note)) s5_info("%s", note);
   if (raise_nofile(cfg.run.limit_nofile, cfg.queues) < 0) return 1;
   /* A proxy that goes away mid-write must cost one session, not the daemon. */
   signal(SIGPIPE, SIG_IGN);

@@ -89,6 +89,45 @@ void s5_log_reopen(void) {
 
 void s5_log_set_queue(int queue) { log_queue = queue; }
 
+/* The length of the valid UTF-8 sequence at p (at most n bytes), C1
+ * controls (U+0080..U+009F) not counted as valid; 0 when there is none. */
+static size_t utf8_len(const unsigned char *p, size_t n) {
+  unsigned char c = p[0];
+  size_t k = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (k == 0 || k > n) return 0;
+  unsigned char lo = 0x80, hi = 0xbf; /* the second byte's range */
+  if (c == 0xc2) lo = 0xa0;           /* C1 */
+  else if (c == 0xe0) lo = 0xa0;      /* overlong */
+  else if (c == 0xed) hi = 0x9f;      /* surrogates */
+  else if (c == 0xf0) lo = 0x90;
+  else if (c == 0xf4) hi = 0x8f;
+  if (p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < k; i++)
+    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+  return k;
+}
+
+size_t s5_log_escape(char *out, size_t cap, const char *in, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *p = (const unsigned char *)in;
+  size_t o = 0;
+  if (cap == 0) return 0;
+  for (size_t i = 0; i < len;) {
+    size_t k = p[i] >= 0x80 ? utf8_len(p + i, len - i) : (p[i] >= 0x20 && p[i] != 0x7f);
+    if (k > 0) {
+      if (o + k >= cap) break;
+      memcpy(out + o, p + i, k);
+      o += k, i += k;
+      continue;
+    }
+    if (o + 4 >= cap) break;
+    out[o++] = '\\', out[o++] = 'x', out[o++] = hex[p[i] >> 4], out[o++] = hex[p[i] & 15];
+    i++;
+  }
+  out[o] = '\0';
+  return o;
+}
+
 /* Formats the whole line first and writes it with one write(2), so lines
  * from different threads and processes never interleave. */
 void s5_log_write(enum s5_log_level level, const char *fmt, ...) {
@@ -106,11 +145,14 @@ void s5_log_write(enum s5_log_level level, const char *fmt, ...) {
   if (log_queue >= 0) n += snprintf(line + n, sizeof line - n, "q%d ", log_queue);
   else n += snprintf(line + n, sizeof line - n, "main ");
 
+  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  int m = vsnprintf(line + n, sizeof line - n, fmt, ap);
+  int m = vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  n = (m < 0 || (size_t)(n + m) >= sizeof line - 1) ? (int)sizeof line - 2 : n + m;
+  if (m < 0) m = 0;
+  if ((size_t)m >= sizeof msg) m = (int)sizeof msg - 1;
+  n += (int)s5_log_escape(line + n, sizeof line - 1 - (size_t)n, msg, (size_t)m); /* room for the '\n' */
   line[n++] = '\n';
 
   int saved = errno; /* callers often log right before returning -errno */

@@ -38,7 +38,14 @@ void s5_log_child_open(void);
 /* Names this thread in every line it logs: queue index, or -1 for the supervisor. */
 void s5_log_set_queue(int queue);
 
+/* Writes one line: the message as formatted, escaped (s5_log_escape), so
+ * that what a peer sent (a DNS name, a proxy's text) cannot end the line. */
 void s5_log_write(enum s5_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* in[0..len) into out (cap bytes, NUL-terminated): control characters
+ * (below 0x20, DEL), bytes that are not UTF-8 and UTF-8's C1 controls as
+ * \xNN, valid UTF-8 as it is; never an escape cut in two. Its length. */
+size_t s5_log_escape(char *out, size_t cap, const char *in, size_t len);
 
 /* The level may change on reload while other threads log: a relaxed load. */
 #define s5_log_enabled(level) ((int)(level) <= (int)__atomic_load_n(&s5_log_level, __ATOMIC_RELAXED))

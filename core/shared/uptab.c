@@ -247,6 +247,12 @@ void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us
   if (LOAD(&u->down) != 0) mark_up(t, i, "a connection through it succeeded");
 }
 
+int s5_uptab_check_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause) {
+  struct s5_up_slot *u = &t->u[i];
+  if (LOAD(&u->down) == 0) return 0;
+  return __atomic_exchange_n(&u->why, (uint32_t)cause, __ATOMIC_RELAXED) != (uint32_t)cause;
+}
+
 void s5_uptab_probe_ok(struct s5_uptab *t, unsigned i) {
   STORE(&t->u[i].fails_row, 0);
   mark_up(t, i, "its check succeeded");
@@ -259,6 +265,7 @@ static int run_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, co
   uint64_t row = ADD(&u->fails_row, 1);
   /* One upstream alone has nothing to fail over to: every session tries
    * it, as with [socks5] before there were several. */
+  if (LOAD(&u->down) != 0) STORE(&u->why, (uint32_t)cause); /* a session begun before it fell */
   if (LOAD(&t->active) < 2 || row < LOAD(&t->fail_after) || LOAD(&u->down) != 0) return 0;
   uint32_t zero = 0;
   if (!__atomic_compare_exchange_n(&u->down, &zero, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) return 0;

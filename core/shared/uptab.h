@@ -55,7 +55,7 @@ struct s5_up_slot {
   char name[32];       /* the upstream's, for the renderers */
   uint32_t state;      /* enum s5_up_state */
   uint32_t down;       /* 0 up, 1 down */
-  uint32_t why;        /* enum s5_up_cause of the last change to down */
+  uint32_t why;        /* enum s5_up_cause of the last failure while down (the fall's, then each check's) */
   uint32_t downs;      /* times it was marked down: a set-up begun before the last one cannot mark it up */
   uint64_t since_unix; /* time of the last state change (start: 0) */
   uint64_t fails_row;  /* set-ups failed in a row */
@@ -118,7 +118,8 @@ uint32_t s5_uptab_downs(const struct s5_uptab *t, unsigned i);
  * its way from a proxy that died since says nothing of it now. */
 void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us, uint32_t downs);
 /* A set-up through i failed for cause; 1 when this failure marked it
- * down. why: the last failure's text, for the warn line. */
+ * down (an upstream already down takes cause as its why). why: the last
+ * failure's text, for the warn line. */
 int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, const char *why);
 /* A CONNECT through i was refused in words that say the proxy itself is
  * broken (HTTP 403, a 5xx but 502/504, SOCKS5 general failure): counted
@@ -128,6 +129,9 @@ int s5_uptab_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause, cons
  * refused, so that one destination's trouble, which some proxies word as
  * a general failure, never marks it down alone. 1 when it marked it down. */
 int s5_uptab_refusing(struct s5_uptab *t, unsigned i, uint64_t dest, int every, const char *why);
+/* A check of down slot i failed for cause: the cause it is down for from
+ * now on (--stats' why). 1 when that changed it (for the log), else 0. */
+int s5_uptab_check_failed(struct s5_uptab *t, unsigned i, enum s5_up_cause cause);
 /* A probe of a down upstream answered: up again. */
 void s5_uptab_probe_ok(struct s5_uptab *t, unsigned i);
 /* A session through i on queue q ended with these bytes. */

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "socks5/socks5.h"
 #include "ini/sockaddr.h"
@@ -93,12 +94,37 @@ static int status_byte(struct s5_http_reply *r, uint8_t c) {
   return 0;
 }
 
+/* A header line's byte (its start is kept). */
+static void field_byte(struct s5_http_reply *r, uint8_t c) {
+  if (r->field_len + 1u < sizeof r->field) r->field[r->field_len++] = (char)c;
+}
+
+/* A header line ended: a Proxy-Authenticate's scheme (its first token) is
+ * added to r->schemes, once, as far as it fits; only token characters, so
+ * nothing of the peer's but a word reaches a log line. */
+static void field_end(struct s5_http_reply *r) {
+  static const char name[] = "proxy-authenticate:";
+  static const char token[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~";
+  r->field[r->field_len] = '\0';
+  r->field_len = 0;
+  if (strncasecmp(r->field, name, sizeof name - 1) != 0) return;
+  const char *s = r->field + sizeof name - 1;
+  s += strspn(s, " \t");
+  size_t n = strspn(s, token), have = strlen(r->schemes);
+  if (n == 0) return;
+  for (const char *p = r->schemes; *p != '\0'; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 2 : 0))
+    if (strncasecmp(p, s, n) == 0 && (p[n] == ',' || p[n] == '\0')) return;
+  if (have + (have ? 2 : 0) + n >= sizeof r->schemes) return;
+  snprintf(r->schemes + have, sizeof r->schemes - have, "%s%.*s", have ? ", " : "", (int)n, s);
+}
+
 /* The blank line: the header of a response ended. */
 static int header_end(struct s5_http_reply *r) {
   if (r->status >= 100 && r->status < 200) { /* interim: the next response follows */
     r->status = 0;
     r->line_len = 0;
     r->line[0] = '\0';
+    r->schemes[0] = '\0';
     r->state = ST_STATUS;
     return 0;
   }
@@ -118,16 +144,18 @@ int s5_http_reply_feed(struct s5_http_reply *r, const uint8_t *buf, size_t len, 
         if (c == '\n') rc = header_end(r);
         else if (c == '\r') r->state = ST_END_CR;
         else if (c == 0) rc = S5_SOCKS5_BAD_MESSAGE;
-        else r->state = ST_FIELD;
+        else r->state = ST_FIELD, field_byte(r, c);
         break;
       case ST_FIELD:
-        if (c == '\n') r->state = ST_LINE_START;
+        if (c == '\n') r->state = ST_LINE_START, field_end(r);
         else if (c == '\r') r->state = ST_FIELD_CR;
         else if (c == 0) rc = S5_SOCKS5_BAD_MESSAGE;
+        else field_byte(r, c);
         break;
       case ST_FIELD_CR:
         if (c != '\n') rc = S5_SOCKS5_BAD_MESSAGE; /* a bare CR (RFC 9112 section 2.2) */
         r->state = ST_LINE_START;
+        field_end(r);
         break;
       case ST_END_CR:
         if (c != '\n') rc = S5_SOCKS5_BAD_MESSAGE;

@@ -35,7 +35,10 @@ struct s5_http_reply {
   uint16_t status; /* of the response being read, 0 until its status line ended */
   uint8_t state;   /* where in the response */
   uint8_t line_len;
-  char line[80]; /* the status line's start, for the log (NUL-terminated) */
+  uint8_t field_len;
+  char line[80];    /* the status line's start, for the log (NUL-terminated) */
+  char field[40];   /* a header line's start: enough for Proxy-Authenticate's scheme */
+  char schemes[32]; /* the schemes the Proxy-Authenticate headers offered, ", " between (a 407's) */
 };
 
 void s5_http_reply_init(struct s5_http_reply *r);
@@ -44,7 +47,7 @@ void s5_http_reply_init(struct s5_http_reply *r);
  *   S5_SOCKS5_NEED_MORE   all taken, the header goes on;
  *   > 0 (the status)      a 2xx header ended after *used bytes: the rest is the tunnel's;
  *   S5_SOCKS5_REFUSED     a final status other than 2xx (r->status, r->line);
- *   S5_SOCKS5_AUTH_FAILED 407;
+ *   S5_SOCKS5_AUTH_FAILED 407 (r->schemes: the authentication schemes it offered);
  *   S5_SOCKS5_BAD_MESSAGE not an HTTP status line, a NUL or bare CR in the header;
  *   S5_SOCKS5_TOO_LONG    more than S5_HTTP_HEADER_MAX header bytes. */
 int s5_http_reply_feed(struct s5_http_reply *r, const uint8_t *buf, size_t len, size_t *used);

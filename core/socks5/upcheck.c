@@ -62,6 +62,15 @@ static void probe_end(struct s5_upcheck_probe *pr) {
   s5_proxy_close(&pr->proxy, 1);
 }
 
+/* A failed check: the cause the upstream is down for is this one's now;
+ * a change is said at info, the same again at debug. */
+static void probe_failed(struct s5_upcheck_probe *pr, enum s5_up_cause cause, const char *why) {
+  const char *name = pr->cfg->upstreams[pr->index].name;
+  if (s5_uptab() != NULL && s5_uptab_check_failed(s5_uptab(), pr->cfg->upstreams[pr->index].slot, cause))
+    s5_info("upstream %s: still down, now for %s: check failed: %s", name, s5_up_cause_name(cause), why);
+  else s5_debug("upstream %s: check failed: %s", name, why);
+}
+
 /* Does the proxy work, by its answer (see the top). */
 static int probe_ok(const struct s5_upcheck_probe *pr, const struct s5_proxy_result *r) {
   const struct s5_upstream_cfg *up = &pr->cfg->upstreams[pr->index];
@@ -74,13 +83,19 @@ static int probe_ok(const struct s5_upcheck_probe *pr, const struct s5_proxy_res
 static void probe_result(void *owner, const struct s5_proxy_result *r) {
   struct s5_upcheck_probe *pr = owner;
   if (probe_ok(pr, r)) s5_uptab_probe_ok(s5_uptab(), pr->cfg->upstreams[pr->index].slot);
-  else s5_debug("upstream %s: check failed: %s", pr->cfg->upstreams[pr->index].name, r->why);
+  else
+    probe_failed(pr,
+                 r->status == S5_SOCKS5_AUTH_FAILED || r->status == S5_SOCKS5_NO_METHOD ? S5_UP_AUTH
+                 : r->status == S5_SOCKS5_REFUSED                                       ? S5_UP_REFUSING
+                 : r->step == S5_PROXY_CONNECTING                                       ? S5_UP_CONNECT
+                                                                                        : S5_UP_HANDSHAKE,
+                 r->why);
   probe_end(pr);
 }
 
 static void probe_timed_out(uv_timer_t *timer) {
   struct s5_upcheck_probe *pr = timer->data;
-  s5_debug("upstream %s: check failed: no answer within check-timeout", pr->cfg->upstreams[pr->index].name);
+  probe_failed(pr, S5_UP_TIMEOUT, "no answer within check-timeout");
   probe_end(pr);
 }
 

@@ -4,7 +4,10 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 #include "base/log.h"
 
@@ -88,10 +91,30 @@ const char *s5_upstream_proto(const struct s5_upstream_cfg *up) {
   }
 }
 
-static void why_http(const char *req, int status, const struct s5_http_reply *http, char *why, size_t cap) {
+/* What a 407 asks for: s5tund speaks Basic alone. */
+static const char *why_407(const struct s5_upstream_cfg *up, const struct s5_http_reply *http, char *buf,
+                           size_t cap) {
+  bool creds = up->username[0] != '\0', basic = false;
+  for (const char *p = http->schemes; *p != '\0'; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 2 : 0))
+    basic = basic || (strncasecmp(p, "Basic", 5) == 0 && (p[5] == ',' || p[5] == '\0'));
+  if (http->schemes[0] == '\0')
+    snprintf(buf, cap, " (it offered no scheme in Proxy-Authenticate; s5tund sends Basic: %s)",
+             creds ? "check username and password" : "set username and password");
+  else if (!basic)
+    snprintf(buf, cap, " (it offers %s: not supported, s5tund speaks Basic authentication only)",
+             http->schemes);
+  else
+    snprintf(buf, cap, " (%s)",
+             creds ? "check username and password" : "it asks for Basic: set username and password");
+  return buf;
+}
+
+static void why_http(const struct s5_upstream_cfg *up, const char *req, int status,
+                     const struct s5_http_reply *http, char *why, size_t cap) {
+  char auth[160];
   if (status == S5_SOCKS5_REFUSED || status == S5_SOCKS5_AUTH_FAILED)
     snprintf(why, cap, "proxy answered %s with \"%s\"%s", req, http->line,
-             status == S5_SOCKS5_AUTH_FAILED ? " (check username and password)" : "");
+             status == S5_SOCKS5_AUTH_FAILED ? why_407(up, http, auth, sizeof auth) : "");
   else if (status == S5_SOCKS5_TOO_LONG)
     snprintf(why, cap, "HTTP CONNECT failed: response header longer than %u bytes", S5_HTTP_HEADER_MAX);
   else if (http->status == 0)
@@ -102,7 +125,7 @@ static void why_http(const char *req, int status, const struct s5_http_reply *ht
 void s5_upstream_why(const struct s5_upstream_cfg *up, const char *req, const char *hs, int status,
                      uint8_t rep, const struct s5_http_reply *http, char *why, size_t cap) {
   if (up->type == S5_UPSTREAM_HTTP) {
-    why_http(req, status, http, why, cap);
+    why_http(up, req, status, http, why, cap);
     return;
   }
   if (up->type == S5_UPSTREAM_SOCKS4 && (status == S5_SOCKS5_REFUSED || status == S5_SOCKS5_AUTH_FAILED)) {

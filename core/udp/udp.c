@@ -259,15 +259,26 @@ static int relay_loops(struct s5_assoc *a, const struct sockaddr_storage *target
   S5_STAT_ADD(u->w->stats, drop_proxy_loop, 1);
   int again;
   unsigned ms = s5_assoc_hold_client(u, &a->client, a->client_port, &again);
-  char c[80], line[320];
+  char c[80], line[360];
   char relay_s[S5_SOCKADDR_STRLEN];
-  snprintf(line, sizeof line,
-           "u%llu %s: refused: the proxy's UDP relay %s is routed into %s, so its datagrams would come back "
-           "as new clients (a loop); route the relay outside the tunnel; this client held back %u ms",
-           (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
-           s5_sockaddr_str(target, relay_s, sizeof relay_s), a->cfg->tun.name, ms);
+  if (
+    a->direct) /* no proxy here: the destination itself, sent direct by a rule (said first: the limiter cuts) */
+    snprintf(
+      line, sizeof line,
+      "u%llu %s: refused: direct by rule %s: the destination %s is routed into %s, so its datagrams would "
+      "come back as new clients (a loop); route it outside the tunnel ([rules] mark and a policy rule, "
+      "or auto-route) or send it through an upstream; this client held back %u ms",
+      (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c), a->rec.rule[0] ? a->rec.rule : "default",
+      s5_sockaddr_str(target, relay_s, sizeof relay_s), a->cfg->tun.name, ms);
+  else
+    snprintf(
+      line, sizeof line,
+      "u%llu %s: refused: the proxy's UDP relay %s is routed into %s, so its datagrams would come back "
+      "as new clients (a loop); route the relay outside the tunnel; this client held back %u ms",
+      (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
+      s5_sockaddr_str(target, relay_s, sizeof relay_s), a->cfg->tun.name, ms);
   s5_wctx_failure(u->w, S5_LOG_WARN, line);
-  s5_assoc_end(a, "relay routed into the tunnel");
+  s5_assoc_end(a, a->direct ? "direct destination routed into the tunnel" : "relay routed into the tunnel");
   return 1;
 }
 

@@ -28,11 +28,13 @@
 #                     split 20/20 -> b alone: a is "removed" in --stats
 #                     while a session opened through it before is open, its
 #                     pool goes, new connections all through b, the old
-#                     session still answers through a, then a leaves the
-#                     stats -> a and b again: a's counters go on from where
+#                     session still answers through a (metrics:
+#                     s5tund_upstream_up 0 for a), then a leaves the
+#                     stats and the metrics -> a and b again: a's counters go on from where
 #                     they were.
 
 MS_B_PORT=1088
+METRICS_PORT=9553 # [stats] http, on the client namespace's loopback, when METRICS is set
 BIND_A=10.200.0.11
 BIND_B=10.200.0.12
 declare -A MSB_PID
@@ -115,7 +117,7 @@ start_balance() {
     for kv; do echo "${kv%%=*} = ${kv#*=}" >>"$ini"; done
   done
   printf '%s\n' "" "[balance]" "strategy = $strategy" "check-interval = 1" "fail-after = ${FAIL_AFTER:-3}" "" "[stats]" \
-    "socket = $WORK/stats.sock" >>"$ini"
+    "socket = $WORK/stats.sock" ${METRICS:+"http = 127.0.0.1:$METRICS_PORT"} >>"$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
   client --host "$TGT4" echo --count 1 --retry-for "$T_START" --timeout 10 >/dev/null
@@ -138,6 +140,13 @@ log_clean() {
 }
 
 # up_stat NAME FIELD: that upstream's field in --stats --json.
+# up_metric NAME: s5tund_upstream_up of upstream NAME on the Prometheus
+# endpoint (empty when it has no line).
+up_metric() {
+  ip netns exec "$NS_C" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" |
+    sed -n "s/^s5tund_upstream_up{upstream=\"$1\"} //p"
+}
+
 up_stat() {
   "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
 import json, sys
@@ -363,7 +372,8 @@ reload_to() {
   for u; do
     printf '%s\n' "[upstream $u]" "address = $S_ADDR4" "port = $(ms_port "$u")" "pool = 2" "" >>"$ini"
   done
-  printf '%s\n' "[balance]" "strategy = $strategy" "check-interval = 1" "" "[stats]" "socket = $WORK/stats.sock" >>"$ini"
+  printf '%s\n' "[balance]" "strategy = $strategy" "check-interval = 1" "" "[stats]" "socket = $WORK/stats.sock" \
+    ${METRICS:+"http = 127.0.0.1:$METRICS_PORT"} >>"$ini"
   n0=$(grep -c "configuration generation .* taken" "$S5LOG" || true)
   kill -HUP "$S5PID"
   for _ in $(seq $((T_START * 10))); do
@@ -386,7 +396,7 @@ wait_est() {
 }
 
 case_balance_reload() {
-  local ini go=$WORK/idle.go ipid lpid rc=0 a0 b0 total_a
+  local ini go=$WORK/idle.go ipid lpid rc=0 a0 b0 total_a METRICS=1
   start_balance failover "pool=2"
   ini=$WORK/s5tund.$S5_RUNS.ini
   reload_to failover a
@@ -416,6 +426,8 @@ case_balance_reload() {
   reload_to failover b
   wait_est "$MS_PORT" == 1                    # a's pools flushed: the idle session alone is left there
   up_stat a state | grep -qx removed || fail "--stats: a is $(up_stat a state), expected removed (a session is open)"
+  [[ $(up_metric a) == 0 ]] || fail "metrics: s5tund_upstream_up of removed a is '$(up_metric a)', expected 0"
+  [[ $(up_metric b) == 1 ]] || fail "metrics: s5tund_upstream_up of b is '$(up_metric b)', expected 1"
   total_a=$(up_stat a total)
   a0=$(carried a) b0=$(carried b)
   client --host "$TGT4" concurrent 30 --rounds 1 >/dev/null
@@ -428,6 +440,7 @@ case_balance_reload() {
   wait "$lpid" || fail "the client loop failed during the reloads: $(tail -n 3 "$WORK/loop.log" | oneline)"
   for _ in $(seq $((T_START * 10))); do [[ -z $(up_stat a state) ]] && break; sleep 0.1; done
   [[ -z $(up_stat a state) ]] || fail "--stats: a still shown ($(up_stat a state)) after its last session ended"
+  [[ -z $(up_metric a) ]] || fail "metrics: a still has s5tund_upstream_up $(up_metric a) after its last session ended"
 
   reload_to round-robin a b
   client --host "$TGT4" concurrent 20 --rounds 1 >/dev/null

@@ -67,8 +67,11 @@ setup_rules() {
   for _ in $(seq $((T_START * 10))); do [[ -s $WORK/udptarget.ready ]] && break; sleep 0.1; done
   [[ -s $WORK/udptarget.ready ]] || fail "udptarget.py did not start"
   start_dnsmasq # a real resolver for direct's names: [rules] resolver, with auto-route below
-  # 100,000 names, one of them looked up below.
-  seq 0 99999 | sed 's/^/n/; s/$/.big.test/' >"$WORK/big.txt"
+  # 100,000 names, one of them looked up below; then lines as published
+  # hosts files have them: three that are no rules, one with two names.
+  { seq 0 99999 | sed 's/^/n/; s/$/.big.test/'
+    printf '%s\n' "127.0.0.1 localhost" "fe80::1%lo0 localhost" "255.255.255.255 broadcasthost" \
+      "0.0.0.0 h1.big.test h2.big.test"; } >"$WORK/big.txt"
 }
 
 rms_start() {
@@ -150,10 +153,13 @@ case_rules() {
   client --host "$addr" expect-refused --timeout 5 >/dev/null
   addr=$(mapped n4711.big.test)
   client --host "$addr" expect-refused --timeout 5 >/dev/null
+  client --host "$(mapped h2.big.test)" expect-refused --timeout 5 >/dev/null # a hosts line's second name
+  e2e_wait_log "$S5LOG" "info .*rules-file $WORK/big.txt: 3 lines skipped as no rules .* the first at $WORK/big.txt:100001" \
+    5 "the info line of big.txt's lines that are no rules" >/dev/null
   # UDP: the association's first datagram decides; blocked: ICMP.
   uclient expect-unreachable --host "$TGT4" --port 7001 >/dev/null
   e2e_wait_log "$S5LOG" "debug .*UDP from port [0-9]+: blocked by \[rules\], rule rules.ini:[0-9]+: ICMP port unreachable" 5 >/dev/null
-  (($(rule_stat block) == 3)) || fail "--stats: block counted $(rule_stat block), expected 3"
+  (($(rule_stat block) == 4)) || fail "--stats: block counted $(rule_stat block), expected 4 (3 TCP, 1 UDP)"
   # UDP direct: by port to an address (both families), and by name
   # (direct.test, resolved by s5tund); no proxy here carries UDP.
   uclient echo --host "$TGT4" --port 7002 --sizes 1,100,1400 --sources 2 >/dev/null
@@ -161,7 +167,7 @@ case_rules() {
   uclient echo --host "$(mapped direct.test)" --port 7002 --sizes 1,100 >/dev/null
   e2e_wait_log "$S5LOG" "info .*session u[0-9]+ udp .* via direct by rule rules.ini:[0-9]+: " 10 >/dev/null
   log "UDP direct: $TGT4, [$TGT6] (port rule) and direct.test (name rule) echoed"
-  log "block: blocked.two.test and the list's n4711.big.test refused, UDP to port 7001 answered by ICMP, counted 3"
+  log "block: blocked.two.test and the list's n4711.big.test and h2.big.test (a hosts line's second name) refused, UDP to port 7001 answered by ICMP, counted 4"
 
   # direct: by name (s5tund resolves direct.test itself) and an IPv6
   # prefix; the target sees C's own addresses, no proxy carried them.
@@ -187,7 +193,7 @@ case_rules() {
   # direct: 2 TCP connections and 4 UDP associations (two sources to TGT4)
   (($(rule_stat a) == 2 && $(rule_stat b) == 2 && $(rule_stat direct) == 6)) ||
     fail "--stats: a $(rule_stat a), b $(rule_stat b), direct $(rule_stat direct), expected 2, 2 and 6"
-  "$S5TUND" --stats "$WORK/stats.sock" | grep -q "^rules: .* block 3" || fail "--stats' table has no rules line"
+  "$S5TUND" --stats "$WORK/stats.sock" | grep -q "^rules: .* block 4" || fail "--stats' table has no rules line"
 
   # direct into tun0's own prefix would come back in as a new session, and
   # again (a loop): refused at once, one warning naming the rule, counted.

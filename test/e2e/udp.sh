@@ -268,25 +268,36 @@ start_badudp() {   # BND-ADDR
 # the tunnel (10.201.0.55, inside the harness's route into tun0). Each
 # datagram sent there would come back in as a new client and open another
 # association: 20 client datagrams must open at most 20 associations, the
-# loop refused and counted (drop_proxy_loop), never fed.
+# loop refused and counted (drop_proxy_loop), never fed. A [rules] direct
+# destination routed there (10.201.0.56): refused by the same guard, its
+# line naming the destination and the rule, not a proxy.
 case_udp_relay_loop() {
   e2e_topology_up
   start_badudp 10.201.0.55
   start_s5 "$S_ADDR4" "$BADUDP_PORT" "[stats]
-socket = $WORK/stats.sock"
+socket = $WORK/stats.sock
+[rules]
+rule = dst:10.201.0.56/32 proto:udp -> direct"
   e2e_wait_device "$MODE" "$QUEUES"
   local i
   for i in $(seq 20); do uclient send --host "$TGT4" --port 7001 --count 1 --gap 0 >/dev/null; done
-  udp_wait_log "is routed into $TUN, so its datagrams would come back as new clients" "$T_STEP" "refused relay loop"
+  udp_wait_log "the proxy's UDP relay 10\.201\.0\.55:[0-9]+ is routed into $TUN, so its datagrams would come back as new clients" \
+    "$T_STEP" "refused relay loop"
+  # A direct destination routed into the device: the same guard, in words
+  # about the destination and the rule that sends it direct, not the proxy.
+  uclient send --host 10.201.0.56 --port 7003 --count 1 --gap 0 >/dev/null
+  udp_wait_log "refused: direct by rule s5tund\.[0-9]+\.ini:[0-9]+: the destination 10\.201\.0\.56:7003 is routed into $TUN" \
+    "$T_STEP" "refused direct loop"
+  ! grep -q "relay 10\.201\.0\.56" "$S5LOG" || fail "the direct destination was called the proxy's relay"
   sleep 2   # a loop, if any, would go on meanwhile
   local json total loops fds
   json=$("$S5TUND" --stats "$WORK/stats.sock" --json)
   total=$(grep -o '"udp_total":[0-9]*' <<<"$json" | head -1 | cut -d: -f2)
   loops=$(grep -o '"drop_proxy_loop":[0-9]*' <<<"$json" | head -1 | cut -d: -f2)
   fds=$(ls "/proc/$S5PID/fd" | wc -l)
-  ((total <= 20)) || fail "20 datagrams opened $total associations (a loop through the tunnel)"
+  ((total <= 21)) || fail "21 datagrams (20 and the direct one) opened $total associations (a loop through the tunnel)"
   ((loops >= 1)) || fail "no proxy loop counted (drop_proxy_loop = $loops)"
-  log "20 datagrams: $total associations, $loops refused as a loop, $fds descriptors in the main process"
+  log "21 datagrams: $total associations, $loops refused as a loop, $fds descriptors in the main process"
   e2e_require_alive "after a relay routed into the tunnel"
   e2e_stop_s5tund
   kill -TERM "$BADUDP_PID" 2>/dev/null || true

@@ -1068,6 +1068,30 @@ static void remove_tmpdir(void) {
   if (rmdir(tmpdir) != 0) printf("note: could not remove %s: %s\n", tmpdir, strerror(errno));
 }
 
+/* A reload's merge: what docs/upstreams-balance.md says applies at once
+ * does ([balance] fail-after with the other [balance] keys), what needs a
+ * restart is kept and said. */
+static void reload_warned(void *arg, const char *section, const char *was, const char *now) {
+  char *seen = arg;
+  snprintf(seen + strlen(seen), 512 - strlen(seen), "[%s] %s -> %s;", section, was, now);
+}
+
+static void test_reload_live(void) {
+  static struct s5_config cur, next;
+  char seen[512] = "", err[256];
+  s5_config_defaults(&cur);
+  s5_config_defaults(&next);
+  CHECK(s5_config_set(&next, "balance", "fail-after", "7", err, sizeof err) == 0 &&
+          s5_config_set(&next, "balance", "strategy", "round-robin", err, sizeof err) == 0 &&
+          s5_config_set(&next, "", "queues", "3", err, sizeof err) == 0,
+        "set: %s", err);
+  int kept = s5_config_reload_merge(&next, &cur, reload_warned, seen);
+  CHECK(next.balance.fail_after == 7 && next.balance.strategy == S5_BALANCE_ROUND_ROBIN,
+        "[balance] fail-after and strategy live: fail-after %u", next.balance.fail_after);
+  CHECK(kept == 1 && strstr(seen, "fail-after") == NULL && strstr(seen, "queues") != NULL,
+        "only queues kept (needs a restart): %d [%s]", kept, seen);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: %s CONFIG-DIR\n", argv[0]);
@@ -1093,6 +1117,7 @@ int main(int argc, char **argv) {
   test_args_socks5();
   test_round_trip();
   test_every_key();
+  test_reload_live();
 
   remove_tmpdir();
   return check_done();

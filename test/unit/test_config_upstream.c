@@ -128,6 +128,10 @@ static void test_bad_sections(void) {
   bad_file("[upstream]\naddress = 192.0.2.1\n", "bad.ini:1: an upstream needs a name");
   bad_file("[upstream a b]\n", "bad.ini:1: \"a b\" is not an upstream name");
   bad_file("[upstream a]\n[upstream a]\n", "bad.ini:2: upstream a is already declared");
+  /* The names of [rules]' own outbounds: no rule could ever name such an upstream. */
+  bad_file("[upstream a]\n\n[upstream direct]\naddress = 192.0.2.1\n",
+           "bad.ini:3: [upstream direct]: direct is an outbound of [rules]");
+  bad_file("[upstream block]\n", "bad.ini:1: [upstream block]: block is an outbound of [rules]");
   bad_file("[socks5]\nport = 1\n[upstream socks5]\n",
            "bad.ini:3: upstream socks5 is already declared (by [socks5])");
   bad_file("[upstream a]\n[socks5]\nport = 1\n", "bad.ini:2: [socks5] must come before the [upstream NAME]");
@@ -254,6 +258,7 @@ static void test_bad_urls(void) {
   bad_url("socks4://u:s3cr3t@192.0.2.1:1080", "--proxy: [upstream proxy1] password: set for type = socks4");
   bad_url("http://192.0.2.1:3128/path", "--proxy: a path or query");
   bad_url("http://192.0.2.1:3128#no/name", "is not an upstream name");
+  bad_url("http://192.0.2.1:3128#direct", "--proxy: [upstream direct]: direct is an outbound of [rules]");
   struct s5_config c;
   char err[1024];
   char *argv[] = {"s5tund", "--socks5", "127.0.0.1:1", "--proxy", "socks5://127.0.0.1:2", NULL};

@@ -390,8 +390,8 @@ static void test_http(void) {
         "the CONNECT as sent: %.*s", (int)r.got_len, r.got);
 
   static const struct reply auth[] = {
-    R("HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 4\r\n"
-      "\r\nbody")};
+    R("HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"p\"\r\n"
+      "Content-Length: 4\r\n\r\nbody")};
   struct run r2 = {.script = auth, .nscript = 1};
   run(&r2, &target_ops, 1);
   CHECK(r2.last.outcome == S5_PROXY_FAILED && r2.last.status == S5_SOCKS5_AUTH_FAILED &&

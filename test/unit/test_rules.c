@@ -251,6 +251,109 @@ static void test_files(void) {
   unlink(path2);
 }
 
+/* A hosts file as published (the shape of the big community lists, lines
+ * written here): the header's lines for the machine itself and addresses
+ * other than a sink are not rules (skipped, counted, the first one's line
+ * kept for the log); every name of a line is a rule of that line. */
+static int load_args(struct s5_config *c, char *err, size_t errlen, ...);
+static void test_hosts(void) {
+  char err[512], path[256], item[300], note[512];
+  uint32_t rule;
+  const char *file;
+  unsigned line;
+  snprintf(path, sizeof path, "%s/hosts", dir);
+  write_file(path,
+             "# Title: a blocklist in a hosts file's shape\n"  /* 1 */
+             "#\n"                                             /* 2 */
+             "127.0.0.1 localhost\n"                           /* 3: the first line that is no rule */
+             "127.0.0.1 localhost.localdomain\n"               /* 4 */
+             "127.0.0.1 local\n"                               /* 5 */
+             "255.255.255.255 broadcasthost\n"                 /* 6 */
+             "::1 localhost\n"                                 /* 7 */
+             "::1 ip6-localhost\n"                             /* 8 */
+             "::1 ip6-loopback\n"                              /* 9 */
+             "fe80::1%lo0 localhost\n"                         /* 10 */
+             "ff00::0 ip6-localnet\n"                          /* 11 */
+             "ff02::1 ip6-allnodes\n"                          /* 12 */
+             "0.0.0.0 0.0.0.0\n"                               /* 13 */
+             "\r\n"                                            /* 14 */
+             "# ads\r\n"                                       /* 15 */
+             "0.0.0.0 ads.example\r\n"                         /* 16 */
+             "0.0.0.0 tracker.example\tpixel.example  # two\n" /* 17 */
+             "127.0.0.1 localhost localhost.localdomain\n"     /* 18: no rule either */
+             "127.0.0.1 localhost metrics.example\n"           /* 19: one rule */
+             "192.168.1.10 nas.lan\n");                        /* 20: a mapping, no rule */
+  setup("a");
+  snprintf(item, sizeof item, "%s -> block", path);
+  add("rules-file", item, 3);
+  long n = s5_rules_check(&cfg, err, sizeof err);
+  CHECK(n == 4, "4 rules (ads, tracker, pixel, metrics): %ld %s", n, err);
+  CHECK(cfg.rules.skipped[0] == 13 && cfg.rules.skip_line[0] == 3,
+        "13 lines skipped, the first line 3: %u %u", cfg.rules.skipped[0], cfg.rules.skip_line[0]);
+  snprintf(item, sizeof item, "%s:3", path);
+  CHECK(s5_rules_note(&cfg, 0, note, sizeof note) == 1 && strstr(note, item) != NULL &&
+          strstr(note, "13 lines") != NULL,
+        "the note: [%s] names [%s] and the count", note, item);
+  CHECK(s5_rules_note(&cfg, 1, note, sizeof note) == 0, "no note for an item that is not there");
+  struct s5_rules *t = build(err, sizeof err);
+  CHECK(t != NULL && s5_rules_count(t) == 4, "built 4 rules: %s", err);
+  if (t == NULL) return;
+  struct s5_flow f = flow4("100.64.0.1", 443, NULL, IPPROTO_TCP, "img.pixel.example");
+  CHECK(s5_rules_match(t, &f, &rule) == S5_OUTBOUND_BLOCK && rule == 2, "the second name of a line: %u",
+        rule);
+  s5_rules_where(t, rule, &file, &line);
+  CHECK(file != NULL && strcmp(file, path) == 0 && line == 17, "its line is the line's: %s:%u",
+        file ? file : "-", line);
+  f.name = "tracker.example";
+  CHECK(s5_rules_match(t, &f, &rule) == S5_OUTBOUND_BLOCK && rule == 1, "the first name: %u", rule);
+  f.name = "metrics.example";
+  CHECK(s5_rules_match(t, &f, &rule) == S5_OUTBOUND_BLOCK && rule == 3, "after localhost on its line");
+  f.name = "dc1.corp.local";
+  CHECK(s5_rules_match(t, &f, &rule) == 0 && rule == S5_RULE_DEFAULT, "the header's local blocks nothing");
+  f.name = "localhost";
+  CHECK(s5_rules_match(t, &f, &rule) == 0 && rule == S5_RULE_DEFAULT, "nor its localhost");
+  free(t);
+  /* As the daemon loads it: it runs (it exited 2 on the first header line). */
+  static struct s5_config c;
+  char ini[256];
+  snprintf(ini, sizeof ini, "%s/hosts.ini", dir);
+  FILE *fi = fopen(ini, "w");
+  if (fi == NULL) exit(1);
+  fprintf(fi, "[upstream a]\naddress = 127.0.0.1\n[rules]\nrules-file = %s -> block\n", path);
+  fclose(fi);
+  int rc = load_args(&c, err, sizeof err, "--config", ini, NULL);
+  CHECK(rc == S5_ARGS_RUN && c.rules.skipped[0] == 13, "loaded: rc %d, %u skipped: %s", rc,
+        c.rules.skipped[0], err);
+  unlink(ini);
+  /* Names that are not names: UTF-8 (punycode is the way), an address in
+   * brackets; each names its file and line. */
+  static const struct {
+    const char *text, *why;
+  } bad[] = {
+    {"0.0.0.0 ads.example\n0.0.0.0 b\xc3\xbc"
+     "cher.example\n",
+     ":2: "},
+    {"0.0.0.0 [192.0.2.1]\n", ":1: "},
+    {"[192.0.2.1]\n", ":1: "},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    write_file(path, bad[i].text);
+    err[0] = '\0';
+    n = s5_rules_check(&cfg, err, sizeof err);
+    snprintf(item, sizeof item, "%s%s", path, bad[i].why);
+    CHECK(n < 0 && strstr(err, item) != NULL && (i > 0 || strstr(err, "punycode (xn--") != NULL) &&
+            (i == 0 || strstr(err, "brackets") != NULL),
+          "bad name %zu: [%s] lacks [%s] or its hint", i, err, item);
+  }
+  struct s5_rule r;
+  CHECK(s5_rule_parse("domain:b\xc3\xbc"
+                      "cher.example -> a",
+                      NULL, &r, err, sizeof err) != 0 &&
+          strstr(err, "punycode (xn--") != NULL,
+        "UTF-8 in a rule: [%s]", err);
+  unlink(path);
+}
+
 /* The loader: [rules] keys from a file (rule and rules-file repeat, each
  * with its line), errors naming file, line and key, and the --explain
  * flags. */
@@ -368,6 +471,7 @@ int main(void) {
   test_syntax();
   test_first_match();
   test_files();
+  test_hosts();
   test_config_file();
   test_cost();
   rmdir(dir);

@@ -121,6 +121,48 @@ static void test_http_reply(void) {
   free(endless);
 }
 
+/* A 407's words: the schemes the proxy offered (its Proxy-Authenticate
+ * headers) and what to do, with and without a username. */
+static void test_http_407(void) {
+  struct s5_http_reply r;
+  struct s5_upstream_cfg up;
+  char why[512];
+  size_t taken;
+  memset(&up, 0, sizeof up);
+  up.type = S5_UPSTREAM_HTTP;
+  static const char digest[] =
+    "HTTP/1.1 407 Proxy Authentication Required\r\n"
+    "Proxy-Authenticate: Digest realm=\"proxy\", nonce=\"abc\", qop=\"auth\"\r\n"
+    "proxy-authenticate:Negotiate\r\nProxy-Authenticate: Digest realm=\"other\"\r\nVia: x\r\n\r\n";
+  CHECK(feed(&r, digest, sizeof digest - 1, 5, &taken) == S5_SOCKS5_AUTH_FAILED &&
+          strcmp(r.schemes, "Digest, Negotiate") == 0,
+        "schemes offered: [%s]", r.schemes);
+  s5_upstream_why(&up, "CONNECT a.example:443", "", S5_SOCKS5_AUTH_FAILED, 0, &r, why, sizeof why);
+  CHECK(strstr(why, "Digest, Negotiate") != NULL && strstr(why, "not supported") != NULL &&
+          strstr(why, "Basic") != NULL && strstr(why, "check username") == NULL,
+        "Digest without credentials: [%s]", why);
+  snprintf(up.username, sizeof up.username, "alice");
+  s5_upstream_why(&up, "CONNECT a.example:443", "", S5_SOCKS5_AUTH_FAILED, 0, &r, why, sizeof why);
+  CHECK(strstr(why, "not supported") != NULL && strstr(why, "check username") == NULL,
+        "Digest with credentials: [%s]", why);
+  static const char basic[] =
+    "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm=\"p\"\r\n\r\n";
+  CHECK(
+    feed(&r, basic, sizeof basic - 1, 1, &taken) == S5_SOCKS5_AUTH_FAILED && strcmp(r.schemes, "Basic") == 0,
+    "Basic: [%s]", r.schemes);
+  s5_upstream_why(&up, "CONNECT a.example:443", "", S5_SOCKS5_AUTH_FAILED, 0, &r, why, sizeof why);
+  CHECK(strstr(why, "check username and password") != NULL, "Basic with credentials: [%s]", why);
+  up.username[0] = '\0';
+  s5_upstream_why(&up, "CONNECT a.example:443", "", S5_SOCKS5_AUTH_FAILED, 0, &r, why, sizeof why);
+  CHECK(strstr(why, "set username and password") != NULL && strstr(why, "check") == NULL,
+        "Basic without credentials: [%s]", why);
+  static const char none[] = "HTTP/1.1 407 Who are you\r\n\r\n";
+  CHECK(feed(&r, none, sizeof none - 1, 3, &taken) == S5_SOCKS5_AUTH_FAILED && r.schemes[0] == '\0',
+        "no scheme: [%s]", r.schemes);
+  s5_upstream_why(&up, "CONNECT a.example:443", "", S5_SOCKS5_AUTH_FAILED, 0, &r, why, sizeof why);
+  CHECK(strstr(why, "offered no scheme") != NULL, "407 without Proxy-Authenticate: [%s]", why);
+}
+
 static void test_socks4(void) {
   uint8_t buf[600];
   struct sockaddr_storage v4 = addr("192.0.2.9", 80), v6 = addr("2001:db8::9", 80);
@@ -197,6 +239,7 @@ static void test_broken(void) {
 int main(void) {
   test_http_request();
   test_http_reply();
+  test_http_407();
   test_socks4();
   test_by_type();
   test_broken();

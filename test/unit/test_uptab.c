@@ -77,6 +77,22 @@ static void test_failover(void) {
   CHECK(tab.u[2].down == 0 && tab.all_down == 0, "a success begun since brings it back");
 }
 
+/* A down upstream's stated cause is the last failure's: each failed check
+ * (and a late session's failure) updates it, not only the fall. */
+static void test_why_fresh(void) {
+  setup(S5_BALANCE_FAILOVER, 2, NULL);
+  down(0);
+  CHECK(tab.u[0].down == 1 && tab.u[0].why == S5_UP_CONNECT, "down for connect");
+  CHECK(s5_uptab_check_failed(&tab, 0, S5_UP_AUTH) == 1 && tab.u[0].why == S5_UP_AUTH,
+        "a check refused for auth: the cause is auth now (%u)", tab.u[0].why);
+  CHECK(s5_uptab_check_failed(&tab, 0, S5_UP_AUTH) == 0 && tab.u[0].why == S5_UP_AUTH,
+        "the same cause again: no news");
+  s5_uptab_failed(&tab, 0, S5_UP_TIMEOUT, "x");
+  CHECK(tab.u[0].down == 1 && tab.u[0].why == S5_UP_TIMEOUT, "a late session's timeout (%u)", tab.u[0].why);
+  CHECK(s5_uptab_check_failed(&tab, 1, S5_UP_AUTH) == 0 && tab.u[1].down == 0 && tab.u[1].why == 0,
+        "an upstream that is up: nothing to state");
+}
+
 static void test_single(void) {
   setup(S5_BALANCE_FAILOVER, 1, NULL);
   down(0), down(0);
@@ -251,6 +267,7 @@ static void test_shared(void) {
 
 int main(void) {
   test_failover();
+  test_why_fresh();
   test_single();
   test_round_robin();
   test_least();

@@ -178,14 +178,14 @@ static size_t upstreams_prom(char *buf, size_t cap) {
   if (t == NULL) return s5_render_put(buf, cap, 0, "%s", "");
   struct up_copy c[S5_UPTAB_SLOTS];
   for (unsigned i = 0; i < t->n; i++) up_read(&t->u[i], &c[i]);
-  at =
-    s5_render_put(buf, cap, at,
-                  "# HELP s5tund_upstream_up 1 while the upstream takes new sessions, 0 while it is down.\n"
-                  "# TYPE s5tund_upstream_up gauge\n");
+  at = s5_render_put(
+    buf, cap, at,
+    "# HELP s5tund_upstream_up 1 while the upstream takes new sessions, 0 while it is down or removed.\n"
+    "# TYPE s5tund_upstream_up gauge\n");
   for (unsigned i = 0; i < t->n; i++)
     if (shown(&c[i]))
       at = s5_render_put(buf, cap, at, "s5tund_upstream_up{upstream=\"%s\"} %u\n", t->u[i].name,
-                         c[i].down ? 0u : 1u);
+                         c[i].state == S5_UP_ACTIVE && !c[i].down ? 1u : 0u); /* removed: takes none */
   at = s5_render_put(
     buf, cap, at,
     "# HELP s5tund_upstream_state_since_seconds When the upstream last went down or up, seconds "

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "threads/daemon/reload.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,9 @@ int s5_reload(struct s5_config *live, struct s5_stats_area *stats) {
   s5_config_slot_publish(live);
   S5_STAT_SET(stats, reloads, S5_STAT_GET(stats, reloads) + 1);
   S5_STAT_SET(stats, last_reload_unix, (uint64_t)time(NULL));
+  char note[PATH_MAX * 2 + 256];
+  for (unsigned i = 0; i < live->rules.n; i++)
+    if (s5_rules_note(live, i, note, sizeof note)) s5_info("%s", note);
   s5_info("configuration reloaded%s: sessions opened from now on use it, open ones keep theirs",
           kept ? " (some keys need a restart: see above)" : "");
   return 1;
