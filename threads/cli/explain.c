@@ -1,21 +1,32 @@
 /* SPDX-License-Identifier: MIT */
-/* --explain (see explain.h): the rules compiled into the heap, as the
- * daemon compiles them into its shared region, and one lookup. */
+/* --explain (see explain.h): the rules compiled once into reserved memory,
+ * as the daemon compiles them into its shared region, and one lookup. */
 #include "threads/cli/explain.h"
 
+#include <errno.h>
 #include <netinet/in.h>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "shared/rules.h"
 
+/* Room for the set, as the daemon's half of its region: reserved, touched
+ * only as far as the set goes, so the rules are compiled (and their files
+ * read) once, not once to size them and once more to lay them out. */
+#define EXPLAIN_ROOM (512ul << 20)
+
 int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *out) {
   char err[512] = "";
-  size_t need = s5_rules_build(NULL, 0, cfg, err, sizeof err);
-  struct s5_rules *t = need != 0 ? malloc(need) : NULL;
-  if (t == NULL || s5_rules_build(t, need, cfg, err, sizeof err) != need) {
-    fprintf(stderr, "s5tund: [rules]: %s\n", err[0] ? err : "out of memory");
-    free(t);
+  struct s5_rules *t =
+    mmap(NULL, EXPLAIN_ROOM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  size_t need = t != MAP_FAILED ? s5_rules_build(t, EXPLAIN_ROOM, cfg, err, sizeof err) : 0;
+  if (t == MAP_FAILED || need == 0 || need > EXPLAIN_ROOM) {
+    if (t == MAP_FAILED) snprintf(err, sizeof err, "reserving room for the rules: %s", strerror(errno));
+    else if (need > EXPLAIN_ROOM)
+      snprintf(err, sizeof err, "the rules need %zu MiB, more than a set may have", need >> 20);
+    fprintf(stderr, "s5tund: [rules]: %s\n", err);
+    if (t != MAP_FAILED) munmap(t, EXPLAIN_ROOM);
     return 1;
   }
   struct s5_flow f;
@@ -33,6 +44,6 @@ int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *ou
   fprintf(out, "outbound %s\n", s5_rules_outbound_name(t, o));
   if (o == S5_OUTBOUND_BALANCE)
     for (unsigned i = 0; i < cfg->n_upstreams; i++) fprintf(out, "upstream %s\n", cfg->upstreams[i].name);
-  free(t);
+  munmap(t, EXPLAIN_ROOM);
   return 0;
 }
