@@ -42,9 +42,9 @@ static int hs_target(void *session, struct s5_proxy_target *t) {
  * destination answered (a refused CONNECT: the next upstream would hear
  * the same) or the session itself is going. A refusal in words that say
  * the proxy is broken (s5_upstream_broken) is the upstream's. */
-static int hs_cause(const struct s5_session *s, const struct s5_proxy_result *r, uint64_t left) {
+static int hs_cause(const struct s5_proxy_result *r, uint64_t left, int broken) {
   if (left == 0 || r->slow) return S5_UP_TIMEOUT;
-  if (s5_upstream_broken(s->proxy.up, r->status, r->rep, r->http)) return S5_UP_REFUSING;
+  if (broken) return S5_UP_REFUSING;
   if (r->status == S5_SOCKS5_REFUSED) return -1;
   if (r->status == S5_SOCKS5_AUTH_FAILED || r->status == S5_SOCKS5_NO_METHOD) return S5_UP_AUTH;
   if (r->step == S5_PROXY_CONNECTING) return S5_UP_CONNECT;
@@ -61,7 +61,8 @@ static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
   /* connect-timeout counts from the SYN, over every upstream tried */
   uint64_t end = s->rec.started_ms + s->cfg->session.connect_timeout * 1000ull, now = uv_now(&s->w->loop);
   uint64_t left = now < end ? end - now : 0;
-  int cause = hs_cause(s, r, left);
+  int broken = s5_upstream_broken(s->proxy.up, r->status, r->rep, r->http); /* 0, or how it counts */
+  int cause = hs_cause(r, left, broken);
   if (t == NULL || cause < 0) {
     if (t != NULL && r->status == S5_SOCKS5_REFUSED)
       __atomic_add_fetch(&t->u[s->proxy.up->slot].refused, 1, __ATOMIC_RELAXED);
@@ -73,8 +74,7 @@ static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
     struct s5_proxy_target dest;
     memset(&dest, 0, sizeof dest);
     uint64_t h = hs_target(s, &dest) == 0 ? s5_uptab_hash(&dest.addr, dest.name) : 0;
-    int each = s5_upstream_broken(s->proxy.up, r->status, r->rep, r->http) == S5_BROKEN_EACH;
-    s5_uptab_refusing(t, s->proxy.up->slot, h, each, r->why);
+    s5_uptab_refusing(t, s->proxy.up->slot, h, broken == S5_BROKEN_EACH, r->why);
   } else s5_uptab_failed(t, s->proxy.up->slot, (enum s5_up_cause)cause, r->why);
   if (s->up_ruled) return -1; /* a rule named this upstream: no other carries the flow */
   if (s->conn.early == S5_RELAY_EARLY_KICKED || s->conn.early == S5_RELAY_EARLY_SENT)
