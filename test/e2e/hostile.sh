@@ -7,7 +7,8 @@
 #
 # The peers are hostile.py's misbehaving SOCKS5 server (behaviour chosen by
 # the CONNECT's port, see hostile.py), danted (halfclose, synflood,
-# tunflood; with hostile.py's UDP sink) and microsocks (fd_exhaustion); the
+# tunflood; with hostile.py's UDP sink) and microsocks (fd_exhaustion, and
+# synflood's keeper through an upstream of its own); the
 # traffic and the checks are hostile.py's "check CASE", run in namespace C:
 # during the case a keeper echoes through the same daemon and must never
 # fail; afterwards every session is gone (stats tcp_active / udp_active 0),
@@ -131,7 +132,10 @@ case_halfclose() {
 
 case_synflood() {
   e2e_start_dante
-  CFG_CONNECT_TIMEOUT=5 start "$S_ADDR4" "$DANTE_PORT"
+  # shellcheck disable=SC2119  # no credentials
+  e2e_start_microsocks # the keeper's own upstream (hostilecases.py)
+  CFG_CONNECT_TIMEOUT=5 start "$S_ADDR4" "$DANTE_PORT" "" "[upstream keeper]" "address = $S_ADDR4" \
+    "port = $MS_PORT" "" "[rules]" "rule = dst:$TGT6/128 -> keeper" "rule = dst:$TGT4/32 -> socks5"
   CFG_CONNECT_TIMEOUT=5 check
   stop_ok
 }
