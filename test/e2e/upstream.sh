@@ -37,12 +37,16 @@
 #                     log); the three broken ones each down once, still
 #                     down after about five checks (no "up again": the
 #                     checks speak the protocol), 10 more all by squid.
+#                     Then microsocks walled off by a policy rule (general
+#                     failure to every CONNECT) before danted: down after
+#                     three distinct destinations, danted carries all.
 
 TP_PORT=8888
 HOLE_PORT=1087
 HTTPPROXY_PORT=1084
 DANTE4_PORT=1085
 SSH4_PORT=1086
+WALLED_PORT=1088
 UDP_ECHO_PORT=7001
 UP_USER=$SQUID_USER
 UP_PASS=$SQUID_PASS
@@ -418,6 +422,52 @@ case_upstream_health() {
   (($(up_count tiny failed_refusing) >= 3 && $(up_count badpw failed_auth) >= 3 && $(up_count hole failed_timeout) >= 3)) ||
     fail "--stats: tiny failed_refusing $(up_count tiny failed_refusing), badpw failed_auth $(up_count badpw failed_auth), hole failed_timeout $(up_count hole failed_timeout)"
   log "broken upstreams: down once each, no flapping; squid carried $(count_in "$SQUID_LOG" "TCP_TUNNEL/200 ")"
+  stop_up
+  health_general_failure
+}
+
+# A SOCKS5 proxy that answers every CONNECT with general failure (0x01):
+# microsocks as a user of its own, whose every connection to the target's
+# networks a policy rule of S prohibits (EACCES, which microsocks reports
+# as general failure), first
+# in failover order; danted second. Three distinct destinations (IPv4,
+# IPv6, a mapped name) each fail over to danted and mark the first down
+# (refusing); then it takes no session. A repeat of the same destination's
+# general failure would be the destination's (the unit tests cover it).
+health_general_failure() {
+  local ini=$WORK/walled.ini before
+  e2e_start_dante
+  local f # the target's addresses are S's own: the rule goes before the local table's
+  for f in -4 -6; do
+    ip "$f" -n "$NS_S" rule add pref 100 lookup local
+    ip "$f" -n "$NS_S" rule del pref 0 lookup local
+  done
+  ip -n "$NS_S" rule add uidrange 4242-4242 to "${TGT4%.*}.0/24" prohibit pref 90
+  ip -6 -n "$NS_S" rule add uidrange 4242-4242 to "${TGT6%::*}::/64" prohibit pref 90
+  ip netns exec "$NS_S" setpriv --reuid=4242 --regid=4242 --clear-groups \
+    microsocks -i "$S_ADDR4" -p "$WALLED_PORT" >>"$WORK/walled.log" 2>&1 &
+  e2e_wait_listen "$WALLED_PORT" "$S_ADDR4" || fail "microsocks (walled) does not listen on $S_ADDR4:$WALLED_PORT"
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  sed -i 's/^level = debug$/&\nsessions = true/' "$ini"
+  printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL" "" \
+    "[upstream walled]" "address = $S_ADDR4" "port = $WALLED_PORT" "" \
+    "[upstream dante]" "address = $S_ADDR4" "port = $DANTE_PORT" "" \
+    "[balance]" "strategy = failover" "fail-after = 3" "check-interval = 1" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  client --host "$TGT4" echo --count 1 >/dev/null
+  client --host "$TGT6" echo --count 1 >/dev/null
+  echo_by_name
+  e2e_wait_log "$S5LOG" "warn .*upstream walled is down: .*\(refusing: .*general" 5 \
+    "walled down for general failures from three destinations" >/dev/null
+  before=$(count_in "$WORK/danted.log" "tcp/connect \[: ")
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+  wait_count "$WORK/danted.log" "tcp/connect \[: " $((before + 10)) "connections by danted"
+  (($(up_count walled failed_refusing) == 3)) ||
+    fail "--stats: walled failed_refusing $(up_count walled failed_refusing), expected 3"
+  wait_count "$S5LOG" "info .*session s[0-9]+ tcp .* via $S_ADDR4:$DANTE_PORT \(dante\): " 13 "session lines naming dante"
+  log "general failure: walled down after 3 destinations, danted carried all 13"
   stop_up
 }
 
