@@ -131,7 +131,8 @@ case_rules() {
   # --explain, from the file alone
   local out
   out=$("$S5TUND" --config "$ini" --explain "$TGT4:80" --name n4711.big.test)
-  grep -qx "rule     $WORK/big.txt:4712" <<<"$out" && grep -qx "outbound block" <<<"$out" ||
+  grep -qx "rule     $WORK/big.txt:4712" <<<"$out" && grep -qx "outbound block" <<<"$out" &&
+    grep -qE "^compiled 1[0-9]{5} rules into [0-9]+ KiB in [0-9.]+ s$" <<<"$out" ||
     fail "--explain n4711.big.test: $(oneline "$out")"
   "$S5TUND" --config "$ini" --explain "$TGT4:$TGT_PORT" --src "$LAN2" | grep -qx "outbound b" || fail "--explain --src"
   e2e_start_s5tund --config "$ini"
