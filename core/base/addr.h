@@ -17,6 +17,14 @@
 /* Room for any address with brackets and a port: "[v6]:65535". */
 #define S5_ADDR_STRLEN 56
 
+/* Where a new flow goes: the client's destination address and port, or
+ * (name not empty) a mapped DNS name with that port, which the proxy
+ * resolves. A flow's route (core/outbound/) makes it once. */
+struct s5_target {
+  struct sockaddr_storage addr;
+  char name[256];
+};
+
 /* The address alone. Returns buf. */
 const char *s5_addr_str(const ip_addr_t *ip, char *buf, size_t len);
 

@@ -28,6 +28,7 @@
   X(tcp_handshake_timeout, COUNT, "TCP sessions whose client never completed its handshake.") \
   X(udp_active, GAUGE, "UDP associations open now.") \
   X(udp_total, COUNT, "UDP associations since start.") \
+  X(udp_upstream_down, COUNT, "UDP associations ended because their upstream went down (new ones take another).") \
   X(udp_coalesce_waits, COUNT, "Waits of [session] udp-coalesce before reading relays again.") \
   X(dns_hijacked, COUNT, "DNS queries to port 53 of another address answered by the mapped resolver ([dns] hijack).") \
   X(dns_pool_full, COUNT, "DNS queries answered SERVFAIL: every mapped address was answered too recently to be given to another name.") \

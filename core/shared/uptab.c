@@ -126,30 +126,38 @@ uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name) {
   return mix(h);
 }
 
-/* Upstream i of cfg: not tried yet, and up. */
-static int usable(const struct s5_uptab *t, const struct s5_config *cfg, unsigned i, uint32_t tried) {
-  return !(tried & (1u << i)) && LOAD(&t->u[cfg->upstreams[i].slot].down) == 0;
+/* The candidates of one choice: members m[0..n) (indexes in cfg->upstreams). */
+struct pick {
+  struct s5_uptab *t;
+  const struct s5_config *cfg;
+  const uint8_t *m;
+  unsigned n;
+  uint32_t tried;
+};
+#define UP_OF(k, j) (&(k)->cfg->upstreams[(k)->m[j]])
+
+/* Member j: not tried yet, and up. */
+static int usable(const struct pick *k, unsigned j) {
+  return !(k->tried & (1u << k->m[j])) && LOAD(&k->t->u[UP_OF(k, j)->slot].down) == 0;
 }
 
-/* The first usable in file order. */
-static int pick_failover(const struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
-  for (unsigned i = 0; i < n; i++)
-    if (usable(t, cfg, i, tried)) return (int)i;
+/* The first usable in the members' order. */
+static int pick_failover(const struct pick *k) {
+  for (unsigned j = 0; j < k->n; j++)
+    if (usable(k, j)) return k->m[j];
   return -1;
 }
 
 /* Weighted: ticket k of each sum-of-weights round falls on the upstream
  * whose share of the round holds it; taken by a down one, the next usable. */
-static int pick_round_robin(struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
+static int pick_round_robin(const struct pick *k) {
   uint64_t sum = 0;
-  for (unsigned i = 0; i < n; i++) sum += cfg->upstreams[i].weight;
-  uint64_t k = (ADD(&t->rr, 1) - 1) % sum;
+  for (unsigned j = 0; j < k->n; j++) sum += UP_OF(k, j)->weight;
+  uint64_t ticket = (ADD(&k->t->rr, 1) - 1) % sum;
   unsigned at = 0;
-  while (k >= cfg->upstreams[at].weight) k -= cfg->upstreams[at++].weight;
-  for (unsigned j = 0; j < n; j++) {
-    unsigned i = (at + j) % n;
-    if (usable(t, cfg, i, tried)) return (int)i;
-  }
+  while (ticket >= UP_OF(k, at)->weight) ticket -= UP_OF(k, at++)->weight;
+  for (unsigned j = 0; j < k->n; j++)
+    if (usable(k, (at + j) % k->n)) return k->m[(at + j) % k->n];
   return -1;
 }
 
@@ -157,56 +165,64 @@ static int pick_round_robin(struct s5_uptab *t, const struct s5_config *cfg, uns
  * (per weight: granted or not, so that one that refuses at once does not
  * win every tie), then by turns from a rotating start, not always the
  * first in file order. */
-static int pick_least(struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint32_t tried) {
+static int pick_least(const struct pick *k) {
   int best = -1;
   double best_open = 0, best_begun = 0;
-  unsigned start = (unsigned)(ADD(&t->rr, 1) % n);
-  for (unsigned j = 0; j < n; j++) {
-    unsigned i = (start + j) % n;
-    if (!usable(t, cfg, i, tried)) continue;
-    const struct s5_up_slot *u = &t->u[cfg->upstreams[i].slot];
-    double w = cfg->upstreams[i].weight;
+  unsigned start = (unsigned)(ADD(&k->t->rr, 1) % k->n);
+  for (unsigned i = 0; i < k->n; i++) {
+    unsigned j = (start + i) % k->n;
+    if (!usable(k, j)) continue;
+    const struct s5_up_slot *u = &k->t->u[UP_OF(k, j)->slot];
+    double w = UP_OF(k, j)->weight;
     double open = (double)LOAD(&u->open) / w, begun = (double)LOAD(&u->begun) / w;
     if (best < 0 || open < best_open || (open == best_open && begun < best_begun)) {
-      best = (int)i;
+      best = k->m[j];
       best_open = open;
       best_begun = begun;
     }
   }
-  if (best >= 0) ADD(&t->u[cfg->upstreams[best].slot].begun, 1);
+  if (best >= 0) ADD(&k->t->u[k->cfg->upstreams[best].slot].begun, 1);
   return best;
 }
 
 /* Rendezvous hashing, weighted: each upstream scores the destination,
  * the highest usable one wins. An upstream that goes down moves only its
  * own destinations, which return when it is back. */
-static int pick_hash(const struct s5_uptab *t, const struct s5_config *cfg, unsigned n, uint64_t hash,
-                     uint32_t tried) {
+static int pick_hash(const struct pick *k, uint64_t hash) {
   int best = -1;
   double best_score = 0;
-  for (unsigned i = 0; i < n; i++) {
-    if (!usable(t, cfg, i, tried)) continue;
-    const char *name = cfg->upstreams[i].name;
+  for (unsigned j = 0; j < k->n; j++) {
+    if (!usable(k, j)) continue;
+    const char *name = UP_OF(k, j)->name;
     uint64_t h = mix(hash ^ fnv1a(0xcbf29ce484222325ull, name, strlen(name)));
     double u = ((double)(h >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
-    double score = -(double)cfg->upstreams[i].weight / log(u);
+    double score = -(double)UP_OF(k, j)->weight / log(u);
     if (best < 0 || score > best_score) {
-      best = (int)i;
+      best = k->m[j];
       best_score = score;
     }
   }
   return best;
 }
 
-int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried) {
+int s5_uptab_pick_in(struct s5_uptab *t, const struct s5_config *cfg, enum s5_balance strategy,
+                     const uint8_t *members, unsigned n, uint64_t hash, uint32_t tried) {
   /* The session's configuration's list; each upstream's health in its slot. */
-  unsigned n = cfg->n_upstreams < S5_UPSTREAMS_MAX ? cfg->n_upstreams : S5_UPSTREAMS_MAX;
-  switch (cfg->balance.strategy) {
-    case S5_BALANCE_ROUND_ROBIN: return pick_round_robin(t, cfg, n, tried);
-    case S5_BALANCE_LEAST_CONN: return pick_least(t, cfg, n, tried);
-    case S5_BALANCE_HASH: return pick_hash(t, cfg, n, hash, tried);
-    default: return pick_failover(t, cfg, n, tried);
+  const struct pick k = {.t = t, .cfg = cfg, .m = members, .n = n, .tried = tried};
+  if (n == 0) return -1;
+  switch (strategy) {
+    case S5_BALANCE_ROUND_ROBIN: return pick_round_robin(&k);
+    case S5_BALANCE_LEAST_CONN: return pick_least(&k);
+    case S5_BALANCE_HASH: return pick_hash(&k, hash);
+    default: return pick_failover(&k);
   }
+}
+
+int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried) {
+  static const uint8_t all[S5_UPSTREAMS_MAX] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  _Static_assert(S5_UPSTREAMS_MAX == 16, "all[] lists every upstream's index");
+  unsigned n = cfg->n_upstreams < S5_UPSTREAMS_MAX ? cfg->n_upstreams : S5_UPSTREAMS_MAX;
+  return s5_uptab_pick_in(t, cfg, cfg->balance.strategy, all, n, hash, tried);
 }
 
 /* ---------------------------------------------------------------- health */
@@ -229,6 +245,10 @@ static void mark_up(struct s5_uptab *t, unsigned i, const char *how) {
 }
 
 uint32_t s5_uptab_downs(const struct s5_uptab *t, unsigned i) { return LOAD(&t->u[i].downs); }
+int s5_uptab_up(const struct s5_uptab *t, unsigned i) { return LOAD(&t->u[i].down) == 0; }
+void s5_uptab_count_refused(struct s5_uptab *t, unsigned i) { ADD(&t->u[i].refused, 1); }
+void s5_uptab_count_retried(struct s5_uptab *t, unsigned i) { ADD(&t->u[i].retried, 1); }
+void s5_uptab_count_no_upstream(struct s5_uptab *t) { ADD(&t->no_upstream, 1); }
 
 void s5_uptab_granted(struct s5_uptab *t, unsigned q, unsigned i, uint64_t hs_us, uint32_t downs) {
   struct s5_up_slot *u = &t->u[i];

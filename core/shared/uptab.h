@@ -36,7 +36,11 @@ enum s5_up_cause {
   S5_UP_AUTH,      /* credentials refused (SOCKS5 auth, HTTP 407) */
   S5_UP_TIMEOUT,   /* connect-timeout, or no answer within handshake-timeout */
   S5_UP_REFUSING,  /* a refusal that means the proxy is broken (HTTP 403, 5xx; SOCKS5 general failure) */
-  S5_UP_CAUSES
+  S5_UP_CAUSES,
+  /* Not the upstream's: the destination refused (the next upstream would
+   * hear the same), or the set-up was given up by its owner. */
+  S5_UP_DESTINATION = S5_UP_CAUSES,
+  S5_UP_NONE,
 };
 
 /* Handshake time buckets (ms, upper bounds; +Inf after the last), for the
@@ -107,6 +111,19 @@ uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name);
  * cfg->upstreams of an up one that is not in tried (a bit per index), or
  * -1 when there is none. The other calls take the upstream's slot. */
 int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried);
+/* The same among members[0..n) (indexes in cfg->upstreams, in their
+ * order) under strategy: a group's choice. */
+int s5_uptab_pick_in(struct s5_uptab *t, const struct s5_config *cfg, enum s5_balance strategy,
+                     const uint8_t *members, unsigned n, uint64_t hash, uint32_t tried);
+
+/* Slot i takes new sessions (it is not down). */
+int s5_uptab_up(const struct s5_uptab *t, unsigned i);
+/* Counted, each: a CONNECT through i the destination refused; a set-up
+ * that moved on from i to another upstream; a session refused because no
+ * upstream it may take is up. */
+void s5_uptab_count_refused(struct s5_uptab *t, unsigned i);
+void s5_uptab_count_retried(struct s5_uptab *t, unsigned i);
+void s5_uptab_count_no_upstream(struct s5_uptab *t);
 
 /* How often slot i was marked down so far: a session reads it when it
  * chooses the upstream, and hands it to s5_uptab_granted. */

@@ -147,7 +147,7 @@ static int pool_open_one(struct s5_pool *pool, unsigned i) {
   pool->live++;
   pool->live_up[slot]++;
   s5_proxy_init(&c->proxy, pool->w, c->cfg, &pool_conn_ops, c);
-  s5_proxy_use(&c->proxy, &c->cfg->upstreams[i]);
+  s5_proxy_use(&c->proxy, &c->cfg->upstreams[i], NULL);
   char why[160];
   if (s5_proxy_start(&c->proxy, why, sizeof why) == 0) return 0;
   pool_back_off(pool, slot, why);

@@ -60,6 +60,9 @@ static void proxy_fail(struct s5_proxy *p, enum s5_log_level level, int status, 
   struct s5_proxy_result r = {
     .outcome = S5_PROXY_FAILED, .level = level, .why = why, .status = status, .rep = rep, .step = p->step};
   r.http = p->requested ? p->http.status : 0; /* a response of this connection's request */
+  r.cause = p->expired
+              ? S5_UP_TIMEOUT
+              : s5_upstream_cause(p->up, status, rep, r.http, p->step == S5_PROXY_CONNECTING, &r.every);
   proxy_stop(p);
   p->ops->result(p->owner, &r);
 }
@@ -120,13 +123,10 @@ static int proxy_requested(struct s5_proxy *p, int sent) {
 /* The request: the owner's bytes, or its CONNECT's destination written
  * for the upstream's type. */
 static int proxy_request(struct s5_proxy *p, uint8_t *msg, size_t cap, const char **why) {
-  struct s5_proxy_target t;
-  *why = "its mapped name is gone";
+  *why = "it cannot be written";
   /* UDP's target is for direct alone; its request is always its own */
-  if (p->ops->target == NULL || p->ops->cmd == S5_PROXY_ASSOCIATE) return p->ops->request(p->owner, msg, cap);
-  memset(&t, 0, sizeof t);
-  if (p->ops->target(p->owner, &t) < 0) return -1;
-  return s5_upstream_write_connect(p->up, &t, msg, cap, why);
+  if (p->target == NULL || p->ops->cmd == S5_PROXY_ASSOCIATE) return p->ops->request(p->owner, msg, cap);
+  return s5_upstream_write_connect(p->up, p->target, msg, cap, why);
 }
 
 /* The request, when the destination can be written: its length, or < 0 with why. */
@@ -363,20 +363,22 @@ static void proxy_resolved(void *arg, const struct sockaddr_storage *to, const c
  * mapped name, and UDP always (its grant never inside s5_proxy_start),
  * through the resolver first. */
 static int proxy_direct(struct s5_proxy *p, char *why, size_t cap) {
-  struct s5_proxy_target t = {0};
-  if (p->ops->target == NULL || p->ops->target(p->owner, &t) < 0) {
-    snprintf(why, cap, "direct: the destination's mapped name is gone");
+  const struct s5_target *t = p->target;
+  if (t == NULL) {
+    snprintf(why, cap, "direct: no destination");
     return UV_EINVAL;
   }
   int udp = p->ops->cmd == S5_PROXY_ASSOCIATE;
-  if (t.name[0] == '\0' && !udp)
-    return s5_dial_loops(p->cfg, &t.addr, NULL, why, cap) ? UV_ELOOP : proxy_connect(p, &t.addr, why, cap);
-  return s5_dial_resolve(&p->w->loop, p->cfg, &t.addr, t.name, udp, proxy_resolved, p, &p->lookup, why, cap);
+  if (t->name[0] == '\0' && !udp)
+    return s5_dial_loops(p->cfg, &t->addr, NULL, why, cap) ? UV_ELOOP : proxy_connect(p, &t->addr, why, cap);
+  return s5_dial_resolve(&p->w->loop, p->cfg, &t->addr, t->name, udp, proxy_resolved, p, &p->lookup, why,
+                         cap);
 }
 
 void s5_proxy_expired(uv_timer_t *timer) {
   struct s5_proxy *p = PROXY_OF(timer, timer);
   PROXY_COUNT(p, socks5_timeout);
+  p->expired = 1;
   char why[160];
   int conn = p->step == S5_PROXY_CONNECTING || !p->heard; /* the proxy itself never answered: a warning */
   if (conn && p->step != S5_PROXY_CONNECTING)
@@ -389,7 +391,7 @@ void s5_proxy_expired(uv_timer_t *timer) {
 
 int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   uint8_t msg[S5_HTTP_REQUEST_MAX]; /* can it be written: a mapped name may have gone */
-  if (p->ops->target != NULL && p->ops->cmd != S5_PROXY_ASSOCIATE &&
+  if (p->target != NULL && p->ops->cmd != S5_PROXY_ASSOCIATE &&
       proxy_request_text(p, msg, sizeof msg, why, cap) < 0)
     return UV_EINVAL;
   s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, 0);
@@ -442,8 +444,8 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
 
 int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms) {
   if (p->closing || p->retrying || !p->sock_open || p->data_sent) return -1; /* the bytes went with it */
-  s5_proxy_use(p, up);
-  p->pooled = p->requested = p->in_len = 0;
+  s5_proxy_use(p, up, p->target);
+  p->pooled = p->requested = p->in_len = p->expired = 0;
   s5_proxy_clock(p, ms, 0); /* a new connection: handshake-timeout again */
   p->retrying = 1;
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
@@ -463,7 +465,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->lookup = NULL;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
-  s5_proxy_use(p, &cfg->upstreams[0]);
+  s5_proxy_use(p, &cfg->upstreams[0], NULL);
   uv_timer_init(&w->loop, &p->timer);
   p->handles_open = 1;
 }

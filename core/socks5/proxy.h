@@ -34,6 +34,7 @@
 #include "socks5/socks5.h"
 #include "socks5/socks5_udp.h"
 #include "socks5/upstream.h"
+#include "shared/uptab.h"
 
 struct s5_wctx;
 struct s5_config;
@@ -73,6 +74,8 @@ struct s5_proxy_result {
   enum s5_proxy_step step;   /* failed: where the exchange was (CONNECTING: the TCP connect) */
   uint16_t http;             /* an HTTP upstream's status when it answered one, else 0 */
   int slow;                  /* no answer within handshake-timeout (ops->slow's report) */
+  enum s5_up_cause cause;    /* failed: whose fault, as the upstream's health counts it */
+  int every;                 /* cause S5_UP_REFUSING: for any destination (else only distinct ones count) */
 };
 
 struct s5_proxy_ops {
@@ -80,11 +83,6 @@ struct s5_proxy_ops {
   /* The request into buf (cap bytes): its length, or < 0 when it cannot be
    * made (a mapped address whose name is gone). */
   int (*request)(void *owner, uint8_t *buf, size_t cap);
-  /* Instead of request, for a CONNECT: the destination, which the client
-   * writes as its upstream's type asks (upstream.c). Returns 0, or < 0
-   * when there is none (a mapped address whose name is gone). For UDP
-   * ASSOCIATE (beside request): the destination of [rules] direct. */
-  int (*target)(void *owner, struct s5_proxy_target *t);
   /* Optional: the TCP connection is up, before the greeting. Returns 0 to
    * go on, or -1 when the owner ended itself (and closed the client). */
   int (*connected)(void *owner);
@@ -109,6 +107,9 @@ struct s5_proxy {
   struct s5_wctx *w;
   const struct s5_config *cfg;      /* the owner's (held by it) */
   const struct s5_upstream_cfg *up; /* in cfg: the proxy (upstreams[0] unless s5_proxy_use) */
+  const struct s5_target *target;   /* the owner's: a CONNECT's destination, written as up's type asks
+                                     * (upstream.c); UDP ASSOCIATE: [rules] direct's; NULL: the
+                                     * owner's request (ops->request) */
   const struct s5_proxy_ops *ops;
   void *owner;
   enum s5_proxy_step step;
@@ -122,6 +123,7 @@ struct s5_proxy {
   unsigned data_sent : 1; /* s5_proxy_data_ok(): the owner's bytes went out behind it */
   unsigned heard : 1;     /* the proxy has said something on this connection */
   unsigned hs_over : 1;   /* heard, or handshake-timeout passed: connect-timeout alone from here */
+  unsigned expired : 1;   /* connect-timeout ended it */
   uint64_t deadline;      /* the loop's ms when connect-timeout ends the set-up */
   uint16_t in_len;
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
@@ -135,8 +137,9 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
                    const struct s5_proxy_ops *ops, void *owner);
 
 /* Before s5_proxy_start or s5_proxy_adopt: the upstream to use, one of
- * cfg's (the first by default). */
-void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up);
+ * cfg's (the first by default), and the destination (held by the owner;
+ * NULL: its own request, ops->request). */
+void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up, const struct s5_target *target);
 
 /* Connects to the upstream's address, with SO_MARK. Returns 0, or a negative
  * libuv error with what failed in why (then nothing was reported and the

@@ -16,8 +16,9 @@
 
 #define PROXY_OF_TIMER(t) ((struct s5_proxy *)((char *)(t)-offsetof(struct s5_proxy, timer)))
 
-void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up) {
+void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up, const struct s5_target *target) {
   p->up = up;
+  p->target = target;
   p->pipeline = p->ops->cmd == S5_PROXY_CONNECT && up->type == S5_UPSTREAM_SOCKS5 && up->pipeline;
 }
 
@@ -37,8 +38,12 @@ static void clock_slow(uv_timer_t *timer) {
   clock_arm(p); /* connect-timeout runs on, unless the owner moves on */
   snprintf(why, sizeof why, "no answer from the proxy within handshake-timeout (%u s)",
            p->up->handshake_timeout);
-  struct s5_proxy_result r = {
-    .outcome = S5_PROXY_FAILED, .level = S5_LOG_WARN, .why = why, .step = p->step, .slow = 1};
+  struct s5_proxy_result r = {.outcome = S5_PROXY_FAILED,
+                              .level = S5_LOG_WARN,
+                              .why = why,
+                              .step = p->step,
+                              .slow = 1,
+                              .cause = S5_UP_TIMEOUT};
   p->ops->slow(p->owner, &r);
 }
 

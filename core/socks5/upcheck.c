@@ -30,6 +30,7 @@ struct s5_upcheck_probe {
   struct s5_upcheck *check;
   struct s5_upcheck_probe *next;
   const struct s5_config *cfg; /* held while the probe lives */
+  struct s5_target target;     /* what it CONNECTs to (probe_target) */
   unsigned index;
   int handles; /* the proxy client and the timer: freed when both closed */
   int ended;
@@ -83,13 +84,8 @@ static int probe_ok(const struct s5_upcheck_probe *pr, const struct s5_proxy_res
 static void probe_result(void *owner, const struct s5_proxy_result *r) {
   struct s5_upcheck_probe *pr = owner;
   if (probe_ok(pr, r)) s5_uptab_probe_ok(s5_uptab(), pr->cfg->upstreams[pr->index].slot);
-  else
-    probe_failed(pr,
-                 r->status == S5_SOCKS5_AUTH_FAILED || r->status == S5_SOCKS5_NO_METHOD ? S5_UP_AUTH
-                 : r->status == S5_SOCKS5_REFUSED                                       ? S5_UP_REFUSING
-                 : r->step == S5_PROXY_CONNECTING                                       ? S5_UP_CONNECT
-                                                                                        : S5_UP_HANDSHAKE,
-                 r->why);
+  else /* a check refused for any reason counts as refusing */
+    probe_failed(pr, r->cause == S5_UP_DESTINATION ? S5_UP_REFUSING : r->cause, r->why);
   probe_end(pr);
 }
 
@@ -101,8 +97,7 @@ static void probe_timed_out(uv_timer_t *timer) {
 
 /* The CONNECT's destination: check-target, else the last one reached,
  * else the proxy's own address. */
-static int probe_target(void *owner, struct s5_proxy_target *t) {
-  struct s5_upcheck_probe *pr = owner;
+static void probe_target(struct s5_upcheck_probe *pr, struct s5_target *t) {
   const struct s5_wctx *w = pr->check->w;
   t->name[0] = '\0';
   if (pr->cfg->balance.check_target.ss_family != 0) t->addr = pr->cfg->balance.check_target;
@@ -112,11 +107,10 @@ static int probe_target(void *owner, struct s5_proxy_target *t) {
     t->addr = w->reached.addr;
     snprintf(t->name, sizeof t->name, "%s", w->reached.name);
   } else t->addr = pr->cfg->upstreams[pr->index].addr;
-  return 0;
 }
 
 static const struct s5_proxy_ops probe_ops = {
-  .cmd = S5_PROXY_CONNECT, .target = probe_target, .result = probe_result, .closed = probe_closed};
+  .cmd = S5_PROXY_CONNECT, .result = probe_result, .closed = probe_closed};
 
 static void probe_start(struct s5_upcheck *c, unsigned i) {
   struct s5_upcheck_probe *pr = calloc(1, sizeof *pr);
@@ -135,7 +129,8 @@ static void probe_start(struct s5_upcheck *c, unsigned i) {
   pr->timer.data = pr;
   uv_timer_start(&pr->timer, probe_timed_out, pr->cfg->balance.check_timeout * 1000ull, 0);
   s5_proxy_init(&pr->proxy, c->w, pr->cfg, &probe_ops, pr);
-  s5_proxy_use(&pr->proxy, &pr->cfg->upstreams[i]);
+  probe_target(pr, &pr->target);
+  s5_proxy_use(&pr->proxy, &pr->cfg->upstreams[i], &pr->target);
   char why[160];
   if (s5_proxy_start(&pr->proxy, why, sizeof why) == 0) return;
   s5_debug("upstream %s: check not started: %s", pr->cfg->upstreams[i].name, why);

@@ -15,7 +15,7 @@
 #include "socks5/socks5.h"
 #include "ini/sockaddr.h"
 
-int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_proxy_target *t, uint8_t *buf,
+int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_target *t, uint8_t *buf,
                               size_t cap, const char **why) {
   const struct sockaddr *dst = (const struct sockaddr *)&t->addr;
   const char *name = t->name[0] != '\0' ? t->name : NULL;
@@ -59,6 +59,16 @@ int s5_upstream_broken(const struct s5_upstream_cfg *up, int status, uint8_t rep
   if (up->type == S5_UPSTREAM_HTTP && http == 403) return S5_BROKEN_EACH;
   if (up->type == S5_UPSTREAM_HTTP) return http >= 500 && http != 502 && http != 504 ? S5_BROKEN_DISTINCT : 0;
   return up->type == S5_UPSTREAM_SOCKS5 && rep == 1 ? S5_BROKEN_DISTINCT : 0;
+}
+
+enum s5_up_cause s5_upstream_cause(const struct s5_upstream_cfg *up, int status, uint8_t rep, uint16_t http,
+                                   int connecting, int *every) {
+  int broken = s5_upstream_broken(up, status, rep, http);
+  *every = broken == S5_BROKEN_EACH;
+  if (broken != 0) return S5_UP_REFUSING;
+  if (status == S5_SOCKS5_REFUSED) return S5_UP_DESTINATION;
+  if (status == S5_SOCKS5_AUTH_FAILED || status == S5_SOCKS5_NO_METHOD) return S5_UP_AUTH;
+  return connecting ? S5_UP_CONNECT : S5_UP_HANDSHAKE;
 }
 
 const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg) {

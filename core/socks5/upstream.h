@@ -9,20 +9,15 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "base/addr.h"
 #include "ini/config.h"
+#include "shared/uptab.h"
 #include "socks5/http_connect.h"
 #include "socks5/socks5_udp.h"
 
-/* The destination of a CONNECT: the client's address and port, or (name
- * not empty) a mapped DNS name with that port, which the proxy resolves. */
-struct s5_proxy_target {
-  struct sockaddr_storage addr;
-  char name[256];
-};
-
 /* The CONNECT for up's type into buf (cap >= S5_HTTP_REQUEST_MAX): its
  * length, or < 0 with why (a static text): SOCKS4 cannot carry IPv6. */
-int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_proxy_target *t, uint8_t *buf,
+int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_target *t, uint8_t *buf,
                               size_t cap, const char **why);
 
 /* One reply to the request, of up's type, at the start of in[*len]: its
@@ -43,6 +38,12 @@ int s5_upstream_parse_reply(const struct s5_upstream_cfg *up, struct s5_http_rep
  * hear too. */
 enum { S5_BROKEN_EACH = 1, S5_BROKEN_DISTINCT = 2 };
 int s5_upstream_broken(const struct s5_upstream_cfg *up, int status, uint8_t rep, uint16_t http);
+
+/* Whose fault a failed exchange was, as the upstream's health counts it
+ * (connecting: the TCP connection to the proxy failed); *every for
+ * S5_UP_REFUSING: S5_BROKEN_EACH. A timeout is the client's to say. */
+enum s5_up_cause s5_upstream_cause(const struct s5_upstream_cfg *up, int status, uint8_t rep, uint16_t http,
+                                   int connecting, int *every);
 
 /* The upstream UDP associations go to: the first SOCKS5 one with udp =
  * associate, NULL when none can carry UDP (datagrams then get ICMP port

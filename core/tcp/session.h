@@ -27,6 +27,7 @@
 
 #include "dns/dns_tcp.h"
 #include "lwip/err.h"
+#include "outbound/route.h"
 #include "socks5/proxy.h"
 #include "ctx/sessionlog.h"
 #include "ctx/wctx.h"
@@ -72,11 +73,7 @@ struct s5_session {
 
   uint32_t flow_ref;     /* its slot in the worker's flow table, 0 for none */
   unsigned up_open : 1;  /* counted open at its upstream (core/shared/uptab.h) */
-  unsigned up_ruled : 1; /* a rule named its upstream: no failover to another */
-  uint32_t up_tried;     /* [balance]: upstreams that failed this set-up, a bit each */
-  uint64_t up_hash;      /* [balance] strategy = hash: the destination's */
-  uint32_t up_downs;     /* the upstream's down count when this set-up chose it (s5_uptab_downs) */
-  uint32_t rule;         /* [rules]: the number of the rule that chose its outbound, S5_RULE_DEFAULT */
+  struct s5_route route; /* where it goes (core/outbound/route.h): made at the SYN */
 
   struct s5_session_record rec; /* [log] sessions: who, where, bytes, how it ended */
   char end_why[120];            /* rec.end's text when it is not a constant */

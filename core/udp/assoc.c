@@ -11,6 +11,7 @@
 #include "base/addr.h"
 #include "base/assert.h"
 #include "shared/conntab.h"
+#include "shared/uptab.h"
 #include "ctx/wctx.h"
 
 #include "lwip/pbuf.h"
@@ -79,6 +80,9 @@ void s5_assoc_end(struct s5_assoc *a, const char *why) {
   if (a->next != NULL) a->next->prev = a->prev;
   u->active--;
   S5_STAT_SUB(u->w->stats, udp_active, 1);
+  if (a->up_open)
+    s5_uptab_ended(s5_uptab(), u->w->index, a->proxy.up->slot, a->rec.bytes_up, a->rec.bytes_down);
+  a->up_open = 0;
   for (unsigned i = 0; i < a->queued; i++) pbuf_free(a->queue[i]);
   a->queued = 0;
   uv_timer_stop(&a->timer);
@@ -146,6 +150,18 @@ void s5_assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *w
 }
 
 void s5_assoc_fail(struct s5_assoc *a, const char *why) { s5_assoc_fail_at(a, S5_LOG_INFO, why); }
+
+int s5_assoc_failover(struct s5_assoc *a, const struct s5_proxy_result *r) {
+  if (a->direct) return -1;
+  uint64_t end = a->rec.started_ms + a->cfg->session.connect_timeout * 1000ull, now = uv_now(&a->w->loop);
+  uint64_t left = now < end ? end - now : 0;
+  const char *from = a->proxy.up->name;
+  const struct s5_upstream_cfg *next = s5_route_next(&a->route, r->cause, r->every, r->why, left != 0);
+  if (next == NULL || s5_proxy_retry(&a->proxy, next, left) < 0) return -1;
+  s5_debug("u%llu upstream %s failed (%s): trying %s", (unsigned long long)a->id, from, r->why, next->name);
+  a->rec.upstream = next->name;
+  return 0;
+}
 
 void s5_assoc_touch(struct s5_assoc *a) { a->last_active = uv_now(&a->u->w->loop); }
 
@@ -228,7 +244,8 @@ static void assoc_link(struct s5_udp *u, struct s5_assoc *a) {
 }
 
 struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port, const ip_addr_t *dst,
-                              uint16_t dport, const struct s5_upstream_cfg *up) {
+                              uint16_t dport, const struct s5_route *route,
+                              const struct s5_upstream_cfg *up) {
   struct s5_wctx *w = u->w;
   unsigned max = w->cfg->session.max_sessions;
   if (max != 0 && u->active >= max) {
@@ -243,6 +260,7 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   a->u = u;
   a->w = w;
   a->cfg = s5_wctx_cfg_hold(w); /* what it started with, whatever a reload brings */
+  a->route = *route;            /* made in the same configuration */
   a->id = ++u->next_id;
   a->rec = (struct s5_session_record){
     .kind = 'u', .id = a->id, .client_port = port, .started_ms = uv_now(&w->loop), .end = "?"};
@@ -257,8 +275,8 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   uv_timer_init(&w->loop, &a->timer);
   a->timer.data = a;
   s5_proxy_init(&a->proxy, w, a->cfg, u->proxy_ops, a);
-  s5_proxy_use(&a->proxy, up); /* udp.c chose it in the same configuration */
-  a->handles_open = 2;         /* the timer and the proxy client */
+  s5_proxy_use(&a->proxy, up, &a->route.target);
+  a->handles_open = 2; /* the timer and the proxy client */
   assoc_link(u, a);
   char c[80], why[160];
   s5_debug("u%llu %s: new association", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c));

@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "base/log.h"
+#include "outbound/route.h"
 #include "socks5/proxy.h"
 #include "ctx/sessionlog.h"
 #include "socks5/socks5_udp.h"
@@ -58,12 +59,14 @@ struct s5_assoc {
   uint16_t client_port;
   enum s5_assoc_state state;
 
+  struct s5_route route;    /* where it goes: made on its first datagram (udp_dest.c) */
   struct s5_proxy proxy;    /* the control connection (proxy.sock) */
   struct s5_udp_sock relay; /* to the proxy's relay address (core/udp/udp_io.h) */
   uv_timer_t timer;         /* idle timeout, once ready */
   int handles_open;         /* timer, proxy client, relay once open */
   unsigned relay_open : 1;
   unsigned answered : 1; /* a datagram came back through the relay */
+  unsigned up_open : 1;  /* counted open at its upstream (core/shared/uptab.h) */
   unsigned direct : 1;   /* [rules] direct: the relay socket is connected to rec.dest's destination, no
                             SOCKS5 header either way, no control connection */
   uint64_t last_active;
@@ -113,12 +116,12 @@ struct s5_udp {
 struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16_t port);
 
 /* Starts an association for client:port, first sending to dst:dport,
- * through up (its proxy client connecting; udp.c chose up by [rules] or as
- * the one that carries UDP; direct: to dst alone).
+ * on route (copied) through up, its first upstream (its proxy client
+ * connecting; direct: to dst alone).
  * Returns NULL when it cannot (counted; [session] max-sessions, memory, a
  * proxy connection that failed at once). */
 struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port, const ip_addr_t *dst,
-                              uint16_t dport, const struct s5_upstream_cfg *up);
+                              uint16_t dport, const struct s5_route *route, const struct s5_upstream_cfg *up);
 
 /* Ends it once (session log, debug line, out of the table, handles
  * closing); it is freed when they have closed. */
@@ -128,6 +131,10 @@ void s5_assoc_end(struct s5_assoc *a, const char *why);
  * worker's failure limiter at level (INFO for s5_assoc_fail), end it. */
 void s5_assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *why);
 void s5_assoc_fail(struct s5_assoc *a, const char *why);
+/* Its upstream failed the set-up (r): the next one its route names, within
+ * connect-timeout (its datagrams wait in its queue), unseen by the client.
+ * 0 when the set-up goes on there; else the caller fails it. */
+int s5_assoc_failover(struct s5_assoc *a, const struct s5_proxy_result *r);
 
 /* The proxy closed the connection on UDP ASSOCIATE: it has no UDP. */
 void s5_assoc_no_associate(struct s5_assoc *a, const char *why);

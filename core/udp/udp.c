@@ -31,6 +31,7 @@
 #include "socks5/proxy.h"
 #include "tun/route_get.h"
 #include "shared/rules.h"
+#include "shared/uptab.h"
 #include "socks5/socks5_udp.h"
 #include "udp/udp_dest.h"
 #include "udp/udp_io.h"
@@ -323,21 +324,20 @@ static int assoc_proxy_request(void *assoc, uint8_t *msg, size_t cap) {
   return s5_socks5_write_udp_associate(msg, cap, (struct sockaddr *)&a->udp_local);
 }
 
-/* [rules] direct: where the relay socket goes (a mapped name, resolved). */
-static int assoc_proxy_target(void *assoc, struct s5_proxy_target *t) {
-  const struct s5_assoc *a = assoc;
-  s5_addr_to_sockaddr(&a->rec.dest, a->rec.dest_port, &t->addr);
-  int mapped = s5_dnsmap_name_of_ip(&a->rec.dest, t->name, sizeof t->name);
-  if (mapped == 0) t->name[0] = '\0';
-  return mapped < 0 ? -1 : 0;
-}
-
 static void assoc_proxy_result(void *assoc, const struct s5_proxy_result *r) {
   struct s5_assoc *a = assoc;
   if (a->state == S5_ASSOC_CLOSED) return;
   switch (r->outcome) {
-    case S5_PROXY_GRANTED: assoc_ready(a, &r->bnd); break;
-    case S5_PROXY_FAILED: s5_assoc_fail_at(a, r->level, r->why); break;
+    case S5_PROXY_GRANTED:
+      if (!a->direct && s5_uptab() != NULL) {
+        s5_route_granted(&a->route, a->w->index, (uv_now(&a->w->loop) - a->rec.started_ms) * 1000);
+        a->up_open = 1;
+      }
+      assoc_ready(a, &r->bnd);
+      break;
+    case S5_PROXY_FAILED:
+      if (s5_assoc_failover(a, r) != 0) s5_assoc_fail_at(a, r->level, r->why);
+      break;
     case S5_PROXY_NO_ASSOCIATE: s5_assoc_no_associate(a, r->why); break;
     case S5_PROXY_LOST: s5_assoc_end(a, r->why); break;
   }
@@ -346,7 +346,6 @@ static void assoc_proxy_result(void *assoc, const struct s5_proxy_result *r) {
 static const struct s5_proxy_ops assoc_proxy_ops = {
   .cmd = S5_PROXY_ASSOCIATE,
   .request = assoc_proxy_request,
-  .target = assoc_proxy_target,
   .connected = assoc_proxy_connected,
   .result = assoc_proxy_result,
   .closed = s5_assoc_release,
@@ -382,22 +381,28 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     s5_icmp_port_unreachable(w, p);
     return;
   }
+  if (a != NULL && !s5_route_up(&a->route)) { /* its upstream went down: a new one on another */
+    S5_STAT_ADD(w->stats, udp_upstream_down, 1);
+    s5_assoc_end(a, "its upstream went down");
+    a = NULL;
+  }
   if (a == NULL) {
-    const char *why;
-    char rule[48] = "";
-    const struct s5_upstream_cfg *up = s5__udp_outbound(w, src, dst, dport, &why, rule, sizeof rule);
+    char why[160];
+    struct s5_route route;
+    const struct s5_upstream_cfg *up = s5__udp_route(w, src, dst, dport, &route, why, sizeof why);
     if (up == NULL) {
-      s5_debug("UDP from port %u: %s%s%s: ICMP port unreachable", sport, why, rule[0] ? ", rule " : "", rule);
+      s5_debug("UDP from port %u: %s%s%s: ICMP port unreachable", sport, why, route.label[0] ? ", rule " : "",
+               route.label);
       s5_icmp_port_unreachable(w, p);
       return;
     }
-    a = s5_assoc_new(u, src, sport, dst, dport, up);
+    a = s5_assoc_new(u, src, sport, dst, dport, &route, up);
     if (a == NULL) {
       udp_drop(w);
       pbuf_free(p);
       return;
     }
-    memcpy(a->rec.rule, rule, sizeof rule);
+    memcpy(a->rec.rule, route.label, sizeof a->rec.rule);
   }
   uint8_t hdr_buf[S5_SOCKS5_UDP_HDR_MAX];
   const uint8_t *hdr = hdr_buf;

@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* Where a client's datagram goes (see udp_dest.h): its SOCKS5 header (by
  * name for a mapped address), cached per association for a plain one, and
- * a new association's upstream by [rules]. */
+ * a new association's route (core/outbound/route.h). */
 #include "udp/udp_dest.h"
 
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/addr.h"
 #include "dns/dnsmap.h"
-#include "shared/rules.h"
 #include "socks5/socks5_udp.h"
-#include "socks5/upstream.h"
 
 /* The SOCKS5 form of a destination: by name for a mapped DNS address. */
 int s5__udp_dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_t cap) {
@@ -52,29 +51,18 @@ void s5__udp_cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t por
   a->hdr_len = (uint8_t)hlen;
 }
 
-/* [rules] for a new association, on its first datagram (its destination
- * decides for all it will carry): the upstream (direct's for direct), or
- * NULL when the rule blocks it or names an upstream that cannot carry UDP;
- * *why says which. */
-const struct s5_upstream_cfg *s5__udp_outbound(struct s5_wctx *w, const ip_addr_t *src, const ip_addr_t *dst,
-                                               uint16_t dport, const char **why, char *label, size_t len) {
-  struct s5_rules *t = s5_rules_of(w->cfg);
-  *why = "no upstream carries UDP";
-  if (t == NULL) return s5_upstream_for_udp(w->cfg);
-  char name[256];
+/* The new association's route: its first destination decides for all it
+ * will carry. */
+const struct s5_upstream_cfg *s5__udp_route(struct s5_wctx *w, const ip_addr_t *src, const ip_addr_t *dst,
+                                            uint16_t dport, struct s5_route *r, char *why, size_t len) {
   struct sockaddr_storage to, from;
-  struct s5_flow f;
   s5_addr_to_sockaddr(dst, dport, &to);
   s5_addr_to_sockaddr(src, 0, &from);
-  s5_flow_init(&f, IPPROTO_UDP, &to, &from, s5_dnsmap_name_of_ip(dst, name, sizeof name) > 0 ? name : NULL);
-  uint32_t rule;
-  int out = s5_rules_match(t, &f, &rule);
-  if (s5_rules_configured(t)) s5_rules_label(t, rule, label, len);
-  if (out == S5_OUTBOUND_BALANCE) return s5_upstream_for_udp(w->cfg);
-  if (out == S5_OUTBOUND_BLOCK) *why = "blocked by [rules]";
-  else if (out == S5_OUTBOUND_DIRECT) return &w->cfg->direct;
-  else if (w->cfg->upstreams[out].type == S5_UPSTREAM_SOCKS5 && w->cfg->upstreams[out].udp)
-    return &w->cfg->upstreams[out];
-  else *why = "[rules] names an upstream that cannot carry UDP";
+  switch (s5_route_init(r, w->cfg, IPPROTO_UDP, &to, &from)) {
+    case S5_ROUTE_PROXY: return s5_route_first(r, why, len);
+    case S5_ROUTE_DIRECT: return &w->cfg->direct;
+    case S5_ROUTE_BLOCK: snprintf(why, len, "blocked by [rules]"); break;
+    case S5_ROUTE_GONE: snprintf(why, len, "its mapped address stands for no name any more"); break;
+  }
   return NULL;
 }

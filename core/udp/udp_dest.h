@@ -19,11 +19,10 @@ int s5__udp_dest_header(const ip_addr_t *dst, uint16_t port, uint8_t *hdr, size_
 int s5__udp_cached_header(const struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t **hdr);
 void s5__udp_cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t port, const uint8_t *hdr,
                           int hlen);
-/* A new association's upstream by [rules] on its first datagram (direct:
- * cfg->direct), or NULL (*why: blocked, an upstream without UDP, none);
- * label gets the
- * rule's "FILE:LINE" or "default" when there are rules. */
-const struct s5_upstream_cfg *s5__udp_outbound(struct s5_wctx *w, const ip_addr_t *src, const ip_addr_t *dst,
-                                               uint16_t dport, const char **why, char *label, size_t len);
+/* A new association's route (made into r) and its first upstream, on its
+ * first datagram (direct: cfg->direct), or NULL with why (blocked, a
+ * mapped address without a name, no upstream up or able to carry UDP). */
+const struct s5_upstream_cfg *s5__udp_route(struct s5_wctx *w, const ip_addr_t *src, const ip_addr_t *dst,
+                                            uint16_t dport, struct s5_route *r, char *why, size_t len);
 
 #endif

@@ -142,11 +142,32 @@ static const struct s5_proxy_ops associate_ops = {.cmd = S5_PROXY_ASSOCIATE,
                                                   .result = owner_result,
                                                   .closed = owner_closed};
 
+static int target_v6; /* the next target is an IPv6 address, not a name */
+
+static struct s5_target tgt; /* the owner's destination, for the ops below */
+
+static const struct s5_target *owner_target(void) {
+  memset(&tgt, 0, sizeof tgt);
+  if (target_v6) {
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&tgt.addr;
+    sin6->sin6_family = AF_INET6;
+    sin6->sin6_port = htons(7000);
+    inet_pton(AF_INET6, "2001:db8::7", &sin6->sin6_addr);
+    return &tgt;
+  }
+  struct sockaddr_in *sin = (struct sockaddr_in *)&tgt.addr;
+  sin->sin_family = AF_INET;
+  sin->sin_port = htons(7000);
+  snprintf(tgt.name, sizeof tgt.name, "target.test");
+  return &tgt;
+}
+
 /* Runs one exchange to its end: the client reported, then everything closed. */
 static void run(struct run *r, const struct s5_proxy_ops *ops, int listen) {
   memset(&st, 0, sizeof st);
   if (listen) server_start(r);
   s5_proxy_init(&r->proxy, &w, &cfg, ops, r);
+  if (ops->request == NULL) s5_proxy_use(&r->proxy, &cfg.socks5, owner_target());
   char why[160];
   CHECK(s5_proxy_start(&r->proxy, why, sizeof why) == 0, "start: %s", why);
   while (r->results == 0 ||
@@ -348,28 +369,10 @@ static void test_adopted_dead_retried(void) {
 
 /* ---------------------------------------------------------------- other upstream types */
 
-static int target_v6; /* the next target is an IPv6 address, not a name */
-
-static int owner_target(void *owner, struct s5_proxy_target *t) {
-  (void)owner;
-  if (target_v6) {
-    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&t->addr;
-    sin6->sin6_family = AF_INET6;
-    sin6->sin6_port = htons(7000);
-    inet_pton(AF_INET6, "2001:db8::7", &sin6->sin6_addr);
-    return 0;
-  }
-  struct sockaddr_in *sin = (struct sockaddr_in *)&t->addr;
-  sin->sin_family = AF_INET;
-  sin->sin_port = htons(7000);
-  snprintf(t->name, sizeof t->name, "target.test");
-  return 0;
-}
-
 static const struct s5_proxy_ops target_ops = {
-  .cmd = S5_PROXY_CONNECT, .target = owner_target, .result = owner_result, .closed = owner_closed};
+  .cmd = S5_PROXY_CONNECT, .result = owner_result, .closed = owner_closed};
 static const struct s5_proxy_ops target_warm_ops = {
-  .cmd = S5_PROXY_WARM, .target = owner_target, .result = owner_result, .closed = owner_closed};
+  .cmd = S5_PROXY_WARM, .result = owner_result, .closed = owner_closed};
 
 static void test_http(void) {
   cfg.socks5.type = S5_UPSTREAM_HTTP;
@@ -423,12 +426,14 @@ static void test_http_warm(void) {
   memset(&st, 0, sizeof st);
   server_start(&r);
   s5_proxy_init(&r.proxy, &w, &cfg, &target_warm_ops, &r);
+  s5_proxy_use(&r.proxy, &cfg.socks5, owner_target());
   char why[160];
   CHECK(s5_proxy_start(&r.proxy, why, sizeof why) == 0, "warm start: %s", why);
   while (r.results == 0) uv_run(L, UV_RUN_ONCE);
   CHECK(r.last.outcome == S5_PROXY_GRANTED && r.got_len == 0, "warm HTTP: ready with nothing sent (%zu)",
         r.got_len);
   s5_proxy_init(&a.proxy, &w, &cfg, &target_ops, &a);
+  s5_proxy_use(&a.proxy, &cfg.socks5, owner_target());
   CHECK(s5_proxy_adopt(&a.proxy, &r.proxy, why, sizeof why) == 0, "adopt: %s", why);
   s5_proxy_close(&r.proxy, 0);
   while (a.results == 0) uv_run(L, UV_RUN_ONCE);
@@ -464,6 +469,7 @@ static void test_socks4(void) {
   target_v6 = 1;
   struct run r3 = {0};
   s5_proxy_init(&r3.proxy, &w, &cfg, &target_ops, &r3);
+  s5_proxy_use(&r3.proxy, &cfg.socks5, owner_target());
   char why[160] = "";
   CHECK(s5_proxy_start(&r3.proxy, why, sizeof why) < 0 &&
           strstr(why, "SOCKS4 upstream cannot carry an IPv6") != NULL,

@@ -192,7 +192,7 @@ static void test_socks4(void) {
 static void test_by_type(void) {
   struct s5_upstream_cfg up;
   memset(&up, 0, sizeof up);
-  struct s5_proxy_target t;
+  struct s5_target t;
   memset(&t, 0, sizeof t);
   t.addr = addr("2001:db8::1", 22);
   uint8_t buf[S5_HTTP_REQUEST_MAX];

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/* A new flow's route (see route.h): the value, made once, and the cursor
+ * over its candidate upstreams. */
+#include "outbound/route.h"
+
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dns/dnsmap.h"
+#include "shared/rules.h"
+
+/* Every upstream's index, in file order: [balance]'s candidates. */
+static const uint8_t every_upstream[S5_UPSTREAMS_MAX] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                                         8, 9, 10, 11, 12, 13, 14, 15};
+_Static_assert(S5_UPSTREAMS_MAX == 16, "every_upstream lists each index");
+
+/* A rule named one upstream: no other carries the flow. */
+static int route_ruled(const struct s5_route *r) {
+  return r->outbound >= 0 && r->outbound < S5_OUTBOUND_DIRECT;
+}
+
+/* The candidates and the strategy that orders them. */
+static unsigned route_candidates(const struct s5_route *r, enum s5_balance *strategy,
+                                 const uint8_t **members) {
+  *strategy = r->cfg->balance.strategy;
+  if (route_ruled(r)) {
+    *members = &every_upstream[r->outbound];
+    return 1;
+  }
+  *members = every_upstream;
+  return r->cfg->n_upstreams < S5_UPSTREAMS_MAX ? r->cfg->n_upstreams : S5_UPSTREAMS_MAX;
+}
+
+/* The next candidate not tried, by the strategy and health; -1: none. */
+static int route_pick(struct s5_route *r) {
+  enum s5_balance strategy;
+  const uint8_t *m;
+  unsigned n = route_candidates(r, &strategy, &m);
+  struct s5_uptab *t = s5_uptab();
+  if (t == NULL) { /* no shared table (tests): the first untried, health unknown */
+    for (unsigned j = 0; j < n; j++)
+      if (!(r->tried & (1u << m[j]))) return m[j];
+    return -1;
+  }
+  if (strategy == S5_BALANCE_HASH && r->hash == 0) r->hash = s5_uptab_hash(&r->target.addr, r->target.name);
+  return s5_uptab_pick_in(t, r->cfg, strategy, m, n, r->hash, r->tried);
+}
+
+static const struct s5_upstream_cfg *route_take(struct s5_route *r, int i) {
+  r->up = i;
+  if (i < 0) return NULL;
+  if (s5_uptab() != NULL) r->downs = s5_uptab_downs(s5_uptab(), r->cfg->upstreams[i].slot);
+  return &r->cfg->upstreams[i];
+}
+
+/* UDP goes only through SOCKS5 upstreams with udp = associate. */
+static uint32_t route_cannot_udp(const struct s5_config *cfg) {
+  uint32_t no = 0;
+  for (unsigned i = 0; i < cfg->n_upstreams && i < S5_UPSTREAMS_MAX; i++)
+    if (cfg->upstreams[i].type != S5_UPSTREAM_SOCKS5 || !cfg->upstreams[i].udp) no |= 1u << i;
+  return no;
+}
+
+enum s5_route_kind s5_route_init(struct s5_route *r, const struct s5_config *cfg, uint8_t proto,
+                                 const struct sockaddr_storage *dst, const struct sockaddr_storage *src) {
+  memset(r, 0, sizeof *r);
+  r->cfg = cfg;
+  r->proto = proto;
+  r->up = -1;
+  r->rule = S5_RULE_DEFAULT;
+  r->outbound = S5_OUTBOUND_BALANCE;
+  r->target.addr = *dst;
+  int mapped = s5_dnsmap_name_of((const struct sockaddr *)dst, r->target.name, sizeof r->target.name);
+  if (mapped <= 0) r->target.name[0] = '\0';
+  if (mapped < 0) return r->kind = S5_ROUTE_GONE;
+  if (proto == IPPROTO_UDP) r->tried = route_cannot_udp(cfg);
+  struct s5_rules *t = s5_rules_of(cfg);
+  if (t != NULL) {
+    struct s5_flow f;
+    s5_flow_init(&f, proto, dst, src, mapped > 0 ? r->target.name : NULL);
+    r->outbound = s5_rules_match(t, &f, &r->rule);
+    if (s5_rules_configured(t)) s5_rules_label(t, r->rule, r->label, sizeof r->label);
+  }
+  if (r->outbound == S5_OUTBOUND_BLOCK) return r->kind = S5_ROUTE_BLOCK;
+  if (r->outbound == S5_OUTBOUND_DIRECT) return r->kind = S5_ROUTE_DIRECT;
+  return r->kind = S5_ROUTE_PROXY;
+}
+
+const struct s5_upstream_cfg *s5_route_first(struct s5_route *r, char *why, size_t len) {
+  int i = route_pick(r);
+  if (i >= 0) return route_take(r, i);
+  uint32_t cannot = r->proto == IPPROTO_UDP ? route_cannot_udp(r->cfg) : 0, any = 0;
+  enum s5_balance strategy;
+  const uint8_t *m;
+  unsigned n = route_candidates(r, &strategy, &m);
+  for (unsigned j = 0; j < n; j++) any |= !(cannot & (1u << m[j]));
+  if (!any && route_ruled(r))
+    snprintf(why, len, "upstream %s, which its rule names, cannot carry UDP", r->cfg->upstreams[m[0]].name);
+  else if (!any) snprintf(why, len, "no upstream carries UDP");
+  else if (route_ruled(r))
+    snprintf(why, len, "upstream %s, which its rule names, is down", r->cfg->upstreams[m[0]].name);
+  else snprintf(why, len, "no upstream is up");
+  if (any && s5_uptab() != NULL) s5_uptab_count_no_upstream(s5_uptab()); /* for want of a healthy one */
+  return route_take(r, -1);
+}
+
+const struct s5_upstream_cfg *s5_route_next(struct s5_route *r, enum s5_up_cause cause, int every,
+                                            const char *why, int move) {
+  struct s5_uptab *t = s5_uptab();
+  if (r->up < 0) return NULL;
+  unsigned slot = r->cfg->upstreams[r->up].slot;
+  if (cause == S5_UP_DESTINATION) { /* the next upstream would hear the same */
+    if (t != NULL) s5_uptab_count_refused(t, slot);
+    return NULL;
+  }
+  if (cause >= S5_UP_CAUSES) return NULL;
+  if (t != NULL && cause == S5_UP_REFUSING) /* by destination: one's trouble is not the proxy's */
+    s5_uptab_refusing(t, slot, s5_uptab_hash(&r->target.addr, r->target.name), every, why);
+  else if (t != NULL) s5_uptab_failed(t, slot, cause, why);
+  r->tried |= 1u << r->up;
+  if (!move || route_ruled(r) || t == NULL) return NULL;
+  int next = route_pick(r);
+  if (next < 0) return NULL;
+  s5_uptab_count_retried(t, slot);
+  return route_take(r, next);
+}
+
+const struct s5_upstream_cfg *s5_route_skip(struct s5_route *r) {
+  if (r->up < 0) return NULL;
+  r->tried |= 1u << r->up;
+  return route_take(r, route_pick(r));
+}
+
+void s5_route_granted(struct s5_route *r, unsigned q, uint64_t hs_us) {
+  if (r->up >= 0 && s5_uptab() != NULL)
+    s5_uptab_granted(s5_uptab(), q, r->cfg->upstreams[r->up].slot, hs_us, r->downs);
+}
+
+int s5_route_up(const struct s5_route *r) {
+  return r->up < 0 || s5_uptab() == NULL || s5_uptab_up(s5_uptab(), r->cfg->upstreams[r->up].slot);
+}
