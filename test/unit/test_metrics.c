@@ -7,7 +7,8 @@
  * tcp_active and udp_active without it), type, words and per-queue values
  * (the largest uint64 too), besides info, queues, start time, reloads and
  * readiness. The e2e case ops.metrics reads the same over HTTP with
- * Prometheus's own parser. */
+ * Prometheus's own parser. And --stats's upstream table
+ * (threads/ctl/upstream_render.c): a column name over every value. */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "threads/ctl/metrics.h"
+#include "threads/ctl/render.h"
 
 #include "check.h"
 
@@ -188,7 +190,47 @@ static void test_document(struct s5_stats_area *a, struct s5_config *cfg) {
   free(doc);
 }
 
+/* Words of a line (runs of non-blanks). */
+static int words(const char *line) {
+  int n = 0;
+  for (const char *p = line; *p != '\0';) {
+    while (*p == ' ') p++;
+    if (*p == '\0' || *p == '\n') break;
+    n++;
+    while (*p != ' ' && *p != '\0' && *p != '\n') p++;
+  }
+  return n;
+}
+
+/* --stats's upstream table: the header names every column a row has
+ * (failed_refusing had a value and no name). */
+static void test_upstream_table(void) {
+  static const char json[] =
+    "{\"upstreams\":[{\"name\":\"a\",\"state\":\"up\",\"since\":0,\"why\":\"\",\"open\":1,\"total\":2,"
+    "\"failed_connect\":3,\"failed_handshake\":4,\"failed_auth\":5,\"failed_timeout\":6,"
+    "\"failed_refusing\":7,\"refused\":8,\"retried\":9,\"bytes_up\":10,\"bytes_down\":11},"
+    "{\"name\":\"b\",\"state\":\"up\",\"since\":0,\"why\":\"\",\"open\":0,\"total\":0,"
+    "\"failed_connect\":0,\"failed_handshake\":0,\"failed_auth\":0,\"failed_timeout\":0,"
+    "\"failed_refusing\":0,\"refused\":0,\"retried\":0,\"bytes_up\":0,\"bytes_down\":0}]}";
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  CHECK(f != NULL, "open_memstream");
+  if (f == NULL) return;
+  s5_upstreams_part.table(f, json);
+  fclose(f);
+  char *header = strstr(out, "upstream "), *row = header != NULL ? strstr(header, "\na ") : NULL;
+  CHECK(header != NULL && row != NULL, "upstream table: %s", out);
+  if (header != NULL && row != NULL) {
+    CHECK(words(header) == words(row + 1), "upstream table: %d column names, %d values:\n%s", words(header),
+          words(row + 1), out);
+    CHECK(strstr(header, " f_refuse ") != NULL, "upstream table: no f_refuse column:\n%s", out);
+  }
+  free(out);
+}
+
 int main(void) {
+  test_upstream_table();
   struct s5_stats_area *a = s5_stats_create(QUEUES);
   struct s5_config cfg;
 

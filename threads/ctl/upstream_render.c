@@ -119,9 +119,9 @@ static void upstreams_table(FILE *out, const char *json) {
   const char *p = strstr(json, "\"upstreams\":[");
   /* One upstream: the table as it always was (the queue rows say it all). */
   if (p == NULL || strstr(p, "},{") == NULL) return;
-  fprintf(out, "\n%-16s %-5s %-19s %6s %9s %8s %8s %8s %8s %8s %8s %14s %14s\n", "upstream", "state", "since",
-          "open", "total", "f_conn", "f_hshake", "f_auth", "f_tmout", "refused", "retried", "bytes_up",
-          "bytes_down");
+  fprintf(out, "\n%-16s %-5s %-19s %6s %9s %8s %8s %8s %8s %8s %8s %8s %14s %14s\n", "upstream", "state",
+          "since", "open", "total", "f_conn", "f_hshake", "f_auth", "f_tmout", "f_refuse", "refused",
+          "retried", "bytes_up", "bytes_down");
   for (p = strchr(p, '{'); p != NULL; p = strchr(p + 1, '{')) {
     const char *end = strchr(p, '}');
     if (end == NULL) break;
