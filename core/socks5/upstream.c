@@ -89,7 +89,16 @@ void s5_upstreams_log(const struct s5_config *cfg) {
     s5_info(
       "UDP: no upstream carries it (only SOCKS5 ones with udp = associate): datagrams are answered with "
       "ICMP port unreachable");
-  else if (cfg->n_upstreams > 1) s5_info("UDP: through upstream %s", udp->name);
+  else if (cfg->n_upstreams > 1) {
+    char names[S5_UPSTREAMS_MAX * 34] = "";
+    unsigned n = 0;
+    for (unsigned i = 0; i < cfg->n_upstreams; i++)
+      if (cfg->upstreams[i].type == S5_UPSTREAM_SOCKS5 && cfg->upstreams[i].udp)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", n++ ? ", " : "",
+                 cfg->upstreams[i].name);
+    s5_info("UDP: through upstream%s %s%s", n > 1 ? "s" : "", names,
+            n > 1 ? " (the healthy one [balance] or a rule chooses)" : "");
+  }
 }
 
 const char *s5_upstream_proto(const struct s5_upstream_cfg *up) {

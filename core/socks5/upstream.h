@@ -45,9 +45,9 @@ int s5_upstream_broken(const struct s5_upstream_cfg *up, int status, uint8_t rep
 enum s5_up_cause s5_upstream_cause(const struct s5_upstream_cfg *up, int status, uint8_t rep, uint16_t http,
                                    int connecting, int *every);
 
-/* The upstream UDP associations go to: the first SOCKS5 one with udp =
- * associate, NULL when none can carry UDP (datagrams then get ICMP port
- * unreachable). */
+/* The first upstream that can carry UDP (SOCKS5 with udp = associate), NULL
+ * when none can (datagrams then get ICMP port unreachable, unless [rules]
+ * send them direct). Which one an association takes is its route's. */
 const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg);
 
 /* At start-up: one line per upstream, and what becomes of UDP when no

@@ -353,8 +353,10 @@ e2e_stop_microsocks() {
 # (default $WORK/danted.log), with a line per connection unless
 # DANTE_LOG_SESSIONS=0 (the benchmark: that logging would be measured).
 # DANTE_INTERNAL="ADDR...": further addresses (of S) it listens on.
+# DANTE_CONF: its configuration file (default $WORK/danted.conf; a second
+# danted takes another, with DANTE_PORT and DANTE_LOG of its own).
 e2e_start_dante() {
-  local conf=$WORK/danted.conf dlog=${DANTE_LOG:-$WORK/danted.log} slog="error connect disconnect" a
+  local conf=${DANTE_CONF:-$WORK/danted.conf} dlog=${DANTE_LOG:-$WORK/danted.log} slog="error connect disconnect" a
   [[ ${DANTE_LOG_SESSIONS:-1} == 0 ]] && slog=error
   E2E_LOGS+=("$dlog")
   cat >"$conf" <<EOF
@@ -380,7 +382,7 @@ socks pass {
 }
 EOF
   # Foreground (no -D), our own pid file so that parallel runs do not clash.
-  ip netns exec "$NS_S" danted -f "$conf" -p "$WORK/danted.pid" >>"$dlog" 2>&1 &
+  ip netns exec "$NS_S" danted -f "$conf" -p "${conf%.conf}.pid" >>"$dlog" 2>&1 &
   DANTE_PID=$!
   e2e_wait_listen "$DANTE_PORT" "$S_ADDR4" || fail "danted does not listen on $S_ADDR4:$DANTE_PORT"
   e2e_wait_listen "$DANTE_PORT" "$S_ADDR6" || fail "danted does not listen on [$S_ADDR6]:$DANTE_PORT"

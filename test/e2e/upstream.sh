@@ -40,6 +40,9 @@
 #                     Then microsocks walled off by a policy rule (general
 #                     failure to every CONNECT) before danted: down after
 #                     three distinct destinations, danted carries all.
+#                     Last, UDP follows health: two danteds with UDP; the
+#                     first stops answering and is marked down, its
+#                     association ends and new ones go to the second.
 
 TP_PORT=8888
 HOLE_PORT=1087
@@ -162,7 +165,7 @@ case_upstream_squid() {
     "[upstream dante]" "type = socks5" "address = $S_ADDR4" "port = $DANTE_PORT" >>"$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
-  e2e_wait_log "$S5LOG" "UDP: through upstream dante" 5 >/dev/null
+  e2e_wait_log "$S5LOG" "UDP: through upstream dante$" 5 >/dev/null
   tunnels=$(count_in "$SQUID_LOG" "TCP_TUNNEL/200 ")
   client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
   uclient echo --host "$TGT4" --port "$UDP_ECHO_PORT" --sizes 1,100,1400 --sources 4 >/dev/null
@@ -424,6 +427,7 @@ case_upstream_health() {
   log "broken upstreams: down once each, no flapping; squid carried $(count_in "$SQUID_LOG" "TCP_TUNNEL/200 ")"
   stop_up
   health_general_failure
+  health_udp
 }
 
 # A SOCKS5 proxy that answers every CONNECT with general failure (0x01):
@@ -468,6 +472,61 @@ health_general_failure() {
     fail "--stats: walled failed_refusing $(up_count walled failed_refusing), expected 3"
   wait_count "$S5LOG" "info .*session s[0-9]+ tcp .* via $S_ADDR4:$DANTE_PORT \(dante\): " 13 "session lines naming dante"
   log "general failure: walled down after 3 destinations, danted carried all 13"
+  stop_up
+}
+
+# uecho_from PORT: one UDP echo to the target from C's source port PORT
+# (the same client socket each time: the same association while it lives).
+uecho_from() {
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[3])))
+s.settimeout(1)
+for _ in range(10):
+    s.sendto(b"ping %s" % sys.argv[3].encode(), (sys.argv[1], int(sys.argv[2])))
+    try:
+        if s.recv(2048).endswith(sys.argv[3].encode()):
+            sys.exit(0)
+    except OSError:
+        pass
+sys.exit("no echo")' "$TGT4" "$UDP_ECHO_PORT" "$1" || fail "no UDP echo from source port $1"
+}
+
+# UDP follows health: danted d1 then d2 in failover order, both with UDP.
+# An association goes to d1 (its log); d1 stops answering (SIGSTOP: its
+# connections stay open), a fresh TCP set-up (no pool: a pooled one was
+# greeted, so only connect-timeout bounds its CONNECT) marks it down (handshake-timeout,
+# fail-after 1); the association's next datagram ends it (its upstream is
+# down, counted) and a new one takes d2 (its log); new sources go to d2.
+health_udp() {
+  local ini=$WORK/udphealth.ini d1=$DANTE_PID u
+  start_udp_echo
+  DANTE_PORT=1090 DANTE_CONF=$WORK/danted2.conf DANTE_LOG=$WORK/danted2.log e2e_start_dante
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" \
+    "[upstream d1]" "address = $S_ADDR4" "port = $DANTE_PORT" "handshake-timeout = 1" "pool = 0" "" \
+    "[upstream d2]" "address = $S_ADDR4" "port = 1090" "" \
+    "[balance]" "strategy = failover" "fail-after = 1" "check-interval = 1" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  e2e_wait_log "$S5LOG" "UDP: through upstreams d1, d2 " 5 >/dev/null
+  uecho_from 45001
+  wait_count "$WORK/danted.log" "udp/udpassociate \\[" 1 "UDP associations at d1"
+  kill -STOP "$d1"
+  client --host "$TGT4" echo --count 1 --timeout 15 >/dev/null # through d2, after d1's silence
+  e2e_wait_log "$S5LOG" "warn .*upstream d1 is down: " 5 "d1 marked down" >/dev/null
+  uecho_from 45001
+  for u in 45002 45003; do uecho_from "$u"; done
+  wait_count "$WORK/danted2.log" "udp/udpassociate \\[" 3 "UDP associations at d2"
+  (($(count_in "$WORK/danted.log" "udp/udpassociate \\[") == 1)) || fail "d1 took another association while down"
+  e2e_wait_log "$S5LOG" "debug .*u[0-9]+ .*: association ended: its upstream went down" 5 >/dev/null
+  local down
+  down=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"]["udp_upstream_down"])')
+  ((down == 1)) || fail "--stats: udp_upstream_down $down, expected 1"
+  kill -CONT "$d1"
+  log "UDP: d1's association ended when d1 went down, then d2 carried 3 new ones (its log)"
   stop_up
 }
 
