@@ -181,7 +181,8 @@ static int member_item(char *item, void *arg, char *err, size_t errlen) {
              item, item);
     return -1;
   }
-  for (unsigned i = 0; i < cfg->n_groups; i++) {
+  int u = upstream_named(cfg, item); /* first: a group named as an upstream is refused as such */
+  for (unsigned i = 0; i < cfg->n_groups && u < 0; i++) {
     if (strcmp(cfg->groups[i].name, item) != 0) continue;
     if (i == a->g)
       snprintf(err, errlen, "%s is this group: a group may not contain itself (members are upstreams)",
@@ -189,7 +190,6 @@ static int member_item(char *item, void *arg, char *err, size_t errlen) {
     else snprintf(err, errlen, "%s is a group: groups cannot nest (members are upstreams)", shown);
     return -1;
   }
-  int u = upstream_named(cfg, item);
   if (u < 0) {
     upstream_names(cfg, known, sizeof known);
     snprintf(err, errlen, "unknown upstream %s (the upstreams: %s)", shown, known);
