@@ -365,6 +365,12 @@ static int apply_socks5(struct s5_config *cfg, const char *value, char *err, siz
  * They take the first upstream's mark (auto-route's). */
 static int apply_proxy(struct s5_config *cfg, const char *url, bool *first, char *err, size_t errlen) {
   uint32_t mark = cfg->upstreams[0].mark;
+  if (*first && cfg->n_groups > 0) {
+    snprintf(err, errlen,
+             "the configuration file has [group NAME] sections, whose members are its upstreams: --proxy "
+             "cannot replace those");
+    return -1;
+  }
   if (*first) {
     *first = false;
     cfg->n_upstreams = 0;

@@ -111,7 +111,7 @@ struct s5_upstream_cfg {
 #define S5_RULES_TEXT_MAX 4096
 enum { S5_RULE_ITEM_RULE, S5_RULE_ITEM_FILE };
 struct s5_rules_cfg {
-  char def[32];  /* default outbound: an upstream's name, direct or block; empty = the first upstream */
+  char def[32];  /* default outbound: an upstream's or a group's name, direct or block; empty = [balance] */
   uint32_t mark; /* SO_MARK of direct sockets; 0 = auto-route's (upstreams[0].mark) or none */
   struct sockaddr_storage resolver; /* DNS server (port 53) for direct's names; family 0 = the system's */
   unsigned n;                       /* items */
@@ -149,6 +149,7 @@ struct s5_config;
 #define S5_OUTBOUND_DIRECT 1000
 #define S5_OUTBOUND_BLOCK 1001
 #define S5_OUTBOUND_BALANCE 1002 /* the default when [rules] default is empty: [balance] chooses */
+#define S5_OUTBOUND_GROUP 2000   /* + the group's index in cfg->groups */
 
 /* Parses "MATCHERS -> OUTBOUND". With out (a rules-file's own outbound) a
  * line may leave out "-> OUTBOUND" and be a bare name, address or prefix,
@@ -156,7 +157,8 @@ struct s5_config;
 int s5_rule_parse(const char *text, const char *out, struct s5_rule *r, char *err, size_t errlen);
 
 /* The outbound's number for a name: an upstream's index,
- * S5_OUTBOUND_DIRECT, S5_OUTBOUND_BLOCK, or -1 when there is none. */
+ * S5_OUTBOUND_DIRECT, S5_OUTBOUND_BLOCK, S5_OUTBOUND_GROUP + a group's
+ * index, or -1 when there is none. */
 int s5_rules_outbound(const struct s5_config *cfg, const char *name);
 
 /* Where a rule came from: a rules-file and its line (file NULL: the
@@ -183,12 +185,38 @@ long s5_rules_check(struct s5_config *cfg, char *err, size_t errlen);
  * or 0 when it has none. */
 int s5_rules_note(const struct s5_config *cfg, unsigned item, char *buf, size_t len);
 
-/* [balance] strategy: how a new session chooses its upstream. */
+/* [balance] and [group] strategy: how a new session chooses its
+ * upstream. [balance] takes the first four words only. */
 enum s5_balance {
   S5_BALANCE_FAILOVER,    /* the first healthy one in file order */
   S5_BALANCE_ROUND_ROBIN, /* weighted turns */
   S5_BALANCE_LEAST_CONN,  /* fewest open sessions per weight, all workers */
   S5_BALANCE_HASH,        /* by destination: one site, one exit */
+  S5_BALANCE_FASTEST,     /* the lowest measured latency, with tolerance */
+  S5_BALANCE_SELECT,      /* the operator's choice (selected, or --select live) */
+};
+
+/* Outbound groups: [group NAME] sections, at most this many. A rule (or
+ * [rules] default) naming a group gets S5_OUTBOUND_GROUP + its index. */
+#define S5_GROUPS_MAX 16
+
+/* [group] probe: how fastest times each member. */
+enum s5_probe_kind { S5_PROBE_NONE, S5_PROBE_HTTP, S5_PROBE_CONNECT };
+
+/* One [group NAME] section (ini/group_sections.c). */
+struct s5_group_cfg {
+  char name[32];                     /* [group NAME], same character rules as upstream names */
+  enum s5_balance strategy;          /* default failover */
+  unsigned n_members;                /* 1..S5_UPSTREAMS_MAX */
+  uint8_t members[S5_UPSTREAMS_MAX]; /* indexes into cfg->upstreams, in the order written */
+  char selected[32];                 /* select: a member's name; empty = the first member */
+  enum s5_probe_kind probe;          /* fastest: how each member is timed */
+  char probe_host[256];              /* HOST of probe (name or address; IPv6 in [] in the text) */
+  uint16_t probe_port;
+  char probe_path[256];    /* http: PATH, starting with "/" (default "/") */
+  unsigned probe_interval; /* seconds, default 10 (min 1, max 3600) */
+  unsigned probe_timeout;  /* seconds, default 5 (min 1, max 3600) */
+  unsigned tolerance;      /* ms, default 50 (0..60000) */
 };
 
 /* The sections are named types (struct s5_SECTION_cfg), so that a module
@@ -238,6 +266,11 @@ struct s5_config {
   bool socks5_section; /* upstreams[0] is [socks5] (the default, one SOCKS5 proxy) */
 
   struct s5_rules_cfg rules;
+
+  /* [group NAME] sections in file order; a configuration file is their
+   * only source (each load starts without any). */
+  struct s5_group_cfg groups[S5_GROUPS_MAX];
+  unsigned n_groups;
 
   struct s5_balance_cfg {
     enum s5_balance strategy;

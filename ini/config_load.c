@@ -50,7 +50,13 @@ struct load {
   bool socks5_seen, upstream_seen; /* a [socks5] header, an [upstream NAME] one */
   unsigned up_line[S5_UPSTREAMS_MAX];
   unsigned *up_set_at; /* [up * key count + key] */
-  bool failed;         /* the one message has been written */
+  /* The [group NAME] sections, likewise; members are read once every
+   * upstream is known (load_groups), their text kept until then. */
+  int gr;
+  unsigned gr_line[S5_GROUPS_MAX];
+  unsigned *gr_set_at; /* [gr * key count + key] */
+  char gr_members[S5_GROUPS_MAX][1024];
+  bool failed; /* the one message has been written */
   int read_errno;
   char *err;
   size_t errlen;
@@ -95,8 +101,8 @@ static const char *skip_blanks(const char *s) {
 
 /* A section header, seen before inih sees it: [upstream NAME] adds an
  * upstream (the first one drops the default [socks5] unless the file wrote
- * [socks5], which must then come first). inih reports a header without
- * its ']' itself. */
+ * [socks5], which must then come first), [group NAME] a group. inih
+ * reports a header without its ']' itself. */
 static void load_header(struct load *ld) {
   const char *close = strchr(ld->text, ']');
   char inside[128], what[256];
@@ -108,7 +114,12 @@ static void load_header(struct load *ld) {
   while (n > 0 && isspace((unsigned char)inside[n - 1])) inside[--n] = '\0';
   const char *p = skip_blanks(inside);
   ld->up = -1;
-  if (strncmp(p, "upstream", 8) == 0 && (p[8] == '\0' || isspace((unsigned char)p[8]))) {
+  ld->gr = -1;
+  if (strncmp(p, "group", 5) == 0 && (p[5] == '\0' || isspace((unsigned char)p[5]))) {
+    ld->gr = s5_group_add(ld->cfg, skip_blanks(p + 5), what, sizeof what);
+    if (ld->gr < 0) load_fail(ld, ld->lineno, NULL, NULL, what);
+    else ld->gr_line[ld->gr] = ld->lineno;
+  } else if (strncmp(p, "upstream", 8) == 0 && (p[8] == '\0' || isspace((unsigned char)p[8]))) {
     if (!ld->upstream_seen) {
       ld->upstream_seen = true;
       ld->cfg->n_upstreams = ld->socks5_seen ? 1 : 0;
@@ -265,14 +276,21 @@ static int load_key(void *user, const char *section, const char *name, const cha
   if (name == NULL) return 1; /* start of a section, if inih was built to report it */
   char upsection[64];
   unsigned *set_at = ld->set_at;
+  const char *table = section; /* the section of the key table */
   if (ld->up >= 0) {
     snprintf(upsection, sizeof upsection, "upstream %s", ld->cfg->upstreams[ld->up].name);
     section = upsection;
+    table = "upstream";
     set_at = ld->up_set_at + (size_t)ld->up * (size_t)s5_config_key_count();
+  } else if (ld->gr >= 0) {
+    snprintf(upsection, sizeof upsection, "group %s", ld->cfg->groups[ld->gr].name);
+    section = upsection;
+    table = "group";
+    set_at = ld->gr_set_at + (size_t)ld->gr * (size_t)s5_config_key_count();
   }
-  key = s5_config_key_find(ld->up >= 0 ? "upstream" : section, name);
+  key = s5_config_key_find(table, name);
   if (key < 0) {
-    s5_config_key_unknown(ld->up >= 0 ? "upstream" : section, name, what, sizeof what);
+    s5_config_key_unknown(table, name, what, sizeof what);
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
   }
@@ -284,9 +302,18 @@ static int load_key(void *user, const char *section, const char *name, const cha
     return 0;
   }
   set_at[key] = ld->lineno;
-  if (raw_value(ld->text, ld->value, sizeof ld->value, what, sizeof what) != 0 ||
-      (ld->up >= 0 ? s5_upstream_key_set(ld->cfg, key, (unsigned)ld->up, ld->value, what, sizeof what)
-                   : s5_config_key_set(ld->cfg, key, ld->value, what, sizeof what)) != 0) {
+  int rc = raw_value(ld->text, ld->value, sizeof ld->value, what, sizeof what);
+  if (rc == 0 && ld->gr >= 0 && s5_config_key(key)->type == &s5_type_members) {
+    size_t n = strlen(ld->value);
+    rc = n < sizeof ld->gr_members[0] ? 0 : -1; /* read in load_groups */
+    if (rc == 0) memcpy(ld->gr_members[ld->gr], ld->value, n + 1);
+    else snprintf(what, sizeof what, "too long (%zu bytes at most)", sizeof ld->gr_members[0] - 1);
+  } else if (rc == 0) {
+    rc = ld->up >= 0   ? s5_upstream_key_set(ld->cfg, key, (unsigned)ld->up, ld->value, what, sizeof what)
+         : ld->gr >= 0 ? s5_group_key_set(ld->cfg, key, (unsigned)ld->gr, ld->value, what, sizeof what)
+                       : s5_config_key_set(ld->cfg, key, ld->value, what, sizeof what);
+  }
+  if (rc != 0) {
     load_fail(ld, ld->lineno, section, name, what);
     return 0;
   }
@@ -310,6 +337,22 @@ static void load_syntax_error(struct load *ld, unsigned line) {
     if (text[0] == '[') what = "section header without a closing ']'";
   }
   load_fail(ld, line, NULL, NULL, what);
+}
+
+/* The groups once every section is in: members resolved to upstreams,
+ * then each group as a whole; a key left out is blamed on the header. */
+static void load_groups(struct load *ld) {
+  char what[512], section[64];
+  int members = s5_config_key_find("group", "members"), key;
+  for (unsigned g = 0; g < ld->cfg->n_groups && !ld->failed; g++) {
+    const unsigned *at = ld->gr_set_at + (size_t)g * (size_t)s5_config_key_count();
+    snprintf(section, sizeof section, "group %s", ld->cfg->groups[g].name);
+    if (at[members] != 0 && s5_group_key_set(ld->cfg, members, g, ld->gr_members[g], what, sizeof what) != 0)
+      load_fail(ld, at[members], section, "members", what);
+    else if (s5_group_check(ld->cfg, g, &key, what, sizeof what) != 0)
+      load_fail(ld, key >= 0 && at[key] != 0 ? at[key] : ld->gr_line[g], section,
+                key >= 0 ? s5_config_key_name(key) : NULL, what);
+  }
 }
 
 /* Rules involving several keys, checked once the whole file is in. */
@@ -349,7 +392,8 @@ static void load_stream(struct load *ld) {
     load_fail(ld, 0, NULL, NULL, what);
     return;
   }
-  load_check(ld);
+  load_groups(ld);
+  if (!ld->failed) load_check(ld);
 }
 
 int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size_t errlen) {
@@ -366,12 +410,16 @@ int s5_config_load_file(struct s5_config *cfg, const char *path, char *err, size
   }
   ld->set_at = calloc((size_t)s5_config_key_count(), sizeof *ld->set_at);
   ld->up_set_at = calloc((size_t)s5_config_key_count() * S5_UPSTREAMS_MAX, sizeof *ld->up_set_at);
+  ld->gr_set_at = calloc((size_t)s5_config_key_count() * S5_GROUPS_MAX, sizeof *ld->gr_set_at);
   ld->up = -1;
-  if (ld->set_at == NULL || ld->up_set_at == NULL) {
+  ld->gr = -1;
+  if (ld->set_at == NULL || ld->up_set_at == NULL || ld->gr_set_at == NULL) {
     snprintf(err, errlen, "%s: out of memory", path);
     goto out;
   }
   *scratch = *cfg;
+  scratch->n_groups = 0; /* the file is their only source */
+  memset(scratch->groups, 0, sizeof scratch->groups);
   ld->cfg = scratch;
   ld->path = path;
   ld->err = err;
@@ -394,6 +442,7 @@ out:
     free(ld->line);
     free(ld->set_at);
     free(ld->up_set_at);
+    free(ld->gr_set_at);
   }
   free(ld);
   free(scratch);

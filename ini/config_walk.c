@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A whole configuration walked through the key table (keys.c), with the
- * upstream sections in their place (upstream_sections.c): the defaults,
+ * upstream and group sections in their place (upstream_sections.c,
+ * group_sections.c): the defaults,
  * --check-config's print, and what a reload keeps of the running one. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ void s5_config_defaults(struct s5_config *cfg) {
   cfg->socks5_section = true;
   for (int i = 0; i < s5_config_key_count(); i++) {
     const struct s5_key *k = s5_config_key(i);
-    if (k->upstream) continue;
+    if (k->upstream || k->group) continue; /* no group: set per section */
     if (s5_config_key_set(cfg, i, k->def, err, sizeof err) != 0) {
       /* A broken default is a bug in this table, not a user error. */
       fprintf(stderr, "s5tund: bad built-in default for [%s] %s: %s\n", k->section, k->name, err);
@@ -35,6 +36,11 @@ void s5_config_print(const struct s5_config *cfg, FILE *out) {
     if (strcmp(k->section, "socks5") == 0 && !cfg->socks5_section) continue;
     if (k->upstream) {
       if (strcmp(k->section, section) != 0) s5_upstream_print(cfg, out);
+      section = k->section;
+      continue;
+    }
+    if (k->group) {
+      if (strcmp(k->section, section) != 0) s5_group_print(cfg, out);
       section = k->section;
       continue;
     }
@@ -55,6 +61,7 @@ int s5_config_reload_merge(struct s5_config *next, const struct s5_config *cur, 
       kept += s5_upstream_reload_merge(next, cur, i, warn, arg);
       continue;
     }
+    if (k->group) continue; /* every group key is live: next's groups as they are */
     if (k->live || memcmp((const char *)next + k->offset, (const char *)cur + k->offset, k->size) == 0)
       continue;
     char was[320], now[320];

@@ -118,6 +118,21 @@ int s5_upstream_reload_merge(struct s5_config *next, const struct s5_config *cur
 /* --proxy URL (proxy_url.c): appends the upstream it describes. */
 int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size_t errlen);
 
+/* The group list (group_sections.c), as the upstream list above: keys of
+ * [group NAME] sections are declared at groups[0] (key->group). */
+int s5_group_key_set(struct s5_config *cfg, int key, unsigned g, const char *value, char *err, size_t errlen);
+void s5_group_key_print(const struct s5_config *cfg, int key, unsigned g, FILE *out);
+/* Appends a group with the defaults: its index, or -1 with err (a bad or
+ * taken name, too many). */
+int s5_group_add(struct s5_config *cfg, const char *name, char *err, size_t errlen);
+/* The [group NAME] sections of cfg. */
+void s5_group_print(const struct s5_config *cfg, FILE *out);
+/* What group g must be once every section is read (its members resolved):
+ * a name no upstream has, one member at least, a probe for fastest, a
+ * selected that is a member. 0, or -1 with err and *key (the key to blame,
+ * -1: the section itself). */
+int s5_group_check(const struct s5_config *cfg, unsigned g, int *key, char *err, size_t errlen);
+
 /* A list file opened for reading: a regular file, or /dev/null; a FIFO,
  * a terminal or /dev/zero is refused (it would block the daemon or never
  * end). NULL with "PATH: what" in err (prefixes.c). */

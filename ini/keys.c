@@ -23,6 +23,9 @@ static const char *const icmp_words[] = {"off", "reply", NULL};
 static const char *const udp_words[] = {"off", "associate", NULL};
 static const char *const upstream_words[] = {"socks5", "socks4", "http", NULL};
 static const char *const balance_words[] = {"failover", "round-robin", "least-connections", "hash", NULL};
+/* A group's strategies: [balance]'s four, then fastest and select (enum s5_balance). */
+static const char *const group_words[] = {"failover", "round-robin", "least-connections", "hash", "fastest",
+                                          "select",   NULL};
 
 /* An enum field is read and written as an int (types.c). */
 _Static_assert(sizeof(enum s5_mode) == sizeof(int), "enum s5_mode is not an int");
@@ -33,6 +36,9 @@ _Static_assert(sizeof(enum s5_balance) == sizeof(int), "enum s5_balance is not a
 /* A key of every [upstream NAME] section: declared at upstreams[0], moved
  * to the section's upstream by upstream_sections.c. */
 #define UP(member) AT(upstreams[0].member), .upstream = true
+/* A key of every [group NAME] section: declared at groups[0], moved to the
+ * section's group by group_sections.c. Every one is live. */
+#define GR(member) AT(groups[0].member), .group = true, .live = true
 
 /* The order is the order of --check-config and of the "expected one of"
  * hints; within a sockaddr, address comes before port (the defaults). */
@@ -158,6 +164,26 @@ static const struct s5_key keys[] = {
    .doc = "seconds the proxy has to answer at all (socks5: the greeting; http, socks4: the CONNECT); then "
           "the next upstream, and it counts toward down"},
 
+  /* Outbound groups: upstreams a rule (or [rules] default) names as one
+   * (docs/upstreams-balance.md). members is resolved once every upstream
+   * is known (group_sections.c). */
+  {"group", "members", &s5_type_members, GR(members), .def = "",
+   .doc = "the group's upstreams, in order, comma-separated (upstream names: groups do not nest)"},
+  {"group", "strategy", &s5_type_enum, GR(strategy), .words = group_words, .def = "failover",
+   .doc = "failover, round-robin, least-connections, hash (as [balance], over the members); fastest: the "
+          "lowest probed latency within tolerance; select: the operator's choice"},
+  {"group", "selected", &s5_type_text, GR(selected), .def = "",
+   .doc = "select: the member chosen (a member's name); empty = the first member"},
+  {"group", "probe", &s5_type_probe, GR(probe), .def = "",
+   .doc = "fastest: http://HOST:PORT/PATH (time to the status line) or connect HOST:PORT (time to the "
+          "proxy's grant), through each member"},
+  {"group", "probe-interval", &s5_type_uint, GR(probe_interval), .min = 1, .max = 3600, .def = "10",
+   .doc = "fastest: seconds between probes of each member (jittered)"},
+  {"group", "probe-timeout", &s5_type_uint, GR(probe_timeout), .min = 1, .max = 3600, .def = "5",
+   .doc = "fastest: seconds a probe may take"},
+  {"group", "tolerance", &s5_type_uint, GR(tolerance), .max = 60000, .def = "50",
+   .doc = "fastest: milliseconds by which another member must be faster to take over"},
+
   /* Several upstreams: which one a new session takes, and when one is
    * taken out and put back (core/shared/uptab.h, docs/upstreams-balance.md). */
   {"balance", "strategy", &s5_type_enum, AT(balance.strategy), .words = balance_words, .live = true,
@@ -177,8 +203,8 @@ static const struct s5_key keys[] = {
 
   /* Outbound names are checked once every upstream is known (rules_syntax.c). */
   {"rules", "default", &s5_type_text, AT(rules.def), .live = true, .def = "",
-   .doc =
-     "outbound of flows no rule matches: an upstream's name, direct or block; empty = any upstream, as [balance] chooses"},
+   .doc = "outbound of flows no rule matches: an upstream's or a group's name, direct or block; empty = any "
+          "upstream, as [balance] chooses"},
   {"rules", "mark", &s5_type_mark, AT(rules.mark), .live = true, .def = "0",
    .doc = "SO_MARK of direct connections, so that they leave around the tunnel; 0 = auto-route's mark"},
   {"rules", "resolver", &s5_type_addr, AT(rules.resolver), .max = 53, .live = true, .def = "",
@@ -315,7 +341,7 @@ static void list_names(const char *section, char *buf, size_t len) {
   buf[0] = '\0';
   for (int i = 0; i < n && at < len; i++) {
     const char *sep = i == 0 ? "" : section == NULL && i == n - 1 ? " or " : ", ";
-    bool up = section == NULL && strcmp(names[i], "upstream") == 0;
+    bool up = section == NULL && (strcmp(names[i], "upstream") == 0 || strcmp(names[i], "group") == 0);
     at += (size_t)snprintf(buf + at, len - at, section == NULL ? "%s[%s%s]" : "%s%s%s", sep, names[i],
                            up ? " NAME" : "");
   }

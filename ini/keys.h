@@ -37,6 +37,7 @@ struct s5_key {
   const char *const *words; /* enums: the words, NULL-terminated, index = value */
   bool live;                /* a reload (SIGHUP) applies it, to sessions opened after it */
   bool upstream;   /* a key of every [upstream NAME] section: offset in upstreams[0] (upstream_sections.c) */
+  bool group;      /* a key of every [group NAME] section: offset in groups[0] (group_sections.c) */
   bool repeat;     /* may be given many times, each adds a line ([rules] rule, rules-file) */
   const char *def; /* default, in the file's syntax; "" = empty */
   const char *doc; /* one line for people */
@@ -70,6 +71,8 @@ extern const struct s5_key_type s5_type_port; /* the port of a sockaddr_storage,
 extern const struct s5_key_type s5_type_listen;
 extern const struct s5_key_type s5_type_rule; /* [rules] rule: appended to cfg->rules (rules_syntax.c) */
 extern const struct s5_key_type s5_type_rule_file;
+extern const struct s5_key_type s5_type_members; /* [group] members: upstream names -> indexes */
+extern const struct s5_key_type s5_type_probe;   /* [group] probe: http://HOST:PORT/PATH, connect HOST:PORT */
 /* [rules] rules-file: appended to cfg->rules */ /* sockaddr_storage from "ADDR:PORT"; empty = unset */
 
 /* The table (keys.c); keys are identified by their index 0..count-1. */

@@ -147,7 +147,7 @@ int s5_rule_parse(const char *text, const char *out, struct s5_rule *r, char *er
     while (*o == ' ' || *o == '\t') o++;
     size_t n = strcspn(o, " \t");
     if (n == 0 || n >= sizeof r->out || o[n + strspn(o + n, " \t")] != '\0') {
-      snprintf(err, errlen, "after -> comes one outbound: an upstream's name, direct or block");
+      snprintf(err, errlen, "after -> comes one outbound: an upstream's or group's name, direct or block");
       return -1;
     }
     memcpy(r->out, o, n);
@@ -177,6 +177,8 @@ int s5_rules_outbound(const struct s5_config *cfg, const char *name) {
   if (strcmp(name, "block") == 0) return S5_OUTBOUND_BLOCK;
   for (unsigned i = 0; i < cfg->n_upstreams; i++)
     if (strcmp(cfg->upstreams[i].name, name) == 0) return (int)i;
+  for (unsigned g = 0; g < cfg->n_groups; g++)
+    if (strcmp(cfg->groups[g].name, name) == 0) return S5_OUTBOUND_GROUP + (int)g;
   return -1;
 }
 
@@ -352,7 +354,7 @@ static int check_one(const struct s5_rule *r, const struct s5_rule_at *at, void 
   const struct s5_config *cfg = arg;
   (void)at;
   if (s5_rules_outbound(cfg, r->out) == -1) {
-    snprintf(err, errlen, "unknown outbound \"%s\" (an [upstream] name, direct or block)", r->out);
+    snprintf(err, errlen, "unknown outbound \"%s\" (an [upstream] or [group] name, direct or block)", r->out);
     return -1;
   }
   return 0;
@@ -360,9 +362,10 @@ static int check_one(const struct s5_rule *r, const struct s5_rule_at *at, void 
 
 long s5_rules_check(struct s5_config *cfg, char *err, size_t errlen) {
   if (cfg->rules.def[0] != '\0' && s5_rules_outbound(cfg, cfg->rules.def) == -1) {
-    snprintf(err, errlen,
-             "%s:%u: [rules] default: unknown outbound \"%s\" (an [upstream] name, direct or block)",
-             cfg->rules.conf, cfg->rules.def_line, cfg->rules.def);
+    snprintf(
+      err, errlen,
+      "%s:%u: [rules] default: unknown outbound \"%s\" (an [upstream] or [group] name, direct or block)",
+      cfg->rules.conf, cfg->rules.def_line, cfg->rules.def);
     return -1;
   }
   memset(cfg->rules.skipped, 0, sizeof cfg->rules.skipped);

@@ -152,7 +152,10 @@ const char *s5_rules_outbound_name(const struct s5_rules *t, int out) {
     case S5_OUTBOUND_DIRECT: return "direct";
     case S5_OUTBOUND_BLOCK: return "block";
     case S5_OUTBOUND_BALANCE: return "balance";
-    default: return out >= 0 && (uint32_t)out < t->n_ups ? t->up_names[out] : "?";
+    default:
+      if (out >= S5_OUTBOUND_GROUP && (uint32_t)(out - S5_OUTBOUND_GROUP) < t->n_groups)
+        return t->group_names[out - S5_OUTBOUND_GROUP];
+      return out >= 0 && (uint32_t)out < t->n_ups ? t->up_names[out] : "?";
   }
 }
 

@@ -53,8 +53,8 @@ void s5_flow_init(struct s5_flow *f, uint8_t proto, const struct sockaddr_storag
 size_t s5_rules_build(void *mem, size_t cap, const struct s5_config *cfg, char *err, size_t errlen);
 
 /* The outbound of a flow: an index into cfg->upstreams, S5_OUTBOUND_DIRECT,
- * S5_OUTBOUND_BLOCK or S5_OUTBOUND_BALANCE (no rule matched and [rules]
- * default is empty); *rule its rule's number or S5_RULE_DEFAULT. Counts
+ * S5_OUTBOUND_BLOCK, S5_OUTBOUND_GROUP + an index into cfg->groups, or
+ * S5_OUTBOUND_BALANCE (no rule matched and [rules] default is empty); *rule its rule's number or S5_RULE_DEFAULT. Counts
  * the hit. */
 int s5_rules_match(struct s5_rules *t, const struct s5_flow *f, uint32_t *rule);
 
@@ -74,7 +74,8 @@ void s5_rules_label(const struct s5_rules *t, uint32_t rule, char *buf, size_t l
 /* The counters: rules, hits of rule i (S5_RULE_DEFAULT: the default's),
  * hits per outbound (as s5_rules_match returns it). */
 uint32_t s5_rules_count(const struct s5_rules *t);
-/* An outbound's name: the upstream's, "direct", "block", "balance". */
+/* An outbound's name: the upstream's or group's, "direct", "block",
+ * "balance". */
 const char *s5_rules_outbound_name(const struct s5_rules *t, int out);
 uint64_t s5_rules_hits(const struct s5_rules *t, uint32_t rule);
 int s5_rules_outbound_of(const struct s5_rules *t, uint32_t rule);

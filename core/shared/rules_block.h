@@ -15,7 +15,7 @@
 #define ADD(p, v) __atomic_add_fetch((p), (v), __ATOMIC_RELAXED)
 
 #define RULES_MAGIC 0x53355255u
-#define OUTBOUNDS (S5_UPSTREAMS_MAX + 3) /* the upstreams, direct, block, balance */
+#define OUTBOUNDS (S5_UPSTREAMS_MAX + 3 + S5_GROUPS_MAX) /* the upstreams, direct, block, balance, groups */
 #define F_SRC 1u
 #define F_DST 2u
 #define F_KIND_SHIFT 2 /* name kind in bits 2-3 */
@@ -45,6 +45,8 @@ struct s5_rules {
   uint64_t out_hits[OUTBOUNDS], def_hits;
   uint32_t n_ups; /* the upstreams the outbounds index, by name */
   char up_names[S5_UPSTREAMS_MAX][32];
+  uint32_t n_groups; /* the groups (S5_OUTBOUND_GROUP + index), by name */
+  char group_names[S5_GROUPS_MAX][32];
   char conf[256]; /* the configuration file (the inline rules' file) */
 };
 
@@ -67,6 +69,7 @@ static inline uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
 #define HASH0 0xcbf29ce484222325ull
 
 static inline int out_index(int out) {
+  if (out >= S5_OUTBOUND_GROUP) return S5_UPSTREAMS_MAX + 3 + (out - S5_OUTBOUND_GROUP);
   return out >= S5_OUTBOUND_DIRECT ? S5_UPSTREAMS_MAX + (out - S5_OUTBOUND_DIRECT) : out;
 }
 

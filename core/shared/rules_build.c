@@ -291,6 +291,9 @@ static size_t build_once(void *mem, size_t cap, const struct s5_config *cfg, boo
     out->n_ups = cfg->n_upstreams;
     for (unsigned i = 0; i < cfg->n_upstreams && i < S5_UPSTREAMS_MAX; i++)
       memcpy(out->up_names[i], cfg->upstreams[i].name, sizeof out->up_names[i]);
+    out->n_groups = cfg->n_groups;
+    for (unsigned g = 0; g < cfg->n_groups && g < S5_GROUPS_MAX; g++)
+      memcpy(out->group_names[g], cfg->groups[g].name, sizeof out->group_names[g]);
     memcpy(out->conf, cfg->rules.conf, sizeof out->conf);
     out->def_out = cfg->rules.def[0] != '\0' ? s5_rules_outbound(cfg, cfg->rules.def) : S5_OUTBOUND_BALANCE;
     out->names = (uint32_t)names, out->names_mask = names_slots - 1;

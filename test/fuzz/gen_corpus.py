@@ -339,6 +339,24 @@ def ini_seeds():
     if os.path.exists(every):   # every key at a non-default value: the round trip of each
         with open(every, "rb") as f:
             s["every_key"] = b"\0" + f.read()
+    s["groups"] = b"\0" + b"""[group g]
+members = b, a
+strategy = fastest
+probe = http://[::1]:8080/x
+tolerance = 0
+[upstream a]
+address = 192.0.2.1
+[upstream b]
+address = ::1
+[group h]
+members = a
+strategy = select
+selected = a
+probe = connect host.example:443
+[rules]
+default = g
+rule = port:443 -> h
+"""
     s["full"] = b"\0" + b"""mode = process
 queues = 4
 [tun]

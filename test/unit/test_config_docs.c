@@ -132,12 +132,15 @@ static size_t key_len(const char *s) {
 }
 
 /* A "[name]" line: the section name into section. "[upstream NAME]" (any
- * name) is the section "upstream", whose keys every such section has. */
+ * name) is the section "upstream", whose keys every such section has;
+ * "[group NAME]" likewise. */
 static bool section_line(const char *line, char *section, size_t len) {
   if (line[0] != '[') return false;
   size_t n = key_len(line + 1);
-  if (n == 8 && strncmp(line + 1, "upstream ", 9) == 0 && strchr(line, ']') != NULL) {
-    snprintf(section, len, "upstream");
+  if (((n == 8 && strncmp(line + 1, "upstream ", 9) == 0) ||
+       (n == 5 && strncmp(line + 1, "group ", 6) == 0)) &&
+      strchr(line, ']') != NULL) {
+    snprintf(section, len, "%.*s", (int)n, line + 1);
     return true;
   }
   if (line[1 + n] != ']') return false;
@@ -169,7 +172,8 @@ static void ini_lines(struct doc *d, char *text, const char *comment) {
 }
 
 /* The defaults, with one [upstream NAME] section of defaults after
- * [socks5] so that its keys are printed too. */
+ * [socks5], and one [group NAME] of defaults (which a file could not hold:
+ * a group needs members), so that their keys are printed too. */
 static char *print_defaults(void) {
   struct s5_config c;
   char *text = NULL;
@@ -182,6 +186,7 @@ static char *print_defaults(void) {
   if (out == NULL) exit(1);
   s5_config_defaults(&c);
   CHECK(s5_config_load_file(&c, tmp, err, sizeof err) == 0 && c.n_upstreams == 2, "%s: %s", ini, err);
+  CHECK(s5_group_add(&c, "g", err, sizeof err) == 0, "a group of defaults: %s", err);
   unlink(tmp);
   s5_config_print(&c, out);
   fclose(out);

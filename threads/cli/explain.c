@@ -56,6 +56,11 @@ int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *ou
   fprintf(out, "outbound %s\n", s5_rules_outbound_name(t, o));
   if (o == S5_OUTBOUND_BALANCE)
     for (unsigned i = 0; i < cfg->n_upstreams; i++) fprintf(out, "upstream %s\n", cfg->upstreams[i].name);
+  if (o >= S5_OUTBOUND_GROUP && (unsigned)(o - S5_OUTBOUND_GROUP) < cfg->n_groups) {
+    const struct s5_group_cfg *g = &cfg->groups[o - S5_OUTBOUND_GROUP];
+    for (unsigned i = 0; i < g->n_members; i++)
+      fprintf(out, "upstream %s\n", cfg->upstreams[g->members[i]].name);
+  }
   munmap(t, EXPLAIN_ROOM);
   return 0;
 }

@@ -13,6 +13,7 @@
 #define RULES_SHOWN 20
 
 static const int extra_outbounds[] = {S5_OUTBOUND_DIRECT, S5_OUTBOUND_BLOCK, S5_OUTBOUND_BALANCE};
+#define EXTRA (int)(sizeof extra_outbounds / sizeof extra_outbounds[0])
 
 /* A file name as a JSON or label string: '"', '\' and control bytes become '_'. */
 static void plain(char *out, size_t cap, const char *file, unsigned line) {
@@ -61,9 +62,12 @@ static const char *top_where(const struct s5_rules *t, const struct top *tp, cha
  * first), its name, its hits. */
 static size_t put_outbounds(const struct s5_rules *t, char *buf, size_t cap, size_t at, const char *sep,
                             const char *fmt) {
-  for (int o = 0, first = 1; o < S5_UPSTREAMS_MAX + 3; o++) {
-    int out = o < S5_UPSTREAMS_MAX ? o : extra_outbounds[o - S5_UPSTREAMS_MAX];
-    if (o < S5_UPSTREAMS_MAX && strcmp(s5_rules_outbound_name(t, out), "?") == 0) continue;
+  /* The upstreams, the groups, then direct, block and balance. */
+  for (int o = 0, first = 1; o < S5_UPSTREAMS_MAX + S5_GROUPS_MAX + EXTRA; o++) {
+    int out = o < S5_UPSTREAMS_MAX                   ? o
+              : o < S5_UPSTREAMS_MAX + S5_GROUPS_MAX ? S5_OUTBOUND_GROUP + (o - S5_UPSTREAMS_MAX)
+                                                     : extra_outbounds[o - S5_UPSTREAMS_MAX - S5_GROUPS_MAX];
+    if (o < S5_UPSTREAMS_MAX + S5_GROUPS_MAX && strcmp(s5_rules_outbound_name(t, out), "?") == 0) continue;
     at = s5_render_put(buf, cap, at, fmt, first ? "" : sep, s5_rules_outbound_name(t, out),
                        s5_rules_outbound_hits(t, out));
     first = 0;
