@@ -20,31 +20,49 @@ static int route_ruled(const struct s5_route *r) {
   return r->outbound >= 0 && r->outbound < S5_OUTBOUND_DIRECT;
 }
 
-/* The candidates and the strategy that orders them. */
-static unsigned route_candidates(const struct s5_route *r, enum s5_balance *strategy,
-                                 const uint8_t **members) {
-  *strategy = r->cfg->balance.strategy;
+/* The group whose members are the candidates; -1: [balance]'s, every upstream. */
+static int route_group(const struct s5_route *r) {
+  int g = r->outbound - S5_OUTBOUND_GROUP;
+  return g >= 0 && (unsigned)g < r->cfg->n_groups ? g : -1;
+}
+
+/* The candidates, in their order. */
+static unsigned route_candidates(const struct s5_route *r, const uint8_t **members) {
+  int g = route_group(r);
   if (route_ruled(r)) {
     *members = &every_upstream[r->outbound];
     return 1;
+  }
+  if (g >= 0) {
+    *members = r->cfg->groups[g].members;
+    return r->cfg->groups[g].n_members;
   }
   *members = every_upstream;
   return r->cfg->n_upstreams < S5_UPSTREAMS_MAX ? r->cfg->n_upstreams : S5_UPSTREAMS_MAX;
 }
 
+/* The flow stays on its first upstream: a rule named it, or a select
+ * group's operator chose it. */
+static int route_pinned(const struct s5_route *r) {
+  int g = route_group(r);
+  return route_ruled(r) || (g >= 0 && r->cfg->groups[g].strategy == S5_BALANCE_SELECT);
+}
+
 /* The next candidate not tried, by the strategy and health; -1: none. */
 static int route_pick(struct s5_route *r) {
-  enum s5_balance strategy;
-  const uint8_t *m;
-  unsigned n = route_candidates(r, &strategy, &m);
   struct s5_uptab *t = s5_uptab();
-  if (t == NULL) { /* no shared table (tests): the first untried, health unknown */
+  const uint8_t *m;
+  unsigned n = route_candidates(r, &m);
+  if (t == NULL || route_ruled(r)) { /* one upstream, or no shared table (tests): in order */
     for (unsigned j = 0; j < n; j++)
-      if (!(r->tried & (1u << m[j]))) return m[j];
+      if (!(r->tried & (1u << m[j])) && (t == NULL || s5_uptab_up(t, r->cfg->upstreams[m[j]].slot)))
+        return m[j];
     return -1;
   }
+  int g = route_group(r);
+  enum s5_balance strategy = g >= 0 ? r->cfg->groups[g].strategy : r->cfg->balance.strategy;
   if (strategy == S5_BALANCE_HASH && r->hash == 0) r->hash = s5_uptab_hash(&r->target.addr, r->target.name);
-  return s5_uptab_pick_in(t, r->cfg, strategy, m, n, r->hash, r->tried);
+  return s5_uptab_pick_in(t, r->cfg, g, r->hash, r->tried);
 }
 
 static const struct s5_upstream_cfg *route_take(struct s5_route *r, int i) {
@@ -91,15 +109,20 @@ const struct s5_upstream_cfg *s5_route_first(struct s5_route *r, char *why, size
   int i = route_pick(r);
   if (i >= 0) return route_take(r, i);
   uint32_t cannot = r->proto == IPPROTO_UDP ? route_cannot_udp(r->cfg) : 0, any = 0;
-  enum s5_balance strategy;
   const uint8_t *m;
-  unsigned n = route_candidates(r, &strategy, &m);
+  unsigned n = route_candidates(r, &m);
   for (unsigned j = 0; j < n; j++) any |= !(cannot & (1u << m[j]));
   if (!any && route_ruled(r))
     snprintf(why, len, "upstream %s, which its rule names, cannot carry UDP", r->cfg->upstreams[m[0]].name);
   else if (!any) snprintf(why, len, "no upstream carries UDP");
   else if (route_ruled(r))
     snprintf(why, len, "upstream %s, which its rule names, is down", r->cfg->upstreams[m[0]].name);
+  else if (route_pinned(r) && s5_uptab() != NULL) {
+    int g = route_group(r), sel = s5_uptab_group_member(s5_uptab(), r->cfg, (unsigned)g);
+    snprintf(why, len, "upstream %s, selected in group %s, is down", r->cfg->upstreams[sel].name,
+             r->cfg->groups[g].name);
+  } else if (route_group(r) >= 0)
+    snprintf(why, len, "no upstream of group %s is up", r->cfg->groups[route_group(r)].name);
   else snprintf(why, len, "no upstream is up");
   if (any && s5_uptab() != NULL) s5_uptab_count_no_upstream(s5_uptab()); /* for want of a healthy one */
   return route_take(r, -1);
@@ -119,7 +142,7 @@ const struct s5_upstream_cfg *s5_route_next(struct s5_route *r, enum s5_up_cause
     s5_uptab_refusing(t, slot, s5_uptab_hash(&r->target.addr, r->target.name), every, why);
   else if (t != NULL) s5_uptab_failed(t, slot, cause, why);
   r->tried |= 1u << r->up;
-  if (!move || route_ruled(r) || t == NULL) return NULL;
+  if (!move || route_pinned(r) || t == NULL) return NULL;
   int next = route_pick(r);
   if (next < 0) return NULL;
   s5_uptab_count_retried(t, slot);

@@ -30,6 +30,24 @@ static void slot_take(struct s5_uptab *t, unsigned s, const char *name) {
   if (s >= t->n) t->n = s + 1;
 }
 
+/* The groups' shared state for cfg's groups, each carried over by name. */
+static void groups_assign(struct s5_uptab *t, const struct s5_config *cfg) {
+  struct s5_up_group was[S5_GROUPS_MAX];
+  memcpy(was, t->g, sizeof was);
+  for (unsigned g = 0; g < S5_GROUPS_MAX; g++) {
+    struct s5_up_group n = {0};
+    if (g < cfg->n_groups) {
+      snprintf(n.name, sizeof n.name, "%s", cfg->groups[g].name);
+      for (unsigned k = 0; k < S5_GROUPS_MAX; k++)
+        if (was[k].name[0] != '\0' && strcmp(was[k].name, n.name) == 0) n = was[k];
+    }
+    STORE(&t->g[g].chosen, 0); /* none while the name is rewritten (a worker may read it) */
+    memcpy(t->g[g].name, n.name, sizeof n.name);
+    STORE(&t->g[g].since_unix, n.since_unix);
+    STORE(&t->g[g].chosen, n.chosen);
+  }
+}
+
 void s5_uptab_init(struct s5_uptab *t, struct s5_config *cfg) {
   t->fail_after = cfg->balance.fail_after;
   t->active = cfg->n_upstreams;
@@ -37,6 +55,7 @@ void s5_uptab_init(struct s5_uptab *t, struct s5_config *cfg) {
     slot_take(t, i, cfg->upstreams[i].name);
     cfg->upstreams[i].slot = i;
   }
+  groups_assign(t, cfg);
 }
 
 /* The slot for a name a reload brings: its own (active or removed), else
@@ -80,6 +99,7 @@ void s5_uptab_assign(struct s5_uptab *t, struct s5_config *cfg) {
   }
   STORE(&t->active, cfg->n_upstreams);
   STORE(&t->fail_after, cfg->balance.fail_after);
+  groups_assign(t, cfg);
 }
 
 int s5_uptab_setup(struct s5_config *cfg) {
@@ -205,24 +225,72 @@ static int pick_hash(const struct pick *k, uint64_t hash) {
   return best;
 }
 
-int s5_uptab_pick_in(struct s5_uptab *t, const struct s5_config *cfg, enum s5_balance strategy,
-                     const uint8_t *members, unsigned n, uint64_t hash, uint32_t tried) {
+/* fastest: the member chosen by latency while usable; else the usable one
+ * of lowest smoothed latency, unmeasured ones last in the members' order. */
+static int pick_fastest(const struct pick *k, int chosen) {
+  for (unsigned j = 0; j < k->n; j++)
+    if (k->m[j] == chosen && usable(k, j)) return chosen;
+  int best = -1;
+  uint64_t best_lat = UINT64_MAX;
+  for (unsigned j = 0; j < k->n; j++) {
+    if (!usable(k, j)) continue;
+    uint64_t lat = LOAD(&k->t->u[UP_OF(k, j)->slot].lat_avg_us);
+    if (best < 0 || (lat != 0 && (best_lat == 0 || lat < best_lat))) {
+      best = k->m[j];
+      best_lat = lat;
+    }
+  }
+  return best;
+}
+
+int s5_uptab_group_member(const struct s5_uptab *t, const struct s5_config *cfg, unsigned g) {
+  const struct s5_group_cfg *gc = &cfg->groups[g];
+  uint32_t chosen = LOAD(&t->g[g].chosen);
+  for (unsigned j = 0; chosen != 0 && j < gc->n_members; j++)
+    if (cfg->upstreams[gc->members[j]].slot == chosen - 1) return gc->members[j];
+  if (gc->strategy != S5_BALANCE_SELECT) return -1;
+  for (unsigned j = 0; gc->selected[0] != '\0' && j < gc->n_members; j++)
+    if (strcmp(cfg->upstreams[gc->members[j]].name, gc->selected) == 0) return gc->members[j];
+  return gc->members[0];
+}
+
+void s5_uptab_group_choose(struct s5_uptab *t, unsigned g, unsigned s) {
+  if (__atomic_exchange_n(&t->g[g].chosen, s + 1, __ATOMIC_RELAXED) != s + 1)
+    STORE(&t->g[g].since_unix, (uint64_t)time(NULL));
+}
+
+int s5_uptab_pick_in(struct s5_uptab *t, const struct s5_config *cfg, int g, uint64_t hash, uint32_t tried) {
+  static const uint8_t all[S5_UPSTREAMS_MAX] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  _Static_assert(S5_UPSTREAMS_MAX == 16, "all[] lists every upstream's index");
   /* The session's configuration's list; each upstream's health in its slot. */
-  const struct pick k = {.t = t, .cfg = cfg, .m = members, .n = n, .tried = tried};
-  if (n == 0) return -1;
+  struct pick k = {.t = t, .cfg = cfg, .m = all, .tried = tried};
+  enum s5_balance strategy = cfg->balance.strategy;
+  k.n = cfg->n_upstreams < S5_UPSTREAMS_MAX ? cfg->n_upstreams : S5_UPSTREAMS_MAX;
+  if (g >= 0) {
+    k.m = cfg->groups[g].members;
+    k.n = cfg->groups[g].n_members;
+    strategy = cfg->groups[g].strategy;
+  }
+  if (k.n == 0) return -1;
   switch (strategy) {
     case S5_BALANCE_ROUND_ROBIN: return pick_round_robin(&k);
     case S5_BALANCE_LEAST_CONN: return pick_least(&k);
     case S5_BALANCE_HASH: return pick_hash(&k, hash);
+    case S5_BALANCE_FASTEST:
+      return g < 0 ? pick_failover(&k) : pick_fastest(&k, s5_uptab_group_member(t, cfg, (unsigned)g));
+    case S5_BALANCE_SELECT: { /* the operator's member alone */
+      if (g < 0) return pick_failover(&k);
+      int i = s5_uptab_group_member(t, cfg, (unsigned)g);
+      k.m = &all[i];
+      k.n = 1;
+      return pick_failover(&k);
+    }
     default: return pick_failover(&k);
   }
 }
 
 int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried) {
-  static const uint8_t all[S5_UPSTREAMS_MAX] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-  _Static_assert(S5_UPSTREAMS_MAX == 16, "all[] lists every upstream's index");
-  unsigned n = cfg->n_upstreams < S5_UPSTREAMS_MAX ? cfg->n_upstreams : S5_UPSTREAMS_MAX;
-  return s5_uptab_pick_in(t, cfg, cfg->balance.strategy, all, n, hash, tried);
+  return s5_uptab_pick_in(t, cfg, -1, hash, tried);
 }
 
 /* ---------------------------------------------------------------- health */

@@ -75,7 +75,19 @@ struct s5_up_slot {
   uint64_t bytes_down;
   uint64_t hs_le[S5_UP_HS_BUCKETS + 1]; /* set-ups granted within each bucket (not cumulative) */
   uint64_t hs_sum_us;                   /* their handshake times, summed */
+  uint64_t lat_last_us;                 /* [group] fastest: the last probe's latency; 0 = none yet */
+  uint64_t lat_avg_us;                  /* its smoothed latency (probes and set-ups); 0 = none yet */
 } __attribute__((aligned(64)));
+
+/* A [group NAME]'s shared state, by the group's index in the live
+ * configuration (s5_uptab_assign carries it over a reload by name). */
+struct s5_up_group {
+  char name[32];
+  uint32_t chosen;     /* fastest: the member taken now; select: the operator's live choice;
+                        * an upstream slot + 1, 0 = none (fastest: not measured yet; select:
+                        * the configuration's selected) */
+  uint64_t since_unix; /* when chosen last changed */
+};
 
 struct s5_uptab {
   uint64_t rr;          /* round-robin ticket */
@@ -85,6 +97,7 @@ struct s5_uptab {
   uint32_t active;      /* upstreams of the live configuration */
   uint32_t fail_after;  /* [balance] fail-after of the live configuration */
   struct s5_up_slot u[S5_UPTAB_SLOTS];
+  struct s5_up_group g[S5_GROUPS_MAX];
   /* Sessions open per queue and upstream, each row written by its queue's
    * worker only: what a dead worker left open is taken off open when its
    * queue's next worker starts (s5_uptab_queue_reset). */
@@ -111,10 +124,20 @@ uint64_t s5_uptab_hash(const struct sockaddr_storage *dest, const char *name);
  * cfg->upstreams of an up one that is not in tried (a bit per index), or
  * -1 when there is none. The other calls take the upstream's slot. */
 int s5_uptab_pick(struct s5_uptab *t, const struct s5_config *cfg, uint64_t hash, uint32_t tried);
-/* The same among members[0..n) (indexes in cfg->upstreams, in their
- * order) under strategy: a group's choice. */
-int s5_uptab_pick_in(struct s5_uptab *t, const struct s5_config *cfg, enum s5_balance strategy,
-                     const uint8_t *members, unsigned n, uint64_t hash, uint32_t tried);
+/* The same for group g of cfg (-1: [balance], every upstream) among its
+ * members (indexes in cfg->upstreams, in their order) under its strategy.
+ * fastest: the member chosen by latency while it is usable, else the
+ * usable one of lowest latency (unmeasured ones last, in order); select:
+ * the operator's member alone (s5_uptab_group_member). */
+int s5_uptab_pick_in(struct s5_uptab *t, const struct s5_config *cfg, int g, uint64_t hash, uint32_t tried);
+
+/* Group g's member now, as an index in cfg->upstreams: select's (the live
+ * choice, else the configuration's selected, else the first member);
+ * fastest's chosen one (-1 before any measurement). */
+int s5_uptab_group_member(const struct s5_uptab *t, const struct s5_config *cfg, unsigned g);
+/* Group g of the live configuration now takes upstream slot s (fastest's
+ * choice, select's live choice); since is set when it changes. */
+void s5_uptab_group_choose(struct s5_uptab *t, unsigned g, unsigned s);
 
 /* Slot i takes new sessions (it is not down). */
 int s5_uptab_up(const struct s5_uptab *t, unsigned i);
