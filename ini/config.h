@@ -181,6 +181,13 @@ long s5_rules_each(const struct s5_config *cfg, s5_rule_fn *fn, void *arg, char 
  * rules.skip_line. */
 long s5_rules_check(struct s5_config *cfg, char *err, size_t errlen);
 
+/* While set, every walk over the rules (s5_rules_each, s5_rules_check:
+ * the load and the compile of a reload) stops at its next line with
+ * "cancelled" in err: a reload's thread abandoned when the daemon stops
+ * (threads/daemon/reload.c). Any thread may set it or ask. */
+void s5_rules_cancel(bool on);
+bool s5_rules_cancelled(void);
+
 /* The info line for a rules-file item with lines that are not rules (1),
  * or 0 when it has none. */
 int s5_rules_note(const struct s5_config *cfg, unsigned item, char *buf, size_t len);

@@ -184,6 +184,11 @@ int s5_rules_outbound(const struct s5_config *cfg, const char *name) {
 
 /* ---------------------------------------------------------------- the walk */
 
+static bool walk_cancel;
+
+void s5_rules_cancel(bool on) { __atomic_store_n(&walk_cancel, on, __ATOMIC_RELAXED); }
+bool s5_rules_cancelled(void) { return __atomic_load_n(&walk_cancel, __ATOMIC_RELAXED); }
+
 /* The outbound of a rules-file item: "PATH -> OUT" (the path alone: NULL). */
 static const char *item_split(const char *item, char *path, size_t pathlen, char *out, size_t outlen) {
   const char *arrow = strstr(item, " -> ");
@@ -275,6 +280,11 @@ static int each_file(const struct s5_config *cfg, unsigned item, s5_rule_fn *fn,
   int rc = 0;
   while (fgets(line, sizeof line, f) != NULL) {
     lineno++;
+    if (s5_rules_cancelled()) {
+      snprintf(err, errlen, "%s:%u: cancelled", path, lineno);
+      rc = -1;
+      break;
+    }
     if (strchr(line, '\n') == NULL && !feof(f)) {
       snprintf(err, errlen, "%s:%u: longer than %d bytes", path, lineno, S5_RULE_LINE_MAX - 2);
       rc = -1;
@@ -326,6 +336,10 @@ static long walk(const struct s5_config *cfg, s5_rule_fn *fn, void *arg, struct 
   char what[200];
   struct s5_rule r;
   for (unsigned i = 0; i < cfg->rules.n; i++) {
+    if (s5_rules_cancelled()) {
+      snprintf(err, errlen, "[rules]: cancelled");
+      return -1;
+    }
     if (cfg->rules.kind[i] == S5_RULE_ITEM_FILE) {
       uint32_t skipped = 0, first = 0;
       if (each_file(cfg, i, fn, arg, &count, &skipped, &first, err, errlen) != 0) return -1;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "shared/rules_block.h"
 #include "ini/sockaddr.h"
@@ -198,7 +199,7 @@ struct region_head {
 };
 
 static uint8_t *region;  /* head page, then the two halves */
-static unsigned current; /* the half compiled last: the live configuration's */
+static unsigned current; /* the live configuration's half: set at setup and by s5_rules_commit */
 #define HEAD_BYTES ((sizeof(struct region_head) + 4095) & ~(size_t)4095)
 
 static struct s5_rules *half(unsigned h) { return (struct s5_rules *)(region + HEAD_BYTES + h * HALF_BYTES); }
@@ -213,7 +214,6 @@ static int build_into(unsigned h, struct s5_config *cfg, char *err, size_t errle
     return -1;
   }
   cfg->rules_half = h;
-  current = h;
   return 0;
 }
 
@@ -222,19 +222,46 @@ int s5_rules_setup(struct s5_config *cfg, char *err, size_t errlen) {
                  MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return -errno;
   region = m;
+  current = 0;
   return build_into(0, cfg, err, errlen);
 }
+
+/* The worker still on half h, or -1. */
+static int user_of(unsigned h, unsigned queues) {
+  const struct region_head *rh = (const struct region_head *)region;
+  for (unsigned q = 0; q < queues && q < S5_QUEUES_MAX; q++)
+    if (LOAD(&rh->using[q]) == h + 1) return (int)q;
+  return -1;
+}
+
+/* A reload that follows the last one at once (SIGHUPs coalesced while it
+ * compiled) finds workers that have not yet taken the last one: each does
+ * at its next loop turn, so this waits a little, on the reload's thread. */
+#define RELOAD_WAIT_MS 2000
+#define RELOAD_NAP_MS 5
 
 int s5_rules_reload(struct s5_config *next, const struct s5_config *live, char *err, size_t errlen) {
   if (region == NULL) return 0;
   unsigned h = 1 - live->rules_half;
-  const struct region_head *rh = (const struct region_head *)region;
-  for (unsigned q = 0; q < next->queues && q < S5_QUEUES_MAX; q++)
-    if (LOAD(&rh->using[q]) == h + 1) {
-      snprintf(err, errlen, "[rules]: worker %u still uses the rules before the last reload; try again", q);
-      return -1;
-    }
+  int q = user_of(h, next->queues);
+  for (int waited = 0; q >= 0 && waited < RELOAD_WAIT_MS && !s5_rules_cancelled(); waited += RELOAD_NAP_MS) {
+    nanosleep(&(struct timespec){0, RELOAD_NAP_MS * 1000000L}, NULL);
+    q = user_of(h, next->queues);
+  }
+  if (q >= 0) {
+    snprintf(err, errlen, "[rules]: worker %d still uses the rules before the last reload; try again", q);
+    return -1;
+  }
   return build_into(h, next, err, errlen);
+}
+
+void s5_rules_commit(const struct s5_config *cfg) {
+  if (region != NULL) current = cfg->rules_half;
+}
+
+void s5_rules_released(unsigned q) {
+  if (region != NULL && q < S5_QUEUES_MAX)
+    __atomic_store_n(&((struct region_head *)region)->using[q], 0, __ATOMIC_RELAXED);
 }
 
 struct s5_rules *s5_rules_of(const struct s5_config *cfg) {

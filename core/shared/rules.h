@@ -86,10 +86,14 @@ size_t s5_rules_size(const struct s5_rules *t);
  * into its first half (cfg->rules_half = 0). 0, -1 with err (a rule file
  * that cannot be read any more, a set too large), or -errno. */
 int s5_rules_setup(struct s5_config *cfg, char *err, size_t errlen);
-/* A reload (the control loop): next compiled into the half live does not
- * use, its number in next->rules_half. 0, or -1 with err (the
- * configuration then stays as it was). */
+/* A reload (its own thread, threads/daemon/reload.c): next compiled into
+ * the half live does not use, its number in next->rules_half. Waits up to
+ * 2 s for workers still on that half to take live's. 0, or -1 with err
+ * (the configuration then stays as it was). The renderers go on seeing
+ * live's set (s5_rules_current) until s5_rules_commit. */
 int s5_rules_reload(struct s5_config *next, const struct s5_config *live, char *err, size_t errlen);
+/* The control loop publishes cfg: its set is the current one from now on. */
+void s5_rules_commit(const struct s5_config *cfg);
 /* The set cfg names (NULL before setup: no rules, everything takes the
  * first upstream). */
 struct s5_rules *s5_rules_of(const struct s5_config *cfg);
@@ -98,5 +102,8 @@ struct s5_rules *s5_rules_of(const struct s5_config *cfg);
 struct s5_rules *s5_rules_current(void);
 /* Worker q took cfg: it uses cfg's half from now on. */
 void s5_rules_taken(unsigned q, const struct s5_config *cfg);
+/* Worker q died (process mode): it uses no half until its replacement
+ * takes one. */
+void s5_rules_released(unsigned q);
 
 #endif

@@ -265,6 +265,11 @@ static size_t build_once(void *mem, size_t cap, const struct s5_config *cfg, boo
   }
   t->n_kw = b.i_kw, t->n_rest = b.i_rest;
   qsort_r(b.keys, b.n_keys, sizeof *b.keys, key_cmp, t);
+  if (s5_rules_cancelled()) { /* the walks stop at a line; the sort is the one long step between */
+    snprintf(err, errlen, "[rules]: cancelled");
+    free(t), free(b.keys);
+    return 0;
+  }
   size_t names_bytes = 0, pfx_bytes = 0;
   uint32_t n_names = distinct(&b, 0, &names_bytes), n_pfx = distinct(&b, 1, &pfx_bytes);
   uint32_t names_slots = pow2_at_least(n_names), pfx_slots = pow2_at_least(n_pfx);

@@ -95,6 +95,119 @@ case_reload() {
   ops_stop_ok
 }
 
+# reload_busy: the reload of a 2,000,000-name rules-file (seconds of
+# reading and compiling) does not hold up the control loop. Order of
+# events, not times: a --stats asked after the SIGHUP is answered while the
+# reload still runs (no "configuration reloaded" line yet, reloads 0 in the
+# answer); a worker killed meanwhile is noticed at once but restarted only
+# after the reload ended (no fork while the compile thread runs); two more
+# SIGHUPs make one more reload, not two; SIGTERM during a third reload's
+# compile stops the daemon (exit 0) without it. The list starts small (the
+# start is quick) and the configuration names the big one for a reload.
+rb_count() { grep -c -E -- "$1" "$S5LOG" || true; }   # lines of the log matching ERE
+
+rb_wait_count() {   # ERE N SECS WHAT: at least N such lines within SECS
+  local i
+  for i in $(seq $(($3 * 10))); do
+    (($(rb_count "$1") >= $2)) && return 0
+    e2e_s5_alive || fail "s5tund exited waiting for $4"
+    sleep 0.1
+  done
+  fail "no $4 within $3 s ($(rb_count "$1") such lines)"
+}
+
+rb_first() { grep -n -m 1 -E -- "$1" "$S5LOG" | cut -d: -f1; }   # ERE: line number of the first match
+
+rb_list() {   # LIST: the configuration's rules-file, the file swapped in whole
+  sed "s#^rules-file = .*#rules-file = $1 -> block#" "$RB_INI" >"$RB_INI.new"
+  mv "$RB_INI.new" "$RB_INI"
+}
+
+rb_stats() {   # the stats document, and the wall time of the call in RB_MS
+  local t0 t1
+  t0=$(date +%s%N)
+  "$S5TUND" --stats "$STATS_SOCK" --json >"$WORK/rb.json" || fail "--stats failed during the reload"
+  t1=$(date +%s%N)
+  RB_MS=$(((t1 - t0) / 1000000))
+}
+
+rb_json() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$WORK/rb.json" "$1"; }
+
+case_reload_busy() {
+  local t0 t1 n=2000000 pid idx killed restarted reloaded rc
+  local hup='main SIGHUP: log reopened' done_re='main configuration reloaded'
+  e2e_process_only
+  ops_setup
+  t0=$(date +%s%N)
+  awk -v n="$n" 'BEGIN { for (i = 0; i < n; i++) print "n" i ".big.test" }' >"$WORK/big.txt"
+  t1=$(date +%s%N)
+  log "reload_busy: $n names ($(($(stat -c %s "$WORK/big.txt") >> 20)) MiB) written in $(((t1 - t0) / 1000000)) ms"
+  echo "n1.small.test" >"$WORK/small.txt"
+  ops_start "[rules]" "rules-file = $WORK/small.txt -> block"
+  RB_INI=$WORK/s5tund.$S5_RUNS.ini
+  e2e_wait_ready "$MODE" "$QUEUES"
+
+  # 1: --stats during the compile.
+  rb_list "$WORK/big.txt"
+  kill -HUP "$S5PID"
+  rb_wait_count "$hup" 1 10 "'SIGHUP: log reopened' line"
+  rb_stats
+  reloaded=$(rb_count "$done_re")
+  ((reloaded == 0)) || fail "--stats answered only after the reload (took $RB_MS ms): the control loop waited for the compile"
+  [[ $(rb_json reloads) == 0 ]] || fail "--stats during the reload says reloads $(rb_json reloads), expected 0"
+  log "reload_busy: --stats answered in $RB_MS ms during the reload"
+
+  # 2: a worker killed during the compile: its death noticed now, its
+  # restart (a fork) only once the compile is over.
+  pid=$(e2e_workers | head -n 1)
+  idx=$(grep -E -m 1 "worker [0-9]+ started \(pid $pid\)" "$S5LOG" | sed -E 's/.*worker ([0-9]+) started.*/\1/')
+  [[ -n $idx ]] || fail "no 'worker N started (pid $pid)' line"
+  kill -KILL "$pid"
+  rb_wait_count "worker $idx killed by " 1 10 "line about worker $idx's death"
+  (($(rb_count "$done_re") == 0)) || fail "the death of worker $idx was noticed only after the reload"
+  # 3: two more SIGHUPs during it (one at a time: the kernel merges a
+  # signal sent while the same one is pending): one more reload, of the
+  # small list.
+  kill -HUP "$S5PID"
+  rb_wait_count "$hup" 2 10 "second 'SIGHUP: log reopened' line"
+  kill -HUP "$S5PID"
+  rb_wait_count "$hup" 3 10 "third 'SIGHUP: log reopened' line"
+  (($(rb_count "$done_re") == 0)) || fail "the first reload ended before the SIGHUPs meant to come during it"
+  rb_list "$WORK/small.txt"
+  rb_wait_count "$done_re" 2 120 "second 'configuration reloaded' line"
+  rb_wait_count "worker $idx started" 2 30 "restart of worker $idx"
+  killed=$(rb_first "worker $idx killed by ") reloaded=$(rb_first "$done_re")
+  restarted=$(grep -n -E "worker $idx started" "$S5LOG" | sed -n 2p | cut -d: -f1)
+  ((killed < reloaded && reloaded < restarted)) \
+    || fail "worker $idx: killed at log line $killed, reload done at $reloaded, restarted at $restarted: expected that order"
+  rb_stats
+  [[ $(rb_json reloads) == 2 && $(rb_json reload_failures) == 0 ]] \
+    || fail "stats: reloads $(rb_json reloads), failures $(rb_json reload_failures); expected 2 and 0"
+  client --host "$TGT4" echo --count 2 --retry-for "$T_START"
+  log "reload_busy: worker $idx restarted after the reload; 3 SIGHUPs made 2 reloads"
+
+  # 4: SIGTERM during a compile: exit 0 without the reload.
+  rb_list "$WORK/big.txt"
+  kill -HUP "$S5PID"
+  rb_wait_count "$hup" 4 10 "fourth 'SIGHUP: log reopened' line"
+  rb_stats
+  (($(rb_count "$done_re") == 2)) || fail "the third reload ended before the --stats that should run during it"
+  t0=$(date +%s%N)
+  kill -TERM "$S5PID"
+  for _ in $(seq $((T_STOP * 100))); do e2e_pid_running "$S5PID" || break; sleep 0.01; done
+  t1=$(date +%s%N)
+  e2e_pid_running "$S5PID" && fail "s5tund still running ${T_STOP}s after SIGTERM"
+  rc=0
+  wait "$S5PID" || rc=$?
+  S5PID=""
+  ((rc == 0)) || fail "s5tund exited with status $rc after SIGTERM during a reload, expected 0"
+  (($(rb_count "$done_re") == 2)) || fail "SIGTERM waited for the reload to end ($(rb_count "$done_re") 'reloaded' lines)"
+  (($(rb_count "main Terminated: stopping") == 1)) || fail "no 'Terminated: stopping' line"
+  if e2e_sanitizer_reports; then fail "sanitizer reports from s5tund (above)"; fi
+  e2e_tun_exists && fail "$TUN still exists after s5tund exited"
+  log "reload_busy: SIGTERM during the compile: exit 0 in $(((t1 - t0) / 1000000)) ms, the reload abandoned"
+}
+
 # ready: a stand-in for systemd's notification socket gets READY=1 only
 # when traffic flows: right then the pid file holds the daemon's pid and
 # new connections work on their first attempt; STOPPING=1 on SIGTERM, and

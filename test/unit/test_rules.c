@@ -2,7 +2,7 @@
 /* [rules]: the syntax (good lines and bad ones with their reasons, file
  * and line), first match in written order across the name, prefix and
  * plain lists, every matcher, rule files (bare names and prefixes, hosts
- * lines), the counters, and the cost: 100,000 names and 10,000 prefixes
+ * lines), a walk cancelled, the counters, and the cost: 100,000 names and 10,000 prefixes
  * compiled, their size and the time per match (printed, never asserted:
  * the machine is shared; test/bench/README.md has the figures). */
 #include <arpa/inet.h>
@@ -251,6 +251,41 @@ static void test_files(void) {
   unlink(path2);
 }
 
+/* A reload abandoned as the daemon stops (threads/daemon/reload.c): the
+ * flag set during a walk stops it at the file's next line; set before, the
+ * walk and the build stop at once with "cancelled", never retried as a
+ * file that changed; cleared, the same rules build. */
+static int cancel_at_first(const struct s5_rule *r, const struct s5_rule_at *at, void *arg, char *err,
+                           size_t errlen) {
+  (void)r, (void)at, (void)err, (void)errlen;
+  ++*(int *)arg;
+  s5_rules_cancel(true);
+  return 0;
+}
+
+static void test_cancel(void) {
+  char err[512], path[256], item[300];
+  int calls = 0;
+  snprintf(path, sizeof path, "%s/cancel.txt", dir);
+  write_file(path, "one.example\ntwo.example\nthree.example\n");
+  setup("");
+  snprintf(item, sizeof item, "%s -> block", path);
+  add("rules-file", item, 3);
+  snprintf(item, sizeof item, "%s:2: cancelled", path);
+  CHECK(s5_rules_each(&cfg, cancel_at_first, &calls, err, sizeof err) < 0 && calls == 1 && strstr(err, item),
+        "cancelled during the walk: %d rules, [%s]", calls, err);
+  CHECK(s5_rules_cancelled(), "the flag reads back");
+  CHECK(s5_rules_check(&cfg, err, sizeof err) < 0 && strstr(err, "cancelled") != NULL, "check: [%s]", err);
+  struct s5_rules *t = build(err, sizeof err);
+  CHECK(t == NULL && strstr(err, "cancelled") != NULL && strstr(err, "reads") == NULL, "build: [%s]", err);
+  free(t);
+  s5_rules_cancel(false);
+  t = build(err, sizeof err);
+  CHECK(t != NULL && s5_rules_count(t) == 3, "cleared: 3 rules: %s", err);
+  free(t);
+  unlink(path);
+}
+
 /* A hosts file as published (the shape of the big community lists, lines
  * written here): the header's lines for the machine itself and addresses
  * other than a sink are not rules (skipped, counted, the first one's line
@@ -471,6 +506,7 @@ int main(void) {
   test_syntax();
   test_first_match();
   test_files();
+  test_cancel();
   test_hosts();
   test_config_file();
   test_cost();

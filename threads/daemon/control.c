@@ -57,6 +57,7 @@ struct control {
   int ready;
   unsigned ifindex;       /* the device's, 0 = not known */
   unsigned char *stalled; /* per queue: already reported */
+  int reload_wanted;      /* a SIGHUP's reload not started yet (at most one waits) */
 };
 
 /* READY=1 once every queue serves; then the pid file. */
@@ -104,17 +105,29 @@ static int check_device(const struct control *c) {
   return -1;
 }
 
-/* SIGHUP: the configuration read again (threads/daemon/reload.c); auto-route's
- * prefix lists and a new stats socket path take effect at once. */
-static void control_reload(struct control *c) {
-  if (!s5_reload(c->live, c->stats)) return;
+/* A reload's thread is done (threads/daemon/reload.c): what loaded is
+ * published, then the workers hear of it; auto-route's prefix lists and a
+ * new stats socket path take effect at once. */
+static void control_reloaded(struct control *c) {
+  if (s5_reload_finish(c->live, c->stats) != 1) return;
   s5_device_reroute(c->live);
+  if (c->mode->on_hangup) c->mode->on_hangup(c->mode->arg);
   if (strcmp(c->server->path, c->live->stats.socket) == 0) return;
   s5_stats_server_close(c->server);
   if (s5_stats_server_open(c->server, c->live, c->stats) < 0)
     s5_error("reload: no stats socket until the next reload");
   c->server->poke = c->mode->on_list;
   c->server->poke_arg = c->mode->arg;
+}
+
+/* A SIGHUP's reload starts once no other runs: SIGHUPs during one make one
+ * more reload after it, which reads the files as they are then. Called
+ * after the mode's tick, so that a worker restart that waited for the
+ * reload forks before the next one starts. */
+static void control_reload_start(struct control *c) {
+  if (!c->reload_wanted || s5_reload_running()) return;
+  c->reload_wanted = 0;
+  s5_reload_start(c->live, c->stats);
 }
 
 /* Returns 1 to stop cleanly, -1 to stop with failure, 0 to go on. */
@@ -125,8 +138,10 @@ static int handle_signal(struct control *c, int sig) {
     case SIGHUP:
       s5_log_reopen();
       s5_info("SIGHUP: log reopened");
-      control_reload(c); /* published before the workers hear of it */
-      if (c->mode->on_hangup) c->mode->on_hangup(c->mode->arg);
+      if (c->mode->on_hangup) c->mode->on_hangup(c->mode->arg); /* their logs now; a reload later */
+      if (s5_reload_running() && !c->reload_wanted)
+        s5_info("SIGHUP: a reload is running; another follows it");
+      c->reload_wanted = 1;
       return 0;
     case SIGUSR1: log_summaries(c->stats); return 0;
     case SIGCHLD: return c->mode->on_child(c->mode->arg) < 0 ? -1 : 0;
@@ -167,7 +182,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   *live = *cfg;
   struct s5_stats_server server;
   struct s5_metrics_server metrics;
-  struct control c = {live, live, &server, stats, mode, 0, s5_device_ifindex(cfg), stalled};
+  struct control c = {live, live, &server, stats, mode, 0, s5_device_ifindex(cfg), stalled, 0};
   if (c.ifindex == 0)
     s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   int rr = s5_fd_reserve_open();
@@ -188,10 +203,11 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
 
   int result = 0;
   while (result == 0) {
-    struct pollfd pfd[1 + S5_CTL_POLLFDS + S5_METRICS_POLLFDS] = {{.fd = sfd, .events = POLLIN}};
-    unsigned ns = s5_stats_server_pollfds(&server, pfd + 1);
-    unsigned nm = s5_metrics_pollfds(&metrics, pfd + 1 + ns);
-    int n = poll(pfd, 1 + ns + nm, control_wait_ms(&c, &server, &metrics));
+    struct pollfd pfd[2 + S5_CTL_POLLFDS + S5_METRICS_POLLFDS] = {{.fd = sfd, .events = POLLIN},
+                                                                  {.fd = s5_reload_fd(), .events = POLLIN}};
+    unsigned ns = s5_stats_server_pollfds(&server, pfd + 2);
+    unsigned nm = s5_metrics_pollfds(&metrics, pfd + 2 + ns);
+    int n = poll(pfd, 2 + ns + nm, control_wait_ms(&c, &server, &metrics));
     if (n < 0 && errno != EINTR) {
       s5_error("poll: %s", strerror(errno));
       result = -1;
@@ -200,15 +216,18 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     struct signalfd_siginfo si;
     while (result == 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
       result = handle_signal(&c, (int)si.ssi_signo);
-    s5_stats_server_serve(&server, pfd + 1, n > 0 ? ns : 0);
-    s5_metrics_serve(&metrics, pfd + 1 + ns, n > 0 ? nm : 0);
+    if (result == 0 && n > 0 && (pfd[1].revents & POLLIN)) control_reloaded(&c);
+    s5_stats_server_serve(&server, pfd + 2, n > 0 ? ns : 0);
+    s5_metrics_serve(&metrics, pfd + 2 + ns, n > 0 ? nm : 0);
     if (mode->tick) mode->tick(mode->arg);
+    if (result == 0) control_reload_start(&c);
     s5_device_tend();
     s5_device_count(cfg, stats);
     check_ready(&c);
     check_stalls(&c);
     if (result == 0) result = check_device(&c);
   }
+  s5_reload_abandon(); /* a SIGTERM does not wait for a compile */
   s5_metrics_close(&metrics);
   s5_stats_server_close(&server);
   s5_notify_stopping(cfg);

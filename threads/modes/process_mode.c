@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "threads/daemon/control.h"
+#include "threads/daemon/reload.h"
 #include "threads/recovery/flowreset.h"
 #include "base/assert.h"
 #include "base/clock.h"
@@ -78,9 +79,21 @@ static void child_main(struct supervisor *sv, unsigned index, pid_t parent) {
   _exit(code);
 }
 
+/* No fork while a reload's thread runs (threads/daemon/reload.c). The
+ * child of a process with two threads may only make async-signal-safe
+ * calls (POSIX) and a worker makes many more: it starts with a copy of
+ * every lock the other thread held at that moment, which nobody in the
+ * child ever releases. glibc's fork resets malloc's and the stdio list's,
+ * not the others, such as the time zone's (localtime_r, every log line) or
+ * syslog's: a worker could hang at its first log line. So a restart that
+ * falls due during a reload waits for it to end; the end wakes the control
+ * loop, whose tick then forks before another reload starts. */
+static int fork_allowed(void) { return !s5_reload_running(); }
+
 static int child_spawn(struct supervisor *sv, unsigned index) {
   struct child *kids = sv->kids;
   S5_ASSERT(index < sv->cfg->queues && kids[index].pid == 0); /* one worker per queue */
+  S5_ASSERT(fork_allowed());
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
@@ -131,6 +144,7 @@ static void child_died(struct supervisor *sv, unsigned index, int status) {
     c->fd = fresh;
   }
   s5_flowreset_worker_died(sv->resets, index);
+  s5_reload_worker_died(index);
 }
 
 static void reap(struct supervisor *sv, int stopping) {
@@ -161,6 +175,7 @@ static long next_restart_in(void *arg) {
   const struct s5_config *cfg = sv->cfg;
   const struct child *kids = sv->kids;
   long best = -1;
+  if (!fork_allowed()) return -1;
   uint64_t now = s5_now_ms();
   for (unsigned i = 0; i < cfg->queues; i++) {
     if (kids[i].pid != 0) continue;
@@ -174,6 +189,7 @@ static void restart_due(void *arg) {
   struct supervisor *sv = arg;
   struct child *kids = sv->kids;
   uint64_t now = s5_now_ms();
+  if (!fork_allowed()) return;
   for (unsigned i = 0; i < sv->cfg->queues; i++) {
     if (kids[i].pid != 0 || kids[i].restart_at_ms > now) continue;
     kids[i].restarts++;
