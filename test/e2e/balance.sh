@@ -33,6 +33,13 @@
 #                     stats and the metrics -> a and b again: a's counters go on from where
 #                     they were.
 
+#   balance_groups    [group g1] a, b round-robin is [rules] default; [group
+#                     g2] b, a failover takes one destination by a rule: 20
+#                     connections to the default split 10/10, 10 to g2's
+#                     destination all through b; b killed: 10 more to it,
+#                     none fails, all through a; the session lines name the
+#                     rule.
+
 MS_B_PORT=1088
 METRICS_PORT=9553 # [stats] http, on the client namespace's loopback, when METRICS is set
 BIND_A=10.200.0.11
@@ -447,5 +454,33 @@ case_balance_reload() {
   (($(up_stat a total) > total_a)) || fail "a back: its total $(up_stat a total) did not go on from $total_a"
   log "reload: b added (pool warm, traffic split), a removed (its session ran on, no new ones), a back (counters kept); no client failed"
   log_clean
+  stop_balance
+}
+
+case_balance_groups() {
+  local ini=$WORK/groups.ini a0 b0 g2=10.201.0.100
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  sed -i 's/^level = debug$/&\nsessions = true/' "$ini"
+  printf '%s\n' "" "[upstream a]" "address = $S_ADDR4" "port = $MS_PORT" "" \
+    "[upstream b]" "address = $S_ADDR4" "port = $MS_B_PORT" "" \
+    "[group g1]" "members = a, b" "strategy = round-robin" "" \
+    "[group g2]" "members = b, a" "strategy = failover" "" \
+    "[balance]" "check-interval = 1" "" "[stats]" "socket = $WORK/stats.sock" "" \
+    "[rules]" "default = g1" "rule = dst:$g2/32 -> g2" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  a0=$(carried a) b0=$(carried b)
+  client --host "$TGT4" concurrent 20 --rounds 1 >/dev/null
+  expect_carried $((a0 + 10)) $((b0 + 10))
+  client --host "$g2" concurrent 10 --rounds 1 >/dev/null
+  expect_carried $((a0 + 10)) $((b0 + 20))
+  ((\
+    $(grep -cE "info .*session s[0-9]+ tcp .* -> $g2:$TGT_PORT via $S_ADDR4:$MS_B_PORT \(b\) by rule groups.ini:[0-9]+: " "$S5LOG") == 10)) ||
+    fail "the session lines of g2's destination do not all name b and the rule"
+  ms_kill b
+  client --host "$g2" concurrent 10 --rounds 1 >/dev/null
+  expect_carried $((a0 + 20)) $((b0 + 20))
+  log "two groups: g1 round-robin 10/10, g2 failover b then a (b killed: 10 of 10 through a)"
+  ms_start b
   stop_balance
 }
