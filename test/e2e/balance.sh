@@ -474,9 +474,9 @@ case_balance_groups() {
   expect_carried $((a0 + 10)) $((b0 + 10))
   client --host "$g2" concurrent 10 --rounds 1 >/dev/null
   expect_carried $((a0 + 10)) $((b0 + 20))
-  ((\
-    $(grep -cE "info .*session s[0-9]+ tcp .* -> $g2:$TGT_PORT via $S_ADDR4:$MS_B_PORT \(b\) by rule groups.ini:[0-9]+: " "$S5LOG") == 10)) ||
-    fail "the session lines of g2's destination do not all name b and the rule"
+  local named
+  named=$(grep -cE "info .*session s[0-9]+ tcp .* -> $g2:$TGT_PORT via $S_ADDR4:$MS_B_PORT \(b\) by rule groups.ini:[0-9]+: " "$S5LOG")
+  ((named == 10)) || fail "$named of g2's 10 session lines name b and the rule"
   ms_kill b
   client --host "$g2" concurrent 10 --rounds 1 >/dev/null
   expect_carried $((a0 + 20)) $((b0 + 20))
