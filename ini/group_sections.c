@@ -54,33 +54,8 @@ static void group_defaults(struct s5_config *cfg, unsigned g, const char *name) 
   }
 }
 
-/* direct and block: [rules]' own outbounds, which a rule names itself. */
-static const char *rules_own(const char *name) {
-  if (strcmp(name, "direct") == 0) return "s5tund connects itself";
-  if (strcmp(name, "block") == 0) return "refused";
-  return NULL;
-}
-
 int s5_group_add(struct s5_config *cfg, const char *name, char *err, size_t errlen) {
-  size_t n = strlen(name);
-  char shown[S5_SHOW_MAX];
-  if (n == 0) {
-    snprintf(err, errlen, "a group needs a name: [group NAME]");
-    return -1;
-  }
-  if (n >= sizeof cfg->groups[0].name ||
-      strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != n) {
-    s5_show(shown, sizeof shown, name);
-    snprintf(err, errlen, "%s is not a group name (1..31 of [A-Za-z0-9_.-])", shown);
-    return -1;
-  }
-  if (rules_own(name) != NULL) {
-    snprintf(err, errlen,
-             "[group %s]: %s is an outbound of [rules] (%s), so no rule could send a flow to this group: "
-             "give it another name",
-             name, name, rules_own(name));
-    return -1;
-  }
+  if (s5_section_name_check("group", name, err, errlen) != 0) return -1;
   for (unsigned i = 0; i < cfg->n_groups; i++) {
     if (strcmp(cfg->groups[i].name, name) == 0) {
       snprintf(err, errlen, "group %s is already declared", name);
@@ -174,7 +149,7 @@ static int member_item(char *item, void *arg, char *err, size_t errlen) {
   const struct s5_config *cfg = a->cfg;
   char shown[S5_SHOW_MAX], known[200];
   s5_show(shown, sizeof shown, item);
-  if (rules_own(item) != NULL) {
+  if (s5_rules_own_outbound(item) != NULL) {
     snprintf(err, errlen,
              "%s is an outbound of [rules], not an upstream: a group's members are upstreams (a rule names "
              "%s itself)",

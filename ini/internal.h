@@ -106,7 +106,13 @@ void s5_upstream_key_print(const struct s5_config *cfg, int key, unsigned up, FI
 /* Upstream up to the [upstream] defaults, named name. */
 void s5_upstream_defaults(struct s5_config *cfg, unsigned up, const char *name);
 /* 0 if name may name an upstream, else -1 with err. */
-int s5_upstream_name_check(const char *name, char *err, size_t errlen);
+/* The name of an [upstream NAME] or [group NAME] section (section
+ * "upstream" or "group"): 1..31 of [A-Za-z0-9_.-], and not one of
+ * [rules]' own outbounds. 0, or -1 with err. */
+int s5_section_name_check(const char *section, const char *name, char *err, size_t errlen);
+/* direct and block, [rules]' own outbounds, which a rule names itself: what
+ * they do ("s5tund connects itself", "refused"), else NULL. */
+const char *s5_rules_own_outbound(const char *name);
 /* Appends an upstream with the defaults: its index, or -1 with err (a bad or
  * taken name, too many). */
 int s5_upstream_add(struct s5_config *cfg, const char *name, char *err, size_t errlen);

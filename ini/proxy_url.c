@@ -138,7 +138,7 @@ int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size
   snprintf(name, sizeof name, "proxy%u", cfg->n_upstreams + 1);
   if (hash != NULL) {
     *hash = '\0';
-    if (s5_upstream_name_check(hash + 1, err, errlen) != 0) return -1;
+    if (s5_section_name_check("upstream", hash + 1, err, errlen) != 0) return -1;
     snprintf(name, sizeof name, "%s", hash + 1);
   }
   /* Nothing after the authority but an empty path. */

@@ -45,32 +45,38 @@ void s5_upstream_defaults(struct s5_config *cfg, unsigned up, const char *name) 
   }
 }
 
-int s5_upstream_name_check(const char *name, char *err, size_t errlen) {
+const char *s5_rules_own_outbound(const char *name) {
+  if (strcmp(name, "direct") == 0) return "s5tund connects itself";
+  if (strcmp(name, "block") == 0) return "refused";
+  return NULL;
+}
+
+int s5_section_name_check(const char *section, const char *name, char *err, size_t errlen) {
   size_t n = strlen(name);
+  const char *a = section[0] == 'u' ? "an" : "a"; /* an upstream, a group */
   if (n == 0) {
-    snprintf(err, errlen, "an upstream needs a name: [upstream NAME]");
+    snprintf(err, errlen, "%s %s needs a name: [%s NAME]", a, section, section);
     return -1;
   }
   if (n >= sizeof((struct s5_upstream_cfg *)0)->name ||
       strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != n) {
     char shown[S5_SHOW_MAX];
     s5_show(shown, sizeof shown, name);
-    snprintf(err, errlen, "%s is not an upstream name (1..31 of [A-Za-z0-9_.-])", shown);
+    snprintf(err, errlen, "%s is not %s %s name (1..31 of [A-Za-z0-9_.-])", shown, a, section);
     return -1;
   }
-  if (strcmp(name, "direct") == 0 || strcmp(name, "block") == 0) { /* a rule naming it takes [rules]' own */
-    snprintf(
-      err, errlen,
-      "[upstream %s]: %s is an outbound of [rules] (%s), so no rule could send a flow to this upstream: "
-      "give it another name",
-      name, name, name[0] == 'd' ? "s5tund connects itself" : "refused");
+  if (s5_rules_own_outbound(name) != NULL) { /* a rule naming it takes [rules]' own */
+    snprintf(err, errlen,
+             "[%s %s]: %s is an outbound of [rules] (%s), so no rule could send a flow to this %s: give it "
+             "another name",
+             section, name, name, s5_rules_own_outbound(name), section);
     return -1;
   }
   return 0;
 }
 
 int s5_upstream_add(struct s5_config *cfg, const char *name, char *err, size_t errlen) {
-  if (s5_upstream_name_check(name, err, errlen) != 0) return -1;
+  if (s5_section_name_check("upstream", name, err, errlen) != 0) return -1;
   for (unsigned i = 0; i < cfg->n_upstreams; i++) {
     if (strcmp(cfg->upstreams[i].name, name) == 0) {
       snprintf(err, errlen, "upstream %s is already declared%s", name,
