@@ -131,6 +131,10 @@ cache-size = 1000"
   uclient dns --server "$DNS_ADDR" --name target.test --type AAAA --expect-empty
   uclient dns --server "$DNS_ADDR" --name target.test --type TXT --expect-empty
   uclient dns --server "$DNS_ADDR" --name other.test --expect-in "$DNS_POOL"
+  # A name with CR/LF in a label is refused, and logged escaped: no forged line.
+  uclient dns --server "$DNS_ADDR" --name $'evil\r\nwarn  q0 forged.test' --expect-rcode 5 --expect-empty >/dev/null
+  udp_wait_log 'dns: type 1 for "evil\\x0d\\x0awarn  q0 forged\.test": rcode 5' "$T_STEP" "the name escaped in the log"
+  ! grep -q '^warn  q0 forged' "$S5LOG" || fail "a peer's CR/LF made a line of its own in the log"
   # ... and TCP to it reaches the target through a CONNECT by name, also on
   # other queues than the one that answered the query (shared table).
   client --host "$addr" echo --count 10
