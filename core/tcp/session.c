@@ -143,7 +143,7 @@ int s5_session_abort(struct s5_session *s, const char *why) {
 
 int s5_session_abort_at(struct s5_session *s, enum s5_log_level level, const char *why) {
   if (s->state == S5_SESSION_CLOSED) return ERR_OK;
-  char line[200];
+  char line[640]; /* the peer and the longest why (hs_result's 480) */
   if (why != NULL) {
     char peer[128];
     snprintf(line, sizeof line, "s%llu %s: %s", (unsigned long long)s->id,

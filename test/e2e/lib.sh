@@ -394,21 +394,28 @@ EOF
 
 # e2e_start_squid: squid in S on S_ADDR4 and [S_ADDR6] port SQUID_PORT, in
 # the foreground (-N), its files under $WORK/squid (owned by its user),
-# Basic authentication against a password file of one user (SQUID_USER,
-# SQUID_PASS), CONNECT to any port for that user, nothing for anyone else,
+# Basic authentication (SQUID_AUTH=digest: Digest) against a password file
+# of one user (SQUID_USER, SQUID_PASS), CONNECT to any port for that user, nothing for anyone else,
 # nothing cached; pid in SQUID_PID, access log in SQUID_LOG.
 e2e_start_squid() {
   local d=$WORK/squid
   mkdir -p "$d"
   htpasswd -bc "$d/passwd" "$SQUID_USER" "$SQUID_PASS" 2>/dev/null
+  printf '%s:%s\n' "$SQUID_USER" "$SQUID_PASS" >"$d/dpasswd"
   echo "$TGT4 target.test" >"$d/hosts"
   cat >"$d/squid.conf" <<EOF
 # squid for the s5tund end-to-end tests (namespace $NS_S)
 http_port $S_ADDR4:$SQUID_PORT
 http_port [$S_ADDR6]:$SQUID_PORT
-auth_param basic program /usr/lib/squid/basic_ncsa_auth $d/passwd
-auth_param basic children 2 startup=1
-auth_param basic realm s5tund-e2e
+$(if [[ ${SQUID_AUTH:-basic} == digest ]]; then
+    echo "auth_param digest program /usr/lib/squid/digest_file_auth $d/dpasswd"
+    echo "auth_param digest children 2 startup=1"
+    echo "auth_param digest realm s5tund-e2e"
+  else
+    echo "auth_param basic program /usr/lib/squid/basic_ncsa_auth $d/passwd"
+    echo "auth_param basic children 2 startup=1"
+    echo "auth_param basic realm s5tund-e2e"
+  fi)
 acl authed proxy_auth REQUIRED
 http_access allow authed
 http_access deny all
@@ -433,7 +440,7 @@ EOF
   SQUID_PID=$!
   e2e_wait_listen "$SQUID_PORT" "$S_ADDR4" || fail "squid does not listen on $S_ADDR4:$SQUID_PORT"
   e2e_wait_listen "$SQUID_PORT" "$S_ADDR6" || fail "squid does not listen on [$S_ADDR6]:$SQUID_PORT"
-  log "squid listening on $S_ADDR4:$SQUID_PORT and [$S_ADDR6]:$SQUID_PORT (Basic, user $SQUID_USER)"
+  log "squid listening on $S_ADDR4:$SQUID_PORT and [$S_ADDR6]:$SQUID_PORT (${SQUID_AUTH:-basic}, user $SQUID_USER)"
 }
 
 # The misbehaving SOCKS5 server: its behaviour is chosen by the port the

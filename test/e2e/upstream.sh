@@ -43,6 +43,7 @@
 #                     Last, UDP follows health: two danteds with UDP; the
 #                     first stops answering and is marked down, its
 #                     association ends and new ones go to the second.
+#                     A squid asking for Digest: the 407 line says so.
 
 TP_PORT=8888
 HOLE_PORT=1087
@@ -428,6 +429,23 @@ case_upstream_health() {
   stop_up
   health_general_failure
   health_udp
+  health_digest
+}
+
+# A squid that asks for Digest: s5tund speaks Basic only, and says so,
+# naming what the proxy offered (not "check username and password").
+health_digest() {
+  kill -TERM "$SQUID_PID" 2>/dev/null || true
+  wait "$SQUID_PID" 2>/dev/null || true
+  for _ in $(seq $((T_START * 10))); do [[ -z $(in_s ss -Hltn "sport = :$SQUID_PORT") ]] && break; sleep 0.1; done
+  SQUID_AUTH=digest e2e_start_squid
+  start_up "http://$UP_USER:$UP_PASS_URL@$S_ADDR4:$SQUID_PORT#squid"
+  client --host "$TGT4" expect-refused --timeout 15 >/dev/null
+  e2e_wait_log "$S5LOG" '407 Proxy Authentication Required" \(it offers Digest: not supported, s5tund speaks Basic authentication only\)' \
+    5 "the 407 line naming Digest" >/dev/null
+  wait_count "$SQUID_LOG" "TCP_DENIED/407 .* CONNECT $TGT4:$TGT_PORT" 1 "407 answers"
+  log "Digest-only squid: refused, the log names what it offers"
+  stop_up
 }
 
 # A SOCKS5 proxy that answers every CONNECT with general failure (0x01):
