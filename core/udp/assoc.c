@@ -156,7 +156,10 @@ int s5_assoc_failover(struct s5_assoc *a, const struct s5_proxy_result *r) {
   uint64_t end = a->rec.started_ms + a->cfg->session.connect_timeout * 1000ull, now = uv_now(&a->w->loop);
   uint64_t left = now < end ? end - now : 0;
   const char *from = a->proxy.up->name;
-  const struct s5_upstream_cfg *next = s5_route_next(&a->route, r->cause, r->every, r->why, left != 0);
+  /* Not once its relay socket is open: that was bound for the failed
+   * upstream's path, and the client's next datagram makes a new one. */
+  int move = left != 0 && !a->relay_open;
+  const struct s5_upstream_cfg *next = s5_route_next(&a->route, r->cause, r->every, r->why, move);
   if (next == NULL || s5_proxy_retry(&a->proxy, next, left) < 0) return -1;
   s5_debug("u%llu upstream %s failed (%s): trying %s", (unsigned long long)a->id, from, r->why, next->name);
   a->rec.upstream = next->name;

@@ -132,7 +132,8 @@ void s5_assoc_end(struct s5_assoc *a, const char *why);
 void s5_assoc_fail_at(struct s5_assoc *a, enum s5_log_level level, const char *why);
 void s5_assoc_fail(struct s5_assoc *a, const char *why);
 /* Its upstream failed the set-up (r): the next one its route names, within
- * connect-timeout (its datagrams wait in its queue), unseen by the client.
+ * connect-timeout and before its relay socket is open (its datagrams wait
+ * in its queue), unseen by the client.
  * 0 when the set-up goes on there; else the caller fails it. */
 int s5_assoc_failover(struct s5_assoc *a, const struct s5_proxy_result *r);
 

@@ -42,7 +42,8 @@
 #                     three distinct destinations, danted carries all.
 #                     Last, UDP follows health: two danteds with UDP; the
 #                     first stops answering and is marked down, its
-#                     association ends and new ones go to the second.
+#                     association ends and new ones go to the second;
+#                     back, then gone: an association moves inside.
 #                     A squid asking for Digest: the 407 line says so.
 
 TP_PORT=8888
@@ -545,6 +546,15 @@ health_udp() {
   ((down == 1)) || fail "--stats: udp_upstream_down $down, expected 1"
   kill -CONT "$d1"
   log "UDP: d1's association ended when d1 went down, then d2 carried 3 new ones (its log)"
+  # d1 back up, then gone: a new association fails over inside, unseen.
+  e2e_wait_log "$S5LOG" "warn .*upstream d1 is up again" 10 "d1 up again" >/dev/null
+  kill -TERM "$d1"
+  wait "$d1" 2>/dev/null || true
+  for _ in $(seq $((T_START * 10))); do [[ -z $(in_s ss -Hltn "sport = :$DANTE_PORT") ]] && break; sleep 0.1; done
+  uecho_from 45004
+  e2e_wait_log "$S5LOG" "debug .*u[0-9]+ upstream d1 failed \(.*\): trying d2" 5 "the association's failover" >/dev/null
+  wait_count "$WORK/danted2.log" "udp/udpassociate \\[" 4 "UDP associations at d2"
+  log "UDP: d1 gone, a new association moved to d2 before the client saw anything"
   stop_up
 }
 
