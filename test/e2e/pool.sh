@@ -259,8 +259,15 @@ case_pool_age() {
     sleep 0.1
   done
   ((n >= 2 * POOL * QUEUES)) || fail "pool_recycled $n after ${T_START}s, expected the pool replaced twice ($((2 * POOL * QUEUES)))"
-  (($(established "$MS_PORT") <= POOL * QUEUES)) \
-    || fail "$(established "$MS_PORT") connections at microsocks, more than the pool ($((POOL * QUEUES))): recycled ones not closed"
+  # A replacement may connect just before the one it replaces closes: a
+  # moment above the pool is not a leak; staying above it is.
+  local est
+  for _ in $(seq $((T_START * 10))); do
+    est=$(established "$MS_PORT")
+    ((est <= POOL * QUEUES)) && break
+    sleep 0.1
+  done
+  ((est <= POOL * QUEUES)) || fail "$est connections at microsocks, more than the pool ($((POOL * QUEUES))): recycled ones not closed"
   (($(counter pool_failed) == 0)) || fail "pool_failed $(counter pool_failed)"
   log "recycled by age: pool_recycled $n, $(established "$MS_PORT") connections at the proxy"
   # No session for 5 s (the short idle time): recycled ones are not
