@@ -12,11 +12,18 @@ uint64_t s5_uplat_ewma(uint64_t old, uint64_t sample) {
   return next > 0 ? (uint64_t)next : 1;
 }
 
-void s5_uptab_latency(struct s5_uptab *t, unsigned slot, uint64_t us) {
+uint64_t s5_uplat_median3(uint64_t us, uint64_t prev1, uint64_t prev2) {
+  if (prev1 == 0) return us;
+  if (prev2 == 0) return us < prev1 ? us : prev1;
+  uint64_t lo = us < prev1 ? us : prev1, hi = us < prev1 ? prev1 : us;
+  return prev2 < lo ? lo : prev2 > hi ? hi : prev2;
+}
+
+void s5_uptab_latency(struct s5_uptab *t, unsigned slot, uint64_t us, uint64_t sample) {
   struct s5_up_slot *u = &t->u[slot];
   STORE(&u->lat_last_us, us != 0 ? us : 1);
   uint64_t old = LOAD(&u->lat_avg_us);
-  while (!__atomic_compare_exchange_n(&u->lat_avg_us, &old, s5_uplat_ewma(old, us), 1, __ATOMIC_RELAXED,
+  while (!__atomic_compare_exchange_n(&u->lat_avg_us, &old, s5_uplat_ewma(old, sample), 1, __ATOMIC_RELAXED,
                                       __ATOMIC_RELAXED)) {
   }
 }

@@ -17,10 +17,17 @@
  * by a quarter. */
 uint64_t s5_uplat_ewma(uint64_t old, uint64_t sample);
 
-/* A sample of slot's latency: lat_last_us, and lat_avg_us smoothed by
- * s5_uplat_ewma. Lock-free: a compare-and-swap loop, no sample lost when
- * several feed it. */
-void s5_uptab_latency(struct s5_uptab *t, unsigned slot, uint64_t us);
+/* The sample the smoothed figure takes from a probe: the median of the
+ * last three probes (us and the two before it, 0 = none: of two, the
+ * lower), so that one slow answer in a run of fast ones (a loaded proxy,
+ * a lost segment) moves nothing, and a lasting change passes at the second
+ * probe. */
+uint64_t s5_uplat_median3(uint64_t us, uint64_t prev1, uint64_t prev2);
+
+/* A probe of slot took us: lat_last_us; and lat_avg_us takes sample (its
+ * filtered figure, s5_uplat_median3) by s5_uplat_ewma. Lock-free: a
+ * compare-and-swap loop, no sample lost when several feed it. */
+void s5_uptab_latency(struct s5_uptab *t, unsigned slot, uint64_t us, uint64_t sample);
 /* slot's probe failed or timed out: unmeasured again (0), so that fastest
  * does not choose it until a probe answers. */
 void s5_uptab_latency_lost(struct s5_uptab *t, unsigned slot);

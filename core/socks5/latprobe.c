@@ -94,8 +94,16 @@ static void groups_choose(struct s5_latprobe *l) {
 static void probe_sample(struct s5_latprobe_probe *pr) {
   uint64_t us = (uv_hrtime() - pr->began) / 1000;
   unsigned slot = pr->cfg->upstreams[pr->index].slot;
-  if (s5_uptab() != NULL) s5_uptab_latency(s5_uptab(), slot, us);
-  s5_debug("upstream %s: probe %.1f ms", pr->cfg->upstreams[pr->index].name, us / 1000.0);
+  uint64_t avg = 0, *last = pr->lp->last[slot];
+  uint64_t sample = s5_uplat_median3(us, last[0], last[1]);
+  last[1] = last[0];
+  last[0] = us;
+  if (s5_uptab() != NULL) {
+    s5_uptab_latency(s5_uptab(), slot, us, sample);
+    avg = __atomic_load_n(&s5_uptab()->u[slot].lat_avg_us, __ATOMIC_RELAXED);
+  }
+  s5_debug("upstream %s: probe %.1f ms, smoothed %.1f ms", pr->cfg->upstreams[pr->index].name, us / 1000.0,
+           avg / 1000.0);
   groups_choose(pr->lp);
   probe_end(pr);
 }
@@ -108,6 +116,7 @@ static void probe_failed(struct s5_latprobe_probe *pr, const char *why) {
     s5_info("upstream %s: latency probe failed, unmeasured until one answers: %s", up->name, why);
   else s5_debug("upstream %s: latency probe failed: %s", up->name, why);
   if (t != NULL) s5_uptab_latency_lost(t, up->slot);
+  pr->lp->last[up->slot][0] = pr->lp->last[up->slot][1] = 0; /* a fresh start */
   groups_choose(pr->lp);
   probe_end(pr);
 }

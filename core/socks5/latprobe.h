@@ -4,7 +4,8 @@
  * either way) with a real request through it, within probe-timeout:
  * `connect HOST:PORT` to the proxy's grant, `http://HOST:PORT/PATH` to the
  * response's status line (a GET on the granted connection). Each answer is
- * a sample of the member's smoothed latency (core/shared/uplat.h); a probe
+ * a sample of the member's smoothed latency (core/shared/uplat.h: the
+ * median of its last three probes, into an EWMA); a probe
  * that fails or times out makes it unmeasured, so that it is not chosen
  * until it answers again (its health is the checks' and the sessions'
  * business, not the probe's). After each sample every fastest group
@@ -29,9 +30,10 @@ struct s5_wctx;
 struct s5_latprobe {
   struct s5_wctx *w;
   uv_timer_t timer;
-  uint64_t busy;                /* slots with a probe in flight, a bit each */
-  uint64_t due[S5_UPTAB_SLOTS]; /* the loop's ms when each slot's next probe is due; 0 = at once */
-  uint64_t rng;                 /* jitter */
+  uint64_t busy;                    /* slots with a probe in flight, a bit each */
+  uint64_t due[S5_UPTAB_SLOTS];     /* the loop's ms when each slot's next probe is due; 0 = at once */
+  uint64_t last[S5_UPTAB_SLOTS][2]; /* each slot's two probes before (µs; 0 = none): the median's */
+  uint64_t rng;                     /* jitter */
   unsigned started : 1;
   unsigned stopped : 1;
   struct s5_latprobe_probe *probes; /* in flight */

@@ -277,19 +277,38 @@ static void test_latency(void) {
   CHECK(s5_uplat_ewma(40000, 0) == 30001, "a 0 sample is 1 us");
   CHECK(s5_uplat_ewma(1, 1) == 1, "never 0 (none)");
   setup(S5_BALANCE_FAILOVER, 2, NULL);
-  s5_uptab_latency(&tab, 1, 10000);
+  s5_uptab_latency(&tab, 1, 10000, 10000);
   CHECK(tab.u[1].lat_last_us == 10000 && tab.u[1].lat_avg_us == 10000, "first sample");
   int n = 1;
   while (tab.u[1].lat_avg_us < 190000 && n < 50) {
-    s5_uptab_latency(&tab, 1, 200000);
+    s5_uptab_latency(&tab, 1, 200000, 200000);
     n++;
   }
   CHECK(tab.u[1].lat_last_us == 200000 && n <= 12, "10 -> 200 ms seen within 11 samples (took %d)", n - 1);
   CHECK(tab.u[0].lat_avg_us == 0, "another slot untouched");
   s5_uptab_latency_lost(&tab, 1);
   CHECK(tab.u[1].lat_avg_us == 0 && tab.u[1].lat_last_us == 0, "a failed probe: unmeasured");
-  s5_uptab_latency(&tab, 1, 30000);
-  CHECK(tab.u[1].lat_avg_us == 30000, "measured again from its next sample");
+  s5_uptab_latency(&tab, 1, 35000, 30000);
+  CHECK(tab.u[1].lat_avg_us == 30000 && tab.u[1].lat_last_us == 35000,
+        "measured again: the sample, the probe");
+  CHECK(s5_uplat_median3(500, 0, 0) == 500, "one probe: itself");
+  CHECK(s5_uplat_median3(60, 200, 0) == 60 && s5_uplat_median3(200, 60, 0) == 60, "two: the lower");
+  CHECK(s5_uplat_median3(500, 130, 140) == 140, "one slow answer among fast ones: ignored");
+  CHECK(s5_uplat_median3(800, 810, 60) == 800, "a lasting change: at its second probe");
+  CHECK(s5_uplat_median3(100, 120, 110) == 110 && s5_uplat_median3(120, 100, 110) == 110, "the middle one");
+  /* A run of probes around 130 ms with one of 510 (seen on a loaded
+   * machine): the smoothed figure moves by less than the tolerance. */
+  uint64_t probes[] = {130000, 128000, 131000, 510000, 129000, 132000}, p1 = 0, p2 = 0;
+  setup(S5_BALANCE_FAILOVER, 2, NULL);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (unsigned k = 0; k < 6; k++) {
+    s5_uptab_latency(&tab, 0, probes[k], s5_uplat_median3(probes[k], p1, p2));
+    p2 = p1;
+    p1 = probes[k];
+    if (tab.u[0].lat_avg_us < lo) lo = tab.u[0].lat_avg_us;
+    if (tab.u[0].lat_avg_us > hi) hi = tab.u[0].lat_avg_us;
+  }
+  CHECK(hi - lo < 5000, "a spike: the smoothed figure within %llu us", (unsigned long long)(hi - lo));
 }
 
 /* fastest's choice: no flapping within tolerance, a switch beyond it, an
