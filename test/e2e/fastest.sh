@@ -19,9 +19,12 @@
 #                     the tolerance (the smoothed figures in s5tund's debug
 #                     lines), three probes later the choice has not moved.
 #                     microsocks moved to 0 ms: faster by more than the
-#                     tolerance, the choice moves to it.
+#                     tolerance, the choice moves to it. Last, a reload to
+#                     probe = http://...: a GET through each member (the
+#                     web server's log), each timed, none failed.
 
 PROBE_PORT=7009
+HTTP_PORT=7010
 RELAY_DANTE=1101
 RELAY_SQUID=1102
 RELAY_MS=1103
@@ -188,6 +191,37 @@ microsocks faster by less than 50 ms"
   # microsocks beyond the tolerance: it is taken.
   set_delay ms 0
   chosen ms
+
+  # A reload to probe = http://...: each member's next probe is a GET
+  # through it (the web server's log: one per member at least), timed.
+  E2E_LOGS+=("$WORK/http.log")
+  ip netns exec "$NS_S" "$PY" -m http.server --bind "$TGT4" "$HTTP_PORT" >>"$WORK/http.log" 2>&1 &
+  RELAY_PID[http]=$!
+  e2e_wait_listen "$HTTP_PORT" "$TGT4" || fail "the web server does not listen on $TGT4:$HTTP_PORT"
+  sed -i "s|^probe = connect .*|probe = http://$TGT4:$HTTP_PORT/|" "$ini"
+  n=$(grep -c "configuration generation .* taken" "$S5LOG" || true)
+  local p0 u
+  declare -A p0
+  for u in dante squid ms; do p0[$u]=$(probes $u); done
+  kill -HUP "$S5PID"
+  for _ in $(seq $((T_START * 10))); do
+    (($(count_in "$WORK/http.log" '"GET / HTTP/1.1" 200') >= 3)) && break
+    sleep 0.1
+  done
+  (($(count_in "$WORK/http.log" '"GET / HTTP/1.1" 200') >= 3)) ||
+    fail "$(count_in "$WORK/http.log" '"GET / HTTP/1.1" 200') GETs of the http probe in ${T_START}s, expected 3"
+  (($(grep -c "configuration generation .* taken" "$S5LOG" || true) >= n + QUEUES)) || fail "not every worker took the reload"
+  for u in dante squid ms; do
+    for _ in $(seq $((T_START * 10))); do
+      (($(probes $u) > p0[$u] + 1)) && break
+      sleep 0.1
+    done
+    (($(probes $u) > p0[$u] + 1)) || fail "no http probe of $u timed after the reload"
+  done
+  (($(count_in "$S5LOG" "latency probe failed") == 0)) ||
+    fail "failed probes: $(oneline "$(grep -E 'latency probe failed' "$S5LOG")")"
+  log "http probes: $(count_in "$WORK/http.log" '"GET / HTTP/1.1" 200') GETs, smoothed dante $(smoothed dante), squid \
+$(smoothed squid), microsocks $(smoothed ms) ms"
 
   e2e_require_alive "at the end"
   e2e_stop_s5tund
