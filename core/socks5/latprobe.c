@@ -248,6 +248,10 @@ static void latprobe_arm(struct s5_latprobe *l) {
       if (l->due[s] <= now && !(l->busy & (1ull << s))) {
         l->due[s] = now + jittered(l, gc->probe_interval);
         if (__atomic_load_n(&t->u[s].down, __ATOMIC_RELAXED) == 0) probe_start(l, g, i);
+        else if (__atomic_load_n(&t->u[s].lat_avg_us, __ATOMIC_RELAXED) != 0) {
+          s5_uptab_latency_lost(t, s); /* down: measured afresh once it is back */
+          l->last[s][0] = l->last[s][1] = 0;
+        }
       }
       if (l->due[s] < next) next = l->due[s];
     }

@@ -13,7 +13,8 @@
  *
  * One request per member per interval: a member of several fastest groups
  * is probed once, with the first such group's probe and interval. Down
- * members are not probed (upcheck.c checks them).
+ * members are not probed (upcheck.c checks them) and lose their figure:
+ * one that comes back is measured afresh.
  *
  * Lifecycle: s5_latprobe_init (timer), s5_latprobe_start, s5_latprobe_stop
  * (probes closed; freed in their close callbacks). */
