@@ -76,7 +76,7 @@ struct s5_up_slot {
   uint64_t hs_le[S5_UP_HS_BUCKETS + 1]; /* set-ups granted within each bucket (not cumulative) */
   uint64_t hs_sum_us;                   /* their handshake times, summed */
   uint64_t lat_last_us;                 /* [group] fastest: the last probe's latency; 0 = none yet */
-  uint64_t lat_avg_us;                  /* its smoothed latency (probes and set-ups); 0 = none yet */
+  uint64_t lat_avg_us;                  /* its smoothed latency (probes: shared/uplat.h); 0 = none yet */
 } __attribute__((aligned(64)));
 
 /* A [group NAME]'s shared state, by the group's index in the live

@@ -54,6 +54,7 @@ static void worker_take_config(struct s5_worker *w) {
   }
   s5_pool_reload(&w->pool);
   if (w->ctx.index == 0) s5_upcheck_reload(&w->check);
+  if (w->ctx.index == 0) s5_latprobe_reload(&w->lat);
   s5_debug("configuration generation %llu taken: new sessions use it", (unsigned long long)w->ctx.cfg_gen);
 }
 
@@ -184,6 +185,7 @@ static void worker_shutdown(struct s5_worker *w) {
   s5_sessions_stop(&w->tcp);
   s5_pool_stop(&w->pool);
   s5_upcheck_stop(&w->check);
+  s5_latprobe_stop(&w->lat);
   /* pcbs lwIP kept after their sessions ended (closing, TIME_WAIT) */
   while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);
   while (tcp_tw_pcbs != NULL) tcp_abort(tcp_tw_pcbs);
@@ -213,6 +215,7 @@ static void worker_drain(struct s5_worker *w) {
   ctx->draining = 1;
   s5_pool_stop(&w->pool); /* no new sessions: nothing to keep warm for */
   s5_upcheck_stop(&w->check);
+  s5_latprobe_stop(&w->lat);
   unsigned timeout = ctx->cfg->run.drain_timeout;
   if (!s5_sessions_empty(&w->tcp))
     s5_info("draining %u TCP sessions for up to %u s", (unsigned)ctx->stats->tcp_active, timeout);
@@ -269,6 +272,7 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
   s5_pool_init(&w->pool, &w->ctx);
   w->tcp.pool = &w->pool; /* the handshake's warm connections */
   s5_upcheck_init(&w->check, &w->ctx);
+  s5_latprobe_init(&w->lat, &w->ctx);
   s5_netif_init(&w->tun, &w->ctx, w->fd);
   return 0;
 }
@@ -328,6 +332,7 @@ static int worker_start(struct s5_worker *w, int handle_signals) {
   s5_pool_start(&w->pool); /* after the privileges drop: the proxy sockets are the user's */
   if (s5_uptab() != NULL) s5_uptab_queue_reset(s5_uptab(), w->ctx.index); /* a dead predecessor's */
   if (w->ctx.index == 0) s5_upcheck_start(&w->check); /* one worker checks down upstreams for all */
+  if (w->ctx.index == 0) s5_latprobe_start(&w->lat);  /* and times fastest groups' members */
   return worker_start_timers(w);
 }
 

@@ -27,6 +27,7 @@
 #include "ctx/memtrim.h"
 #include "netif/netif.h"
 #include "socks5/pool.h"
+#include "socks5/latprobe.h"
 #include "socks5/upcheck.h"
 #include "tcp/relay.h"
 #include "tcp/session.h"
@@ -51,6 +52,7 @@ struct s5_worker {
   struct s5_sessions tcp;  /* the listener and the live sessions */
   struct s5_pool pool;     /* warm proxy connections for new sessions */
   struct s5_upcheck check; /* queue 0: the checks of down upstreams */
+  struct s5_latprobe lat;  /* queue 0: [group] fastest's latency probes */
   struct s5_udp *udp;      /* the UDP associations (core/udp/udp.c), NULL until started */
   /* Last, with their large buffers, which init leaves untouched. */
   struct s5_relay relay; /* the sessions' flush list and read buffers */

@@ -11,12 +11,18 @@ local, so the upstream TCP handshake is not delayed). Backpressure: a
 direction stops reading while more than --buffer bytes wait in it.
 SIGUSR1 closes the listening sockets (new connections are refused) and
 keeps relaying the open ones: a proxy that died with replies on their way.
+--delay-file F: the delay is read from F (ms, one way) instead, again
+whenever F changes (write another file and rename it over F), so that a
+test can move the proxy nearer or farther while it runs; each chunk takes
+the delay in force when it came.
 
   delayrelay.py --listen 10.200.0.2 --port 1090 --to 10.200.0.2:1081 \
       --delay-ms 25 [--ready-file F]
+  delayrelay.py ... --delay-file F [--ready-file F]
 Stdlib only."""
 import argparse
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -25,9 +31,35 @@ import sys
 RESET = object()  # in a direction's queue: a reset, delivered as one after the delay too
 
 
+class Delay:
+    """The one-way delay in seconds: fixed, or read from a file whenever
+    its modification time changes."""
+
+    def __init__(self, ms, path):
+        self.seconds = (ms or 0) / 1000.0
+        self.path = path
+        self.stamp = None
+        if path:
+            self.now()
+
+    def now(self):
+        if not self.path:
+            return self.seconds
+        try:
+            st = os.stat(self.path)
+            if st.st_mtime_ns != self.stamp:
+                with open(self.path) as f:
+                    self.seconds = float(f.read().strip()) / 1000.0
+                self.stamp = st.st_mtime_ns
+        except (OSError, ValueError) as e:
+            print(f"delayrelay: {self.path}: {e} (the delay stays {self.seconds * 1000:g} ms)",
+                  file=sys.stderr, flush=True)
+        return self.seconds
+
+
 async def pump(reader, writer, delay, limit):
-    """Forwards reader to writer, each chunk delay seconds after it came; a
-    FIN as a FIN, a reset as a reset (after what came before it)."""
+    """Forwards reader to writer, each chunk delay.now() seconds after it
+    came; a FIN as a FIN, a reset as a reset (after what came before it)."""
     loop = asyncio.get_running_loop()
     queue = asyncio.Queue()
     room = asyncio.Condition()
@@ -62,14 +94,14 @@ async def pump(reader, writer, delay, limit):
     try:
         while True:
             data = await reader.read(65536)
-            queue.put_nowait((loop.time() + delay, data or None))
+            queue.put_nowait((loop.time() + delay.now(), data or None))
             if not data:
                 break
             async with room:
                 queued += len(data)
                 await room.wait_for(lambda: queued <= limit)
     except (ConnectionError, OSError):
-        queue.put_nowait((loop.time() + delay, RESET))
+        queue.put_nowait((loop.time() + delay.now(), RESET))
     await task
 
 
@@ -83,9 +115,8 @@ async def handle(creader, cwriter, args):
         return
     for w in (cwriter, uwriter):
         w.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    delay = args.delay_ms / 1000.0
-    await asyncio.gather(pump(creader, uwriter, delay, args.buffer),
-                         pump(ureader, cwriter, delay, args.buffer))
+    await asyncio.gather(pump(creader, uwriter, args.delay, args.buffer),
+                         pump(ureader, cwriter, args.delay, args.buffer))
     for w in (cwriter, uwriter):
         w.close()
 
@@ -95,10 +126,13 @@ async def main():
     ap.add_argument("--listen", action="append", required=True)
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--to", required=True, help="HOST:PORT ([v6]:PORT)")
-    ap.add_argument("--delay-ms", type=float, required=True, help="one-way delay, each direction")
+    how = ap.add_mutually_exclusive_group(required=True)
+    how.add_argument("--delay-ms", type=float, help="one-way delay, each direction")
+    how.add_argument("--delay-file", help="a file holding the one-way delay in ms, read again as it changes")
     ap.add_argument("--buffer", type=int, default=4 << 20, help="bytes a direction holds at most")
     ap.add_argument("--ready-file")
     args = ap.parse_args()
+    args.delay = Delay(args.delay_ms, args.delay_file)
     servers = [await asyncio.start_server(lambda r, w: handle(r, w, args), a, args.port)
                for a in args.listen]
     # SIGUSR1: stop listening (new connections are refused), carry on with

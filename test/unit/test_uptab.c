@@ -2,13 +2,15 @@
 /* core/shared/uptab.c: the choice of an upstream under each [balance]
  * strategy (spread, weights, stickiness, what is left out), passive health
  * (down after fail-after failures in a row, one marking, up again by a
- * success or a probe), and the table shared across fork. */
+ * success or a probe), the table shared across fork, and fastest's
+ * latency (the EWMA, its samples) and choice with hysteresis. */
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "shared/uplat.h"
 #include "shared/uptab.h"
 
 static struct s5_config cfg;
@@ -265,6 +267,80 @@ static void test_shared(void) {
   CHECK(s5_uptab()->u[0].down == 1 && s5_uptab_pick(s5_uptab(), &cfg, 0, 0) == 1, "a child's marking seen");
 }
 
+/* The EWMA: the first sample as it is, then a quarter of each difference;
+ * a lasting change shows within a few samples; samples from several
+ * threads are none of them lost (the compare-and-swap loop). */
+static void test_latency(void) {
+  CHECK(s5_uplat_ewma(0, 40000) == 40000, "the first sample as it is");
+  CHECK(s5_uplat_ewma(40000, 80000) == 50000, "a quarter of the way up");
+  CHECK(s5_uplat_ewma(40000, 20000) == 35000, "a quarter of the way down");
+  CHECK(s5_uplat_ewma(40000, 0) == 30001, "a 0 sample is 1 us");
+  CHECK(s5_uplat_ewma(1, 1) == 1, "never 0 (none)");
+  setup(S5_BALANCE_FAILOVER, 2, NULL);
+  s5_uptab_latency(&tab, 1, 10000, 10000);
+  CHECK(tab.u[1].lat_last_us == 10000 && tab.u[1].lat_avg_us == 10000, "first sample");
+  int n = 1;
+  while (tab.u[1].lat_avg_us < 190000 && n < 50) {
+    s5_uptab_latency(&tab, 1, 200000, 200000);
+    n++;
+  }
+  CHECK(tab.u[1].lat_last_us == 200000 && n <= 12, "10 -> 200 ms seen within 11 samples (took %d)", n - 1);
+  CHECK(tab.u[0].lat_avg_us == 0, "another slot untouched");
+  s5_uptab_latency_lost(&tab, 1);
+  CHECK(tab.u[1].lat_avg_us == 0 && tab.u[1].lat_last_us == 0, "a failed probe: unmeasured");
+  s5_uptab_latency(&tab, 1, 35000, 30000);
+  CHECK(tab.u[1].lat_avg_us == 30000 && tab.u[1].lat_last_us == 35000,
+        "measured again: the sample, the probe");
+  CHECK(s5_uplat_median3(500, 0, 0) == 500, "one probe: itself");
+  CHECK(s5_uplat_median3(60, 200, 0) == 60 && s5_uplat_median3(200, 60, 0) == 60, "two: the lower");
+  CHECK(s5_uplat_median3(500, 130, 140) == 140, "one slow answer among fast ones: ignored");
+  CHECK(s5_uplat_median3(800, 810, 60) == 800, "a lasting change: at its second probe");
+  CHECK(s5_uplat_median3(100, 120, 110) == 110 && s5_uplat_median3(120, 100, 110) == 110, "the middle one");
+  /* A run of probes around 130 ms with one of 510 (seen on a loaded
+   * machine): the smoothed figure moves by less than the tolerance. */
+  uint64_t probes[] = {130000, 128000, 131000, 510000, 129000, 132000}, p1 = 0, p2 = 0;
+  setup(S5_BALANCE_FAILOVER, 2, NULL);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (unsigned k = 0; k < 6; k++) {
+    s5_uptab_latency(&tab, 0, probes[k], s5_uplat_median3(probes[k], p1, p2));
+    p2 = p1;
+    p1 = probes[k];
+    if (tab.u[0].lat_avg_us < lo) lo = tab.u[0].lat_avg_us;
+    if (tab.u[0].lat_avg_us > hi) hi = tab.u[0].lat_avg_us;
+  }
+  CHECK(hi - lo < 5000, "a spike: the smoothed figure within %llu us", (unsigned long long)(hi - lo));
+}
+
+/* fastest's choice: no flapping within tolerance, a switch beyond it, an
+ * unusable or unmeasured current one replaced by the best. */
+static void test_fastest_choose(void) {
+  const uint64_t tol = 50000;
+  uint64_t lat[3] = {10000, 40000, 120000};
+  uint8_t ok[3] = {1, 1, 1};
+  CHECK(s5_uplat_choose(lat, ok, 3, -1, tol) == 0, "none yet: the lowest");
+  CHECK(s5_uplat_choose(lat, ok, 3, 0, tol) == 0, "the lowest stays");
+  lat[0] = 80000;
+  CHECK(s5_uplat_choose(lat, ok, 3, 0, tol) == 0, "40 ms faster: within tolerance, stays");
+  lat[0] = 90000;
+  CHECK(s5_uplat_choose(lat, ok, 3, 0, tol) == 0, "50 ms faster: not MORE than tolerance, stays");
+  lat[0] = 90001;
+  CHECK(s5_uplat_choose(lat, ok, 3, 0, tol) == 1, "beyond tolerance: the fastest");
+  lat[0] = 30000;
+  CHECK(s5_uplat_choose(lat, ok, 3, 1, tol) == 1, "the old one back, faster within tolerance: no swap back");
+  CHECK(s5_uplat_choose(lat, ok, 3, 1, 0) == 0, "tolerance 0: any faster one");
+  ok[1] = 0;
+  CHECK(s5_uplat_choose(lat, ok, 3, 1, tol) == 0, "current down: the best usable");
+  ok[1] = 1;
+  lat[1] = 0;
+  CHECK(s5_uplat_choose(lat, ok, 3, 1, tol) == 0, "current unmeasured (its probe failed): the best");
+  uint64_t none[3] = {0, 0, 0};
+  CHECK(s5_uplat_choose(none, ok, 3, 2, tol) == -1, "nothing measured: none");
+  uint64_t tie[3] = {0, 20000, 20000};
+  CHECK(s5_uplat_choose(tie, ok, 3, -1, tol) == 1, "unmeasured skipped; equals: the first");
+  ok[0] = ok[1] = ok[2] = 0;
+  CHECK(s5_uplat_choose(lat, ok, 3, 0, tol) == -1, "all down: none");
+}
+
 int main(void) {
   test_failover();
   test_why_fresh();
@@ -276,5 +352,7 @@ int main(void) {
   test_hash();
   test_reload();
   test_shared();
+  test_latency();
+  test_fastest_choose();
   return check_done();
 }
