@@ -187,7 +187,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   int rr = s5_fd_reserve_open();
   if (rr < 0) s5_warn("descriptor reserve for the listeners: /dev/null: %s", strerror(-rr));
-  if (s5_stats_server_open(&server, cfg, stats) < 0) {
+  if (s5_stats_server_open(&server, live, stats) < 0) {
     close(sfd);
     free(live);
     return 1;
