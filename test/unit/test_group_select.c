@@ -6,8 +6,10 @@
  * the choice taken at once by s5_uptab_group_member, and what a reload
  * does with it: kept when the reload leaves `selected` as it was, dropped
  * for the configuration's when it changes it, ignored when the member
- * left the group. Prints one line per failed check, then "N passed, M
- * failed". */
+ * left the group. And the groups as the operator sees them
+ * (threads/ctl/group_render.c): the JSON, the --stats table read back from
+ * it, the Prometheus families. Prints one line per failed check, then "N
+ * passed, M failed". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include "ini/config.h"
 #include "shared/uptab.h"
 #include "threads/ctl/group_select.h"
+#include "threads/ctl/render.h"
 
 static char dir[64];
 
@@ -49,6 +52,83 @@ static void reload(const char *text) {
   s5_uptab_assign(&t, &next);
   s5_group_reloaded(&t, &live, &next);
   live = next;
+}
+
+static char *render_json(void) {
+  size_t n = s5_groups_part.json(NULL, 0, 0);
+  char *doc = calloc(1, n + 8);
+  s5_groups_part.json(doc, n + 1, 0);
+  return doc;
+}
+
+/* The documents for a select group with b chosen live (a measured, b not)
+ * and a failover group. */
+static void test_render(void) {
+  static struct s5_config c;
+  CHECK(load(&c, UPS "[group pin]\nmembers = a, b\nstrategy = select\n[group ff]\nmembers = c, a\n") == 0,
+        "render config loads");
+  CHECK(s5_uptab_setup(&c) == 0, "uptab setup");
+  s5_render_config(&c);
+  struct s5_uptab *g = s5_uptab();
+  char msg[256];
+  CHECK(s5_group_select(g, &c, "pin", "b", msg, sizeof msg) == 0, "%s", msg);
+  g->u[c.upstreams[0].slot].lat_last_us = 12000;
+  g->u[c.upstreams[0].slot].lat_avg_us = 15500;
+  g->u[c.upstreams[2].slot].down = 1;
+  char *doc = render_json();
+  char want[256];
+  snprintf(want, sizeof want,
+           ",\"groups\":[{\"name\":\"pin\",\"strategy\":\"select\",\"chosen\":\"b\",\"since\":%llu,",
+           (unsigned long long)g->g[0].since_unix);
+  CHECK(strncmp(doc, want, strlen(want)) == 0, "json: %s", doc);
+  CHECK(strstr(doc,
+               "\"members\":[{\"name\":\"a\",\"state\":\"up\",\"lat_last_us\":12000,\"lat_avg_us\":15500},"
+               "{\"name\":\"b\",\"state\":\"up\",\"lat_last_us\":0,\"lat_avg_us\":0}]}") != NULL,
+        "json members: %s", doc);
+  CHECK(
+    strstr(doc,
+           "{\"name\":\"ff\",\"strategy\":\"failover\",\"chosen\":\"\",\"since\":0,\"members\":[{\"name\":"
+           "\"c\",\"state\":\"down\"") != NULL,
+    "json failover group: %s", doc);
+
+  /* The table, read back from the document as --stats does. */
+  char full[4096], *out = NULL;
+  size_t len = 0;
+  snprintf(full, sizeof full, "{\"started\":1%s}", doc);
+  FILE *f = open_memstream(&out, &len);
+  s5_groups_part.table(f, full);
+  fclose(f);
+  CHECK(strstr(out, "\npin ") != NULL && strstr(out, " a     up ") == NULL, "table: %s", out);
+  int rows = 0;
+  for (char *p = out; (p = strchr(p, '\n')) != NULL; p++) rows += p[1] != '\0' && p[1] != '\n';
+  CHECK(rows == 5, "table: a header and 4 member rows, %d lines:\n%s", rows, out);
+  char *b = strstr(out, " b ");
+  CHECK(b != NULL && strncmp(b, " b                * up", 22) == 0, "table marks b chosen:\n%s", out);
+  CHECK(strstr(out, "12.0") != NULL && strstr(out, "15.5") != NULL, "table latency in ms:\n%s", out);
+  free(out);
+  free(doc);
+
+  size_t n = s5_groups_part.prom(NULL, 0);
+  char *prom = calloc(1, n + 1);
+  s5_groups_part.prom(prom, n + 1);
+  CHECK(strstr(prom, "s5tund_group_info{group=\"pin\",strategy=\"select\"} 1\n") != NULL, "prom info:\n%s",
+        prom);
+  CHECK(strstr(prom, "s5tund_group_chosen{group=\"pin\",upstream=\"b\"} 1\n") != NULL &&
+          strstr(prom, "s5tund_group_chosen{group=\"pin\",upstream=\"a\"} 0\n") != NULL &&
+          strstr(prom, "s5tund_group_chosen{group=\"ff\",upstream=\"c\"} 0\n") != NULL,
+        "prom chosen:\n%s", prom);
+  CHECK(strstr(prom, "s5tund_group_member_up{group=\"ff\",upstream=\"c\"} 0\n") != NULL, "prom up:\n%s",
+        prom);
+  CHECK(
+    strstr(prom, "s5tund_group_member_latency_seconds{group=\"pin\",upstream=\"a\"} 0.015500\n") != NULL &&
+      strstr(prom, "s5tund_group_member_latency_last_seconds{group=\"ff\",upstream=\"a\"} 0.012000\n") !=
+        NULL &&
+      strstr(prom, "latency_seconds{group=\"pin\",upstream=\"b\"}") == NULL,
+    "prom latency (measured ones only):\n%s", prom);
+  free(prom);
+  s5_render_config(NULL);
+  CHECK(s5_groups_part.json(NULL, 0, 0) == 0 && s5_groups_part.prom(NULL, 0) == 0,
+        "no configuration: nothing");
 }
 
 int main(void) {
@@ -109,6 +189,7 @@ int main(void) {
           strcmp(s5_group_strategy_name(S5_BALANCE_LEAST_CONN), "least-connections") == 0,
         "strategy names");
 
+  test_render();
   char path[128];
   snprintf(path, sizeof path, "%s/g.ini", dir);
   unlink(path);

@@ -289,6 +289,7 @@ static char *read_all(int fd) {
 }
 
 static void ask_failed(const char *flag, const char *path, int err) {
+  if (flag == NULL) return; /* s5_stats_fetch: quiet */
   if (err == EAGAIN || err == EWOULDBLOCK || err == EINPROGRESS)
     fprintf(stderr,
             "s5tund: %s %s: no answer within %d s (the daemon is stalled or at its descriptor limit; see its "
@@ -303,7 +304,7 @@ static char *ask(const char *flag, const char *path, const char *request, int *c
   struct sockaddr_un sun;
   *code = 1;
   if (unix_address(path, &sun) < 0) {
-    fprintf(stderr, "s5tund: %s %s: path too long\n", flag, path);
+    if (flag != NULL) fprintf(stderr, "s5tund: %s %s: path too long\n", flag, path);
     *code = 2;
     return NULL;
   }
@@ -317,7 +318,7 @@ static char *ask(const char *flag, const char *path, const char *request, int *c
   }
   if (connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
     int err = errno;
-    if (err == EAGAIN || err == EINPROGRESS) ask_failed(flag, path, err);
+    if (err == EAGAIN || err == EINPROGRESS || flag == NULL) ask_failed(flag, path, err);
     else
       fprintf(stderr, "s5tund: %s %s: %s (is s5tund running with [stats] socket = %s?)\n", flag, path,
               strerror(err), path);
@@ -344,6 +345,11 @@ int s5_connections_client(const char *path, int json) {
   fputs(doc, stdout);
   free(doc);
   return 0;
+}
+
+char *s5_stats_fetch(const char *path) {
+  int code;
+  return ask(NULL, path, "stats\n", &code);
 }
 
 int s5_select_client(const char *path, const char *group, const char *member) {

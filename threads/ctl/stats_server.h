@@ -41,6 +41,10 @@ int s5_stats_client(const char *path, int json);
 /* `s5tund --connections [SOCKET] [--json]`: the open sessions. */
 int s5_connections_client(const char *path, int json);
 
+/* The stats document of the daemon at path (malloc'd), or NULL without a
+ * word when none answers (--explain's look at a group's member now). */
+char *s5_stats_fetch(const char *path);
+
 /* `s5tund --select GROUP MEMBER [SOCKET]`: a select group's member from
  * now on (threads/ctl/group_select.h). Prints the daemon's answer; returns
  * 0 when it took it, 1 when it refused (or no daemon answered). */
