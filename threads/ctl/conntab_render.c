@@ -106,10 +106,10 @@ void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms) {
     json_text(out, c->name);
     fprintf(out, "\",\"upstream\":\"");
     json_text(out, c->upstream);
-    fprintf(out, "\",\"group\":\"");
-    json_text(out, c->group);
     fprintf(out, "\",\"rule\":\"");
     json_text(out, c->rule);
+    fprintf(out, "\",\"group\":\"");
+    json_text(out, c->group);
     fprintf(out, "\",\"state\":\"%s\",\"bytes_up\":%llu,\"bytes_down\":%llu,\"age\":%.3f,\"idle\":%.3f}",
             state_name(c->state), (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down, age,
             idle);
