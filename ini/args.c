@@ -34,6 +34,7 @@ enum flag_id {
   FLAG_PROTO,
   FLAG_STATS,
   FLAG_CONNECTIONS,
+  FLAG_SELECT,
   FLAG_JSON,
   FLAG_HELP,
   FLAG_VERSION,
@@ -51,8 +52,8 @@ struct flag {
 };
 
 /* --help is written from this table, and test_config_docs checks the man
- * page and README against it. --stats and --json are read by main() (the
- * stats client is not the daemon); they are here for --help and for a
+ * page and README against it. --stats, --connections, --select and --json
+ * are read by main() (their client is not the daemon); they are here for --help and for a
  * clear message when they are not first. */
 static const struct flag flags[] = {
   {FLAG_CONFIG, "config", 'c', "FILE", NULL, NULL, NULL, "read settings from the INI file FILE"},
@@ -82,6 +83,9 @@ static const struct flag flags[] = {
   {FLAG_CONNECTIONS, "connections", 0, NULL, NULL, NULL, "[SOCKET]",
    "print the open sessions of a running s5tund and exit\n"
    "                           (first argument; default SOCKET as --stats)"},
+  {FLAG_SELECT, "select", 0, NULL, NULL, NULL, "GROUP MEMBER [SOCKET]",
+   "\n                           a select group's member from now on in a running s5tund\n"
+   "                           (first argument; SOCKET as --stats)"},
   {FLAG_JSON, "json", 0, NULL, NULL, NULL, NULL, "with --stats or --connections: print JSON"},
   {FLAG_HELP, "help", 'h', NULL, NULL, NULL, NULL, "print this help and exit"},
   {FLAG_VERSION, "version", 'V', NULL, NULL, NULL, NULL, "print the version and exit"},
@@ -120,6 +124,7 @@ static void usage(FILE *out) {
     "Usage: s5tund [OPTION]...\n"
     "       s5tund --stats [SOCKET] [--json]\n"
     "       s5tund --connections [SOCKET] [--json]\n"
+    "       s5tund --select GROUP MEMBER [SOCKET]\n"
     "       s5tund exec [OPTION]... -- COMMAND [ARG]...\n"
     "Carry TCP and UDP from a multi-queue TUN device to SOCKS5 proxies\n"
     "(TCP also to SOCKS4 and HTTP CONNECT proxies).\n"
@@ -281,10 +286,9 @@ static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen
       case FLAG_VERSION: as->version = true; return 0;
       case FLAG_STATS:
       case FLAG_CONNECTIONS:
-        snprintf(err, errlen,
-                 "%s: must be the first argument (s5tund %s "
-                 "[SOCKET] [--json])",
-                 a.spelled, a.spelled);
+      case FLAG_SELECT:
+        snprintf(err, errlen, "%s: must be the first argument (s5tund %s %s)", a.spelled, a.spelled,
+                 a.flag->id == FLAG_SELECT ? "GROUP MEMBER [SOCKET]" : "[SOCKET] [--json]");
         return -1;
       case FLAG_JSON:
         snprintf(err, errlen,

@@ -113,9 +113,19 @@ static int stats_command(int argc, char **argv) {
   return connections ? s5_connections_client(path, json) : s5_stats_client(path, json);
 }
 
+/* s5tund --select GROUP MEMBER [SOCKET]: a select group's member, live. */
+static int select_command(int argc, char **argv) {
+  if (argc < 4 || argc > 5 || argv[2][0] == '-' || argv[3][0] == '-' || (argc == 5 && argv[4][0] == '-')) {
+    fprintf(stderr, "s5tund: usage: s5tund --select GROUP MEMBER [SOCKET]\n");
+    return 2;
+  }
+  return s5_select_client(argc == 5 ? argv[4] : S5_STATS_DEFAULT_SOCKET, argv[2], argv[3]);
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && (strcmp(argv[1], "--stats") == 0 || strcmp(argv[1], "--connections") == 0))
     return stats_command(argc, argv);
+  if (argc >= 2 && strcmp(argv[1], "--select") == 0) return select_command(argc, argv);
   if (argc >= 2 && strcmp(argv[1], "exec") == 0) return s5_exec_command(argc, argv);
   s5_memtrim_setup(); /* before any thread or worker; refused (a sanitizer), the default holds */
 

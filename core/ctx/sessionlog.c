@@ -29,6 +29,7 @@ void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *
   c->started_ms = r->started_ms;
   if (r->name != NULL) snprintf(c->name, sizeof c->name, "%s", r->name);
   if (r->upstream != NULL) snprintf(c->upstream, sizeof c->upstream, "%s", r->upstream);
+  if (r->group != NULL) snprintf(c->group, sizeof c->group, "%s", r->group);
   memcpy(c->rule, r->rule, sizeof c->rule);
 }
 
@@ -37,8 +38,10 @@ int s5_session_log_on(const struct s5_config *cfg) {
 }
 
 /* The outbound it took or tried: an upstream's ADDR:PORT, and (NAME) when
- * there are several; direct, block, or none (every upstream down). */
-static void proxy_text(const struct s5_config *cfg, const char *upstream, char *buf, size_t len) {
+ * there are several, (GROUP/NAME) through a group; direct, block, or none
+ * (every upstream down). */
+static void proxy_text(const struct s5_config *cfg, const char *group, const char *upstream, char *buf,
+                       size_t len) {
   const struct s5_upstream_cfg *up = upstream == NULL ? &cfg->upstreams[0] : NULL;
   for (unsigned i = 0; upstream != NULL && i < cfg->n_upstreams; i++)
     if (strcmp(cfg->upstreams[i].name, upstream) == 0) up = &cfg->upstreams[i];
@@ -48,10 +51,9 @@ static void proxy_text(const struct s5_config *cfg, const char *upstream, char *
   }
   const struct sockaddr_storage *ss = &up->addr;
   s5_sockaddr_str(ss, buf, len);
-  if (cfg->n_upstreams > 1) {
-    size_t at = strlen(buf);
-    snprintf(buf + at, len - at, " (%s)", up->name);
-  }
+  size_t at = strlen(buf);
+  if (group != NULL) snprintf(buf + at, len - at, " (%s/%s)", group, up->name);
+  else if (cfg->n_upstreams > 1) snprintf(buf + at, len - at, " (%s)", up->name);
 }
 
 /* A token bucket refilled each second of the worker's loop clock. */
@@ -73,10 +75,10 @@ static int session_log_allowed(struct s5_wctx *w, const struct s5_config *cfg) {
 
 void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct s5_session_record *r) {
   if (!s5_session_log_on(cfg) || !session_log_allowed(w, cfg)) return;
-  char client[S5_ADDR_STRLEN], dest[S5_ADDR_STRLEN], proxy[S5_ADDR_STRLEN + 40];
+  char client[S5_ADDR_STRLEN], dest[S5_ADDR_STRLEN], proxy[S5_ADDR_STRLEN + 72];
   s5_addr_port_str(&r->client, r->client_port, client, sizeof client);
   s5_addr_port_str(&r->dest, r->dest_port, dest, sizeof dest);
-  proxy_text(cfg, r->upstream, proxy, sizeof proxy);
+  proxy_text(cfg, r->group, r->upstream, proxy, sizeof proxy);
   S5_ASSERT(uv_now(&w->loop) >= r->started_ms); /* both on this loop's clock */
   uint64_t ms = uv_now(&w->loop) - r->started_ms;
   s5_info("session %c%llu %s %s -> %s%s%s%s via %s%s%s: %llu bytes up, %llu down, %llu.%03llu s, %s", r->kind,

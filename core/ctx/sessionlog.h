@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* [log] sessions = true: one line per finished TCP session and UDP
  * association, at info: client, destination (and the name it stood for),
- * proxy, bytes each way, duration, how it ended. At most [log]
+ * proxy (with its [group]: "via ADDR:PORT (GROUP/MEMBER)"), bytes each way, duration, how it ended. At most [log]
  * sessions-max-per-second lines per worker and second; the rest are counted
  * (session_log_dropped) and summed up in one line per second. Formatting
  * only happens for lines that are written. */
@@ -24,6 +24,7 @@ struct s5_session_record {
   const char *name; /* the mapped name the destination stood for, or NULL */
   const char
     *upstream; /* the upstream's name (in the held configuration), NULL: the first; or direct, block, none */
+  const char *group;             /* the [group] it went through (in the held configuration), or NULL */
   char rule[48];                 /* [rules]: "FILE:LINE" or "default" that chose it; "" without rules */
   uint64_t bytes_up, bytes_down; /* client to proxy, proxy to client (payload) */
   uint64_t started_ms;

@@ -163,3 +163,9 @@ void s5_route_granted(struct s5_route *r, unsigned q, uint64_t hs_us) {
 int s5_route_up(const struct s5_route *r) {
   return r->up < 0 || s5_uptab() == NULL || s5_uptab_up(s5_uptab(), r->cfg->upstreams[r->up].slot);
 }
+
+const char *s5_route_group_name(const struct s5_route *r) {
+  if (r->kind != S5_ROUTE_PROXY || r->outbound < S5_OUTBOUND_GROUP) return NULL;
+  unsigned g = (unsigned)(r->outbound - S5_OUTBOUND_GROUP);
+  return g < r->cfg->n_groups ? r->cfg->groups[g].name : NULL;
+}

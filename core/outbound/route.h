@@ -77,6 +77,10 @@ const struct s5_upstream_cfg *s5_route_skip(struct s5_route *r);
  * began, on queue q: counted open there (s5_uptab_ended when it ends). */
 void s5_route_granted(struct s5_route *r, unsigned q, uint64_t hs_us);
 
+/* The [group] the route goes through (its name, in r->cfg), or NULL when
+ * its outbound is not a group. */
+const char *s5_route_group_name(const struct s5_route *r);
+
 /* Does the current upstream still take new flows? (An association ends
  * when its upstream goes down.) */
 int s5_route_up(const struct s5_route *r);

@@ -28,6 +28,7 @@ struct s5_conn {
   uint64_t started_ms, last_ms; /* the worker's loop clock: CLOCK_MONOTONIC ms */
   char name[128];               /* a mapped destination's name, "" for none (cut at 127) */
   char upstream[32];            /* the upstream that carries it, "" before its CONNECT was granted */
+  char group[32];               /* the [group] it goes through, "" for none */
   char rule[48];                /* [rules]: the rule ("FILE:LINE", "default") that chose it; "" without */
 };
 

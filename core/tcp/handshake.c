@@ -143,6 +143,7 @@ static enum s5_route_kind hs_route(struct s5_session *s) {
   enum s5_route_kind k = s5_route_init(&s->route, s->cfg, IPPROTO_TCP, &dst, &src);
   if (s->route.target.name[0] != '\0') s5_session_named(s, s->route.target.name); /* the session log */
   memcpy(s->rec.rule, s->route.label, sizeof s->rec.rule);
+  s->rec.group = s5_route_group_name(&s->route); /* in s->cfg, held as long as s */
   return k;
 }
 

@@ -272,6 +272,7 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   a->rec.dest_port = dport;
   a->direct = up->type == S5_UPSTREAM_DIRECT;
   a->rec.upstream = up->name; /* in a->cfg, held as long as a */
+  a->rec.group = s5_route_group_name(&a->route);
   ip_addr_copy(a->client, *client);
   a->client_port = port;
   a->state = S5_ASSOC_CONNECTING;

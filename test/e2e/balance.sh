@@ -32,6 +32,15 @@
 #                     s5tund_upstream_up 0 for a), then a leaves the
 #                     stats and the metrics -> a and b again: a's counters go on from where
 #                     they were.
+#   balance_select    [group pin] strategy = select (selected = a), a rule
+#                     sending the target there: connections through a (the
+#                     session line names pin/a); `s5tund --select pin b`
+#                     under a client loop (none may fail): new connections
+#                     all through b, a session opened through a before
+#                     still echoes; a SIGHUP keeps b; --select of an unknown
+#                     group, a failover group or a non-member exits 1 with
+#                     the reason; --stats --json, /metrics, --connections
+#                     and --explain show the group and its member.
 
 #   balance_groups    [group g1] a, b round-robin is [rules] default; [group
 #                     g2] b, a failover takes one destination by a rule: 20
@@ -125,6 +134,7 @@ start_balance() {
   done
   printf '%s\n' "" "[balance]" "strategy = $strategy" "check-interval = 1" "fail-after = ${FAIL_AFTER:-3}" "" "[stats]" \
     "socket = $WORK/stats.sock" ${METRICS:+"http = 127.0.0.1:$METRICS_PORT"} >>"$ini"
+  [[ -z ${BALANCE_EXTRA:-} ]] || printf '%s\n' "" "$BALANCE_EXTRA" >>"$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
   client --host "$TGT4" echo --count 1 --retry-for "$T_START" --timeout 10 >/dev/null
@@ -475,12 +485,89 @@ case_balance_groups() {
   client --host "$g2" concurrent 10 --rounds 1 >/dev/null
   expect_carried $((a0 + 10)) $((b0 + 20))
   local named
-  named=$(grep -cE "info .*session s[0-9]+ tcp .* -> $g2:$TGT_PORT via $S_ADDR4:$MS_B_PORT \(b\) by rule groups.ini:[0-9]+: " "$S5LOG")
+  named=$(grep -cE "info .*session s[0-9]+ tcp .* -> $g2:$TGT_PORT via $S_ADDR4:$MS_B_PORT \(g2/b\) by rule groups.ini:[0-9]+: " "$S5LOG")
   ((named == 10)) || fail "$named of g2's 10 session lines name b and the rule"
   ms_kill b
   client --host "$g2" concurrent 10 --rounds 1 >/dev/null
   expect_carried $((a0 + 20)) $((b0 + 20))
   log "two groups: g1 round-robin 10/10, g2 failover b then a (b killed: 10 of 10 through a)"
   ms_start b
+
+# group_stat NAME FIELD: that group's field in --stats --json.
+group_stat() {
+  "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+for g in json.load(sys.stdin).get("groups", []):
+    if g["name"] == sys.argv[1]:
+        print(g[sys.argv[2]])' "$1" "$2"
+}
+
+# select_refused GROUP MEMBER MESSAGE-ERE: --select exits 1 saying why.
+select_refused() {
+  local out rc=0
+  out=$("$S5TUND" --select "$1" "$2" "$WORK/stats.sock" 2>&1) || rc=$?
+  ((rc == 1)) && grep -qE -- "$3" <<<"$out" || fail "--select $1 $2: exit $rc, '$(oneline "$out")', expected 1 and /$3/"
+}
+
+case_balance_select() {
+  local ini go=$WORK/idle.go ipid lpid rc=0 ta tb out METRICS=1
+  BALANCE_EXTRA=$(printf '%s\n' "[group pin]" "members = a, b" "strategy = select" "selected = a" "" \
+    "[group both]" "members = b, a" "" "[rules]" "rule = port:$TGT_PORT -> pin") start_balance failover
+  ini=$WORK/s5tund.$S5_RUNS.ini
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+  expect_carried 11 0
+  e2e_wait_log "$S5LOG" "info .*session s[0-9]+ tcp .* -> $TGT4:$TGT_PORT via $S_ADDR4:$MS_PORT \(pin/a\) by rule " 5 \
+    "a session line naming pin/a" >/dev/null
+  [[ $(group_stat pin chosen) == a ]] || fail "--stats: pin's chosen is '$(group_stat pin chosen)', expected a"
+  # A session through a, open across the choice and the reload.
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
+    --timeout 30 idle-echo --wait-file "$go" --idle-max 100 >"$WORK/idle.log" 2>&1 &
+  ipid=$!
+  E2E_LOGS+=("$WORK/idle.log")
+  for _ in $(seq $((T_START * 10))); do grep -q "idling" "$WORK/idle.log" && break; sleep 0.1; done
+  grep -q "idling" "$WORK/idle.log" || fail "the idle connection did not open"
+  "$S5TUND" --connections "$WORK/stats.sock" | grep -q " pin/a " ||
+    fail "--connections does not show pin/a: $("$S5TUND" --connections "$WORK/stats.sock" | oneline)"
+  # Traffic all along: a client loop that stops at the first failure.
+  ip netns exec "$NS_C" bash -c 'while [[ ! -e $1 ]]; do "$2" "$3/client.py" --host "$4" --port "$5" --timeout 10 \
+    concurrent 5 --rounds 1 >/dev/null 2>>"$6" || exit 1; done' _ "$go" "$PY" "$E2E_DIR" "$TGT4" "$TGT_PORT" \
+    "$WORK/loop.log" &
+  lpid=$!
+  E2E_LOGS+=("$WORK/loop.log")
+
+  out=$("$S5TUND" --select pin b "$WORK/stats.sock") || fail "--select pin b failed: $out"
+  [[ $out == "group pin: b selected (was a) by the operator" ]] || fail "--select pin b printed '$out'"
+  e2e_wait_log "$S5LOG" "info .*group pin: b selected \(was a\) by the operator" 5 "the operator's choice logged" >/dev/null
+  ta=$(up_stat a total) tb=$(up_stat b total)
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+  (($(up_stat a total) == ta && $(up_stat b total) >= tb + 10)) ||
+    fail "after --select pin b: a carried $(($(up_stat a total) - ta)) new, b $(($(up_stat b total) - tb)) (of at least 10)"
+  e2e_wait_log "$S5LOG" "info .*session s[0-9]+ tcp .* -> $TGT4:$TGT_PORT via $S_ADDR4:$MS_B_PORT \(pin/b\) by rule " 5 \
+    "a session line naming pin/b" >/dev/null
+
+  # A reload keeps the live choice.
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "info .*configuration reloaded" "$T_START" "the reload" >/dev/null
+  ta=$(up_stat a total) tb=$(up_stat b total)
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+  (($(up_stat a total) == ta && $(up_stat b total) >= tb + 10)) ||
+    fail "after the reload: a carried $(($(up_stat a total) - ta)) new, b $(($(up_stat b total) - tb)) (of at least 10)"
+  touch "$go"
+  wait "$ipid" || rc=$?
+  ((rc == 0)) || fail "the session opened through a before --select failed: $(tail -n 1 "$WORK/idle.log")"
+  wait "$lpid" || fail "the client loop failed across --select and the reload: $(tail -n 3 "$WORK/loop.log" | oneline)"
+
+  select_refused nope b 'no such group \(the groups: pin, both\)'
+  select_refused both a 'strategy is failover, not select'
+  select_refused pin c '"c" is not a member \(the members: a, b\)'
+  [[ $(group_stat pin chosen) == b && $(group_stat pin since) -gt 0 ]] ||
+    fail "--stats: pin chosen '$(group_stat pin chosen)' since '$(group_stat pin since)', expected b and a time"
+  ip netns exec "$NS_C" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" |
+    grep -qx 's5tund_group_chosen{group="pin",upstream="b"} 1' || fail "metrics: no s5tund_group_chosen 1 for pin/b"
+  "$S5TUND" --stats "$WORK/stats.sock" | grep -qE '^pin +select .* b +\* up ' || fail "--stats: no row marking pin/b"
+  "$S5TUND" --config "$ini" --explain "$TGT4:$TGT_PORT" | grep -q "^now      b (the running daemon's" ||
+    fail "--explain: $("$S5TUND" --config "$ini" --explain "$TGT4:$TGT_PORT" | oneline)"
+  log "select: a, then b by --select under traffic (the open session through a kept echoing), kept over a reload; refusals named"
+  log_clean
   stop_balance
 }

@@ -6,11 +6,15 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
 #include "shared/rules.h"
+#include "threads/ctl/group_select.h"
+#include "threads/ctl/render.h"
+#include "threads/ctl/stats_server.h"
 
 /* Room for the set, as the daemon's half of its region: reserved, touched
  * only as far as the set goes, so the rules are compiled (and their files
@@ -21,6 +25,47 @@ static double explain_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The group's object in a stats document: from its {"name":"G" to its
+ * members' end; NULL when the daemon has no such group. */
+static const char *group_in(const char *doc, const char *name, const char **end) {
+  char key[64];
+  snprintf(key, sizeof key, "{\"name\":\"%s\",\"strategy\":", name);
+  const char *groups = strstr(doc, "\"groups\":["), *p = groups != NULL ? strstr(groups, key) : NULL;
+  *end = p != NULL ? strstr(p, "]}") : NULL;
+  return *end != NULL ? p : NULL;
+}
+
+/* A group: its strategy, its members in order, and the member it would
+ * take now, asked of the daemon at [stats] socket when one answers there
+ * (its state of each member too); without one, what the file says. */
+static void explain_group(const struct s5_config *cfg, const struct s5_group_cfg *g, FILE *out) {
+  const char *sock = cfg->stats.socket;
+  char *doc = sock[0] != '\0' ? s5_stats_fetch(sock) : NULL;
+  const char *end = NULL, *at = doc != NULL ? group_in(doc, g->name, &end) : NULL;
+  fprintf(out, "group    %s, strategy %s, members in order:\n", g->name, s5_group_strategy_name(g->strategy));
+  for (unsigned i = 0; i < g->n_members; i++) {
+    const char *name = cfg->upstreams[g->members[i]].name;
+    char key[48], state[8] = "";
+    snprintf(key, sizeof key, "{\"name\":\"%s\",", name);
+    const char *m = at != NULL ? strstr(at, key) : NULL;
+    if (m != NULL && m < end) s5_render_json_str(m, end, "state", state, sizeof state);
+    fprintf(out, "upstream %s%s%s%s\n", name, state[0] ? " (" : "", state, state[0] ? ")" : "");
+  }
+  char chosen[32] = "";
+  if (at != NULL) s5_render_json_str(at, end, "chosen", chosen, sizeof chosen);
+  if (chosen[0] != '\0') fprintf(out, "now      %s (the running daemon's, at %s)\n", chosen, sock);
+  else if (at != NULL && g->strategy != S5_BALANCE_SELECT && g->strategy != S5_BALANCE_FASTEST)
+    fprintf(out, "now      chosen per flow by %s among the members up (the running daemon's, at %s)\n",
+            s5_group_strategy_name(g->strategy), sock);
+  else if (at != NULL) fprintf(out, "now      none measured yet (the running daemon's, at %s)\n", sock);
+  else
+    fprintf(out, "now      not known: no running daemon with this group answered at %s; %s\n",
+            sock[0] ? sock : "[stats] socket (empty)",
+            g->strategy == S5_BALANCE_SELECT ? "select starts from selected (or the first member)"
+                                             : "the order above is the file's");
+  free(doc);
 }
 
 int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *out) {
@@ -56,11 +101,8 @@ int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *ou
   fprintf(out, "outbound %s\n", s5_rules_outbound_name(t, o));
   if (o == S5_OUTBOUND_BALANCE)
     for (unsigned i = 0; i < cfg->n_upstreams; i++) fprintf(out, "upstream %s\n", cfg->upstreams[i].name);
-  if (o >= S5_OUTBOUND_GROUP && (unsigned)(o - S5_OUTBOUND_GROUP) < cfg->n_groups) {
-    const struct s5_group_cfg *g = &cfg->groups[o - S5_OUTBOUND_GROUP];
-    for (unsigned i = 0; i < g->n_members; i++)
-      fprintf(out, "upstream %s\n", cfg->upstreams[g->members[i]].name);
-  }
+  if (o >= S5_OUTBOUND_GROUP && (unsigned)(o - S5_OUTBOUND_GROUP) < cfg->n_groups)
+    explain_group(cfg, &cfg->groups[o - S5_OUTBOUND_GROUP], out);
   munmap(t, EXPLAIN_ROOM);
   return 0;
 }

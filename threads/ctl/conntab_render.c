@@ -87,15 +87,16 @@ void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms) {
   else fputc('[', out);
   for (size_t k = 0; k < n; k++) {
     const struct s5_conn *c = rows[k].c;
-    char cl[64], de[200];
+    char cl[64], de[200], up[72];
+    snprintf(up, sizeof up, "%s%s%s", c->group, c->group[0] ? "/" : "", c->upstream[0] ? c->upstream : "-");
     endpoint(c->client, c->client_port, c->v6, cl, sizeof cl);
     destination(c, de, sizeof de);
     double age = (double)(now_ms > c->started_ms ? now_ms - c->started_ms : 0) / 1000.0;
     double idle = (double)(now_ms > c->last_ms ? now_ms - c->last_ms : 0) / 1000.0;
     if (!json) {
       fprintf(out, "%-5u %-5s %-46s %-46s %-12s %-11s %12llu %12llu %9.1f %9.1f\n", rows[k].queue,
-              c->udp ? "udp" : "tcp", cl, de, c->upstream[0] ? c->upstream : "-", state_name(c->state),
-              (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down, age, idle);
+              c->udp ? "udp" : "tcp", cl, de, up, state_name(c->state), (unsigned long long)c->bytes_up,
+              (unsigned long long)c->bytes_down, age, idle);
       continue;
     }
     fprintf(out, "%s{\"queue\":%u,\"proto\":\"%s\",\"id\":%llu,\"client\":\"%s\",\"destination\":\"",
@@ -107,6 +108,8 @@ void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms) {
     json_text(out, c->upstream);
     fprintf(out, "\",\"rule\":\"");
     json_text(out, c->rule);
+    fprintf(out, "\",\"group\":\"");
+    json_text(out, c->group);
     fprintf(out, "\",\"state\":\"%s\",\"bytes_up\":%llu,\"bytes_down\":%llu,\"age\":%.3f,\"idle\":%.3f}",
             state_name(c->state), (unsigned long long)c->bytes_up, (unsigned long long)c->bytes_down, age,
             idle);

@@ -22,7 +22,7 @@ static size_t json_object(char *buf, size_t cap, size_t at, const struct s5_queu
   return s5_render_put(buf, cap, at, "}");
 }
 
-const struct s5_render_part *const s5_render_parts[] = {&s5_upstreams_part, &s5_rules_part};
+const struct s5_render_part *const s5_render_parts[] = {&s5_upstreams_part, &s5_groups_part, &s5_rules_part};
 const size_t s5_render_part_count = sizeof s5_render_parts / sizeof s5_render_parts[0];
 
 size_t s5_stats_json(const struct s5_stats_area *a, char *buf, size_t cap) {

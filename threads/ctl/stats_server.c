@@ -19,6 +19,7 @@
 #include "threads/ctl/stats_render.h"
 #include "threads/ctl/render.h"
 #include "threads/ctl/stats_server.h"
+#include "threads/ctl/group_select.h"
 #include "threads/cli/exec.h"
 
 /* --connections: every worker writes its list on its own loop; at most
@@ -94,6 +95,7 @@ int s5_stats_server_open(struct s5_stats_server *srv, const struct s5_config *cf
   srv->conn_req = 0;
   snprintf(srv->path, sizeof srv->path, "%s", cfg->stats.socket);
   srv->stats = stats;
+  srv->cfg = cfg;
   if (srv->path[0] == '\0') return 0;
   struct sockaddr_un sun;
   if (unix_address(srv->path, &sun) < 0) {
@@ -173,13 +175,35 @@ static char *connections_document(uint64_t req, int json, size_t *len) {
   return doc;
 }
 
+/* "select GROUP MEMBER": done here, on the control loop; the answer is
+ * "ok WHAT\n" or "error WHY\n". */
+static char *select_answer(const struct s5_stats_server *srv, struct s5_ctl_conn *c, size_t *len) {
+  char group[64] = "", member[64] = "", msg[1024], *out = NULL;
+  size_t n = c->got < sizeof c->req ? c->got : sizeof c->req - 1;
+  c->req[n] = '\0';
+  int ok = -1;
+  if (sscanf(c->req, "select %63s %63s", group, member) != 2)
+    snprintf(msg, sizeof msg, "the request is select GROUP MEMBER");
+  else if (s5_uptab() == NULL) snprintf(msg, sizeof msg, "no upstream table");
+  else ok = s5_group_select(s5_uptab(), srv->cfg, group, member, msg, sizeof msg);
+  FILE *f = open_memstream(&out, len);
+  if (f == NULL) return NULL;
+  fprintf(f, "%s %s\n", ok == 0 ? "ok" : "error", msg);
+  fclose(f);
+  return out;
+}
+
 /* What the client asks for: "stats" (or nothing, as older clients send),
- * "connections table" or "connections json". One --connections request is
+ * "connections table" or "connections json", "select GROUP MEMBER". One --connections request is
  * in flight at a time (a new one empties every queue's list): clients that
  * ask meanwhile share it. */
 static enum s5_ctl_verdict stats_request(struct s5_ctl_server *s, struct s5_ctl_conn *c, bool eof) {
   struct s5_stats_server *srv = s->owner;
   if (memchr(c->req, '\n', c->got) == NULL && !eof) return S5_CTL_MORE;
+  if (c->got >= 7 && strncmp(c->req, "select ", 7) == 0) {
+    c->out = select_answer(srv, c, &c->out_len);
+    return S5_CTL_ANSWER;
+  }
   if (c->got < 11 || strncmp(c->req, "connections", 11) != 0) {
     c->out = stats_document(srv->stats, &c->out_len);
     return S5_CTL_ANSWER;
@@ -265,6 +289,7 @@ static char *read_all(int fd) {
 }
 
 static void ask_failed(const char *flag, const char *path, int err) {
+  if (flag == NULL) return; /* s5_stats_fetch: quiet */
   if (err == EAGAIN || err == EWOULDBLOCK || err == EINPROGRESS)
     fprintf(stderr,
             "s5tund: %s %s: no answer within %d s (the daemon is stalled or at its descriptor limit; see its "
@@ -279,7 +304,7 @@ static char *ask(const char *flag, const char *path, const char *request, int *c
   struct sockaddr_un sun;
   *code = 1;
   if (unix_address(path, &sun) < 0) {
-    fprintf(stderr, "s5tund: %s %s: path too long\n", flag, path);
+    if (flag != NULL) fprintf(stderr, "s5tund: %s %s: path too long\n", flag, path);
     *code = 2;
     return NULL;
   }
@@ -293,7 +318,7 @@ static char *ask(const char *flag, const char *path, const char *request, int *c
   }
   if (connect(fd, (struct sockaddr *)&sun, sizeof sun) < 0) {
     int err = errno;
-    if (err == EAGAIN || err == EINPROGRESS) ask_failed(flag, path, err);
+    if (err == EAGAIN || err == EINPROGRESS || flag == NULL) ask_failed(flag, path, err);
     else
       fprintf(stderr, "s5tund: %s %s: %s (is s5tund running with [stats] socket = %s?)\n", flag, path,
               strerror(err), path);
@@ -320,6 +345,29 @@ int s5_connections_client(const char *path, int json) {
   fputs(doc, stdout);
   free(doc);
   return 0;
+}
+
+char *s5_stats_fetch(const char *path) {
+  int code;
+  return ask(NULL, path, "stats\n", &code);
+}
+
+int s5_select_client(const char *path, const char *group, const char *member) {
+  char req[256];
+  int code;
+  if (snprintf(req, sizeof req, "select %s %s\n", group, member) >= (int)sizeof req ||
+      strpbrk(group, " \t\n") != NULL || strpbrk(member, " \t\n") != NULL) {
+    fprintf(stderr, "s5tund: --select: %s %s: not a group and a member name\n", group, member);
+    return 2;
+  }
+  char *doc = ask("--select", path, req, &code);
+  if (doc == NULL) return code;
+  int ok = strncmp(doc, "ok ", 3) == 0;
+  if (ok) fputs(doc + 3, stdout);
+  else if (strncmp(doc, "error ", 6) == 0) fprintf(stderr, "s5tund: --select: %s", doc + 6);
+  else fprintf(stderr, "s5tund: --select %s: unreadable answer (an s5tund without --select?)\n", path);
+  free(doc);
+  return ok ? 0 : 1;
 }
 
 int s5_stats_client(const char *path, int json) {

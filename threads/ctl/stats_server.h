@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The stats socket: a unix stream socket that answers every connection
- * with one JSON document (core/shared/stats.h), or the open sessions, and closes
- * it; served without blocking the control loop (ctl_server.h). */
+ * with one JSON document (core/shared/stats.h), or the open sessions, or
+ * the answer to --select, and closes it; served without blocking the control loop (ctl_server.h). */
 #ifndef S5_THREADS_STATS_SERVER_H
 #define S5_THREADS_STATS_SERVER_H
 
@@ -18,7 +18,8 @@ struct s5_stats_server {
   dev_t dev;                /* the socket file this daemon bound: removed at */
   ino_t ino;                /* close only while the path still names it */
   const struct s5_stats_area *stats;
-  void (*poke)(void *arg); /* --connections: ask every worker for its list */
+  const struct s5_config *cfg; /* the live one (a reload rewrites it in place): --select checks against it */
+  void (*poke)(void *arg);     /* --connections: ask every worker for its list */
   void *poke_arg;
   uint64_t conn_req;      /* the --connections request in flight, 0 = none */
   uint64_t conn_until_ms; /* when its answer goes out with what has come */
@@ -39,5 +40,14 @@ int s5_stats_client(const char *path, int json);
 
 /* `s5tund --connections [SOCKET] [--json]`: the open sessions. */
 int s5_connections_client(const char *path, int json);
+
+/* The stats document of the daemon at path (malloc'd), or NULL without a
+ * word when none answers (--explain's look at a group's member now). */
+char *s5_stats_fetch(const char *path);
+
+/* `s5tund --select GROUP MEMBER [SOCKET]`: a select group's member from
+ * now on (threads/ctl/group_select.h). Prints the daemon's answer; returns
+ * 0 when it took it, 1 when it refused (or no daemon answered). */
+int s5_select_client(const char *path, const char *group, const char *member);
 
 #endif

@@ -96,24 +96,8 @@ static size_t upstreams_json(char *buf, size_t cap, size_t at) {
   return s5_render_put(buf, cap, at, "]");
 }
 
-/* The number after "name": in the object at p, 0 when absent. */
-static uint64_t json_num(const char *p, const char *end, const char *name) {
-  char key[48];
-  snprintf(key, sizeof key, "\"%s\":", name);
-  const char *q = strstr(p, key);
-  return q != NULL && q < end ? strtoull(q + strlen(key), NULL, 10) : 0;
-}
-
-static void json_str(const char *p, const char *end, const char *name, char *out, size_t cap) {
-  char key[48];
-  snprintf(key, sizeof key, "\"%s\":\"", name);
-  const char *q = strstr(p, key);
-  out[0] = '\0';
-  if (q == NULL || q >= end) return;
-  q += strlen(key);
-  const char *e = strchr(q, '"');
-  if (e != NULL) snprintf(out, cap, "%.*s", (int)(e - q), q);
-}
+#define json_num s5_render_json_num
+#define json_str s5_render_json_str
 
 static void upstreams_table(FILE *out, const char *json) {
   const char *p = strstr(json, "\"upstreams\":[");

@@ -16,6 +16,7 @@
 #include "threads/daemon/notify.h"
 #include "threads/daemon/reload.h"
 #include "threads/device/device.h"
+#include "threads/ctl/render.h"
 #include "threads/ctl/stats_render.h"
 #include "threads/ctl/stats_server.h"
 
@@ -187,7 +188,8 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     s5_warn("%s: no ifindex (%s): a deleted device goes unnoticed", cfg->tun.name, strerror(errno));
   int rr = s5_fd_reserve_open();
   if (rr < 0) s5_warn("descriptor reserve for the listeners: /dev/null: %s", strerror(-rr));
-  if (s5_stats_server_open(&server, cfg, stats) < 0) {
+  s5_render_config(live); /* the groups' part names its groups and members */
+  if (s5_stats_server_open(&server, live, stats) < 0) {
     close(sfd);
     free(live);
     return 1;
@@ -232,6 +234,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
   s5_stats_server_close(&server);
   s5_notify_stopping(cfg);
   close(sfd);
+  s5_render_config(NULL);
   free(live);
   return result > 0 ? 0 : 1;
 }

@@ -18,6 +18,7 @@
 #include "shared/config_slot.h"
 #include "shared/rules.h"
 #include "shared/uptab.h"
+#include "threads/ctl/group_select.h"
 
 #define S5_ABANDON_WAIT_S 1 /* a cancelled walk stops at its next line: far less in practice */
 
@@ -176,7 +177,10 @@ int s5_reload_finish(struct s5_config *live, struct s5_stats_area *stats) {
   }
   int kept = j->kept;
   s5_rules_commit(&j->next);
-  if (s5_uptab() != NULL) s5_uptab_assign(s5_uptab(), &j->next); /* the upstreams' rows, by name */
+  if (s5_uptab() != NULL) {
+    s5_uptab_assign(s5_uptab(), &j->next);         /* the upstreams' rows, the groups' state, by name */
+    s5_group_reloaded(s5_uptab(), live, &j->next); /* a changed selected wins over the live choice */
+  }
   *live = j->next;
   free(j);
   int lr = s5_log_apply(&live->log);
