@@ -243,16 +243,22 @@ static void session_track(struct s5_session *s) {
   if (s->flow_ref == 0) S5_STAT_ADD(s->w->stats, tcp_untracked, 1);
 }
 
+/* After the SYN-ACK the client has at least this long to complete its
+ * handshake: one round trip, and the loop's turn for its ACK, even when
+ * the CONNECT took nearly all of connect-timeout (a busy proxy). */
+#define S5_SYNACK_MIN_MS 1000
+
 /* CONNECT succeeded (or, [socks5] optimistic, was sent): answer the
  * client's SYN now. The client has what is left of connect-timeout
- * (counted from its SYN, as the proxy client's was) to complete its
- * handshake. */
+ * (counted from its SYN, as the proxy client's was), at least
+ * S5_SYNACK_MIN_MS, to complete its handshake. */
 static void session_answer(struct s5_session *s) {
   S5_ASSERT(s->state == S5_SESSION_CONNECTING);
   s->state = S5_SESSION_SYNACK;
   uint64_t budget = s->cfg->session.connect_timeout * 1000ull;
   uint64_t spent = uv_now(&s->w->loop) - s->rec.started_ms;
-  uv_timer_start(&s->timer, session_timer_fired, spent < budget ? budget - spent : 0, 0);
+  uint64_t left = spent < budget ? budget - spent : 0;
+  uv_timer_start(&s->timer, session_timer_fired, left > S5_SYNACK_MIN_MS ? left : S5_SYNACK_MIN_MS, 0);
   if (s->w->flows != NULL) session_track(s);
 }
 
