@@ -492,6 +492,8 @@ case_balance_groups() {
   expect_carried $((a0 + 20)) $((b0 + 20))
   log "two groups: g1 round-robin 10/10, g2 failover b then a (b killed: 10 of 10 through a)"
   ms_start b
+  stop_balance
+}
 
 # group_stat NAME FIELD: that group's field in --stats --json.
 group_stat() {
