@@ -564,8 +564,9 @@ case_balance_select() {
   select_refused pin c '"c" is not a member \(the members: a, b\)'
   [[ $(group_stat pin chosen) == b && $(group_stat pin since) -gt 0 ]] ||
     fail "--stats: pin chosen '$(group_stat pin chosen)' since '$(group_stat pin since)', expected b and a time"
-  ip netns exec "$NS_C" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" |
-    grep -qx 's5tund_group_chosen{group="pin",upstream="b"} 1' || fail "metrics: no s5tund_group_chosen 1 for pin/b"
+  local metrics # read whole first: grep -q stopping early would fail curl with SIGPIPE under pipefail
+  metrics=$(ip netns exec "$NS_C" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics")
+  grep -qx 's5tund_group_chosen{group="pin",upstream="b"} 1' <<<"$metrics" || fail "metrics: no s5tund_group_chosen 1 for pin/b"
   "$S5TUND" --stats "$WORK/stats.sock" | grep -qE '^pin +select .* b +\* up ' || fail "--stats: no row marking pin/b"
   "$S5TUND" --config "$ini" --explain "$TGT4:$TGT_PORT" | grep -q "^now      b (the running daemon's" ||
     fail "--explain: $("$S5TUND" --config "$ini" --explain "$TGT4:$TGT_PORT" | oneline)"
