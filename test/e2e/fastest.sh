@@ -21,7 +21,9 @@
 #                     microsocks moved to 0 ms: faster by more than the
 #                     tolerance, the choice moves to it. Last, a reload to
 #                     probe = http://...: a GET through each member (the
-#                     web server's log), each timed, none failed.
+#                     web server's log), each timed, none failed. Then the
+#                     chosen one killed under ab -c 200: no request fails,
+#                     it is marked down.
 
 PROBE_PORT=7009
 HTTP_PORT=7010
@@ -222,6 +224,36 @@ microsocks faster by less than 50 ms"
     fail "failed probes: $(oneline "$(grep -E 'latency probe failed' "$S5LOG")")"
   log "http probes: $(count_in "$WORK/http.log" '"GET / HTTP/1.1" 200') GETs, smoothed dante $(smoothed dante), squid \
 $(smoothed squid), microsocks $(smoothed ms) ms"
+
+  # The chosen one killed under ab -c 200: no request fails (its set-ups
+  # move to the next member by latency), and it is marked down.
+  local line who pid out kc kr kl ke
+  line=$(grep -E "info .*group fast: fastest is now " "$S5LOG" | tail -1)
+  who=${line#*fastest is now } who=${who%% *}
+  case $who in
+    ms) pid=$MS_PID ;;
+    dante) pid=$DANTE_PID ;;
+    squid) pid=$SQUID_PID ;;
+    *) fail "no member chosen: $(oneline "$line")" ;;
+  esac
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" ab -r -q -s 20 -n 3000 -c 200 "http://$TGT4:$TGT_PORT/" \
+    >"$WORK/ab.out" 2>&1 &
+  local abpid=$! t0
+  t0=$(count_in "$WORK/target.log" " http /")
+  for _ in $(seq $((T_START * 10))); do (($(count_in "$WORK/target.log" " http /") >= t0 + 300)) && break; sleep 0.05; done
+  kill -KILL "$pid" 2>/dev/null || true
+  log "killed $who (pid $pid) under ab -c 200"
+  wait "$abpid" || true
+  out=$(cat "$WORK/ab.out")
+  # Connections relaying through it when it died are cut (ab: "Length");
+  # a new one that failed would be a connect, receive or exception error.
+  local kinds
+  kinds=$(sed -nE 's/.*\(Connect: ([0-9]+), Receive: ([0-9]+), Length: ([0-9]+), Exceptions: ([0-9]+)\)/\1 \2 \3 \4/p' <<<"$out")
+  [[ $(awk '/^Complete requests:/ { print $3 }' <<<"$out") == 3000 ]] && read -r kc kr kl ke <<<"${kinds:-0 0 0 0}" &&
+    ((kc == 0 && kr == 0 && ke == 0)) ||
+    fail "ab -c 200 with $who killed: $(grep -E '^(Complete|Failed) requests|\(Connect' <<<"$out" | tr '\n' ' ')"
+  e2e_wait_log "$S5LOG" "warn .*upstream $who is down: " 5 "$who marked down" >/dev/null
+  log "ab -c 200, $who killed in the middle: 3000 of 3000 complete, no new connection failed (${kl:-0} cut in flight)"
 
   e2e_require_alive "at the end"
   e2e_stop_s5tund
