@@ -380,6 +380,17 @@ case_balance_spread() {
 # est PORT: connections from C established at that microsocks port.
 est() { in_s ss -Htn state established "( sport = :$1 )" | grep -c "$C_ADDR4" || true; }
 
+# idle_echo_start GO: a connection to the target that idles until the file
+# GO appears, then echoes (client.py idle-echo); its pid in IDLE_PID.
+idle_echo_start() {
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
+    --timeout 30 idle-echo --wait-file "$1" --idle-max 100 >"$WORK/idle.log" 2>&1 &
+  IDLE_PID=$!
+  E2E_LOGS+=("$WORK/idle.log")
+  for _ in $(seq $((T_START * 10))); do grep -q "idling" "$WORK/idle.log" && break; sleep 0.1; done
+  grep -q "idling" "$WORK/idle.log" || fail "the idle connection did not open"
+}
+
 # reload_to STRATEGY UPSTREAM...: the configuration rewritten with these
 # upstreams (pool = 2 each), then SIGHUP, until every worker took it.
 reload_to() {
@@ -419,12 +430,8 @@ case_balance_reload() {
   reload_to failover a
   wait_est "$MS_B_PORT" == 0
   # The session opened now, through a, idles across the reloads.
-  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
-    --timeout 30 idle-echo --wait-file "$go" --idle-max 100 >"$WORK/idle.log" 2>&1 &
-  ipid=$!
-  E2E_LOGS+=("$WORK/idle.log")
-  for _ in $(seq $((T_START * 10))); do grep -q "idling" "$WORK/idle.log" && break; sleep 0.1; done
-  grep -q "idling" "$WORK/idle.log" || fail "the idle connection did not open"
+  idle_echo_start "$go"
+  ipid=$IDLE_PID
   # Traffic all along: a client loop that stops at the first failure.
   ip netns exec "$NS_C" bash -c 'while [[ ! -e $1 ]]; do "$2" "$3/client.py" --host "$4" --port "$5" --timeout 10 \
     concurrent 10 --rounds 2 >/dev/null 2>>"$6" || exit 1; done' _ "$go" "$PY" "$E2E_DIR" "$TGT4" "$TGT_PORT" \
@@ -522,12 +529,8 @@ case_balance_select() {
     "a session line naming pin/a" >/dev/null
   [[ $(group_stat pin chosen) == a ]] || fail "--stats: pin's chosen is '$(group_stat pin chosen)', expected a"
   # A session through a, open across the choice and the reload.
-  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/client.py" --host "$TGT4" --port "$TGT_PORT" \
-    --timeout 30 idle-echo --wait-file "$go" --idle-max 100 >"$WORK/idle.log" 2>&1 &
-  ipid=$!
-  E2E_LOGS+=("$WORK/idle.log")
-  for _ in $(seq $((T_START * 10))); do grep -q "idling" "$WORK/idle.log" && break; sleep 0.1; done
-  grep -q "idling" "$WORK/idle.log" || fail "the idle connection did not open"
+  idle_echo_start "$go"
+  ipid=$IDLE_PID
   "$S5TUND" --connections "$WORK/stats.sock" | grep -q " pin/a " ||
     fail "--connections does not show pin/a: $("$S5TUND" --connections "$WORK/stats.sock" | oneline)"
   # Traffic all along: a client loop that stops at the first failure.
