@@ -566,11 +566,12 @@ def case_synflood(args):
     c.counters(tcp_total=(">=", fs))
     # The spoofed sources never answer the SYN-ACK: those sessions end at
     # connect-timeout as half-open clients, counted as such and not as
-    # proxy timeouts (the proxy did connect). A busy danted may also not
-    # finish some CONNECTs in time: those are proxy timeouts, rightly.
+    # proxy timeouts (their upstream, microsocks, connects at once; see
+    # hostile.sh). The busy danted may not finish some of the other
+    # CONNECTs in time: those are proxy timeouts, rightly.
     half, s5t = c.d_("tcp_handshake_timeout"), c.d_("socks5_timeout")
     log("tcp_handshake_timeout +%d (half-open clients), socks5_timeout +%d" % (half, s5t))
-    check(half >= min(100, sent2 // 10), "only %d half-open sessions counted as "
+    check(half >= sent2 * 8 // 10, "only %d half-open sessions counted as "
           "tcp_handshake_timeout for %d SYNs from sources that never answer" % (half, sent2))
     c.logs(sent + sent2)
 

@@ -355,6 +355,8 @@ e2e_stop_microsocks() {
 # DANTE_INTERNAL="ADDR...": further addresses (of S) it listens on.
 # DANTE_CONF: its configuration file (default $WORK/danted.conf; a second
 # danted takes another, with DANTE_PORT and DANTE_LOG of its own).
+# DANTE_NICE: its niceness (default 0), for a proxy that must not take the
+# daemon's CPU on a shared machine.
 e2e_start_dante() {
   local conf=${DANTE_CONF:-$WORK/danted.conf} dlog=${DANTE_LOG:-$WORK/danted.log} slog="error connect disconnect" a
   [[ ${DANTE_LOG_SESSIONS:-1} == 0 ]] && slog=error
@@ -382,7 +384,7 @@ socks pass {
 }
 EOF
   # Foreground (no -D), our own pid file so that parallel runs do not clash.
-  ip netns exec "$NS_S" danted -f "$conf" -p "${conf%.conf}.pid" >>"$dlog" 2>&1 &
+  ip netns exec "$NS_S" nice -n "${DANTE_NICE:-0}" danted -f "$conf" -p "${conf%.conf}.pid" >>"$dlog" 2>&1 &
   DANTE_PID=$!
   e2e_wait_listen "$DANTE_PORT" "$S_ADDR4" || fail "danted does not listen on $S_ADDR4:$DANTE_PORT"
   e2e_wait_listen "$DANTE_PORT" "$S_ADDR6" || fail "danted does not listen on [$S_ADDR6]:$DANTE_PORT"
@@ -481,7 +483,8 @@ e2e_pid_running() {   # true while $1 exists and is not a zombie
 
 # e2e_write_config FILE: an INI file from the variables CFG_MODE, CFG_QUEUES,
 # CFG_PROXY_ADDR, CFG_PROXY_PORT, CFG_USER, CFG_PASS, CFG_MARK, CFG_PERSIST,
-# CFG_IDLE_TIMEOUT, CFG_MAX_SESSIONS, CFG_POOL, CFG_OPTIMISTIC (empty ones are left out) and
+# CFG_IDLE_TIMEOUT, CFG_MAX_SESSIONS, CFG_POOL, CFG_OPTIMISTIC, CFG_LOG_SESSIONS (a
+# session log line each, for diagnosis) (empty ones are left out) and
 # CFG_CONNECT_TIMEOUT (default 10). E2E_POOL, when set, is CFG_POOL's
 # default: E2E_POOL=0 runs any case without the warm pool of proxy
 # connections, E2E_POOL=8 with a bigger one.
@@ -518,6 +521,7 @@ e2e_write_config() {
     echo
     echo "[log]"
     echo "level = ${CFG_LOG_LEVEL:-info}"
+    if [[ -n ${CFG_LOG_SESSIONS:-} ]]; then echo "sessions = true"; fi
   } >"$f"
 }
 
