@@ -8,11 +8,11 @@
 
 const char *s5_name_src_str(enum s5_name_src s) {
   switch (s) {
-  case S5_NAME_MAPPED: return "mapped";
-  case S5_NAME_TLS: return "tls";
-  case S5_NAME_HTTP: return "http";
-  case S5_NAME_QUIC: return "quic";
-  case S5_NAME_NONE: break;
+    case S5_NAME_MAPPED: return "mapped";
+    case S5_NAME_TLS: return "tls";
+    case S5_NAME_HTTP: return "http";
+    case S5_NAME_QUIC: return "quic";
+    case S5_NAME_NONE: break;
   }
   return "";
 }

@@ -57,10 +57,10 @@ enum s5_sniff s5_sniff_http(const uint8_t *buf, size_t len, char name[S5_SNIFF_N
  * not a QUIC v1 Initial (the association is routed by address). */
 struct s5_quic_sniff {
   uint8_t dcid[20];
-  uint8_t dcid_len;  /* 0: no Initial seen yet */
-  uint16_t have;     /* CRYPTO bytes contiguous from offset 0 */
-  uint8_t *crypto;   /* S5_SNIFF_HOLD_MAX bytes, allocated at the first Initial */
-  uint8_t *seen;     /* a bit per byte of crypto received (out of order) */
+  uint8_t dcid_len; /* 0: no Initial seen yet */
+  uint16_t have;    /* CRYPTO bytes contiguous from offset 0 */
+  uint8_t *crypto;  /* S5_SNIFF_HOLD_MAX bytes, allocated at the first Initial */
+  uint8_t *seen;    /* a bit per byte of crypto received (out of order) */
 };
 void s5_quic_sniff_init(struct s5_quic_sniff *q);
 enum s5_sniff s5_quic_sniff_feed(struct s5_quic_sniff *q, const uint8_t *pkt, size_t len,
