@@ -13,6 +13,7 @@
 
 #include "base/addr.h"
 #include "base/clock.h"
+#include "base/env.h"
 #include "dns/dns_msg.h"
 #include "dns/dns_state.h"
 #include "dns/dns_table.h"
@@ -28,7 +29,8 @@ static struct {
   char path[PATH_MAX];
   struct s5_prefix net4, net6;
   uint64_t generation;
-  uint64_t saved_ms; /* 0 = not written since start */
+  uint64_t saved_ms;  /* 0 = not written since start */
+  uint64_t period_ms; /* between two writes at least */
   uint64_t failures;
 } state;
 
@@ -51,6 +53,7 @@ static void state_load(const struct s5_config *cfg) {
   state_path(cfg, state.path, sizeof state.path);
   state.net4 = cfg->dns.network;
   state.net6 = cfg->dns.network6;
+  state.period_ms = s5_env_flag("S5TUND_DNS_STATE_SHORT") ? 1000 : S5_DNSMAP_STATE_PERIOD_MS; /* e2e */
   if (state.path[0] == '\0') return;
   char err[256];
   long skipped = 0;
@@ -83,7 +86,7 @@ static void state_save(void) {
 
 void s5_dnsmap_state_tick(void) {
   if (dns_table == NULL || state.path[0] == '\0') return;
-  if (state.saved_ms != 0 && s5_now_ms() - state.saved_ms < S5_DNSMAP_STATE_PERIOD_MS) return;
+  if (state.saved_ms != 0 && s5_now_ms() - state.saved_ms < state.period_ms) return;
   state_save();
 }
 

@@ -228,6 +228,12 @@ static void test_ten_thousand(void) {
     s5_dns_table_map(t, name, (size_t)n, a);
   }
   struct timespec t0;
+  static uint8_t snap[10000 * S5_DNS_SNAP_ENTRY_MAX];
+  memset(snap, 0, sizeof snap); /* as s5_dns_state_save() does before it locks */
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  size_t slen = s5_dns_table_snapshot(t, snap, sizeof snap, NULL);
+  double copy_ms = ms_since(&t0); /* what the workers may wait for */
+  CHECK(slen > 10000 * 5, "the copy holds the names (%zu bytes)", slen);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   long n = s5_dns_state_save(t, &net4, &net6, path, NULL, err, sizeof err);
   double save_ms = ms_since(&t0);
@@ -238,7 +244,8 @@ static void test_ten_thousand(void) {
   n = s5_dns_state_load(t, &net4, &net6, path, NULL, err, sizeof err);
   double load_ms = ms_since(&t0);
   CHECK(n == 10000 && names_in(t, 10000) == 10000, "loaded %ld: %s", n, err);
-  printf("10,000 names: saved in %.1f ms, loaded in %.1f ms\n", save_ms, load_ms);
+  printf("10,000 names: copied out under the lock in %.2f ms, saved in %.1f ms, loaded in %.1f ms\n", copy_ms,
+         save_ms, load_ms);
   s5_dns_table_destroy(t);
 }
 
