@@ -86,9 +86,11 @@ uint64_t s5_dns_table_generation(struct s5_dns_table *t);
 /* Copies the used entries, least recently used first, into buf as records
  * of [entry index, 4 bytes big-endian][name length, 1 byte][name], holding
  * the lock only for the copy; *generation (may be NULL) gets the table's
- * generation at that moment. cap >= count * S5_DNS_SNAP_ENTRY_MAX holds
- * every entry. Returns the bytes written. */
+ * generation at that moment. Returns the bytes written, or SIZE_MAX when
+ * they would be more than cap (the table grew since
+ * s5_dns_table_snapshot_size() said how many there are now). */
 #define S5_DNS_SNAP_ENTRY_MAX (5 + 253)
+size_t s5_dns_table_snapshot_size(struct s5_dns_table *t);
 size_t s5_dns_table_snapshot(struct s5_dns_table *t, uint8_t *buf, size_t cap, uint64_t *generation);
 
 /* Gives entry index (< count, free) to name (1..253 bytes) as if it had

@@ -27,8 +27,10 @@
 #                    with the same file: the old addresses reach the same
 #                    names (danted's log shows the IPv6 target six.test
 #                    stands for; blocked.test is blocked by the same rule);
-#                    a corrupt state file: one warn line, s5tund serves,
-#                    and the old addresses stand for no name
+#                    the first new name after that start written at once,
+#                    the next only at the stop (SIGTERM); a corrupt state
+#                    file: one warn line, s5tund serves, and the old
+#                    addresses stand for no name
 
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
@@ -258,7 +260,7 @@ case_dns_state() {
   printf '%s six.test\n' "$TGT6" >>"$NETNS_ETC/hosts"
   e2e_start_target
   e2e_start_dante
-  local state=$WORK/dnsmap a_blk a_six a_other rule line
+  local state=$WORK/dnsmap a_blk a_six a_other a_new rule line
   # The state file at most once a second, not once a minute: the case
   # waits for the three names in it (the first new name is written at once).
   export S5TUND_DNS_STATE_SHORT=1
@@ -287,6 +289,7 @@ rule = full:blocked.test -> block"
   kill -KILL "$S5PID"
   s5_gone
   log "s5tund killed -9; starting it again with $S5_CFG"
+  unset S5TUND_DNS_STATE_SHORT # from now on the daemon's own period: a minute
   restart_mapped
   udp_wait_log "mapped DNS: 3 names restored from $state" 1 "restored line"
   # six.test's old address reaches six.test: danted connects to its target
@@ -298,11 +301,24 @@ rule = full:blocked.test -> block"
   line=$(e2e_wait_log "$S5LOG" "blocked by \[rules\] \(rule [^)]+\)" "$T_STEP" "block line") || exit 1
   [[ $line == *"$rule"* ]] || fail "blocked.test after the restart: '$line', before: $rule"
   [[ $(dig_c "@$DNS_ADDR" other.test) == "$a_other" ]] || fail "other.test has another address after the restart"
+  # The first new name is written at once, the next one a minute later at
+  # the earliest, or at the stop (SIGTERM): the last names are not lost.
+  a_new=$(dig_c "@$DNS_ADDR" new1.test) || fail "dig new1.test failed"
+  for _ in $(seq $((T_START * 10))); do
+    grep -qx "$a_new new1.test" "$state" && break
+    sleep 0.1
+  done
+  grep -qx "$a_new new1.test" "$state" || fail "the first new name after the start was not written"
+  a_new=$(dig_c "@$DNS_ADDR" new2.test) || fail "dig new2.test failed"
+  sleep 1.5 # two ticks of the control loop: a write now would be a fault
+  grep -q " new2.test$" "$state" && fail "new2.test written within a minute of new1.test"
   e2e_s5_log_clean
-  # A corrupt file (one byte changed): one warn line, s5tund serves, and
-  # nothing of it is trusted: the old addresses stand for no name.
   e2e_stop_s5tund
   ((S5RC == 0)) || fail "s5tund exited with $S5RC"
+  grep -qx "$a_new new2.test" "$state" || fail "new2.test was not written at the stop"
+  log "new1.test written at once, new2.test at the stop"
+  # A corrupt file (one byte changed): one warn line, s5tund serves, and
+  # nothing of it is trusted: the old addresses stand for no name.
   "$PY" -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 1; open(p, "wb").write(b)' "$state"
   restart_mapped
   line=$(grep -E "^[0-9T:.-]+ (error|warn) " "$S5LOG" || true)
