@@ -63,8 +63,8 @@ static void state_load(const struct s5_config *cfg) {
     s5_info("mapped DNS: no state file %s yet: written once names are mapped", state.path);
   else if (n < 0) s5_warn("mapped DNS: state file %s ignored: %s; starting with no names", state.path, err);
   else
-    s5_info("mapped DNS: %ld names restored from %s in %llu ms%s", n, state.path,
-            (unsigned long long)(s5_now_ms() - t0), skipped > 0 ? " (some beyond cache-size dropped)" : "");
+    s5_info("mapped DNS: %ld names restored from %s in %llu ms (%ld beyond cache-size dropped)", n,
+            state.path, (unsigned long long)(s5_now_ms() - t0), skipped);
   state.generation = s5_dns_table_generation(dns_table);
 }
 
