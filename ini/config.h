@@ -303,6 +303,7 @@ struct s5_config {
     struct s5_prefix network6;       /* IPv6 pool; family 0 = AAAA not mapped */
     unsigned cache_size;             /* names kept, 1..pool size */
     bool hijack;                     /* port 53 of every address is the resolver's (needs addr) */
+    char state[PATH_MAX];            /* the names' state file; "" = $STATE_DIRECTORY/dnsmap, "off" */
   } dns;
 
   struct s5_log_cfg {

@@ -257,6 +257,10 @@ static const struct s5_key keys[] = {
   {"dns", "hijack", &s5_type_bool, AT(dns.hijack), .live = true, .def = "false",
    .doc = "answer DNS (UDP and TCP) to port 53 of every address entering the device with the mapped "
           "resolver, not only at address"},
+  /* Written by the main process (core/dns/dnsmap.c), read once at start. */
+  {"dns", "state", &s5_type_text, AT(dns.state), .def = "",
+   .doc = "file keeping the mapped names across restarts; empty = dnsmap in systemd's StateDirectory= "
+          "($STATE_DIRECTORY), else none; off = none"},
 
   {"log", "level", &s5_type_enum, AT(log.level), .words = level_words, .live = true, .def = "info",
    .doc = "error, warn, info or debug"},

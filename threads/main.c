@@ -21,6 +21,7 @@
 #include "shared/rules.h"
 #include "shared/conntab.h"
 #include "dns/dns.h"
+#include "dns/dnsmap.h"
 #include "threads/cli/exec.h"
 #include "threads/cli/explain.h"
 #include "base/log.h"
@@ -176,5 +177,7 @@ int main(int argc, char **argv) {
   s5_info("s5tund %s starting: %s, %u %s, mode %s", S5_VERSION, cfg.tun.name, cfg.queues,
           cfg.queues == 1 ? "queue" : "queues", cfg.mode == S5_MODE_THREAD ? "thread" : "process");
   s5_upstreams_log(&cfg);
-  return cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg, stats) : s5_run_processes(&cfg, stats);
+  int code = cfg.mode == S5_MODE_THREAD ? s5_run_threads(&cfg, stats) : s5_run_processes(&cfg, stats);
+  s5_dnsmap_state_stop(); /* every worker is gone: the names as they were at the end */
+  return code;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Switches from the environment, for tests and comparisons
- * (S5TUND_NO_UDP_OFFLOAD, S5TUND_NO_STEERING, S5TUND_POOL_SHORT_AGE): one reading of what "set"
- * means for all of them. */
+ * (S5TUND_NO_UDP_OFFLOAD, S5TUND_NO_STEERING, S5TUND_POOL_SHORT_AGE,
+ * S5TUND_DNS_STATE_SHORT): one reading of what "set" means for all of them. */
 #ifndef S5_CORE_ENV_H
 #define S5_CORE_ENV_H
 

@@ -45,7 +45,9 @@ struct s5_dns_table {
   uint32_t count;    /* entries */
   uint32_t nbuckets; /* a power of two */
   int32_t head, tail;
-  uint64_t reuse_ms; /* an entry used more recently is not given to another name */
+  uint64_t reuse_ms;   /* an entry used more recently is not given to another name */
+  uint64_t generation; /* +1 whenever an entry is given to a name (the state file's "changed") */
+  uint64_t snap_bytes; /* what s5_dns_table_snapshot() writes now: 5 + length per used entry */
   _Atomic uint64_t resets;
   int32_t *buckets;      /* point into this mapping; same address in every */
   struct entry *entries; /* process (forked after the mapping was made) */
@@ -92,11 +94,13 @@ static void table_clear(struct s5_dns_table *t) {
   }
   t->head = (int32_t)t->count - 1;
   t->tail = 0;
+  t->snap_bytes = 0;
 }
 
 static void table_lock(struct s5_dns_table *t) {
   if (pthread_mutex_lock(&t->lock) == EOWNERDEAD) {
     table_clear(t);
+    t->generation++;
     atomic_fetch_add(&t->resets, 1);
     pthread_mutex_consistent(&t->lock);
   }
@@ -197,13 +201,18 @@ static int32_t table_map(struct s5_dns_table *t, const char *name, size_t len) {
       table_unlock(t);
       return S5_DNS_TABLE_FULL;
     }
-    if (e->used) hash_remove(t, i);
+    if (e->used) {
+      hash_remove(t, i);
+      t->snap_bytes -= 5 + (uint64_t)e->len;
+    }
     memcpy(e->name, name, len);
     e->name[len] = '\0';
     e->len = (uint8_t)len;
     e->used = 1;
     e->hnext = t->buckets[b];
     t->buckets[b] = i;
+    t->generation++;
+    t->snap_bytes += 5 + len;
   }
   t->entries[i].used_ms = now;
   lru_to_head(t, i);
@@ -307,4 +316,75 @@ int s5_dns_table_in_pool6(const struct s5_dns_table *t, const uint8_t addr[16]) 
 
 uint64_t s5_dns_table_resets(const struct s5_dns_table *t) {
   return atomic_load(&((struct s5_dns_table *)t)->resets);
+}
+
+/* ---- the state file's side (dns_state.c): a copy out, entries back in ---- */
+
+uint32_t s5_dns_table_count(const struct s5_dns_table *t) { return t->count; }
+
+uint64_t s5_dns_table_generation(struct s5_dns_table *t) {
+  table_lock(t);
+  uint64_t g = t->generation;
+  table_unlock(t);
+  return g;
+}
+
+size_t s5_dns_table_snapshot_size(struct s5_dns_table *t) {
+  table_lock(t);
+  uint64_t n = t->snap_bytes;
+  table_unlock(t);
+  return (size_t)n;
+}
+
+size_t s5_dns_table_snapshot(struct s5_dns_table *t, uint8_t *buf, size_t cap, uint64_t *generation) {
+  size_t n = 0;
+  table_lock(t);
+  if (t->snap_bytes > cap) { /* grew since its size was asked: the caller asks again */
+    table_unlock(t);
+    return SIZE_MAX;
+  }
+  for (int32_t i = t->tail; i >= 0; i = t->entries[i].prev) {
+    const struct entry *e = &t->entries[i];
+    if (!e->used) continue;
+    S5_ASSERT(n + 5 + e->len <= cap); /* snap_bytes counts every used entry */
+    put_u32(buf + n, (uint32_t)i);
+    buf[n + 4] = e->len;
+    memcpy(buf + n + 5, e->name, e->len);
+    n += 5 + (size_t)e->len;
+  }
+  if (generation != NULL) *generation = t->generation;
+  table_unlock(t);
+  return n;
+}
+
+int s5_dns_table_restore(struct s5_dns_table *t, uint32_t index, const char *name, size_t len) {
+  if (index >= t->count || len == 0 || len > S5_DNS_NAME_MAX) return -1;
+  uint32_t b = hash_name(name, len) & (t->nbuckets - 1);
+  int r = -1;
+  table_lock(t);
+  int32_t i = t->buckets[b];
+  while (i >= 0 && !(t->entries[i].len == len && memcmp(t->entries[i].name, name, len) == 0))
+    i = t->entries[i].hnext;
+  struct entry *e = &t->entries[index];
+  if (i < 0 && !e->used) { /* neither the name nor the address twice */
+    memcpy(e->name, name, len);
+    e->name[len] = '\0';
+    e->len = (uint8_t)len;
+    e->used = 1;
+    e->used_ms = s5_now_ms();
+    t->snap_bytes += 5 + len;
+    e->hnext = t->buckets[b];
+    t->buckets[b] = (int32_t)index;
+    lru_to_head(t, (int32_t)index);
+    r = 0;
+  }
+  table_unlock(t);
+  return r;
+}
+
+void s5_dns_table_reset(struct s5_dns_table *t) {
+  table_lock(t);
+  table_clear(t);
+  t->generation++;
+  table_unlock(t);
 }

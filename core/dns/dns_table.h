@@ -76,4 +76,30 @@ int s5_dns_table_in_pool6(const struct s5_dns_table *t, const uint8_t addr[16]);
 /* Times the table was found with its lock's owner dead and was cleared. */
 uint64_t s5_dns_table_resets(const struct s5_dns_table *t);
 
+/* For the state file (dns_state.c). */
+uint32_t s5_dns_table_count(const struct s5_dns_table *t);
+
+/* Grows by one whenever an entry is given to a name (or the table is
+ * cleared): a state file written at generation g is current while it stays g. */
+uint64_t s5_dns_table_generation(struct s5_dns_table *t);
+
+/* Copies the used entries, least recently used first, into buf as records
+ * of [entry index, 4 bytes big-endian][name length, 1 byte][name], holding
+ * the lock only for the copy; *generation (may be NULL) gets the table's
+ * generation at that moment. Returns the bytes written, or SIZE_MAX when
+ * they would be more than cap (the table grew since
+ * s5_dns_table_snapshot_size() said how many there are now). */
+#define S5_DNS_SNAP_ENTRY_MAX (5 + 253)
+size_t s5_dns_table_snapshot_size(struct s5_dns_table *t);
+size_t s5_dns_table_snapshot(struct s5_dns_table *t, uint8_t *buf, size_t cap, uint64_t *generation);
+
+/* Gives entry index (< count, free) to name (1..253 bytes) as if it had
+ * just been used: the most recently used one now. Before the workers
+ * start. Returns 0, or -1 when index is out of range or in use, or the
+ * name already has an entry. */
+int s5_dns_table_restore(struct s5_dns_table *t, uint32_t index, const char *name, size_t len);
+
+/* Every entry free again (a state file found bad halfway). */
+void s5_dns_table_reset(struct s5_dns_table *t);
+
 #endif

@@ -5,17 +5,94 @@
 #include "dns/dnsmap.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/addr.h"
+#include "base/clock.h"
+#include "base/env.h"
 #include "dns/dns_msg.h"
+#include "dns/dns_state.h"
 #include "dns/dns_table.h"
 #include "base/log.h"
 
 static struct s5_dns_table *dns_table;
 
 static int has_pool6; /* [dns] network6 set: AAAA answered from it */
+
+/* The state file ([dns] state): its path ("" = none), the pools it is
+ * written for, the table's generation it holds and when it was written. */
+static struct {
+  char path[PATH_MAX];
+  struct s5_prefix net4, net6;
+  uint64_t generation;
+  uint64_t saved_ms;  /* 0 = not written since start */
+  uint64_t period_ms; /* between two writes at least */
+  uint64_t failures;
+} state;
+
+/* [dns] state's file: the key, else dnsmap in systemd's first
+ * StateDirectory= ($STATE_DIRECTORY, a colon-separated list), else none. */
+static void state_path(const struct s5_config *cfg, char *path, size_t cap) {
+  path[0] = '\0';
+  if (strcmp(cfg->dns.state, "off") == 0) return;
+  if (cfg->dns.state[0] != '\0') {
+    snprintf(path, cap, "%s", cfg->dns.state);
+    return;
+  }
+  const char *dir = getenv("STATE_DIRECTORY");
+  if (dir == NULL || dir[0] == '\0') return;
+  size_t n = strcspn(dir, ":");
+  if (snprintf(path, cap, "%.*s/dnsmap", (int)n, dir) >= (int)cap) path[0] = '\0';
+}
+
+static void state_load(const struct s5_config *cfg) {
+  state_path(cfg, state.path, sizeof state.path);
+  state.net4 = cfg->dns.network;
+  state.net6 = cfg->dns.network6;
+  state.period_ms = s5_env_flag("S5TUND_DNS_STATE_SHORT") ? 1000 : S5_DNSMAP_STATE_PERIOD_MS; /* e2e */
+  if (state.path[0] == '\0') return;
+  char err[256];
+  long skipped = 0;
+  uint64_t t0 = s5_now_ms();
+  long n = s5_dns_state_load(dns_table, &state.net4, &state.net6, state.path, &skipped, err, sizeof err);
+  if (n == S5_DNS_STATE_NONE)
+    s5_info("mapped DNS: no state file %s yet: written once names are mapped", state.path);
+  else if (n < 0) s5_warn("mapped DNS: state file %s ignored: %s; starting with no names", state.path, err);
+  else
+    s5_info("mapped DNS: %ld names restored from %s in %llu ms (%ld beyond cache-size dropped)", n,
+            state.path, (unsigned long long)(s5_now_ms() - t0), skipped);
+  state.generation = s5_dns_table_generation(dns_table);
+}
+
+/* Writes the state file when the table changed since the last write. */
+static void state_save(void) {
+  uint64_t g = s5_dns_table_generation(dns_table);
+  if (g == state.generation) return;
+  char err[PATH_MAX + 128];
+  long n = s5_dns_state_save(dns_table, &state.net4, &state.net6, state.path, &g, err, sizeof err);
+  state.saved_ms = s5_now_ms();
+  if (n < 0) {
+    s5_warn("mapped DNS: state file not written (%llu times so far): %s",
+            (unsigned long long)++state.failures, err);
+    return;
+  }
+  state.generation = g;
+  s5_debug("mapped DNS: %ld names written to %s", n, state.path);
+}
+
+void s5_dnsmap_state_tick(void) {
+  if (dns_table == NULL || state.path[0] == '\0') return;
+  if (state.saved_ms != 0 && s5_now_ms() - state.saved_ms < state.period_ms) return;
+  state_save();
+}
+
+void s5_dnsmap_state_stop(void) {
+  if (dns_table != NULL && state.path[0] != '\0') state_save();
+}
 
 int s5_dnsmap_setup(const struct s5_config *cfg) {
   dns_table = s5_dns_table_create(cfg->dns.network.addr, cfg->dns.network.len, cfg->dns.cache_size);
@@ -25,12 +102,12 @@ int s5_dnsmap_setup(const struct s5_config *cfg) {
     return -1;
   }
   const struct s5_prefix *p6 = &cfg->dns.network6;
-  if (p6->family != AF_INET6) return 0;
-  if (s5_dns_table_pool6(dns_table, p6->addr, p6->len) < 0) {
+  if (p6->family == AF_INET6 && s5_dns_table_pool6(dns_table, p6->addr, p6->len) < 0) {
     s5_error("mapped DNS: [dns] network6 /%u is too small for %u names", p6->len, cfg->dns.cache_size);
     return -1;
   }
-  has_pool6 = 1;
+  has_pool6 = p6->family == AF_INET6;
+  state_load(cfg);
   return 0;
 }
 

@@ -23,6 +23,17 @@
  * before the workers start. Returns 0, or -1 (logged). */
 int s5_dnsmap_setup(const struct s5_config *cfg);
 
+/* The state file ([dns] state, see dns_state.h) is read by
+ * s5_dnsmap_setup() and written by the main process only, never by a
+ * worker: s5_dnsmap_state_tick(), called about once a second, writes it
+ * when names were mapped since the last write and that was at least
+ * S5_DNSMAP_STATE_PERIOD_MS ago (the first change after start at once);
+ * s5_dnsmap_state_stop() writes it at stop, once the workers are gone. The
+ * table's lock is held only while the names are copied out. */
+#define S5_DNSMAP_STATE_PERIOD_MS 60000
+void s5_dnsmap_state_tick(void);
+void s5_dnsmap_state_stop(void);
+
 /* 1 once the table exists (mapped DNS is on). */
 int s5_dnsmap_on(void);
 

@@ -21,6 +21,16 @@
 #                    counted in dns_hijacked, and dnsmasq never sees them;
 #                    reloaded with hijack = false, the same queries reach
 #                    dnsmasq through the proxy and get its answers
+#        dns_state   [dns] state: names resolved (one blocked by a [rules]
+#                    rule), the state file written (the first new name is
+#                    written at once), s5tund killed -9 and started again
+#                    with the same file: the old addresses reach the same
+#                    names (danted's log shows the IPv6 target six.test
+#                    stands for; blocked.test is blocked by the same rule);
+#                    the first new name after that start written at once,
+#                    the next only at the stop (SIGTERM); a corrupt state
+#                    file: one warn line, s5tund serves, and the old
+#                    addresses stand for no name
 
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
@@ -221,4 +231,102 @@ case_dns_hijack() {
   log "hijack = false (reloaded): dnsmasq answered over UDP and TCP through the proxy"
   e2e_require_alive "after hijacked DNS"
   e2e_s5_log_clean
+}
+
+# The daemon and its workers gone after kill -9 (the workers get SIGTERM
+# from the kernel when their supervisor dies), and so is the device.
+s5_gone() {
+  local i
+  for i in $(seq $((T_STOP * 10))); do
+    e2e_s5_alive || e2e_tun_exists || break
+    sleep 0.1
+  done
+  e2e_tun_exists && fail "$TUN is left after s5tund was killed"
+  wait "$S5PID" 2>/dev/null || true
+  S5PID=""
+}
+
+# restart_mapped: s5tund again with the same configuration file.
+restart_mapped() {
+  e2e_start_s5tund --config "$S5_CFG"
+  e2e_wait_ready "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  in_c ip -6 route replace "$DNS_POOL6" dev "$TUN"
+}
+
+case_dns_state() {
+  e2e_topology_up
+  udp_hosts
+  printf '%s six.test\n' "$TGT6" >>"$NETNS_ETC/hosts"
+  e2e_start_target
+  e2e_start_dante
+  local state=$WORK/dnsmap a_blk a_six a_other a_new rule line
+  # The state file at most once a second, not once a minute: the case
+  # waits for the three names in it (the first new name is written at once).
+  export S5TUND_DNS_STATE_SHORT=1
+  start_mapped "state = $state
+
+[rules]
+rule = full:blocked.test -> block"
+  udp_wait_log "mapped DNS: no state file $state yet" 1 "line of the missing state file"
+  a_blk=$(dig_c "@$DNS_ADDR" blocked.test) || fail "dig blocked.test failed"
+  [[ -n $a_blk ]] || fail "dig blocked.test: no answer"
+  a_six=$(dig_c "@$DNS_ADDR" six.test) || fail "dig six.test failed"
+  [[ -n $a_six ]] || fail "dig six.test: no answer"
+  a_other=$(dig_c "@$DNS_ADDR" other.test) || fail "dig other.test failed"
+  [[ -n $a_other ]] || fail "dig other.test: no answer"
+  log "mapped: blocked.test $a_blk, six.test $a_six, other.test $a_other"
+  client --host "$a_blk" expect-refused
+  rule=$(e2e_wait_log "$S5LOG" "blocked by \[rules\] \(rule [^)]+\)" "$T_STEP" "block line") || exit 1
+  rule=$(sed -E 's/.*(\(rule [^)]+\)).*/\1/' <<<"$rule")
+  for _ in $(seq $((T_START * 10))); do
+    grep -qx "$a_other other.test" "$state" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -qx "$a_other other.test" "$state" || fail "$state lacks other.test: $(oneline "$(cat "$state" 2>&1)")"
+  grep -qx "$a_six six.test" "$state" || fail "$state lacks six.test"
+  grep -q "$TGT6" "$WORK/danted.log" && fail "danted saw $TGT6 before the restart"
+  kill -KILL "$S5PID"
+  s5_gone
+  log "s5tund killed -9; starting it again with $S5_CFG"
+  unset S5TUND_DNS_STATE_SHORT # from now on the daemon's own period: a minute
+  restart_mapped
+  udp_wait_log "mapped DNS: 3 names restored from $state" 1 "restored line"
+  # six.test's old address reaches six.test: danted connects to its target
+  client --host "$a_six" echo --count 3
+  grep -q "tcp/connect .*$TGT6\.7000" "$WORK/danted.log" || fail "danted's log shows no connection to $TGT6.7000"
+  udp_wait_log "dns: $a_six stands for six.test: sent by name" 1 "six.test line"
+  log "danted: $(grep -m 1 "tcp/connect .*$TGT6\.7000" "$WORK/danted.log")"
+  client --host "$a_blk" expect-refused
+  line=$(e2e_wait_log "$S5LOG" "blocked by \[rules\] \(rule [^)]+\)" "$T_STEP" "block line") || exit 1
+  [[ $line == *"$rule"* ]] || fail "blocked.test after the restart: '$line', before: $rule"
+  [[ $(dig_c "@$DNS_ADDR" other.test) == "$a_other" ]] || fail "other.test has another address after the restart"
+  # The first new name is written at once, the next one a minute later at
+  # the earliest, or at the stop (SIGTERM): the last names are not lost.
+  a_new=$(dig_c "@$DNS_ADDR" new1.test) || fail "dig new1.test failed"
+  for _ in $(seq $((T_START * 10))); do
+    grep -qx "$a_new new1.test" "$state" && break
+    sleep 0.1
+  done
+  grep -qx "$a_new new1.test" "$state" || fail "the first new name after the start was not written"
+  a_new=$(dig_c "@$DNS_ADDR" new2.test) || fail "dig new2.test failed"
+  sleep 1.5 # two ticks of the control loop: a write now would be a fault
+  grep -q " new2.test$" "$state" && fail "new2.test written within a minute of new1.test"
+  e2e_s5_log_clean
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with $S5RC"
+  grep -qx "$a_new new2.test" "$state" || fail "new2.test was not written at the stop"
+  log "new1.test written at once, new2.test at the stop"
+  # A corrupt file (one byte changed): one warn line, s5tund serves, and
+  # nothing of it is trusted: the old addresses stand for no name.
+  "$PY" -c 'import sys; p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[len(b) // 2] ^= 1; open(p, "wb").write(b)' "$state"
+  restart_mapped
+  line=$(grep -E "^[0-9T:.-]+ (error|warn) " "$S5LOG" || true)
+  [[ $(wc -l <<<"$line") == 1 && $line == *"state file $state ignored: checksum does not match"* ]] \
+    || fail "corrupt state file: expected one warn line, got '$(oneline "$line")'"
+  log "corrupt state file: $line"
+  client --host "$a_six" expect-refused
+  udp_wait_log "mapped address $a_six stands for no name" 1 "no-name line"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited with $S5RC"
 }

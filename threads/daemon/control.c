@@ -12,6 +12,7 @@
 #include "threads/ctl/fd_reserve.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "dns/dnsmap.h"
 #include "threads/ctl/metrics.h"
 #include "threads/daemon/notify.h"
 #include "threads/daemon/reload.h"
@@ -222,6 +223,7 @@ int s5_control_run(const struct s5_config *cfg, struct s5_stats_area *stats,
     s5_stats_server_serve(&server, pfd + 2, n > 0 ? ns : 0);
     s5_metrics_serve(&metrics, pfd + 2 + ns, n > 0 ? nm : 0);
     if (mode->tick) mode->tick(mode->arg);
+    s5_dnsmap_state_tick(); /* here, not on a worker's loop: one writer */
     if (result == 0) control_reload_start(&c);
     s5_device_tend();
     s5_device_count(cfg, stats);
