@@ -354,7 +354,7 @@ static const struct bad bad_files[] = {
   {"bad_section.ini", 3, "[tunnel] mtu", "unknown section [tunnel]"},
   {"bad_section.ini", 3, "[tunnel] mtu",
    "(expected [tun], [socks5], [upstream NAME], "
-   "[group NAME], [balance], [rules], [session], [dns], [log], [run] or [stats])"},
+   "[group NAME], [balance], [rules], [sniff], [session], [dns], [log], [run] or [stats])"},
   {"bad_run_key.ini", 3, "[run] usr",
    "unknown key (expected one of: user, "
    "pid-file, drain-timeout, limit-nofile)"},
