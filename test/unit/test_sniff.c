@@ -350,12 +350,112 @@ static void test_http(void) {
   CHECK(s5_sniff_http(big, n, got) == S5_SNIFF_NONE, "over the limit: NONE");
 }
 
+/* ---- QUIC -------------------------------------------------------------- */
+
+/* A hex file (lines starting with '#' skipped) into buf. */
+static size_t hexfile(const char *file, uint8_t *buf, size_t cap) {
+  static char text[16384];
+  size_t n = slurp(file, (uint8_t *)text, sizeof text - 1), out = 0;
+  text[n] = 0;
+  int hi = -1, comment = 0;
+  for (size_t i = 0; i < n && out < cap; i++) {
+    char c = text[i];
+    if (c == '\n') comment = 0;
+    if (c == '#') comment = 1;
+    if (comment) continue;
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) continue;
+    if (hi < 0) hi = v;
+    else buf[out++] = (uint8_t)(hi << 4 | v), hi = -1;
+  }
+  return out;
+}
+
+static enum s5_sniff quic1(const uint8_t *pkt, size_t len, char *got) {
+  struct s5_quic_sniff q;
+  s5_quic_sniff_init(&q);
+  uint8_t *p = malloc(len + 1);
+  memcpy(p, pkt, len);
+  enum s5_sniff r = s5_quic_sniff_feed(&q, p, len, got);
+  free(p);
+  s5_quic_sniff_free(&q);
+  return r;
+}
+
+static void test_quic_rfc9001(void) {
+  static uint8_t pkt[1500];
+  char got[S5_SNIFF_NAME_MAX + 1];
+  size_t n = hexfile("rfc9001_a2_client_initial.hex", pkt, sizeof pkt);
+  CHECK(n == 1200, "RFC 9001 A.2 packet: %zu bytes", n);
+  enum s5_sniff r = quic1(pkt, n, got);
+  CHECK(r == S5_SNIFF_FOUND && strcmp(got, "example.com") == 0, "RFC 9001 A.2: %d '%s'", (int)r,
+        r == S5_SNIFF_FOUND ? got : "");
+  /* The same packet twice to one sniffer (a retransmission): still whole. */
+  struct s5_quic_sniff q;
+  s5_quic_sniff_init(&q);
+  CHECK(s5_quic_sniff_feed(&q, pkt, n, got) == S5_SNIFF_FOUND, "first");
+  CHECK(s5_quic_sniff_feed(&q, pkt, n, got) == S5_SNIFF_FOUND, "again");
+  s5_quic_sniff_free(&q);
+  s5_quic_sniff_free(&q); /* twice is harmless */
+  /* Any byte changed: the header or the AEAD refuses it (or, for the
+   * first byte's protected bits and the version, the parser). */
+  for (size_t i = 0; i < n; i += (i < 64 ? 1 : 37)) {
+    pkt[i] ^= 0x01;
+    r = quic1(pkt, n, got);
+    CHECK(r == S5_SNIFF_NONE, "byte %zu flipped: %d", i, (int)r);
+    pkt[i] ^= 0x01;
+  }
+  /* Cut short anywhere: NONE. */
+  for (size_t len = 0; len < n; len += (len < 64 ? 1 : 97))
+    CHECK(quic1(pkt, len, got) == S5_SNIFF_NONE, "%zu of %zu bytes not NONE", len, n);
+  /* Version 2, a short header, a Handshake packet type. */
+  pkt[4] = 2;
+  CHECK(quic1(pkt, n, got) == S5_SNIFF_NONE, "version 0x00000002");
+  pkt[4] = 1;
+  pkt[0] = 0x40;
+  CHECK(quic1(pkt, n, got) == S5_SNIFF_NONE, "short header");
+  pkt[0] = 0xe0;
+  CHECK(quic1(pkt, n, got) == S5_SNIFF_NONE, "Handshake");
+  pkt[0] = 0xc0;
+  CHECK(quic1(pkt, n, got) == S5_SNIFF_FOUND, "restored");
+  /* A datagram that is not QUIC. */
+  CHECK(quic1((const uint8_t *)"\x12\x34\x01\x00\x00\x01", 6, got) == S5_SNIFF_NONE, "DNS");
+}
+
+/* test_sniff --quic NAME|- FILE...: one sniffer, the datagrams in order. */
+static int quic_files(int argc, char **argv) {
+  static uint8_t pkt[65536];
+  char got[S5_SNIFF_NAME_MAX + 1];
+  struct s5_quic_sniff q;
+  s5_quic_sniff_init(&q);
+  enum s5_sniff r = S5_SNIFF_MORE;
+  for (int i = 3; i < argc; i++) {
+    FILE *f = fopen(argv[i], "rb");
+    if (f == NULL) {
+      CHECK(0, "%s: cannot open", argv[i]);
+      break;
+    }
+    size_t n = fread(pkt, 1, sizeof pkt, f);
+    fclose(f);
+    r = s5_quic_sniff_feed(&q, pkt, n, got);
+    if (i < argc - 1) CHECK(r == S5_SNIFF_MORE, "%s: %d, not MORE", argv[i], (int)r);
+  }
+  s5_quic_sniff_free(&q);
+  if (strcmp(argv[2], "-") == 0) CHECK(r == S5_SNIFF_NONE, "last: %d, not NONE", (int)r);
+  else
+    CHECK(r == S5_SNIFF_FOUND && strcmp(got, argv[2]) == 0, "last: %d '%s', not %s", (int)r,
+          r == S5_SNIFF_FOUND ? got : "", argv[2]);
+  return check_done();
+}
+
 int main(int argc, char **argv) {
+  if (argc > 3 && strcmp(argv[1], "--quic") == 0) return quic_files(argc, argv);
   if (argc > 1) fixtures = argv[1];
   test_tls_built();
   test_tls_malformed();
   test_tls_captured();
   test_http();
+  test_quic_rfc9001();
   CHECK(strcmp(s5_name_src_str(S5_NAME_TLS), "tls") == 0 && s5_name_src_str(S5_NAME_NONE)[0] == 0, "names");
   return check_done();
 }
