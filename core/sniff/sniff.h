@@ -51,16 +51,23 @@ enum s5_sniff s5_sniff_tls(const uint8_t *buf, size_t len, char name[S5_SNIFF_NA
 enum s5_sniff s5_sniff_http(const uint8_t *buf, size_t len, char name[S5_SNIFF_NAME_MAX + 1]);
 
 /* QUIC v1 (RFC 9000/9001): one per new UDP association. Each datagram the
- * client sends is fed in; Initial packets of the same DCID are decrypted
- * (their keys derived from the DCID) and their CRYPTO frames reassembled,
- * bounded, until the ClientHello is whole. NONE for a datagram that is
- * not a QUIC v1 Initial (the association is routed by address). */
+ * client sends is fed in, until the answer is not MORE; Initial packets of
+ * the same DCID (coalesced ones too) are decrypted, their keys derived
+ * from the DCID, and their CRYPTO frames laid into a buffer of
+ * S5_SNIFF_HOLD_MAX at their offsets (out of order, repeated), until the
+ * ClientHello at its start is whole. NONE for a datagram that is not a
+ * QUIC v1 Initial of that DCID, one that does not open (a forged or
+ * corrupted packet), a payload over S5_SNIFF_HOLD_MAX, a frame an Initial
+ * may not carry (or CONNECTION_CLOSE), CRYPTO data beyond the buffer, and
+ * a ClientHello without a name: the association is routed by address.
+ * The buffers are allocated at the first Initial, freed by _free. */
 struct s5_quic_sniff {
   uint8_t dcid[20];
-  uint8_t dcid_len; /* 0: no Initial seen yet */
-  uint16_t have;    /* CRYPTO bytes contiguous from offset 0 */
-  uint8_t *crypto;  /* S5_SNIFF_HOLD_MAX bytes, allocated at the first Initial */
-  uint8_t *seen;    /* a bit per byte of crypto received (out of order) */
+  uint8_t dcid_len;                /* 0: no Initial seen yet */
+  uint16_t have;                   /* CRYPTO bytes contiguous from offset 0 */
+  uint8_t *crypto;                 /* S5_SNIFF_HOLD_MAX bytes, allocated at the first Initial */
+  uint8_t *seen;                   /* a bit per byte of crypto received (out of order) */
+  uint8_t key[16], iv[12], hp[16]; /* the client's Initial keys, from dcid */
 };
 void s5_quic_sniff_init(struct s5_quic_sniff *q);
 enum s5_sniff s5_quic_sniff_feed(struct s5_quic_sniff *q, const uint8_t *pkt, size_t len,
