@@ -35,11 +35,12 @@ CTEST_ARGS ?=
 # killed (e2e.ops.supervise). libssl-dev: libcrypto, QUIC Initials' keys
 # and ciphers (core/sniff/). python3-cryptography: the QUIC client
 # Initials the sniffer is tested against (unit.sniff_quic_split).
+# nginx-light: one address serving two names by SNI and Host (e2e.sniff).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev libnftables-dev libssl-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
         systemd man-db python3-prometheus-client iperf3 clang-format dnsutils nftables \
-        apache2-utils curl squid tinyproxy strace python3-cryptography
+        apache2-utils curl squid tinyproxy strace python3-cryptography nginx-light
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive

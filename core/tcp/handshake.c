@@ -111,11 +111,14 @@ static void hs_again_written(uv_write_t *req, int status) {
 }
 
 /* [socks5] optimistic: the client's bytes that came meanwhile follow the
- * request; [sniff] after a failover, first those the last upstream took. */
+ * request; [sniff] after a failover, first those the last upstream took.
+ * A sniffed session's bytes follow the request only to an upstream with
+ * optimistic (it reads its connection as a stream; microsocks drops what
+ * comes with the CONNECT): to the others after the reply. */
 static void hs_requested(void *session) {
   struct s5_session *s = session;
-  if (!s5_relay_early(&s->conn)) return;
   struct s5_sniffing *h = s->sniff;
+  if (!s5_relay_early(&s->conn) || (h != NULL && !s->proxy.up->optimistic)) return;
   if (h != NULL && h->again > 0) {
     uv_buf_t b = uv_buf_init((char *)h->buf, h->again);
     h->again = 0;
