@@ -368,6 +368,7 @@ struct s5_explain {
   char name[254];
   int proto;       /* IPPROTO_TCP (the default) or IPPROTO_UDP */
   int proto_given; /* --proto was on the command line */
+  int sniffed;     /* name is what [sniff] would learn (--sni), not a mapped one (--name) */
 };
 const struct s5_explain *s5_args_explain(void);
 

@@ -28,6 +28,7 @@ void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *
   c->bytes_down = r->bytes_down;
   c->started_ms = r->started_ms;
   if (r->name != NULL) snprintf(c->name, sizeof c->name, "%s", r->name);
+  if (r->name != NULL) snprintf(c->named_by, sizeof c->named_by, "%s", r->named_by ? r->named_by : "mapped");
   if (r->upstream != NULL) snprintf(c->upstream, sizeof c->upstream, "%s", r->upstream);
   if (r->group != NULL) snprintf(c->group, sizeof c->group, "%s", r->group);
   memcpy(c->rule, r->rule, sizeof c->rule);

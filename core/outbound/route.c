@@ -82,8 +82,9 @@ static uint32_t route_cannot_udp(const struct s5_config *cfg) {
 }
 
 /* [sniff]: what a TCP flow to port is sniffed for, S5_ROUTE_SNIFF_* bits. */
-static unsigned route_sniff_as(const struct s5_config *cfg, uint16_t port) {
+unsigned s5_route_sniff_port(const struct s5_config *cfg, uint8_t proto, uint16_t port) {
   unsigned as = 0;
+  if (proto != IPPROTO_TCP) return 0;
   for (unsigned i = 0; i < cfg->sniff.tls.n; i++)
     as |= cfg->sniff.tls.port[i] == port ? S5_ROUTE_SNIFF_TLS : 0;
   for (unsigned i = 0; i < cfg->sniff.http.n; i++)
@@ -103,7 +104,7 @@ static unsigned route_sniffs(struct s5_route *r, const struct s5_rules *t, const
 }
 
 /* A name under one of [sniff] skip's. */
-static int route_name_skipped(const struct s5_config *cfg, const char *name) {
+int s5_route_name_skipped(const struct s5_config *cfg, const char *name) {
   size_t n = strlen(name);
   for (unsigned i = 0; i < cfg->sniff.skip.names.n; i++) {
     const char *k = cfg->sniff.skip.names.name[i];
@@ -124,7 +125,7 @@ enum s5_route_kind s5_route_named(struct s5_route *r, const char *name, int src,
                                   const struct sockaddr_storage *srcaddr) {
   struct s5_rules *t = s5_rules_of(r->cfg);
   struct s5_flow f;
-  int use = name != NULL && name[0] != '\0' && !route_name_skipped(r->cfg, name);
+  int use = name != NULL && name[0] != '\0' && !s5_route_name_skipped(r->cfg, name);
   s5_flow_init(&f, r->proto, &r->target.addr, srcaddr, use ? name : NULL);
   r->sniff = 0;
   r->named = (uint8_t)(use ? src : S5_NAME_NONE);
@@ -153,7 +154,7 @@ enum s5_route_kind s5_route_init(struct s5_route *r, const struct s5_config *cfg
   if (t != NULL) {
     struct s5_flow f;
     s5_flow_init(&f, proto, dst, src, mapped > 0 ? r->target.name : NULL);
-    unsigned as = mapped == 0 && proto == IPPROTO_TCP && s5_rules_named(t) ? route_sniff_as(cfg, f.dport) : 0;
+    unsigned as = mapped == 0 && s5_rules_named(t) ? s5_route_sniff_port(cfg, proto, f.dport) : 0;
     if (as != 0 && route_sniffs(r, t, &f, as) == 0) as = 0;
     if (as == 0) r->outbound = s5_rules_match(t, &f, &r->rule);
     if (s5_rules_configured(t)) s5_rules_label(t, r->rule, r->label, sizeof r->label);

@@ -67,6 +67,12 @@ enum s5_route_kind s5_route_init(struct s5_route *r, const struct s5_config *cfg
 enum s5_route_kind s5_route_named(struct s5_route *r, const char *name, int src,
                                   const struct sockaddr_storage *srcaddr);
 
+/* [sniff]: what a flow of proto to port is sniffed for (S5_ROUTE_SNIFF_*
+ * bits; UDP: none yet), and whether a name found is one [sniff] skip
+ * names (then not used). For s5_route_init and --explain. */
+unsigned s5_route_sniff_port(const struct s5_config *cfg, uint8_t proto, uint16_t port);
+int s5_route_name_skipped(const struct s5_config *cfg, const char *name);
+
 /* The first upstream for a PROXY route, or NULL with why when none may
  * take the flow now: every candidate is down, the one its rule names is
  * down, or none can carry UDP. Counted as no_upstream when it is for want

@@ -107,6 +107,10 @@ expect_peer() {   # N PEER HOST WHAT
 case_sniff() {
   local ini=$WORK/sniff.ini out sc=(ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/sniffclient.py")
   sniff_config "$ini" false
+  out=$("$S5TUND" --config "$ini" --explain "$TGT4:443" --sni www.one.test)
+  grep -q "^sniff    yes (tls)" <<<"$out" && grep -qx "outbound ga" <<<"$out" || fail "--explain --sni: $(oneline "$out")"
+  out=$("$S5TUND" --config "$ini" --explain "$TGT4:22" --sni www.one.test)
+  grep -q "^sniff    no: TCP port 22 " <<<"$out" && grep -qx "outbound b" <<<"$out" || fail "--explain --sni :22: $(oneline "$out")"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
   # one.test: r refuses the CONNECT with the ClientHello behind it; a carries it, unseen by the client
