@@ -102,12 +102,16 @@ static void hs_result(void *session, const struct s5_proxy_result *r) {
       s5_route_granted(&s->route, s->w->index, (uv_now(&s->w->loop) - s->rec.started_ms) * 1000);
       s->up_open = 1;
     }
+    if (s->sniff != NULL) s5_sniffing_granted(s); /* the copy is not needed any more */
     s5_session_established(s);
   }
 }
 
 static void hs_again_written(uv_write_t *req, int status) {
-  (void)req, (void)status; /* a failure fails the relay's next write, or the reply */
+  struct s5_session *s = req->data; /* a failure fails the relay's next write, or the reply */
+  (void)status;
+  s->sniff->writing = 0;
+  if (s->sniff->state == S5_SNIFFING_GRANTED) s5_sniffing_free(s);
 }
 
 /* [socks5] optimistic: the client's bytes that came meanwhile follow the
@@ -123,8 +127,10 @@ static void hs_requested(void *session) {
     uv_buf_t b = uv_buf_init((char *)h->buf, h->again);
     h->again = 0;
     s5_proxy_data_ok(&s->proxy);
+    h->write_req.data = s;
     if (uv_write(&h->write_req, (uv_stream_t *)&s->proxy.sock, &b, 1, hs_again_written) < 0)
       s5_debug("s%llu: the held bytes could not be written again", (unsigned long long)s->id);
+    else h->writing = 1;
   }
   s5_relay_kick(&s->conn);
 }

@@ -66,7 +66,7 @@ int s5_sniffing_begin(struct s5_session *s, unsigned as) {
   h->as = (uint8_t)as;
   h->state = S5_SNIFFING_WAIT;
   h->src = S5_NAME_NONE;
-  h->len = h->again = 0;
+  h->len = h->again = h->writing = 0;
   h->name[0] = '\0';
   s->sniff = h;
   s5_relay_hold(&s->conn);
@@ -110,6 +110,16 @@ int s5_sniffing_look(struct s5_session *s) {
   S5_STAT_ADD(s->w->stats, sniff_none, 1);
   sniffing_done(s, S5_NAME_NONE);
   return 1;
+}
+
+void s5_sniffing_granted(struct s5_session *s) {
+  s->sniff->state = S5_SNIFFING_GRANTED;
+  if (!s->sniff->writing) s5_sniffing_free(s);
+}
+
+void s5_sniffing_free(struct s5_session *s) {
+  free(s->sniff);
+  s->sniff = NULL;
 }
 
 void s5_sniffing_timeout(struct s5_session *s) {

@@ -24,17 +24,19 @@ struct s5_session;
 struct s5_queue_stats;
 
 enum s5_sniffing_state {
-  S5_SNIFFING_WAIT, /* bytes awaited */
-  S5_SNIFFING_DONE, /* decided: name (or none), the route goes on */
+  S5_SNIFFING_WAIT,    /* bytes awaited */
+  S5_SNIFFING_DONE,    /* decided: name (or none), the route goes on */
+  S5_SNIFFING_GRANTED, /* an upstream carries it: the copy is freed once no write uses it */
 };
 
 /* A sniffing session's (s->sniff, allocated at its SYN, freed with it). */
 struct s5_sniffing {
-  uint8_t as;     /* S5_ROUTE_SNIFF_* */
-  uint8_t state;  /* enum s5_sniffing_state */
-  uint8_t src;    /* enum s5_name_src of name; S5_NAME_NONE: none found */
-  uint16_t len;   /* bytes copied into buf */
-  uint16_t again; /* failover: bytes of buf written again on the next upstream before the relay's */
+  uint8_t as;      /* S5_ROUTE_SNIFF_* */
+  uint8_t state;   /* enum s5_sniffing_state */
+  uint8_t src;     /* enum s5_name_src of name; S5_NAME_NONE: none found */
+  uint16_t len;    /* bytes copied into buf */
+  uint16_t again;  /* failover: bytes of buf written again on the next upstream before the relay's */
+  uint8_t writing; /* write_req (those bytes) in flight */
   uv_write_t write_req;
   char name[S5_SNIFF_NAME_MAX + 1];
   uint8_t buf[S5_SNIFF_HOLD_MAX];
@@ -67,5 +69,8 @@ int s5_sniffing_begin(struct s5_session *s, unsigned as);
 int s5_sniffing_look(struct s5_session *s);
 /* [sniff] timeout passed with nothing decided: DONE without a name, counted. */
 void s5_sniffing_timeout(struct s5_session *s);
+/* The CONNECT was granted: the copy goes (now, or when its write is back). */
+void s5_sniffing_granted(struct s5_session *s);
+void s5_sniffing_free(struct s5_session *s);
 
 #endif
