@@ -81,8 +81,8 @@ static int skip_name(char *item, struct s5_name_list *l, char *err, size_t errle
 
 static int skip_item(char *item, void *arg, char *err, size_t errlen) {
   struct s5_sniff_skip *s = arg;
-  if (strchr(item, ':') != NULL || strchr(item, '/') != NULL ||
-      isdigit((unsigned char)item[strlen(item) - 1])) {
+  struct in_addr a4;
+  if (strchr(item, ':') != NULL || strchr(item, '/') != NULL || inet_pton(AF_INET, item, &a4) == 1) {
     if (s->pfx.n == S5_ROUTE_PREFIXES_MAX) {
       snprintf(err, errlen, "more than %d prefixes", S5_ROUTE_PREFIXES_MAX);
       return -1;

@@ -8,6 +8,9 @@ library only:
       NAME, written in two segments MS ms apart (TCP_NODELAY), with N bytes
       of further ALPN names (a ClientHello over 2 KB); then the handshake,
       GET / and the response body printed ("one" or "two": nginx's answer)
+  sniffclient.py ttfb HOST PORT NAME COUNT
+      COUNT connections sending a ClientHello for NAME: the fastest and the
+      median ms to the server's first byte (a measurement, not a test)
   sniffclient.py banner HOST PORT COUNT
       COUNT connections that each read a server-first banner ("SSH-..."),
       then close: prints the banners read
@@ -87,6 +90,32 @@ def tls(host, port, name, split_ms, pad):
             break
         inc.write(data)
     print("hello %d bytes; %s" % (len(hello), body.split(b"\r\n\r\n", 1)[-1].decode().strip()))
+
+
+def ttfb(host, port, name, count):
+    """count connections: ms from the ClientHello sent to the server's first byte; the fastest, the median"""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    got = []
+    for _ in range(count):
+        out = ssl.MemoryBIO()
+        obj = ctx.wrap_bio(ssl.MemoryBIO(), out, server_hostname=name)
+        try:
+            obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        s = socket.create_connection((host, port), timeout=20)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        t0 = time.monotonic()
+        s.sendall(out.read())
+        if not s.recv(1):
+            raise SystemExit("no first byte")
+        got.append((time.monotonic() - t0) * 1000)
+        s.close()
+        time.sleep(0.5)
+    got.sort()
+    print("%.1f %.1f" % (got[0], got[len(got) // 2]))
 
 
 def banner(host, port, count):
@@ -175,6 +204,8 @@ def main():
         if "--pad" in a:
             pad = int(a[a.index("--pad") + 1])
         tls(a[1], int(a[2]), a[3], split_ms, pad)
+    elif a[0] == "ttfb":
+        ttfb(a[1], int(a[2]), a[3], int(a[4]))
     elif a[0] == "banner":
         banner(a[1], int(a[2]), int(a[3]))
     elif a[0] == "silent":
