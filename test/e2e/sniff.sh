@@ -12,7 +12,8 @@
 #   curl --resolve and openssl s_client -servername: one.test through a
 #   (the refusing proxy got the CONNECT with the ClientHello behind it,
 #   refused, and the client saw nothing of it), two.test through b; HTTP
-#   Host on port 80 the same; a ClientHello in two segments 50 ms apart,
+#   Host on port 80 the same; r.test, whose rule names r alone: reset;
+#   a ClientHello in two segments 50 ms apart,
 #   and one over 2 KB; 15 clients of a server-first banner on a listed
 #   port (2222): each worker waits [sniff] timeout 5 times, then skips the
 #   destination (sniff_timeout <= 10, the rest sniff_skipped); a client
@@ -83,7 +84,7 @@ sniff_config() {   # FILE OVERRIDE
     "address = $S_ADDR4" "port = $MS_RB_PORT" "" "[upstream r]" "address = $S_ADDR4" "port = $REFUSE_PORT" \
     "optimistic = true" "" \
     "[group ga]" "members = r, a" "" "[balance]" "fail-after = 1000" "" "[stats]" "socket = $WORK/stats.sock" "" "[rules]" "default = b" \
-    "rule = domain:one.test -> ga" "" "[sniff]" "tls = 443, $BANNER_PORT" "http = 80, $TGT_PORT" \
+    "rule = domain:one.test -> ga" "rule = full:r.test -> r" "" "[sniff]" "tls = 443, $BANNER_PORT" "http = 80, $TGT_PORT" \
     "timeout = 300" "override = $2" >>"$1"
 }
 
@@ -138,6 +139,13 @@ case_sniff() {
   [[ $out =~ ^hello\ ([0-9]+)\ bytes\;\ one$ ]] && ((BASH_REMATCH[1] > 2048)) || fail "a ClientHello over 2 KB: $out"
   expect_peer 7 "$S_ADDR4" one.test "a ClientHello over 2 KB"
   log "TLS (curl, openssl, split, $(cut -d' ' -f2 <<<"$out") bytes) and HTTP routed by name"
+  # every upstream it may take refuses (its rule names r alone): the client, answered at once, is reset
+  local rc=0
+  bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" curl -sk --resolve "r.test:443:$TGT4" https://r.test/ || rc=$?
+  ((rc != 0 && rc != 124)) || fail "curl https://r.test through a refusing upstream: exit $rc, expected a reset"
+  grep -q "refused CONNECT $TGT4:443 with [0-9]* bytes behind it" "$WORK/refused.log" || fail "r.test: no CONNECT at r"
+  e2e_wait_log "$S5LOG" "-> $TGT4:443 \(r\.test, tls\) via .*proxy refused CONNECT" "$T_START" >/dev/null
+  log "r.test: every upstream refused, the client reset (curl exit $rc)"
   # server-first: each worker waits for 5 of these, then skips the destination
   out=$(bg_wait "${sc[@]}" banner "$TGT4" "$BANNER_PORT" 15)
   (($(grep -c '^SSH-2.0-sniff-e2e$' <<<"$out") == 15)) || fail "banners: $(oneline "$out")"
@@ -147,8 +155,8 @@ case_sniff() {
   out=$(bg_wait "${sc[@]}" silent "$TGT4" "$TGT_PORT" 600)
   [[ $out == hello ]] || fail "a client silent past the timeout: '$out'"
   (($(sniff_stat sniff_timeout) == to + 1)) || fail "the silent client's timeout not counted"
-  (($(sniff_stat sniff_tls) == 5 && $(sniff_stat sniff_http) == 2)) ||
-    fail "sniff_tls $(sniff_stat sniff_tls), sniff_http $(sniff_stat sniff_http): want 5 and 2"
+  (($(sniff_stat sniff_tls) == 6 && $(sniff_stat sniff_http) == 2)) ||
+    fail "sniff_tls $(sniff_stat sniff_tls), sniff_http $(sniff_stat sniff_http): want 6 and 2"
   grep -qE "session s[0-9]+ tcp .* -> $TGT4:443 \(one\.test, tls\) via .* by rule " "$S5LOG" ||
     fail "no session line with (one.test, tls)"
   grep -qE "session s[0-9]+ tcp .* -> $TGT4:80 \(two\.test, http\) via " "$S5LOG" ||
