@@ -18,7 +18,8 @@
 #   port (2222): each worker waits [sniff] timeout 5 times, then skips the
 #   destination (sniff_timeout <= 10, the rest sniff_skipped); a client
 #   silent past the timeout gets through by address; the counters in
-#   --stats and the name with its source in the session log. Then
+#   --stats, the name with its source in the session log and in
+#   --connections --json (named_by) of an open session. Then
 #   override = true (SIGHUP): r is asked for one.test:443, danted resolves
 #   it and carries the flow (danted logs the address it resolved).
 
@@ -138,6 +139,18 @@ case_sniff() {
   out=$(bg_wait "${sc[@]}" tls "$TGT4" 443 one.test --split-ms 50 --pad 2400)
   [[ $out =~ ^hello\ ([0-9]+)\ bytes\;\ one$ ]] && ((BASH_REMATCH[1] > 2048)) || fail "a ClientHello over 2 KB: $out"
   expect_peer 7 "$S_ADDR4" one.test "a ClientHello over 2 KB"
+  # an open session: --connections names it and how the name was learnt
+  "${sc[@]}" tls "$TGT4" 443 two.test --hold-file "$WORK/go" >"$WORK/held.out" 2>&1 &
+  local held=$! conns=""
+  for _ in $(seq $((T_START * 10))); do
+    conns=$("$S5TUND" --connections "$WORK/stats.sock" --json)
+    grep -q '"name":"two.test","named_by":"tls","upstream":"b"' <<<"$conns" && break
+    sleep 0.1
+  done
+  touch "$WORK/go"
+  wait "$held" || fail "the held TLS client: $(cat "$WORK/held.out")"
+  grep -q '"name":"two.test","named_by":"tls","upstream":"b"' <<<"$conns" || fail "--connections: $conns"
+  expect_peer 8 "$RB_BIND" two.test "the held TLS client through b"
   log "TLS (curl, openssl, split, $(cut -d' ' -f2 <<<"$out") bytes) and HTTP routed by name"
   # every upstream it may take refuses (its rule names r alone): the client, answered at once, is reset
   local rc=0
@@ -155,8 +168,8 @@ case_sniff() {
   out=$(bg_wait "${sc[@]}" silent "$TGT4" "$TGT_PORT" 600)
   [[ $out == hello ]] || fail "a client silent past the timeout: '$out'"
   (($(sniff_stat sniff_timeout) == to + 1)) || fail "the silent client's timeout not counted"
-  (($(sniff_stat sniff_tls) == 6 && $(sniff_stat sniff_http) == 2)) ||
-    fail "sniff_tls $(sniff_stat sniff_tls), sniff_http $(sniff_stat sniff_http): want 6 and 2"
+  (($(sniff_stat sniff_tls) == 7 && $(sniff_stat sniff_http) == 2)) ||
+    fail "sniff_tls $(sniff_stat sniff_tls), sniff_http $(sniff_stat sniff_http): want 7 and 2"
   grep -qE "session s[0-9]+ tcp .* -> $TGT4:443 \(one\.test, tls\) via .* by rule " "$S5LOG" ||
     fail "no session line with (one.test, tls)"
   grep -qE "session s[0-9]+ tcp .* -> $TGT4:80 \(two\.test, http\) via " "$S5LOG" ||
@@ -170,7 +183,7 @@ case_sniff() {
   [[ $out == one ]] || fail "override: curl https://one.test: '$out'"
   grep -q "refused CONNECT one.test:443 with [0-9]* bytes behind it, sni one.test" "$WORK/refused.log" ||
     fail "override: the CONNECT did not go by the name"
-  expect_peer 8 "$S_ADDR4" one.test "override: one.test through a (danted resolved the name)"
+  expect_peer 9 "$S_ADDR4" one.test "override: one.test through a (danted resolved the name)"
   log "override: CONNECT one.test:443 (r refused it; a resolved the name and carried it)"
   e2e_stop_s5tund
   ((S5RC == 0)) || fail "s5tund exited $S5RC"

@@ -3,11 +3,11 @@
 """Clients and servers of the [sniff] end-to-end case (sniff.sh), standard
 library only:
 
-  sniffclient.py tls HOST PORT NAME [--split-ms MS] [--pad N]
+  sniffclient.py tls HOST PORT NAME [--split-ms MS] [--pad N] [--hold-file F]
       a real TLS ClientHello (Python's ssl module, through a MemoryBIO) for
       NAME, written in two segments MS ms apart (TCP_NODELAY), with N bytes
       of further ALPN names (a ClientHello over 2 KB); then the handshake,
-      GET / and the response body printed ("one" or "two": nginx's answer)
+      GET / (once F exists) and the response body printed ("one" or "two")
   sniffclient.py ttfb HOST PORT NAME COUNT
       COUNT connections sending a ClientHello for NAME: the fastest and the
       median ms to the server's first byte (a measurement, not a test)
@@ -25,6 +25,7 @@ library only:
       answers general failure (REP 1)
 """
 
+import os
 import socket
 import ssl
 import struct
@@ -33,7 +34,7 @@ import threading
 import time
 
 
-def tls(host, port, name, split_ms, pad):
+def tls(host, port, name, split_ms, pad, hold=None):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
@@ -71,6 +72,8 @@ def tls(host, port, name, split_ms, pad):
     pending = out.read()
     if pending:
         s.sendall(pending)
+    while hold is not None and not os.path.exists(hold):  # an open session, until the test says
+        time.sleep(0.05)
     obj.write(b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % name.encode())
     s.sendall(out.read())
     body = b""
@@ -203,7 +206,8 @@ def main():
             split_ms = int(a[a.index("--split-ms") + 1])
         if "--pad" in a:
             pad = int(a[a.index("--pad") + 1])
-        tls(a[1], int(a[2]), a[3], split_ms, pad)
+        hold = a[a.index("--hold-file") + 1] if "--hold-file" in a else None
+        tls(a[1], int(a[2]), a[3], split_ms, pad, hold)
     elif a[0] == "ttfb":
         ttfb(a[1], int(a[2]), a[3], int(a[4]))
     elif a[0] == "banner":
