@@ -173,7 +173,8 @@ static int frames(struct s5_quic_sniff *q, const uint8_t *p, size_t len) {
 }
 
 /* One packet at the start of pkt: its length in *used; 1 an Initial of
- * this sniffer's DCID read, 0 not one (or not opened, or malformed). */
+ * this sniffer's DCID read, 0 not one (or one that does not open), -1 its
+ * frames refused (or no memory for the buffer). */
 static int initial(struct s5_quic_sniff *q, const uint8_t *pkt, size_t len, size_t *used) {
   uint8_t plain[QUIC_PAYLOAD_MAX], mask[16], nonce[12], pnb[4];
   uint64_t tlen, plen;
@@ -221,20 +222,24 @@ static int initial(struct s5_quic_sniff *q, const uint8_t *pkt, size_t len, size
   if (q->crypto == NULL) {
     q->crypto = malloc(S5_SNIFF_HOLD_MAX);
     q->seen = calloc(S5_SNIFF_HOLD_MAX / 8, 1);
-    if (q->crypto == NULL || q->seen == NULL) return 0;
+    if (q->crypto == NULL || q->seen == NULL) return -1;
   }
-  return frames(q, plain, ctlen);
+  return frames(q, plain, ctlen) ? 1 : -1;
 }
 
 enum s5_sniff s5_quic_sniff_feed(struct s5_quic_sniff *q, const uint8_t *pkt, size_t len,
                                  char name[S5_SNIFF_NAME_MAX + 1]) {
   size_t used = 0;
-  if (!initial(q, pkt, len, &used)) return S5_SNIFF_NONE;
-  /* Coalesced packets (RFC 9000 12.2): more Initials of the DCID are read,
-   * a packet of another type ends the datagram's part for us. */
+  if (initial(q, pkt, len, &used) != 1) return S5_SNIFF_NONE;
+  /* Coalesced packets (RFC 9000 12.2): more Initials of the DCID are read;
+   * a packet of another type, another DCID or one that does not open is
+   * ignored with the rest of the datagram (12.2: receivers SHOULD ignore
+   * packets of another DCID after the first), a refused frame is NONE. */
   for (size_t at = used; at < len; at += used) {
     if ((pkt[at] & 0xf0) != 0xc0) break;
-    if (!initial(q, pkt + at, len - at, &used)) return S5_SNIFF_NONE;
+    int r = initial(q, pkt + at, len - at, &used);
+    if (r == 0) break;
+    if (r < 0) return S5_SNIFF_NONE;
   }
   if (q->have < 4) return S5_SNIFF_MORE;
   if (q->crypto[0] != 1) return S5_SNIFF_NONE; /* not a ClientHello */
