@@ -18,7 +18,7 @@
  * for S5_SNIFF_HOLD_MAX bytes or more, and an answer other than MORE does
  * not change with more bytes (fuzz_sniff_* check both). The TLS and HTTP
  * parsers keep no state: each call parses all len bytes again (a
- * ClientHello in 0.1-0.3 us, test/bench/sniffbench.c). */
+ * ClientHello in about 0.06 us, test/bench/sniffbench.c). */
 #ifndef S5_CORE_SNIFF_H
 #define S5_CORE_SNIFF_H
 
