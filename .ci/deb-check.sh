@@ -28,7 +28,7 @@ for want in ./usr/sbin/s5tund ./usr/share/man/man8/s5tund.8.gz ./usr/share/doc/s
 done
 grep -q '^\./etc/' <<<"$list" && fail "the package ships files in /etc (the configuration is the admin's)"
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libuv1 libinih1 libnftables1 libssl3; do
+for lib in libuv1 libinih1 libnftables1; do
   grep -qw "$lib" <<<"$depends" || fail "Depends: $depends lacks $lib"
 done
 echo "deb-check: $(grep -c . <<<"$list") entries in ${deb##*/}; Depends: $depends"

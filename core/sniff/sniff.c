@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The parsers' shared parts: a name's checks, and a ClientHello's body to
  * its server_name (RFC 8446 4.1.2, RFC 6066 3), for TLS and QUIC. */
+#include <arpa/inet.h>
 #include <string.h>
 
 #include "sniff/sniff_int.h"
@@ -40,7 +41,9 @@ int s5_sniff_name(const uint8_t *name, size_t len, char out[S5_SNIFF_NAME_MAX + 
    * host name at all (top-level domains are never numeric). */
   if (last_all_digits) return 0;
   out[len] = '\0';
-  return 1;
+  /* What inet_aton() takes is an address to resolvers too: "0x7f000001". */
+  struct in_addr a;
+  return inet_aton(out, &a) == 0;
 }
 
 static uint32_t get16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }

@@ -12,7 +12,13 @@
  *
  * A name found is lower-case, a valid host name (letters, digits, '-',
  * '.', '_'; labels of 1..63, 253 in all), NUL-terminated, without a port
- * or a trailing dot; an address literal is not a name (NONE). */
+ * or a trailing dot; an address literal is not a name (NONE): a numeric
+ * last label, or anything inet_aton() takes ("0x7f000001"). name is
+ * written only as scratch unless the answer is FOUND. MORE is never given
+ * for S5_SNIFF_HOLD_MAX bytes or more, and an answer other than MORE does
+ * not change with more bytes (fuzz_sniff_* check both). The TLS and HTTP
+ * parsers keep no state: each call parses all len bytes again (a
+ * ClientHello in about 0.06 us, test/bench/sniffbench.c). */
 #ifndef S5_CORE_SNIFF_H
 #define S5_CORE_SNIFF_H
 
@@ -42,7 +48,11 @@ const char *s5_name_src_str(enum s5_name_src s); /* "mapped", "tls", ... ("" for
 
 /* TLS: buf holds the first len bytes the client sent. MORE until the
  * records carrying the whole ClientHello are there (it may span records
- * and segments); then FOUND with its server_name, or NONE. */
+ * and segments); then FOUND with its server_name, or NONE: another record
+ * type first (or between the ClientHello's fragments), an empty or
+ * over-16 KB record, another handshake message, a ClientHello longer than
+ * the holder, a malformed one, one without a host_name. Bytes after the
+ * ClientHello are not read. */
 enum s5_sniff s5_sniff_tls(const uint8_t *buf, size_t len, char name[S5_SNIFF_NAME_MAX + 1]);
 
 /* HTTP/1.x: MORE until the request line and the headers up to Host are

@@ -147,9 +147,9 @@ static void test_tls_built(void) {
   tls_stream("no SNI, records of 10", rec, r, NULL);
 
   /* Names that are not host names. */
-  static const char *const bad_names[] = {"10.0.0.1", "10.1",     "a..b",  ".a.b",
-                                          "a b.com",  "a/b.com",  "[::1]", "exa\x80mple.com",
-                                          "",         "1.2.3.4.", "x.123"};
+  static const char *const bad_names[] = {
+    "10.0.0.1",        "10.1", "a..b",     ".a.b",  "a b.com",    "a/b.com", "[::1]",
+    "exa\x80mple.com", "",     "1.2.3.4.", "x.123", "0x7f000001", "0x7f.1"};
   for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
     m = hello(msg, bad_names[i], 32);
     r = records(rec, msg, m, 16384);

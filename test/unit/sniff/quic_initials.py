@@ -122,6 +122,8 @@ def main():
         ("the first again, then an overlapping retransmission", name, [p1, p1, p2_overlap]),
         ("a token and a 20-byte SCID", name, [p1, token]),
         ("the second of another DCID", "-", [p1, other]),
+        ("coalesced with one of another DCID (ignored)", name, [p1_small + other, p2]),
+        ("coalesced with a changed one (ignored)", name, [p1_small + bytes(bad), p2]),
         ("the second changed", "-", [p1, bytes(bad)]),
         ("a STREAM frame", "-", [p1, stream]),
         ("CRYPTO data past the buffer", "-", [p1, past]),
