@@ -31,6 +31,7 @@ enum flag_id {
   FLAG_EXPLAIN,
   FLAG_NAME,
   FLAG_SRC,
+  FLAG_SNI,
   FLAG_PROTO,
   FLAG_STATS,
   FLAG_CONNECTIONS,
@@ -76,6 +77,9 @@ static const struct flag flags[] = {
    "                           would take, and exit (no daemon needed)"},
   {FLAG_NAME, "name", 0, "NAME", NULL, NULL, NULL, "with --explain: the flow's mapped name"},
   {FLAG_SRC, "src", 0, "ADDR", NULL, NULL, NULL, "with --explain: the flow's source (a LAN client)"},
+  {FLAG_SNI, "sni", 0, "NAME", NULL, NULL, NULL,
+   "with --explain: the name [sniff] would learn from its first bytes\n"
+   "                           (TLS server_name, HTTP Host) of a flow without a mapped name"},
   {FLAG_PROTO, "proto", 0, "tcp|udp", NULL, NULL, NULL, "with --explain: the protocol (default tcp)"},
   {FLAG_STATS, "stats", 0, NULL, NULL, NULL, "[SOCKET]",
    "print the counters of a running s5tund and exit\n"
@@ -273,6 +277,7 @@ static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen
       case FLAG_EXPLAIN:
       case FLAG_NAME:
       case FLAG_SRC:
+      case FLAG_SNI:
       case FLAG_PROTO:
         if (s5_explain_flag(a.flag->name, a.value, what, sizeof what) != 0) {
           snprintf(err, errlen, "%s: %s", a.spelled, what);
@@ -301,7 +306,7 @@ static int scan(struct args *as, int argc, char **argv, char *err, size_t errlen
   }
   const struct s5_explain *explain = s5_args_explain();
   if (!as->explain_on && (explain->name[0] != '\0' || explain->src.ss_family != 0 || explain->proto_given)) {
-    snprintf(err, errlen, "--name, --src and --proto go with --explain DST:PORT");
+    snprintf(err, errlen, "--name, --sni, --src and --proto go with --explain DST:PORT");
     return -1;
   }
   if (as->socks5 && as->proxy) {

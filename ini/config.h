@@ -50,6 +50,22 @@ struct s5_prefix_list {
   struct s5_prefix p[S5_ROUTE_PREFIXES_MAX];
 };
 
+/* [sniff]'s port lists and the names it skips. */
+#define S5_SNIFF_PORTS_MAX 16
+struct s5_port_list {
+  unsigned n;
+  uint16_t port[S5_SNIFF_PORTS_MAX];
+};
+#define S5_SNIFF_SKIP_MAX 32
+struct s5_name_list {
+  unsigned n;
+  char name[S5_SNIFF_SKIP_MAX][64]; /* lower-case, no trailing dot: itself and names under it */
+};
+struct s5_sniff_skip {
+  struct s5_prefix_list pfx; /* destinations never sniffed */
+  struct s5_name_list names; /* a name found under one of these is not used: routed by address */
+};
+
 /* A file of prefixes, one a line: its path (empty = none), and what it held
  * when the configuration was read (--check-config prints the counts). The
  * routes are installed from the file itself (s5_prefix_file_read), read
@@ -306,6 +322,16 @@ struct s5_config {
     char state[PATH_MAX];            /* the names' state file; "" = $STATE_DIRECTORY/dnsmap, "off" */
   } dns;
 
+  /* [sniff]: flows to an address that is not mapped, on a listed port,
+   * whose rules could go another way by name: the name from their first
+   * bytes (core/tcp/sniffing.c, docs/rules.md). No port listed: off. */
+  struct s5_sniff_cfg {
+    struct s5_port_list tls, http, quic; /* ports whose flows are sniffed as each */
+    unsigned timeout;                    /* ms the client's first bytes may take */
+    bool override;                       /* CONNECT by the name found (the proxy resolves it) */
+    struct s5_sniff_skip skip;           /* never sniffed: these destinations; these names unused */
+  } sniff;
+
   struct s5_log_cfg {
     enum s5_log_level level;
     char file[PATH_MAX];              /* empty = stderr, "syslog" = syslog */
@@ -343,6 +369,7 @@ struct s5_explain {
   char name[254];
   int proto;       /* IPPROTO_TCP (the default) or IPPROTO_UDP */
   int proto_given; /* --proto was on the command line */
+  int sniffed;     /* name is what [sniff] would learn (--sni), not a mapped one (--name) */
 };
 const struct s5_explain *s5_args_explain(void);
 

@@ -20,7 +20,12 @@ int s5_explain_flag(const char *flag, const char *value, char *err, size_t errle
     return 0;
   }
   if (strcmp(flag, "explain") == 0) return s5_parse_listen(value, &explain.dst, err, errlen);
-  if (strcmp(flag, "name") == 0) {
+  if (strcmp(flag, "name") == 0 || strcmp(flag, "sni") == 0) {
+    if (explain.name[0] != '\0') {
+      snprintf(err, errlen, "one of --name and --sni, once");
+      return -1;
+    }
+    explain.sniffed = flag[1] == 'n';
     if (strlen(value) < sizeof explain.name) {
       snprintf(explain.name, sizeof explain.name, "%s", value);
       return 0;

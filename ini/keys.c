@@ -216,6 +216,23 @@ static const struct s5_key keys[] = {
   {"rules", "rules-file", &s5_type_rule_file, AT(rules), .live = true, .repeat = true, .def = "",
    .doc = "PATH [-> OUTBOUND]: a rule a line, or with an outbound a bare name or prefix a line; repeatable"},
 
+  /* [sniff] (core/tcp/sniffing.c, docs/rules.md): the name of a flow that
+   * has none, from its first bytes, for [rules] alone. */
+  {"sniff", "tls", &s5_type_ports, AT(sniff.tls), .live = true, .def = "",
+   .doc =
+     "ports whose TCP flows are sniffed for a TLS ClientHello's server_name, e.g. 443, 8443; empty = none"},
+  {"sniff", "http", &s5_type_ports, AT(sniff.http), .live = true, .def = "",
+   .doc = "ports whose TCP flows are sniffed for an HTTP request's Host, e.g. 80, 8080; empty = none"},
+  {"sniff", "quic", &s5_type_ports, AT(sniff.quic), .live = true, .def = "",
+   .doc = "UDP ports whose QUIC Initials are sniffed for their server_name, e.g. 443; empty = none"},
+  {"sniff", "timeout", &s5_type_uint, AT(sniff.timeout), .min = 1, .max = 10000, .live = true, .def = "300",
+   .doc = "milliseconds a sniffed flow's client may take to send its first bytes; then routed by address"},
+  {"sniff", "override", &s5_type_bool, AT(sniff.override), .live = true, .def = "false",
+   .doc = "false: the name chooses the rule, the CONNECT goes to the address; true: CONNECT by the name "
+          "(the proxy resolves it)"},
+  {"sniff", "skip", &s5_type_sniff_skip, AT(sniff.skip), .live = true, .def = "",
+   .doc = "address prefixes never sniffed, and names (with the names under them) not used when found"},
+
   /* A connect that takes an hour is already a failure. */
   {"session", "connect-timeout", &s5_type_uint, AT(session.connect_timeout), .min = 1, .max = 3600,
    .live = true, .def = "10", .doc = "seconds for the proxy connect and SOCKS5 handshake"},

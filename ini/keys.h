@@ -73,7 +73,9 @@ extern const struct s5_key_type s5_type_rule; /* [rules] rule: appended to cfg->
 extern const struct s5_key_type s5_type_rule_file;
 extern const struct s5_key_type s5_type_members; /* [group] members: upstream names -> indexes */
 extern const struct s5_key_type s5_type_probe;   /* [group] probe: http://HOST:PORT/PATH, connect HOST:PORT */
-/* [rules] rules-file: appended to cfg->rules */ /* sockaddr_storage from "ADDR:PORT"; empty = unset */
+extern const struct s5_key_type s5_type_ports;   /* struct s5_port_list: 1..65535, comma-separated */
+extern const struct s5_key_type s5_type_sniff_skip; /* struct s5_sniff_skip: prefixes and names */
+/* [rules] rules-file: appended to cfg->rules */    /* sockaddr_storage from "ADDR:PORT"; empty = unset */
 
 /* The table (keys.c); keys are identified by their index 0..count-1. */
 int s5_config_key_count(void);

@@ -28,6 +28,7 @@ void s5_session_record_entry(const struct s5_session_record *r, struct s5_conn *
   c->bytes_down = r->bytes_down;
   c->started_ms = r->started_ms;
   if (r->name != NULL) snprintf(c->name, sizeof c->name, "%s", r->name);
+  if (r->name != NULL) snprintf(c->named_by, sizeof c->named_by, "%s", r->named_by ? r->named_by : "mapped");
   if (r->upstream != NULL) snprintf(c->upstream, sizeof c->upstream, "%s", r->upstream);
   if (r->group != NULL) snprintf(c->group, sizeof c->group, "%s", r->group);
   memcpy(c->rule, r->rule, sizeof c->rule);
@@ -81,11 +82,12 @@ void s5_session_log(struct s5_wctx *w, const struct s5_config *cfg, const struct
   proxy_text(cfg, r->group, r->upstream, proxy, sizeof proxy);
   S5_ASSERT(uv_now(&w->loop) >= r->started_ms); /* both on this loop's clock */
   uint64_t ms = uv_now(&w->loop) - r->started_ms;
-  s5_info("session %c%llu %s %s -> %s%s%s%s via %s%s%s: %llu bytes up, %llu down, %llu.%03llu s, %s", r->kind,
-          (unsigned long long)r->id, r->kind == 's' ? "tcp" : "udp", client, dest, r->name ? " (" : "",
-          r->name ? r->name : "", r->name ? ")" : "", proxy, r->rule[0] ? " by rule " : "", r->rule,
-          (unsigned long long)r->bytes_up, (unsigned long long)r->bytes_down, (unsigned long long)(ms / 1000),
-          (unsigned long long)(ms % 1000), r->end);
+  s5_info("session %c%llu %s %s -> %s%s%s%s%s%s via %s%s%s: %llu bytes up, %llu down, %llu.%03llu s, %s",
+          r->kind, (unsigned long long)r->id, r->kind == 's' ? "tcp" : "udp", client, dest,
+          r->name ? " (" : "", r->name ? r->name : "", r->name && r->named_by ? ", " : "",
+          r->name && r->named_by ? r->named_by : "", r->name ? ")" : "", proxy, r->rule[0] ? " by rule " : "",
+          r->rule, (unsigned long long)r->bytes_up, (unsigned long long)r->bytes_down,
+          (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000), r->end);
 }
 
 void s5_session_log_tick(struct s5_wctx *w) {

@@ -21,7 +21,8 @@ struct s5_session_record {
   uint64_t id;
   ip_addr_t client, dest;
   uint16_t client_port, dest_port;
-  const char *name; /* the mapped name the destination stood for, or NULL */
+  const char *name;     /* the name the destination stood for (mapped, or sniffed: named), or NULL */
+  const char *named_by; /* a sniffed name's source, "tls", "http" (static); NULL: mapped, or none */
   const char
     *upstream; /* the upstream's name (in the held configuration), NULL: the first; or direct, block, none */
   const char *group;             /* the [group] it went through (in the held configuration), or NULL */

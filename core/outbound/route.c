@@ -9,6 +9,7 @@
 
 #include "dns/dnsmap.h"
 #include "shared/rules.h"
+#include "sniff/sniff.h"
 
 /* Every upstream's index, in file order: [balance]'s candidates. */
 static const uint8_t every_upstream[S5_UPSTREAMS_MAX] = {0, 1, 2,  3,  4,  5,  6,  7,
@@ -80,6 +81,61 @@ static uint32_t route_cannot_udp(const struct s5_config *cfg) {
   return no;
 }
 
+/* [sniff]: what a TCP flow to port is sniffed for, S5_ROUTE_SNIFF_* bits. */
+unsigned s5_route_sniff_port(const struct s5_config *cfg, uint8_t proto, uint16_t port) {
+  unsigned as = 0;
+  if (proto != IPPROTO_TCP) return 0;
+  for (unsigned i = 0; i < cfg->sniff.tls.n; i++)
+    as |= cfg->sniff.tls.port[i] == port ? S5_ROUTE_SNIFF_TLS : 0;
+  for (unsigned i = 0; i < cfg->sniff.http.n; i++)
+    as |= cfg->sniff.http.port[i] == port ? S5_ROUTE_SNIFF_HTTP : 0;
+  return as;
+}
+
+/* A listed flow: sniffed (r->sniff set, its rule left uncounted until it
+ * has its name) when not skipped and a name could send it elsewhere. */
+static unsigned route_sniffs(struct s5_route *r, const struct s5_rules *t, const struct s5_flow *f,
+                             unsigned as) {
+  for (unsigned i = 0; i < r->cfg->sniff.skip.pfx.n; i++)
+    if (s5_prefix_covers(&r->cfg->sniff.skip.pfx.p[i], &r->target.addr)) return 0;
+  r->outbound = s5_rules_lookup(t, f, &r->rule);
+  if (!s5_rules_by_name(t, f, r->rule, r->outbound)) return 0;
+  return r->sniff = (uint8_t)as;
+}
+
+/* A name under one of [sniff] skip's. */
+int s5_route_name_skipped(const struct s5_config *cfg, const char *name) {
+  size_t n = strlen(name);
+  for (unsigned i = 0; i < cfg->sniff.skip.names.n; i++) {
+    const char *k = cfg->sniff.skip.names.name[i];
+    size_t kl = strlen(k);
+    if (n == kl ? strcmp(name, k) == 0 : n > kl && name[n - kl - 1] == '.' && strcmp(name + n - kl, k) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+static enum s5_route_kind route_kind(struct s5_route *r) {
+  if (r->outbound == S5_OUTBOUND_BLOCK) return r->kind = S5_ROUTE_BLOCK;
+  if (r->outbound == S5_OUTBOUND_DIRECT) return r->kind = S5_ROUTE_DIRECT;
+  return r->kind = S5_ROUTE_PROXY;
+}
+
+enum s5_route_kind s5_route_named(struct s5_route *r, const char *name, int src,
+                                  const struct sockaddr_storage *srcaddr) {
+  struct s5_rules *t = s5_rules_of(r->cfg);
+  struct s5_flow f;
+  int use = name != NULL && name[0] != '\0' && !s5_route_name_skipped(r->cfg, name);
+  s5_flow_init(&f, r->proto, &r->target.addr, srcaddr, use ? name : NULL);
+  r->sniff = 0;
+  r->named = (uint8_t)(use ? src : S5_NAME_NONE);
+  if (use && r->cfg->sniff.override) snprintf(r->target.name, sizeof r->target.name, "%s", name);
+  if (t == NULL) return r->kind;
+  r->outbound = s5_rules_match(t, &f, &r->rule);
+  if (s5_rules_configured(t)) s5_rules_label(t, r->rule, r->label, sizeof r->label);
+  return route_kind(r);
+}
+
 enum s5_route_kind s5_route_init(struct s5_route *r, const struct s5_config *cfg, uint8_t proto,
                                  const struct sockaddr_storage *dst, const struct sockaddr_storage *src) {
   memset(r, 0, sizeof *r);
@@ -93,16 +149,17 @@ enum s5_route_kind s5_route_init(struct s5_route *r, const struct s5_config *cfg
   if (mapped <= 0) r->target.name[0] = '\0';
   if (mapped < 0) return r->kind = S5_ROUTE_GONE;
   if (proto == IPPROTO_UDP) r->tried = route_cannot_udp(cfg);
+  if (mapped > 0) r->named = S5_NAME_MAPPED;
   struct s5_rules *t = s5_rules_of(cfg);
   if (t != NULL) {
     struct s5_flow f;
     s5_flow_init(&f, proto, dst, src, mapped > 0 ? r->target.name : NULL);
-    r->outbound = s5_rules_match(t, &f, &r->rule);
+    unsigned as = mapped == 0 && s5_rules_named(t) ? s5_route_sniff_port(cfg, proto, f.dport) : 0;
+    if (as != 0 && route_sniffs(r, t, &f, as) == 0) as = 0;
+    if (as == 0) r->outbound = s5_rules_match(t, &f, &r->rule);
     if (s5_rules_configured(t)) s5_rules_label(t, r->rule, r->label, sizeof r->label);
   }
-  if (r->outbound == S5_OUTBOUND_BLOCK) return r->kind = S5_ROUTE_BLOCK;
-  if (r->outbound == S5_OUTBOUND_DIRECT) return r->kind = S5_ROUTE_DIRECT;
-  return r->kind = S5_ROUTE_PROXY;
+  return route_kind(r);
 }
 
 const struct s5_upstream_cfg *s5_route_first(struct s5_route *r, char *why, size_t len) {

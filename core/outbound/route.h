@@ -46,12 +46,32 @@ struct s5_route {
   uint32_t tried; /* upstreams it may not take (failed, or cannot carry it), a bit per index */
   int up;         /* the upstream now, its index in cfg->upstreams; -1: none yet */
   uint32_t downs; /* the upstream's down count when chosen (s5_uptab_granted) */
+  uint8_t sniff;  /* [sniff]: S5_ROUTE_SNIFF_* bits, its name is to be learnt (TCP) */
+  uint8_t named;  /* enum s5_name_src: how target.name (or, override off, the rule's name) was learnt */
 };
+
+/* What a flow is sniffed for (struct s5_route sniff). */
+#define S5_ROUTE_SNIFF_TLS 1u
+#define S5_ROUTE_SNIFF_HTTP 2u
 
 /* The route of a new flow of proto to dst from src (the client). Counts
  * the rule's hit. Returns r->kind. */
 enum s5_route_kind s5_route_init(struct s5_route *r, const struct s5_config *cfg, uint8_t proto,
                                  const struct sockaddr_storage *dst, const struct sockaddr_storage *src);
+
+/* [sniff]: the name learnt from the flow's first bytes (how: src, an enum
+ * s5_name_src), for the flow to src that s5_route_init made the route of
+ * (with sniff set). The rules run again with it (its hit counted), and
+ * with [sniff] override the CONNECT goes by the name; a name under [sniff]
+ * skip is not used. Returns r->kind. */
+enum s5_route_kind s5_route_named(struct s5_route *r, const char *name, int src,
+                                  const struct sockaddr_storage *srcaddr);
+
+/* [sniff]: what a flow of proto to port is sniffed for (S5_ROUTE_SNIFF_*
+ * bits; UDP: none yet), and whether a name found is one [sniff] skip
+ * names (then not used). For s5_route_init and --explain. */
+unsigned s5_route_sniff_port(const struct s5_config *cfg, uint8_t proto, uint16_t port);
+int s5_route_name_skipped(const struct s5_config *cfg, const char *name);
 
 /* The first upstream for a PROXY route, or NULL with why when none may
  * take the flow now: every candidate is down, the one its rule names is

@@ -26,7 +26,8 @@ struct s5_conn {
   uint64_t id;
   uint64_t bytes_up, bytes_down;
   uint64_t started_ms, last_ms; /* the worker's loop clock: CLOCK_MONOTONIC ms */
-  char name[128];               /* a mapped destination's name, "" for none (cut at 127) */
+  char name[128];               /* the destination's name, "" for none (cut at 127) */
+  char named_by[8];             /* how it was learnt: "mapped", "tls", "http"; "" for none */
   char upstream[32];            /* the upstream that carries it, "" before its CONNECT was granted */
   char group[32];               /* the [group] it goes through, "" for none */
   char rule[48];                /* [rules]: the rule ("FILE:LINE", "default") that chose it; "" without */

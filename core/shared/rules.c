@@ -42,9 +42,10 @@ static bool name_matches(unsigned kind, const char *rname, const char *name, siz
   }
 }
 
-/* Every matcher of rule i against the flow. */
-static bool rule_matches(const struct s5_rules *t, uint32_t i, const struct s5_flow *f, const char *name,
-                         size_t nlen) {
+/* Every matcher of rule i against the flow; any_name: its name matcher
+ * (if any) taken as matching. */
+static bool rule_takes(const struct s5_rules *t, uint32_t i, const struct s5_flow *f, const char *name,
+                       size_t nlen, bool any_name) {
   const struct crule *c = (const struct crule *)CAT(t, t->rules) + i;
   if (c->proto != 0 && c->proto != f->proto) return false;
   if (f->dport < c->port_lo || f->dport > c->port_hi) return false;
@@ -59,9 +60,31 @@ static bool rule_matches(const struct s5_rules *t, uint32_t i, const struct s5_f
     x += 16;
   }
   unsigned kind = (c->flags >> F_KIND_SHIFT) & 3;
-  if (kind != S5_RULE_NONE && (name == NULL || !name_matches(kind, (const char *)x, name, nlen)))
+  if (kind != S5_RULE_NONE && !any_name && (name == NULL || !name_matches(kind, (const char *)x, name, nlen)))
     return false;
   return true;
+}
+
+static bool rule_matches(const struct s5_rules *t, uint32_t i, const struct s5_flow *f, const char *name,
+                         size_t nlen) {
+  return rule_takes(t, i, f, name, nlen, false);
+}
+
+int s5_rules_named(const struct s5_rules *t) { return t != NULL && t->n_named > 0; }
+
+/* Rules with a name looked at, at most, before the answer is "it could". */
+#define BY_NAME_SCAN_MAX 4096
+
+int s5_rules_by_name(const struct s5_rules *t, const struct s5_flow *f, uint32_t rule, int out) {
+  if (t == NULL || t->n_named == 0 || (rule != S5_RULE_DEFAULT && rule <= t->first_named)) return 0;
+  uint32_t end = rule == S5_RULE_DEFAULT ? t->n_rules : rule;
+  const struct crule *c = (const struct crule *)CAT(t, t->rules);
+  unsigned seen = 0;
+  for (uint32_t i = t->first_named; i < end; i++) {
+    if (((c[i].flags >> F_KIND_SHIFT) & 3) == S5_RULE_NONE || c[i].out == out) continue;
+    if (++seen > BY_NAME_SCAN_MAX || rule_takes(t, i, f, NULL, 0, true)) return 1;
+  }
+  return 0;
 }
 
 /* The first rule of a node's list that matches, if before *best. */

@@ -61,6 +61,14 @@ int s5_rules_match(struct s5_rules *t, const struct s5_flow *f, uint32_t *rule);
 /* The same without counting (--explain). */
 int s5_rules_lookup(const struct s5_rules *t, const struct s5_flow *f, uint32_t *rule);
 
+/* [sniff]: does any rule have a name matcher? */
+int s5_rules_named(const struct s5_rules *t);
+/* [sniff]: could a name change where f (a flow without one, which took
+ * rule and out by its address) goes? 1 when a rule with a name matcher
+ * comes before rule, its other matchers take f, and its outbound is
+ * another (or, past 4096 such rules looked at, to be safe). */
+int s5_rules_by_name(const struct s5_rules *t, const struct s5_flow *f, uint32_t rule, int out);
+
 /* Where rule came from: its file (a rules-file, or the configuration
  * file) and line. */
 void s5_rules_where(const struct s5_rules *t, uint32_t rule, const char **file, unsigned *line);

@@ -35,13 +35,14 @@ struct s5_rules {
   uint32_t magic, n_rules;
   uint64_t size;
   int32_t def_out;
-  uint32_t rules, hits;        /* struct crule[n], uint64_t[n] */
-  uint32_t names, names_mask;  /* uint32_t slots -> struct node */
-  uint32_t pfx, pfx_mask;      /* uint32_t slots -> struct node (key: len, family, address) */
-  uint32_t lens[2], n_lens[2]; /* uint8_t lengths present, per family (v4, v6) */
-  uint32_t kw, n_kw;           /* uint32_t rule numbers of keyword: rules */
-  uint32_t rest, n_rest;       /* uint32_t rule numbers with neither a name nor a dst: */
-  uint32_t files, n_files;     /* uint32_t offsets of their paths */
+  uint32_t rules, hits;          /* struct crule[n], uint64_t[n] */
+  uint32_t names, names_mask;    /* uint32_t slots -> struct node */
+  uint32_t pfx, pfx_mask;        /* uint32_t slots -> struct node (key: len, family, address) */
+  uint32_t lens[2], n_lens[2];   /* uint8_t lengths present, per family (v4, v6) */
+  uint32_t kw, n_kw;             /* uint32_t rule numbers of keyword: rules */
+  uint32_t rest, n_rest;         /* uint32_t rule numbers with neither a name nor a dst: */
+  uint32_t files, n_files;       /* uint32_t offsets of their paths */
+  uint32_t first_named, n_named; /* the first rule with a name (domain:, full:, keyword:), how many */
   uint64_t out_hits[OUTBOUNDS], def_hits;
   uint32_t n_ups; /* the upstreams the outbounds index, by name */
   char up_names[S5_UPSTREAMS_MAX][32];

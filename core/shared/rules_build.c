@@ -126,6 +126,7 @@ static int place_one(const struct s5_rule *r, const struct s5_rule_at *at, void 
   }
   uint32_t name_at = (uint32_t)(x - AT(t, 0));
   if (r->name_kind) memcpy(x, r->name, strlen(r->name) + 1);
+  if (r->name_kind != S5_RULE_NONE && t->n_named++ == 0) t->first_named = i;
   b->at_extra += (uint32_t)((extra_of(r) + 3) & ~(size_t)3);
   if (r->name_kind == S5_RULE_KEYWORD) {
     ((uint32_t *)AT(t, t->kw))[b->i_kw++] = i;

@@ -58,6 +58,11 @@
   X(tun_errors, COUNT, "Errors reading or writing the TUN queue.") \
   X(tcp_reset_dead_worker, COUNT, "TCP clients of a dead worker that the supervisor reset (process mode).") \
   X(tcp_untracked, COUNT, "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full).") \
+  X(sniff_tls, COUNT, "TCP sessions routed by the server_name of their TLS ClientHello ([sniff]).") \
+  X(sniff_http, COUNT, "TCP sessions routed by the Host of their HTTP request ([sniff]).") \
+  X(sniff_timeout, COUNT, "Sniffed TCP sessions whose client sent nothing within [sniff] timeout: routed by address.") \
+  X(sniff_none, COUNT, "Sniffed TCP sessions whose first bytes held no name: routed by address.") \
+  X(sniff_skipped, COUNT, "TCP sessions not sniffed: their destination failed to sniff 5 times (10 minutes).") \
   X(session_log_dropped, COUNT, "Session log lines left out over [log] sessions-max-per-second.")
 /* clang-format on */
 

@@ -163,6 +163,9 @@ int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_
  * optimistic)? Yes once the request is written (or granted); from then on
  * a pooled connection that fails is not retried (the data went on it). */
 int s5_proxy_data_ok(struct s5_proxy *p);
+/* [sniff]: the owner kept a copy of its data that went behind the request
+ * and sends it again behind the next one: s5_proxy_retry may move it. */
+void s5_proxy_data_again(struct s5_proxy *p);
 
 /* Closes the connection (with a RST when reset) and the timer; ops->closed
  * follows once both have closed. Idempotent. */

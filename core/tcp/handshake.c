@@ -14,6 +14,7 @@
 #include "outbound/route.h"
 #include "shared/uptab.h"
 #include "socks5/pool.h"
+#include "sniff/sniff.h"
 #include "tcp/handshake.h"
 
 #include "lwip/tcp.h"
@@ -22,20 +23,32 @@
  * bytes may have gone to the failed upstream (optimistic, after the
  * request), nor once connect-timeout (from the SYN, over every upstream
  * tried) is spent. Returns the time left, 0 for none. */
-static uint64_t hs_time_left(const struct s5_session *s) {
+static uint64_t hs_time_left(const struct s5_session *s, int again) {
   uint64_t end = s->rec.started_ms + s->cfg->session.connect_timeout * 1000ull, now = uv_now(&s->w->loop);
-  if (s->conn.early == S5_RELAY_EARLY_KICKED || s->conn.early == S5_RELAY_EARLY_SENT) return 0;
+  if (!again && (s->conn.early == S5_RELAY_EARLY_KICKED || s->conn.early == S5_RELAY_EARLY_SENT)) return 0;
   return now < end ? end - now : 0;
+}
+
+/* [sniff]: the client's bytes that went behind the request are all in the
+ * copy sniffing kept: they can go again, to the next upstream. */
+static int hs_again(const struct s5_session *s) {
+  return s->sniff != NULL && s->conn.early != S5_RELAY_EARLY_GRANTED && s->conn.bytes_up <= s->sniff->len;
 }
 
 /* An upstream failed the set-up: counted by the route, which names the
  * next one, unseen by the client. 0 when the set-up goes on there. */
 static int hs_failover(struct s5_session *s, const struct s5_proxy_result *r) {
   if (s->proxy.up->type == S5_UPSTREAM_DIRECT) return -1; /* direct: the destination's answer */
-  uint64_t left = hs_time_left(s);
+  int again = hs_again(s);
+  uint64_t left = hs_time_left(s, again);
   unsigned from = (unsigned)s->route.up;
   const struct s5_upstream_cfg *next = s5_route_next(&s->route, r->cause, r->every, r->why, left != 0);
-  if (next == NULL || s5_proxy_retry(&s->proxy, next, left) < 0) return -1;
+  if (next == NULL) return -1;
+  if (again) { /* the copy goes first on the next one (hs_requested) */
+    s->sniff->again = (uint16_t)s->conn.bytes_up;
+    s5_proxy_data_again(&s->proxy);
+  }
+  if (s5_proxy_retry(&s->proxy, next, left) < 0) return -1;
   s->rec.upstream = next->name;
   char line[300]; /* silence is a warning (through the limiter); the rest, debug */
   snprintf(line, sizeof line, "s%llu upstream %s failed (%s): trying %s", (unsigned long long)s->id,
@@ -89,14 +102,37 @@ static void hs_result(void *session, const struct s5_proxy_result *r) {
       s5_route_granted(&s->route, s->w->index, (uv_now(&s->w->loop) - s->rec.started_ms) * 1000);
       s->up_open = 1;
     }
+    if (s->sniff != NULL) s5_sniffing_granted(s); /* the copy is not needed any more */
     s5_session_established(s);
   }
 }
 
-/* [socks5] optimistic: the client's bytes that came meanwhile follow the request. */
+static void hs_again_written(uv_write_t *req, int status) {
+  struct s5_session *s = req->data; /* a failure fails the relay's next write, or the reply */
+  (void)status;
+  s->sniff->writing = 0;
+  if (s->sniff->state == S5_SNIFFING_GRANTED) s5_sniffing_free(s);
+}
+
+/* [socks5] optimistic: the client's bytes that came meanwhile follow the
+ * request; [sniff] after a failover, first those the last upstream took.
+ * A sniffed session's bytes follow the request only to an upstream with
+ * optimistic (it reads its connection as a stream; microsocks drops what
+ * comes with the CONNECT): to the others after the reply. */
 static void hs_requested(void *session) {
   struct s5_session *s = session;
-  if (s5_relay_early(&s->conn)) s5_relay_kick(&s->conn);
+  struct s5_sniffing *h = s->sniff;
+  if (!s5_relay_early(&s->conn) || (h != NULL && !s->proxy.up->optimistic)) return;
+  if (h != NULL && h->again > 0) {
+    uv_buf_t b = uv_buf_init((char *)h->buf, h->again);
+    h->again = 0;
+    s5_proxy_data_ok(&s->proxy);
+    h->write_req.data = s;
+    if (uv_write(&h->write_req, (uv_stream_t *)&s->proxy.sock, &b, 1, hs_again_written) < 0)
+      s5_debug("s%llu: the held bytes could not be written again", (unsigned long long)s->id);
+    else h->writing = 1;
+  }
+  s5_relay_kick(&s->conn);
 }
 
 /* The pooled connection the request went out on died before the reply,
@@ -133,6 +169,13 @@ static int hs_direct(struct s5_session *s) {
   return -1;
 }
 
+/* The route's rule, group and name for the session log. */
+static void hs_record(struct s5_session *s) {
+  memcpy(s->rec.rule, s->route.label, sizeof s->rec.rule);
+  s->rec.group = s5_route_group_name(&s->route); /* in s->cfg, held as long as s */
+  s->rec.named_by = s->route.named > S5_NAME_MAPPED ? s5_name_src_str(s->route.named) : NULL;
+}
+
 /* The session's route, from the SYN's addresses: lwIP's "any destination"
  * listener gave the accepted pcb the client's destination as its local
  * address. */
@@ -142,18 +185,54 @@ static enum s5_route_kind hs_route(struct s5_session *s) {
   s5_addr_to_sockaddr(&s->conn.pcb->remote_ip, s->conn.pcb->remote_port, &src);
   enum s5_route_kind k = s5_route_init(&s->route, s->cfg, IPPROTO_TCP, &dst, &src);
   if (s->route.target.name[0] != '\0') s5_session_named(s, s->route.target.name); /* the session log */
-  memcpy(s->rec.rule, s->route.label, sizeof s->rec.rule);
-  s->rec.group = s5_route_group_name(&s->route); /* in s->cfg, held as long as s */
+  hs_record(s);
   return k;
 }
 
+static int hs_go(struct s5_session *s, enum s5_route_kind kind);
+
+/* [sniff]: a name (or none) was learnt; the route with it. */
+static int hs_named(struct s5_session *s) {
+  struct sockaddr_storage src;
+  const struct s5_sniffing *h = s->sniff;
+  s5_addr_to_sockaddr(&s->rec.client, s->rec.client_port, &src);
+  enum s5_route_kind k = s5_route_named(&s->route, h->src != S5_NAME_NONE ? h->name : NULL, h->src, &src);
+  if (s->route.named != S5_NAME_NONE) s5_session_named(s, h->name);
+  hs_record(s);
+  s5_debug("s%llu sniffed %s%s%s: rule %s", (unsigned long long)s->id,
+           h->src != S5_NAME_NONE ? s5_name_src_str(h->src) : "no name", h->src != S5_NAME_NONE ? " " : "",
+           h->name, s->rec.rule);
+  return hs_go(s, k);
+}
+
+/* [sniff]: the route could go elsewhere by name: the first bytes first,
+ * unless the destination failed too often. 1 when sniffing. */
+static int hs_sniff(struct s5_session *s) {
+  struct sockaddr_storage src;
+  if (!s5_sniff_skipped(&s->tab->skips, s->w->stats, &s->rec.dest, s->rec.dest_port, uv_now(&s->w->loop)) &&
+      s5_sniffing_begin(s, s->route.sniff) == 0)
+    return 1;
+  s5_addr_to_sockaddr(&s->rec.client, s->rec.client_port, &src);
+  s5_route_named(&s->route, NULL, S5_NAME_NONE, &src); /* by address: its rule counted */
+  hs_record(s);
+  return 0;
+}
+
 /* Start the proxy on the route; each failure asks the route for the next
- * upstream (hs_failover). */
+ * upstream (hs_failover). Called again for a sniffing session once it
+ * knows (tcp/session.h). */
 int s5_handshake_start(struct s5_session *s) {
-  char why[200];
+  if (s->sniff != NULL) return hs_named(s);
   s5_proxy_init(&s->proxy, s->w, s->cfg, &hs_ops, s);
   s5_session_retain(s);
-  switch (hs_route(s)) {
+  enum s5_route_kind kind = hs_route(s);
+  if (s->route.sniff != 0 && hs_sniff(s)) return 0; /* s5_session_optimistic's way: SYN-ACK now */
+  return hs_go(s, kind);
+}
+
+static int hs_go(struct s5_session *s, enum s5_route_kind kind) {
+  char why[200];
+  switch (kind) {
     case S5_ROUTE_GONE:
       s5_debug("s%llu refused: its mapped address stands for no name any more", (unsigned long long)s->id);
       return -1;

@@ -164,6 +164,10 @@ static err_t relay_half_close(struct s5_relay_conn *s) {
  * buffers, which libuv keeps inside the request without allocating). Returns
  * what the owner's failed op returned when the connection failed. */
 static err_t relay_flush(struct s5_relay_conn *s) {
+  if (s->early == S5_RELAY_EARLY_HELD && s->ops->held != NULL && (s->out != NULL || s->client_eof)) {
+    err_t r = (err_t)s->ops->held(s->owner); /* [sniff]: may decide and kick at once (a pooled connection) */
+    if (r != ERR_OK || s->state == S5_RELAY_CLOSED) return r != ERR_OK ? r : ERR_ABRT;
+  }
   if (s->early == S5_RELAY_EARLY_HELD) return ERR_OK; /* s5_relay_kick() once the proxy may take bytes */
   if (s->early == S5_RELAY_EARLY_KICKED && s->state == S5_RELAY_ATTACHED && s->out != NULL) {
     s->early = S5_RELAY_EARLY_SENT;
@@ -457,8 +461,10 @@ void s5_relay_kick(struct s5_relay_conn *c) {
 }
 
 void s5_relay_unkick(struct s5_relay_conn *c) {
-  /* the proxy retries only a connection none of our bytes went on */
-  S5_ASSERT(c->early == S5_RELAY_EARLY_HELD || c->early == S5_RELAY_EARLY_KICKED);
+  /* the proxy retries only a connection none of our bytes went on, or
+   * whose owner sends them again ([sniff]: s5_proxy_data_again) */
+  S5_ASSERT(c->early == S5_RELAY_EARLY_HELD || c->early == S5_RELAY_EARLY_KICKED ||
+            c->early == S5_RELAY_EARLY_SENT);
   c->early = S5_RELAY_EARLY_HELD;
 }
 

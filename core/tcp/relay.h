@@ -44,6 +44,10 @@ struct s5_relay_ops {
    * bytes to the proxy, before its reply: from here on the connection
    * carries them and cannot be replaced by another. May be NULL. */
   void (*sending)(void *owner);
+  /* Held, the client sent bytes or its FIN (at the end of the loop turn):
+   * the owner may look at them (out) and kick. As failed, returns ERR_ABRT
+   * when it aborted the pcb. May be NULL. */
+  int (*held)(void *owner);
 };
 
 /* [socks5] optimistic: the client's first bytes against the proxy's

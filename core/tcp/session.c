@@ -77,6 +77,7 @@ void s5_session_release(void *session) {
   S5_ASSERT(!s->conn.flush_queued); /* the relay's flush list does not point here */
   s5_wctx_cfg_release(s->w, s->cfg);
   free((char *)s->rec.name);
+  free(s->sniff);
   free(s);
 }
 
@@ -221,7 +222,9 @@ static err_t session_on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   S5_ASSERT(s->state == S5_SESSION_SYNACK); /* lwIP accepts only after our SYN-ACK */
   s->state = S5_SESSION_RELAY;
   s5_session_touch(s);
-  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.tcp_idle_timeout * 1000ull, 0);
+  int sniffing = s->sniff != NULL && s->sniff->state == S5_SNIFFING_WAIT; /* its timeout first */
+  uint64_t ms = sniffing ? s->cfg->sniff.timeout : s->cfg->session.tcp_idle_timeout * 1000ull;
+  uv_timer_start(&s->timer, session_timer_fired, ms, 0);
   if (s5_relay_early(&s->conn))
     return ERR_OK; /* [socks5] optimistic: the relay starts at the CONNECT reply */
   return session_relay_start(s);
@@ -272,8 +275,24 @@ void s5_session_established(struct s5_session *s) {
   tcp_output(s->conn.pcb);
 }
 
+/* [sniff]: decided (a name, none, or the timeout): the proxy now, by the
+ * route with the name; refused (block), the client is reset. */
+static int session_sniffed(struct s5_session *s) {
+  uv_timer_start(&s->timer, session_timer_fired, s->cfg->session.tcp_idle_timeout * 1000ull, 0);
+  if (s->tab->start_proxy(s) == 0) return ERR_OK;
+  S5_STAT_ADD(s->w->stats, socks5_connect_failed, 1);
+  return s5_session_abort(s, s->rec.upstream != NULL && strcmp(s->rec.upstream, "block") == 0
+                               ? "blocked by [rules] by its name"
+                               : "no upstream for it");
+}
+
 static void session_timer_fired(uv_timer_t *timer) {
   struct s5_session *s = timer->data;
+  if (s->state == S5_SESSION_RELAY && s->sniff != NULL && s->sniff->state == S5_SNIFFING_WAIT) {
+    s5_sniffing_timeout(s); /* a server-first protocol, or a silent client: by address */
+    session_sniffed(s);
+    return;
+  }
   if (s->state == S5_SESSION_SYNACK) {
     /* The proxy connected and the SYN-ACK went out, but the client never
      * completed its handshake: a half-open client (a SYN flood, a spoofed
@@ -305,11 +324,19 @@ static void session_relay_sending(void *owner) {
   s5_proxy_data_ok(&s->proxy);
 }
 
+/* Held bytes came (or the FIN): enough for a name? */
+static int session_relay_held(void *owner) {
+  struct s5_session *s = owner;
+  if (s->sniff == NULL || s->sniff->state != S5_SNIFFING_WAIT || !s5_sniffing_look(s)) return ERR_OK;
+  return session_sniffed(s);
+}
+
 static const struct s5_relay_ops session_relay_ops = {
   .touch = session_relay_touch,
   .finished = session_relay_finished,
   .failed = session_relay_failed,
   .sending = session_relay_sending,
+  .held = session_relay_held,
 };
 
 static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb) {
@@ -335,43 +362,6 @@ static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb
   return s;
 }
 
-/* A SYN to an upstream proxy itself means the proxy connections are routed
- * into the tunnel (no mark, or a rule missing): carrying it would loop
- * forever. */
-static int targets_upstream(const struct sockaddr_storage *ss, const struct tcp_pcb *pcb) {
-  ip_addr_t ip;
-  uint16_t port;
-  return s5_addr_from_sockaddr(ss, &ip, &port) == 0 && port == pcb->local_port &&
-         ip_addr_cmp(&ip, &pcb->local_ip);
-}
-
-static int session_targets_proxy(const struct s5_wctx *w, const struct tcp_pcb *pcb) {
-  for (unsigned i = 0; i < w->cfg->n_upstreams; i++)
-    if (targets_upstream(&w->cfg->upstreams[i].addr, pcb)) return 1;
-  return 0;
-}
-
-static void session_refuse_loop(struct s5_sessions *t) {
-  struct s5_wctx *w = t->w;
-  S5_STAT_ADD(w->stats, drop_proxy_loop, 1);
-  uint64_t now = uv_now(&w->loop);
-  if (t->loop_logged_ms != 0 && now - t->loop_logged_ms < S5_FAILURE_LOG_MS)
-    return; /* as often as failures */
-  t->loop_logged_ms = now;
-  const struct s5_config *cfg = w->cfg;
-  if (cfg->tun.auto_route && cfg->socks5.mark != 0) /* s5tund's own are marked: not routed here */
-    s5_warn(
-      "refused a connection to the SOCKS5 proxy's address (%llu so far): an application "
-      "connected to the proxy, whose address is never tunneled; with auto-route its traffic "
-      "enters the tunnel unless it carries [socks5] mark too",
-      (unsigned long long)w->stats->drop_proxy_loop);
-  else
-    s5_warn(
-      "refused a connection to the SOCKS5 proxy itself (%llu so far): the proxy connections "
-      "are routed into the tunnel; set [socks5] mark and route marked packets outside it",
-      (unsigned long long)w->stats->drop_proxy_loop);
-}
-
 /* The listener's SYN callback: a client wants a connection. The SYN-ACK
  * waits (ERR_INPROGRESS) until the proxy has connected. Returning anything
  * else makes lwIP refuse the SYN with a RST. */
@@ -390,10 +380,7 @@ static err_t session_on_syn(void *arg, struct tcp_pcb *pcb) {
     S5_STAT_ADD(w->stats, drop_max_sessions, 1);
     return ERR_MEM;
   }
-  if (session_targets_proxy(w, pcb)) {
-    session_refuse_loop(t);
-    return ERR_MEM;
-  }
+  if (s5_sessions_loop(t, pcb)) return ERR_MEM;
   struct s5_session *s = session_new(t, pcb);
   if (s == NULL) {
     S5_STAT_ADD(w->stats, drop_no_memory, 1);

@@ -32,6 +32,7 @@
 #include "ctx/sessionlog.h"
 #include "ctx/wctx.h"
 #include "tcp/relay.h"
+#include "tcp/sniffing.h"
 
 struct tcp_pcb;
 struct s5_connq;
@@ -43,6 +44,8 @@ struct s5_session;
  * the client is to be refused. The real one is s5_handshake_start()
  * (tcp/handshake.h); the packet fuzzer plays the proxy with its own. */
 typedef int (*s5_start_proxy_fn)(struct s5_session *s);
+/* A sniffing session (s->sniff, begun by start_proxy) is called again once
+ * its sniff is DONE: start_proxy then goes on from the route by name. */
 
 enum s5_session_state {
   S5_SESSION_CONNECTING, /* the SOCKS5 client connects, greets, authenticates, CONNECTs */
@@ -71,9 +74,10 @@ struct s5_session {
   int handles_open;     /* the timer and the proxy client: freed when both closed */
   uint64_t last_active; /* uv_now() of the last byte either way */
 
-  uint32_t flow_ref;     /* its slot in the worker's flow table, 0 for none */
-  unsigned up_open : 1;  /* counted open at its upstream (core/shared/uptab.h) */
-  struct s5_route route; /* where it goes (core/outbound/route.h): made at the SYN */
+  uint32_t flow_ref;         /* its slot in the worker's flow table, 0 for none */
+  unsigned up_open : 1;      /* counted open at its upstream (core/shared/uptab.h) */
+  struct s5_route route;     /* where it goes (core/outbound/route.h): made at the SYN */
+  struct s5_sniffing *sniff; /* [sniff]: its first bytes awaited for a name (tcp/sniffing.h); NULL: not */
 
   struct s5_session_record rec; /* [log] sessions: who, where, bytes, how it ended */
   char end_why[120];            /* rec.end's text when it is not a constant */
@@ -88,6 +92,7 @@ struct s5_sessions {
   struct tcp_pcb *listener;      /* takes SYNs to every address and port */
   struct s5_session *list;       /* all live sessions */
   struct s5_dns_tcp dns;         /* connections the mapped resolver takes instead (core/dns/dns_tcp.c) */
+  struct s5_sniff_skips skips;   /* [sniff]: destinations that failed to sniff */
   uint64_t next_id;
   uint64_t loop_logged_ms;    /* last "connection to the proxy itself" warning */
   void (*drained)(void *arg); /* s5_sessions_drain() */
@@ -104,6 +109,10 @@ int s5_sessions_listen(struct s5_sessions *t);
 void s5_sessions_drain(struct s5_sessions *t, void (*drained)(void *arg), void *arg);
 void s5_sessions_stop(struct s5_sessions *t);
 int s5_sessions_empty(const struct s5_sessions *t);
+/* A SYN to an upstream proxy itself (the proxy connections are routed
+ * into the tunnel: carrying it would loop forever): 1, counted and warned
+ * about (as often as failures), and the SYN is to be refused; else 0. */
+int s5_sessions_loop(struct s5_sessions *t, const struct tcp_pcb *pcb);
 /* --connections: puts every live session into q (core/shared/conntab.h). */
 void s5_sessions_list(const struct s5_sessions *t, struct s5_connq *q);
 

@@ -725,6 +725,14 @@ if [[ $ROWS == 1 ]] && has_test tcp; then
       >>"$OUT/results.md" || report_rc=1
   fi
 fi
+# The sniff parsers' cost per parse (test/bench/sniffbench.c, built by
+# CMake with the tree; one core, no network): a table of its own.
+if [[ -x $BUILD_DIR/test/bench/sniffbench ]]; then
+  { printf '\n### Parsing first bytes for a name (ns per parse, one core)\n\n'
+    "$BUILD_DIR/test/bench/sniffbench" --markdown; } >>"$OUT/results.md" || report_rc=1
+else
+  bench_log "warning: $BUILD_DIR/test/bench/sniffbench is not built: no parser rows"
+fi
 if [[ $HAVE_GNUPLOT == 1 && -f $OUT/chart.gp ]] && has_test tcp; then
   if (cd "$OUT" && timeout 60 gnuplot chart.gp >"$OUT/raw/gnuplot.log" 2>&1); then
     bench_log "chart: $OUT/chart.png"

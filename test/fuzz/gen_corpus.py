@@ -441,6 +441,95 @@ def upstream_seeds():
     return s
 
 
+# ---------------------------------------------------------------- sniff
+
+
+def client_hello(sni, keyshare=32, session_id=32):
+    """A TLS 1.3 ClientHello handshake message (header included)."""
+    ext = struct.pack("!HHB2s", 43, 3, 2, b"\x03\x04")
+    if sni is not None:
+        n = sni.encode()
+        ext += struct.pack("!HHHBH", 0, len(n) + 5, len(n) + 3, 0, len(n)) + n
+    share = bytes((i * 13 + 1) & 0xFF for i in range(keyshare))
+    ext += struct.pack("!HHHHH", 51, keyshare + 6, keyshare + 4, 0x11EC, keyshare) + share
+    body = (b"\x03\x03" + bytes(range(32)) + bytes([session_id]) + b"\xa5" * session_id +
+            struct.pack("!H", 6) + bytes.fromhex("130113021303") + b"\x01\x00" +
+            struct.pack("!H", len(ext)) + ext)
+    return b"\x01" + len(body).to_bytes(3, "big") + body
+
+
+def tls_records(msg, frag=16384):
+    out = b""
+    for at in range(0, len(msg), frag):
+        f = msg[at:at + frag]
+        out += struct.pack("!BHH", 22, 0x0301, len(f)) + f
+    return out
+
+
+def sniff_tls_seeds():
+    # byte 0: below 0x80 the stream as is; 0x80 + k a message in records of k + 1
+    s = {}
+    fixtures = os.path.join(HERE, "..", "unit", "sniff")
+    for f in ("tls_openssl.bin", "tls_curl.bin"):
+        with open(os.path.join(fixtures, f), "rb") as fh:
+            s["captured_" + f[4:-4]] = b"\x00" + fh.read()
+    s["built"] = b"\x00" + tls_records(client_hello("www.example.com"))
+    s["records_100"] = b"\x00" + tls_records(client_hello("pq.example.net", 1216 + 32), 100)
+    s["no_sni"] = b"\x00" + tls_records(client_hello(None))
+    s["ip_sni"] = b"\x00" + tls_records(client_hello("10.1.2.3"))
+    s["msg_frag_7"] = b"\x86" + client_hello("frag.example.org")
+    s["msg_frag_128"] = b"\xff" + client_hello("big.example.org", 2000)
+    s["http"] = b"\x00GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+    return s
+
+
+def sniff_http_seeds():
+    s = {}
+    s["get"] = b"GET / HTTP/1.1\r\nHost: Example.COM:8080\r\nAccept: */*\r\n\r\n"
+    s["lf"] = b"POST /x?y HTTP/1.0\nUser-Agent: u\nhost:\ta.b.\t\n\n"
+    s["no_host"] = b"GET / HTTP/1.1\r\nAccept: */*\r\n\r\n"
+    s["ipv6"] = b"GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"
+    s["absolute"] = b"GET http://x.example/ HTTP/1.1\r\nHost: h.example\r\n\r\n"
+    s["connect"] = b"CONNECT h.example:443 HTTP/1.1\r\nHost: h.example:443\r\n\r\n"
+    s["fold"] = b"GET / HTTP/1.1\r\nX: a\r\n b\r\nHost: h\r\n\r\n"
+    s["http2"] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    s["partial"] = b"GET / HTTP/1.1\r\nHo"
+    return s
+
+
+def varint(v):
+    if v < 0x40:
+        return bytes([v])
+    if v < 0x4000:
+        return struct.pack("!H", 0x4000 | v)
+    return struct.pack("!I", 0x80000000 | v)
+
+
+def sniff_quic_seeds():
+    # byte 0 even: datagrams [len2][bytes]; odd: [flags][len2][frames] the harness protects
+    s = {}
+    with open(os.path.join(HERE, "..", "unit", "sniff", "rfc9001_a2_client_initial.hex")) as f:
+        pkt = bytes.fromhex("".join(l for l in f.read().splitlines() if not l.startswith("#")))
+    s["rfc9001_a2"] = b"\x00" + struct.pack("!H", len(pkt)) + pkt
+    s["rfc9001_a2_twice"] = b"\x00" + (struct.pack("!H", len(pkt)) + pkt) * 2
+    hello = client_hello("quic.example.com", 1216 + 32)
+
+    def crypto(off, data):
+        return b"\x06" + varint(off) + varint(len(data)) + data
+
+    def chunk(flags, frames):
+        return bytes([flags]) + struct.pack("!H", len(frames)) + frames
+
+    ack = b"\x02\x00\x0a\x01\x00\x00\x00"
+    s["two"] = b"\x01" + chunk(1, crypto(0, hello[:700])) + chunk(0, b"\x01" + crypto(700, hello[700:]))
+    s["reversed"] = b"\x01" + chunk(3, crypto(700, hello[700:])) + chunk(1, ack + crypto(0, hello[:700]))
+    s["coalesced"] = b"\x01" + chunk(4, crypto(0, hello[:700])) + chunk(0, crypto(700, hello[700:]))
+    s["one"] = b"\x01" + chunk(0, crypto(0, client_hello("one.example")) + bytes(100))
+    s["flipped"] = b"\x01" + chunk(0x58, crypto(0, client_hello("one.example")))
+    s["stream"] = b"\x01" + chunk(0, b"\x08\x00\x01x")
+    return s
+
+
 def write(corpus, target, seeds):
     d = os.path.join(corpus, target)
     os.makedirs(d, exist_ok=True)
@@ -462,6 +551,9 @@ def main():
     write(corpus, "fuzz_ini", ini_seeds())
     write(corpus, "fuzz_http", http_seeds())
     write(corpus, "fuzz_upstream", upstream_seeds())
+    write(corpus, "fuzz_sniff_tls", sniff_tls_seeds())
+    write(corpus, "fuzz_sniff_http", sniff_http_seeds())
+    write(corpus, "fuzz_sniff_quic", sniff_quic_seeds())
 
 
 if __name__ == "__main__":

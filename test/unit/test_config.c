@@ -351,10 +351,13 @@ struct bad {
 };
 
 static const struct bad bad_files[] = {
+  {"bad_sniff_port.ini", 3, "[sniff] tls", "70000"},
+  {"bad_sniff_twice.ini", 3, "[sniff] http", "port 80 is listed twice"},
+  {"bad_sniff_skip.ini", 3, "[sniff] skip", "neither an address prefix nor a host name"},
   {"bad_section.ini", 3, "[tunnel] mtu", "unknown section [tunnel]"},
   {"bad_section.ini", 3, "[tunnel] mtu",
    "(expected [tun], [socks5], [upstream NAME], "
-   "[group NAME], [balance], [rules], [session], [dns], [log], [run] or [stats])"},
+   "[group NAME], [balance], [rules], [sniff], [session], [dns], [log], [run] or [stats])"},
   {"bad_run_key.ini", 3, "[run] usr",
    "unknown key (expected one of: user, "
    "pid-file, drain-timeout, limit-nofile)"},

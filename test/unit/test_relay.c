@@ -96,9 +96,12 @@ struct owner {
   uint32_t cseq, sseq; /* the client's next seq, the server's next seq */
   int touched, finished, failed, closed;
   const char *why;
+  int held_calls;    /* [sniff]'s op: how often the held bytes were shown */
+  size_t held_bytes; /* how many, the last time */
+  size_t kick_at;    /* kicked once that many are held */
 };
 
-static struct owner owners[4];
+static struct owner owners[5];
 static int nowners;
 
 static void owner_closed(uv_handle_t *h) { ((struct owner *)h->data)->closed = 1; }
@@ -136,6 +139,21 @@ static int op_failed(void *owner, const char *why) {
 
 static const struct s5_relay_ops ops = {.touch = op_touch, .finished = op_finished, .failed = op_failed};
 
+/* [sniff]'s way: look at the held bytes; kick once there are enough. */
+static int op_held(void *owner) {
+  struct owner *o = owner;
+  size_t n = 0;
+  for (const struct pbuf *q = o->conn.out; q != NULL; q = q->next) n += q->len;
+  o->held_calls++;
+  o->held_bytes = n;
+  if (n >= o->kick_at) s5_relay_kick(&o->conn);
+  return ERR_OK;
+}
+
+static const struct s5_relay_ops held_ops = {
+  .touch = op_touch, .finished = op_finished, .failed = op_failed, .held = op_held};
+static int hold_next; /* the next SYN's connection is held, with held_ops */
+
 static err_t on_syn(void *arg, struct tcp_pcb *pcb) {
   struct owner *o = &owners[nowners++];
   int sv[2];
@@ -144,8 +162,9 @@ static err_t on_syn(void *arg, struct tcp_pcb *pcb) {
   if (uv_tcp_open(&o->sock, sv[0]) < 0) return ERR_MEM;
   o->peer = sv[1];
   o->cport = pcb->remote_port;
-  s5_relay_attach(&o->conn, &relay, pcb, (uv_stream_t *)&o->sock, &ops, o);
+  s5_relay_attach(&o->conn, &relay, pcb, (uv_stream_t *)&o->sock, hold_next ? &held_ops : &ops, o);
   CHECK(o->conn.state == S5_RELAY_ATTACHED, "attached");
+  if (hold_next) s5_relay_hold(&o->conn);
   return ERR_OK; /* SYN-ACK at once */
 }
 
@@ -154,6 +173,7 @@ static const char early[] = "EARLY:";
 static err_t on_accept(void *arg, struct tcp_pcb *pcb, err_t err) {
   struct s5_relay_conn *c = arg;
   if (c == NULL || err != ERR_OK) return ERR_VAL;
+  if (s5_relay_early(c)) return ERR_OK; /* held: started once its owner knows where it goes */
   return s5_relay_start(c, (const uint8_t *)early, sizeof early - 1);
 }
 
@@ -336,6 +356,44 @@ static void proxy_reset(void) {
   CHECK(o->closed, "socket closed");
 }
 
+/* [sniff]: the held bytes are shown to the owner at the end of each turn
+ * they grow, none reaches the proxy until the owner kicks, then they go
+ * in that same turn, and the owner is not asked again. */
+static void held_then_kicked(void) {
+  hold_next = 1;
+  feed(40005, 1000, 0, TCP_SYN, NULL);
+  hold_next = 0;
+  struct seg s;
+  CHECK(cap_n == 1 && reply(0, 40005, &s) && s.flags == (TCP_SYN | TCP_ACK), "held: SYN-ACK at once");
+  if (cap_n != 1) return;
+  struct owner *o = &owners[nowners - 1];
+  o->kick_at = 10;
+  o->cseq = 1001;
+  o->sseq = s.seq + 1;
+  feed(40005, o->cseq, o->sseq, TCP_ACK, NULL);
+  CHECK(o->conn.state == S5_RELAY_ATTACHED && o->conn.early == S5_RELAY_EARLY_HELD, "held: not started");
+  feed(40005, o->cseq, o->sseq, TCP_ACK | TCP_PSH, "GET /");
+  o->cseq += 5;
+  turn();
+  char buf[64];
+  CHECK(o->held_calls == 1 && o->held_bytes == 5, "held: shown 5 bytes (%d calls, %zu bytes)", o->held_calls,
+        o->held_bytes);
+  CHECK(recv(o->peer, buf, sizeof buf, MSG_DONTWAIT) < 0 && o->conn.bytes_up == 0,
+        "held: nothing to the proxy");
+  feed(40005, o->cseq, o->sseq, TCP_ACK | TCP_PSH, " HTTP");
+  o->cseq += 5;
+  size_t n = proxy_read(o, buf, 10);
+  CHECK(o->held_calls == 2 && o->held_bytes == 10, "held: shown 10 bytes (%d calls)", o->held_calls);
+  CHECK(n == 10 && strcmp(buf, "GET / HTTP") == 0 && o->conn.early == S5_RELAY_EARLY_SENT,
+        "kicked: the proxy got '%s' in that turn", buf);
+  feed(40005, o->cseq, o->sseq, TCP_ACK | TCP_PSH, "/1.1");
+  o->cseq += 4;
+  n = proxy_read(o, buf, 4);
+  CHECK(n == 4 && o->held_calls == 2, "sent: later bytes follow, the owner is not asked again");
+  owner_end(o, 1);
+  uv_run(&loop, UV_RUN_NOWAIT);
+}
+
 int main(void) {
   lwip_init();
   uv_loop_init(&loop);
@@ -355,6 +413,7 @@ int main(void) {
   backpressure_down();
   to_proxy = from_proxy = 0;
   proxy_reset();
+  held_then_kicked();
 
   tcp_close(listener);
   while (tcp_active_pcbs != NULL) tcp_abort(tcp_active_pcbs);

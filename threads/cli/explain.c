@@ -11,6 +11,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "base/addr.h"
+#include "outbound/route.h"
 #include "shared/rules.h"
 #include "threads/ctl/group_select.h"
 #include "threads/ctl/render.h"
@@ -68,6 +70,36 @@ static void explain_group(const struct s5_config *cfg, const struct s5_group_cfg
   free(doc);
 }
 
+/* --sni: would [sniff] read the flow's first bytes, and would it use the
+ * name it found? Says so; returns 1 when the rules are to run with it. */
+static int explain_sniff(const struct s5_config *cfg, const struct s5_rules *t, const struct s5_explain *e,
+                         FILE *out) {
+  struct s5_flow f;
+  uint32_t rule;
+  s5_flow_init(&f, (uint8_t)e->proto, &e->dst, &e->src, NULL);
+  int o = s5_rules_lookup(t, &f, &rule);
+  unsigned as = s5_route_sniff_port(cfg, (uint8_t)e->proto, f.dport);
+  int skipped = 0;
+  for (unsigned i = 0; i < cfg->sniff.skip.pfx.n; i++)
+    skipped |= s5_prefix_covers(&cfg->sniff.skip.pfx.p[i], &e->dst);
+  const char *kind = as & S5_ROUTE_SNIFF_TLS ? "tls" : "http";
+  if (as == 0)
+    fprintf(out, "sniff    no: %s port %u is in neither [sniff] tls nor http: by address\n",
+            e->proto == IPPROTO_TCP ? "TCP" : "UDP", (unsigned)f.dport);
+  else if (skipped) fprintf(out, "sniff    no: the address is in [sniff] skip: by address\n");
+  else if (!s5_rules_by_name(t, &f, rule, o))
+    fprintf(out,
+            "sniff    no: no rule by name could send it elsewhere: by address (SYN-ACK after the CONNECT)\n");
+  else if (s5_route_name_skipped(cfg, e->name))
+    fprintf(out, "sniff    yes (%s), but %s is under [sniff] skip: by address\n", kind, e->name);
+  else {
+    fprintf(out, "sniff    yes (%s): SYN-ACK at once, its first bytes held, then by the name %s\n", kind,
+            e->name);
+    return 1;
+  }
+  return 0;
+}
+
 int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *out) {
   char err[512] = "";
   double t0 = explain_now();
@@ -88,7 +120,8 @@ int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *ou
           explain_now() - t0);
   struct s5_flow f;
   uint32_t rule;
-  s5_flow_init(&f, (uint8_t)e->proto, &e->dst, &e->src, e->name[0] != '\0' ? e->name : NULL);
+  int named = e->sniffed ? explain_sniff(cfg, t, e, out) : e->name[0] != '\0';
+  s5_flow_init(&f, (uint8_t)e->proto, &e->dst, &e->src, named ? e->name : NULL);
   int o = s5_rules_lookup(t, &f, &rule);
   if (rule == S5_RULE_DEFAULT) {
     fprintf(out, "rule     default%s\n", cfg->rules.def[0] ? "" : " (empty: [balance] chooses an upstream)");
@@ -103,6 +136,15 @@ int s5_explain(const struct s5_config *cfg, const struct s5_explain *e, FILE *ou
     for (unsigned i = 0; i < cfg->n_upstreams; i++) fprintf(out, "upstream %s\n", cfg->upstreams[i].name);
   if (o >= S5_OUTBOUND_GROUP && (unsigned)(o - S5_OUTBOUND_GROUP) < cfg->n_groups)
     explain_group(cfg, &cfg->groups[o - S5_OUTBOUND_GROUP], out);
+  if (named && e->sniffed) {
+    char addr[S5_ADDR_STRLEN];
+    if (cfg->sniff.override)
+      fprintf(out, "connect  %s:%u ([sniff] override: the proxy resolves the name)\n", e->name,
+              (unsigned)f.dport);
+    else
+      fprintf(out, "connect  %s (the client's address; [sniff] override = false)\n",
+              s5_sockaddr_str(&e->dst, addr, sizeof addr));
+  }
   munmap(t, EXPLAIN_ROOM);
   return 0;
 }

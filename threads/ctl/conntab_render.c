@@ -104,6 +104,8 @@ void s5_conntab_render(FILE *out, uint64_t req, int json, uint64_t now_ms) {
     json_text(out, de);
     fprintf(out, "\",\"name\":\"");
     json_text(out, c->name);
+    fprintf(out, "\",\"named_by\":\"");
+    json_text(out, c->named_by);
     fprintf(out, "\",\"upstream\":\"");
     json_text(out, c->upstream);
     fprintf(out, "\",\"rule\":\"");
