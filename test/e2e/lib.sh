@@ -433,6 +433,7 @@ dns_nameservers 127.0.0.1
 shutdown_lifetime 0 seconds
 logfile_rotate 0
 max_filedescriptors 4096
+${SQUID_EXTRA:-}
 EOF
   chown -R proxy:proxy "$d"
   SQUID_LOG=$d/access.log
