@@ -39,4 +39,8 @@ struct s5_tls *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
 /* During the handshake: done() will not come; the pump closes. */
 void s5_tls_detach(struct s5_tls *t);
 
+/* This thread's TLS contexts and sessions freed (tls_ctx.c): its worker's
+ * loop has ended, no TLS connection is left. */
+void s5_tls_release(void);
+
 #endif

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/privileges.h"
 #include "ctx/sessionlog.h"
+#include "socks5/tls.h"
 #include "tcp/handshake.h"
 #include "tun/tun.h"
 #include "udp/udp.h"
@@ -348,6 +349,7 @@ int s5_worker_run(struct s5_worker *w, int handle_signals) {
     worker_shutdown(w);
   }
   uv_run(&ctx->loop, UV_RUN_DEFAULT);
+  s5_tls_release(); /* the loop ended with every TLS connection */
   s5_info("stopped (%llu TCP sessions on this queue since start)", (unsigned long long)ctx->stats->tcp_total);
   return ok;
 }

@@ -150,7 +150,10 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   # SOCKS5 inside TLS: stunnel in front of danted.
   ini=$WORK/tls2.ini
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
-  { printf '%s\n' "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL"; tls_up dante socks5 $STUNNEL_PORT; } >>"$ini"
+  {
+    printf '%s\n' "" "[stats]" "socket = $WORK/stats2.sock" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL"
+    tls_up dante socks5 $STUNNEL_PORT
+  } >>"$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
   in_c ip route replace "$DNS_POOL" dev "$TUN"
@@ -162,7 +165,10 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   # squid's https_port gives no session tickets; stunnel's OpenSSL does: the pool's refills resume
   e2e_wait_log "$S5LOG" "upstream dante: TLS .*session resumed" 5 >/dev/null
   grep -qE "tcp/connect \[.*$TGT4\.$TGT_PORT" "$WORK/danted.log" || fail "danted logged no CONNECT"
-  log "SOCKS5 in TLS: danted logged $(grep -cE 'tcp/connect \[' "$WORK/danted.log") CONNECTs"
+  local hits # the pool's connections are handshaken (TLS) and greeted (SOCKS5): sessions took them
+  hits=$("$S5TUND" --stats "$WORK/stats2.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"]["pool_hits"])')
+  ((hits > 0)) || fail "no session took a pooled TLS connection (pool_hits $hits)"
+  log "SOCKS5 in TLS: danted logged $(grep -cE 'tcp/connect \[' "$WORK/danted.log") CONNECTs, $hits from the pool"
   e2e_stop_s5tund
 
   kill "$dump" 2>/dev/null || true
