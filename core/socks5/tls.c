@@ -49,6 +49,9 @@ static void tls_freed(uv_handle_t *h) {
   free(t);
 }
 
+/* s5_tls_start gave up after opening net_poll: the rest was freed there. */
+static void tls_abandoned(uv_handle_t *h) { free(h->data); }
+
 /* Everything closes; the pair's other end sees its EOF. */
 static void tls_close(struct s5_tls *t) {
   if (t->state == TLS_CLOSING) return;
@@ -85,7 +88,8 @@ static void tls_poll(struct s5_tls *t) {
   else {
     if (t->want_write) net |= UV_WRITABLE;
     if (t->down_len == 0 && !t->net_eof) net |= UV_READABLE;
-    if (t->up_len > 0 && !t->want_write) net |= UV_READABLE; /* SSL_write wanted to read */
+    if (t->up_len > 0 && !t->want_write)
+      net |= UV_READABLE | UV_WRITABLE; /* its turn ended, or it wants to read */
     if (t->up_len == 0 && !t->pair_eof) pair |= UV_READABLE;
     if (t->down_len > 0) pair |= UV_WRITABLE;
   }
@@ -175,14 +179,14 @@ static int tls_pump_once(struct s5_tls *t, int *moved) {
 
 static void tls_pump(struct s5_tls *t) {
   t->want_write = 0;
-  int moved;
-  do {
+  int moved, passes = 0;
+  do { /* a few records each way, then the loop's other handles have their turn */
     moved = 0;
     if (tls_pump_once(t, &moved) < 0) {
       tls_close(t);
       return;
     }
-  } while (moved && t->state == TLS_OPEN);
+  } while (moved && ++passes < 16);
   if (t->pair_eof && t->net_eof && t->up_len == 0 && t->down_len == 0) tls_close(t);
   else tls_poll(t);
 }
@@ -253,13 +257,24 @@ struct s5_tls *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
     free(t);
     return NULL;
   }
-  SSL_set_fd(t->ssl, t->net);
+  int r = SSL_set_fd(t->ssl, t->net) == 1 ? uv_poll_init(loop, &t->net_poll, t->net) : UV_ENOMEM;
+  int net_open = r == 0;
+  if (r == 0) r = uv_poll_init(loop, &t->pair_poll, pair[0]);
+  if (r < 0) {
+    snprintf(why, cap, "TLS to upstream %s: polling its sockets: %s", up->name, uv_strerror(r));
+    t->net_poll.data = t;
+    if (net_open) uv_close((uv_handle_t *)&t->net_poll, tls_abandoned); /* t goes with it */
+    SSL_free(t->ssl);
+    close(t->net);
+    close(pair[0]);
+    close(pair[1]);
+    if (!net_open) free(t);
+    return NULL;
+  }
   t->pair = pair[0];
   t->done = done;
   t->arg = arg;
   snprintf(t->up_name, sizeof t->up_name, "%s", up->name);
-  uv_poll_init(loop, &t->net_poll, t->net);
-  uv_poll_init(loop, &t->pair_poll, t->pair);
   t->net_poll.data = t->pair_poll.data = t;
   t->handles = 2;
   t->state = TLS_CONNECTING;

@@ -9,7 +9,8 @@
 #                 expired certificate (each refused with one log line), then
 #                 squid over HTTPS: the client's connections are carried
 #                 (squid's access log). Then SOCKS5 inside TLS (danted's
-#                 log), TLS resumed on the pool's next connections. A
+#                 log), TLS resumed on the pool's next connections, the
+#                 warning about an upstream with tls-verify = false. A
 #                 capture on the veth holds neither the password nor the
 #                 destination's name.
 
@@ -145,6 +146,7 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   grep -q "TCP_TUNNEL/200 .* CONNECT target\.test:$TGT_PORT $SQUID_USER " "$SQUID_LOG" ||
     fail "squid logged no CONNECT by name"
   log "squid over HTTPS: $tunnels CONNECTs; wrong CA, wrong name, expired refused and failed over"
+  e2e_s5_log_clean # each refusal a debug line of its session (the set-up went on); nothing at warn
   e2e_stop_s5tund
 
   # SOCKS5 inside TLS: stunnel in front of danted.
@@ -153,6 +155,7 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   {
     printf '%s\n' "" "[stats]" "socket = $WORK/stats2.sock" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL"
     tls_up dante socks5 $STUNNEL_PORT
+    tls_up noverify socks5 $STUNNEL_PORT "tls-verify=false" # after dante: only warned about
   } >>"$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
@@ -168,6 +171,10 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   local hits # the pool's connections are handshaken (TLS) and greeted (SOCKS5): sessions took them
   hits=$("$S5TUND" --stats "$WORK/stats2.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"]["pool_hits"])')
   ((hits > 0)) || fail "no session took a pooled TLS connection (pool_hits $hits)"
+  e2e_wait_log "$S5LOG" "warn  main upstream noverify: tls-verify = false: the proxy's certificate and name are not checked" 5 >/dev/null
+  local bad
+  bad=$(e2e_s5_warns | grep -v "upstream noverify: tls-verify = false" || true)
+  [[ -z $bad ]] || fail "s5tund logged errors or warnings: $(oneline "$bad")"
   log "SOCKS5 in TLS: danted logged $(grep -cE 'tcp/connect \[' "$WORK/danted.log") CONNECTs, $hits from the pool"
   e2e_stop_s5tund
 
