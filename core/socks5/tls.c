@@ -25,7 +25,8 @@ enum tls_state { TLS_CONNECTING, TLS_HANDSHAKE, TLS_OPEN, TLS_CLOSING };
 
 struct s5_tls {
   uv_poll_t net_poll, pair_poll;
-  int net, pair; /* the TCP socket to the proxy; our end of the pair */
+  struct s5_tls *prev, *next; /* this thread's, for s5_tls_end */
+  int net, pair;              /* the TCP socket to the proxy; our end of the pair */
   SSL *ssl;
   enum tls_state state;
   s5_tls_done *done; /* until the handshake ends; NULL once detached */
@@ -40,13 +41,21 @@ struct s5_tls {
 
 static void tls_io(uv_poll_t *h, int status, int events);
 
-static void tls_freed(uv_handle_t *h) {
-  struct s5_tls *t = h->data;
-  if (--t->handles > 0) return;
+static __thread struct s5_tls *live; /* this thread's pumps */
+
+static void tls_free(struct s5_tls *t) {
+  if (t->prev != NULL) t->prev->next = t->next;
+  else live = t->next;
+  if (t->next != NULL) t->next->prev = t->prev;
   close(t->net);
   close(t->pair);
   SSL_free(t->ssl);
   free(t);
+}
+
+static void tls_freed(uv_handle_t *h) {
+  struct s5_tls *t = h->data;
+  if (--t->handles == 0) tls_free(t);
 }
 
 /* s5_tls_start gave up after opening net_poll: the rest was freed there. */
@@ -277,6 +286,9 @@ struct s5_tls *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
   snprintf(t->up_name, sizeof t->up_name, "%s", up->name);
   t->net_poll.data = t->pair_poll.data = t;
   t->handles = 2;
+  t->next = live;
+  if (live != NULL) live->prev = t;
+  live = t;
   t->state = TLS_CONNECTING;
   tls_poll(t);
   *plain = pair[1];
@@ -286,4 +298,9 @@ struct s5_tls *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
 void s5_tls_detach(struct s5_tls *t) {
   t->done = NULL;
   tls_close(t);
+}
+
+void s5_tls_end(void) {
+  while (live != NULL) tls_free(live); /* their polls were closed with the loop's other handles */
+  s5_tls_release();
 }

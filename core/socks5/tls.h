@@ -39,8 +39,13 @@ struct s5_tls *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
 /* During the handshake: done() will not come; the pump closes. */
 void s5_tls_detach(struct s5_tls *t);
 
-/* This thread's TLS contexts and sessions freed (tls_ctx.c): its worker's
- * loop has ended, no TLS connection is left. */
+/* This thread's TLS contexts and sessions freed (tls_ctx.c), at a reload:
+ * the next connection builds its context again from the files; those open
+ * keep theirs (OpenSSL counts its references). */
 void s5_tls_release(void);
+
+/* The worker's loop has ended (its stop closed every handle, the pumps'
+ * polls too): this thread's pumps left and its contexts freed. */
+void s5_tls_end(void);
 
 #endif

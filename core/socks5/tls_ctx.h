@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The worker's TLS contexts for tls.c: per thread (a worker's), one
  * SSL_CTX for each upstream's TLS settings (TLS 1.2+, the CAs, the client
- * certificate), built at its first connection, kept across reloads that
- * leave them alone (at most 16; the oldest goes), with the last session
- * the proxy gave, which the next connection resumes. */
+ * certificate), built at its first connection after the start or a reload
+ * (at most 16; the oldest goes), with the last session the proxy gave,
+ * which the next connection resumes. */
 #ifndef S5_CORE_SOCKS5_TLS_CTX_H
 #define S5_CORE_SOCKS5_TLS_CTX_H
 
