@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "ini/config.h"
 #include "ini/sockaddr.h"
+#include "shared/uptab.h"
 #include "socks5/tls_ctx.h"
 
 #define TLS_BUF 16384 /* one TLS record's plaintext */
@@ -32,7 +33,8 @@ struct s5_tls {
   s5_tls_done *done; /* until the handshake ends; NULL once detached */
   void *arg;
   char up_name[32];
-  int handles; /* polls open */
+  unsigned slot; /* the upstream's row in the shared table */
+  int handles;   /* polls open */
   unsigned pair_eof : 1, net_eof : 1, want_write : 1;
   size_t up_len;             /* plaintext from the pair, not yet taken by SSL_write */
   size_t down_off, down_len; /* plaintext from the proxy, not yet written to the pair */
@@ -114,6 +116,7 @@ static void tls_handshake(struct s5_tls *t) {
   if (r == 1) {
     struct s5_tls_ctx *c = SSL_CTX_get_app_data(SSL_get_SSL_CTX(t->ssl));
     if (c != NULL) s5_tls_ctx_handshaken(c, t->ssl);
+    if (s5_uptab() != NULL) s5_uptab_count_tls(s5_uptab(), t->slot, SSL_session_reused(t->ssl));
     t->state = TLS_OPEN;
     t->want_write = 0;
     tls_poll(t);
@@ -284,6 +287,7 @@ struct s5_tls *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
   t->done = done;
   t->arg = arg;
   snprintf(t->up_name, sizeof t->up_name, "%s", up->name);
+  t->slot = up->slot;
   t->net_poll.data = t->pair_poll.data = t;
   t->handles = 2;
   t->next = live;

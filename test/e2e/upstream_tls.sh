@@ -168,14 +168,25 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   # squid's https_port gives no session tickets; stunnel's OpenSSL does: the pool's refills resume
   e2e_wait_log "$S5LOG" "upstream dante: TLS .*session resumed" 5 >/dev/null
   grep -qE "tcp/connect \[.*$TGT4\.$TGT_PORT" "$WORK/danted.log" || fail "danted logged no CONNECT"
-  local hits # the pool's connections are handshaken (TLS) and greeted (SOCKS5): sessions took them
+  local hits tls # the pool's connections are handshaken (TLS) and greeted (SOCKS5): sessions took them
   hits=$("$S5TUND" --stats "$WORK/stats2.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"]["pool_hits"])')
   ((hits > 0)) || fail "no session took a pooled TLS connection (pool_hits $hits)"
+  # the upstream's TLS counters: handshakes and resumptions, never more than the log's lines (logged first)
+  tls=$("$S5TUND" --stats "$WORK/stats2.sock" --json | "$PY" -c '
+import json, sys
+u = [u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "dante"][0]
+print(u["tls_handshakes"], u["tls_resumed"])')
+  read -r -a tls <<<"$tls"
+  local logged resumed
+  logged=$(grep -c "upstream dante: TLS TLSv" "$S5LOG")
+  resumed=$(grep -c "upstream dante: TLS TLSv.*session resumed" "$S5LOG")
+  ((tls[0] > 0 && tls[0] <= logged && tls[1] > 0 && tls[1] <= resumed)) ||
+    fail "dante's TLS counters (handshakes ${tls[0]}, resumed ${tls[1]}) against its log's ($logged, $resumed)"
   e2e_wait_log "$S5LOG" "warn  main upstream noverify: tls-verify = false: the proxy's certificate and name are not checked" 5 >/dev/null
   local bad
   bad=$(e2e_s5_warns | grep -v "upstream noverify: tls-verify = false" || true)
   [[ -z $bad ]] || fail "s5tund logged errors or warnings: $(oneline "$bad")"
-  log "SOCKS5 in TLS: danted logged $(grep -cE 'tcp/connect \[' "$WORK/danted.log") CONNECTs, $hits from the pool"
+  log "SOCKS5 in TLS: danted logged $(grep -cE 'tcp/connect \[' "$WORK/danted.log") CONNECTs, $hits from the pool; ${tls[0]} TLS handshakes, ${tls[1]} resumed"
   e2e_stop_s5tund
 
   kill "$dump" 2>/dev/null || true
