@@ -20,7 +20,8 @@
 #include "shared/uptab.h"
 #include "socks5/tls_ctx.h"
 
-#define TLS_BUF 16384 /* one TLS record's plaintext */
+#define TLS_UP 16384   /* one TLS record's plaintext, from the pair */
+#define TLS_DOWN 32768 /* two records' from the proxy: one write to the pair for both */
 
 enum tls_state { TLS_CONNECTING, TLS_HANDSHAKE, TLS_OPEN, TLS_CLOSING };
 
@@ -38,7 +39,7 @@ struct s5_tls {
   unsigned pair_eof : 1, net_eof : 1, want_write : 1;
   size_t up_len;             /* plaintext from the pair, not yet taken by SSL_write */
   size_t down_off, down_len; /* plaintext from the proxy, not yet written to the pair */
-  uint8_t up[TLS_BUF], down[TLS_BUF];
+  uint8_t up[TLS_UP], down[TLS_DOWN];
 };
 
 static void tls_io(uv_poll_t *h, int status, int events);
@@ -171,8 +172,17 @@ static int tls_pump_once(struct s5_tls *t, int *moved) {
   if (t->down_len == 0 && !t->net_eof) { /* the proxy -> the pair */
     ERR_clear_error();
     int r = SSL_read(t->ssl, t->down, sizeof t->down);
-    if (r > 0) t->down_off = 0, t->down_len = (size_t)r, *moved = 1;
-    else {
+    if (r > 0) {
+      t->down_off = 0, t->down_len = (size_t)r, *moved = 1;
+      while (t->down_len + TLS_UP <= sizeof t->down) { /* room for another record */
+        int r2 = SSL_read(t->ssl, t->down + t->down_len, (int)(sizeof t->down - t->down_len));
+        if (r2 <= 0) {
+          ERR_clear_error();
+          break;
+        }
+        t->down_len += (size_t)r2;
+      }
+    } else {
       int w = tls_wait(t, r);
       if (w < 0) return -1;
       if (w > 0) {
