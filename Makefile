@@ -30,17 +30,20 @@ CTEST_ARGS ?=
 # tests read the table back. apache2-utils: ab, short connections reusing
 # ports through the tunnel (e2e.port_reuse); htpasswd, squid's password file
 # (e2e.upstream_squid). curl: a client of ours through s5tund exec
-# (e2e.route.exec). squid, tinyproxy: HTTP CONNECT upstreams (e2e.upstream_*).
-# strace: holds a worker in its first prctl() while its supervisor is
-# killed (e2e.ops.supervise). libssl-dev: libcrypto, QUIC Initials' keys
-# and ciphers (core/sniff/). python3-cryptography: the QUIC client
-# Initials the sniffer is tested against (unit.sniff_quic_split).
+# (e2e.route.exec). squid, tinyproxy: HTTP CONNECT upstreams (e2e.upstream_*);
+# squid-openssl is squid with https_port (e2e.upstream_tls, the other squid
+# cases alike). libssl-dev: TLS to the proxy (core/socks5/tls.c) and
+# libcrypto for QUIC Initials' keys and ciphers (core/sniff/); stunnel4:
+# SOCKS5 inside TLS, tcpdump: the capture that finds no secret in clear
+# (e2e.upstream_tls). strace: holds a worker in its first prctl() while its
+# supervisor is killed (e2e.ops.supervise). python3-cryptography: the QUIC
+# client Initials the sniffer is tested against (unit.sniff_quic_split).
 # nginx-light: one address serving two names by SNI and Host (e2e.sniff).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev libnftables-dev libssl-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
         systemd man-db python3-prometheus-client iperf3 clang-format dnsutils nftables \
-        apache2-utils curl squid tinyproxy strace python3-cryptography nginx-light
+        apache2-utils curl squid-openssl tinyproxy strace stunnel4 tcpdump python3-cryptography nginx-light
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive

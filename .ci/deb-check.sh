@@ -3,7 +3,8 @@
 # deb-check.sh [DEB_DIR]: checks the package .ci/deb.sh built (make deb-check):
 #   1. its file list (dpkg -c) has the daemon in /usr/sbin, the unit in
 #      (/usr)/lib/systemd/system, the man page, the example config,
-#      copyright; and it depends on the shared libuv and inih;
+#      copyright; and it depends on the shared libuv, inih, nftables and
+#      OpenSSL (libssl3, TLS to the proxy);
 #   2. unpacked into a scratch root (dpkg -x), the daemon runs and the
 #      installed tree passes .ci/installed-check.sh (s5tund --version,
 #      systemd-analyze verify, documentation agrees with unit and binary).
@@ -28,7 +29,7 @@ for want in ./usr/sbin/s5tund ./usr/share/man/man8/s5tund.8.gz ./usr/share/doc/s
 done
 grep -q '^\./etc/' <<<"$list" && fail "the package ships files in /etc (the configuration is the admin's)"
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libuv1 libinih1 libnftables1; do
+for lib in libuv1 libinih1 libnftables1 libssl3; do
   grep -qw "$lib" <<<"$depends" || fail "Depends: $depends lacks $lib"
 done
 echo "deb-check: $(grep -c . <<<"$list") entries in ${deb##*/}; Depends: $depends"

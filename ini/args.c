@@ -67,7 +67,7 @@ static const struct flag flags[] = {
    "SOCKS5 proxy, e.g. 127.0.0.1:1080 or [::1]:1080"},
   {FLAG_PROXY, "proxy", 0, "URL", NULL, NULL, NULL,
    "an upstream proxy, repeatable; replaces the file's:\n"
-   "                           socks5://[USER:PASS@]ADDR:PORT, socks4://, socks4a://,\n"
+   "                           socks5://[USER:PASS@]ADDR:PORT, socks4://, socks4a://, https://,\n"
    "                           http://USER:PASS@[::1]:3128 (a #NAME may follow)"},
   {FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level", "LEVEL",
    "error, warn, info or debug"},

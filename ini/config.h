@@ -116,6 +116,12 @@ struct s5_upstream_cfg {
   bool optimistic;                  /* SYN answered at once, the client's bytes right behind the CONNECT */
   bool udp;                         /* SOCKS5: udp = associate (true) | off */
   struct sockaddr_storage udp_addr; /* udp-address: ss_family 0 = use the relay address the proxy returns */
+  bool tls;                         /* http and socks5: TLS to the proxy (core/socks5/tls.c) */
+  bool tls_verify;                  /* certificate and name verified (default true) */
+  char tls_server_name[256];        /* SNI and the name verified; empty = the address */
+  char tls_ca_file[256];            /* empty = the system's store */
+  char tls_cert_file[256];          /* client certificate, with tls_key_file; empty = none */
+  char tls_key_file[256];
   unsigned slot; /* not a key: its row in the shared upstream table, set by core/shared/uptab.c */
 };
 

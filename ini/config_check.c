@@ -3,9 +3,11 @@
  * (or command line) is in: each names the key to blame, so the loader can
  * point at the line that set it. Everything about a single value is the
  * key table's business (keys.c, types.c). */
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ini/internal.h"
 #include "ini/keys.h"
@@ -138,6 +140,33 @@ static int check_upstream(const struct s5_config *cfg, unsigned i, int *key, int
   return 0;
 }
 
+/* TLS: the types that carry it, the files it reads (refused here rather
+ * than at a session's first connection), a client key with its certificate. */
+static int check_tls(const struct s5_config *cfg, unsigned i, int *key, int *up, char *err, size_t errlen) {
+  const struct s5_upstream_cfg *u = &cfg->upstreams[i];
+  if (!u->tls) return 0;
+  if (u->type != S5_UPSTREAM_HTTP && u->type != S5_UPSTREAM_SOCKS5) {
+    blame(cfg, i, "tls", key, up);
+    snprintf(err, errlen, "set for type = socks4: TLS is for http and socks5 upstreams");
+    return -1;
+  }
+  if ((u->tls_cert_file[0] != '\0') != (u->tls_key_file[0] != '\0')) {
+    blame(cfg, i, u->tls_cert_file[0] != '\0' ? "tls-cert-file" : "tls-key-file", key, up);
+    snprintf(err, errlen, "set without %s (a client certificate needs both)",
+             u->tls_cert_file[0] != '\0' ? "tls-key-file" : "tls-cert-file");
+    return -1;
+  }
+  const char *names[] = {"tls-ca-file", "tls-cert-file", "tls-key-file"};
+  const char *files[] = {u->tls_ca_file, u->tls_cert_file, u->tls_key_file};
+  for (int f = 0; f < 3; f++) {
+    if (files[f][0] == '\0' || access(files[f], R_OK) == 0) continue;
+    blame(cfg, i, names[f], key, up);
+    snprintf(err, errlen, "%s: %s", files[f], strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
 /* Without a mark the proxy connections would be routed into the tunnel;
  * the routing rule keeps one mark out, so every upstream carries it. */
 static int check_marks(const struct s5_config *cfg, int *key, int *up, char *err, size_t errlen) {
@@ -163,7 +192,8 @@ static int check_marks(const struct s5_config *cfg, int *key, int *up, char *err
 int s5_config_check(const struct s5_config *cfg, int *key, int *up, char *err, size_t errlen) {
   *up = -1;
   for (unsigned i = 0; i < cfg->n_upstreams; i++)
-    if (check_upstream(cfg, i, key, up, err, errlen) != 0) return -1;
+    if (check_upstream(cfg, i, key, up, err, errlen) != 0 || check_tls(cfg, i, key, up, err, errlen) != 0)
+      return -1;
   /* One family may be switched off by leaving it empty, not both. */
   if (cfg->tun.ipv4.family == 0 && cfg->tun.ipv6.family == 0) {
     *key = s5_config_key_find("tun", "ipv4");

@@ -157,6 +157,21 @@ static const struct s5_key keys[] = {
    .doc = "socks5: UDP relay address to use instead of the one the proxy returns"},
   {"upstream", "weight", &s5_type_uint, UP(weight), .min = 1, .max = 1000, .live = true, .def = "1",
    .doc = "share of new sessions under [balance] round-robin, 1..1000"},
+  /* TLS to the proxy (core/socks5/tls.c): an HTTPS proxy, SOCKS5 inside TLS. */
+  {"upstream", "tls", &s5_type_bool, UP(tls), .live = true, .def = "false",
+   .doc = "http and socks5: TLS 1.2+ to the proxy (an HTTPS proxy; SOCKS5 inside TLS), certificate and name "
+          "verified"},
+  {"upstream", "tls-server-name", &s5_type_text, UP(tls_server_name), .live = true, .def = "",
+   .doc = "with tls: the name sent (SNI) and verified in the proxy's certificate; empty = the address "
+          "(verified against the certificate's IP addresses)"},
+  {"upstream", "tls-ca-file", &s5_type_text, UP(tls_ca_file), .live = true, .def = "",
+   .doc = "with tls: PEM file of the CAs trusted for the proxy's certificate; empty = the system's store"},
+  {"upstream", "tls-verify", &s5_type_bool, UP(tls_verify), .live = true, .def = "true",
+   .doc = "with tls: verify the proxy's certificate and name; false is warned about at start"},
+  {"upstream", "tls-cert-file", &s5_type_text, UP(tls_cert_file), .live = true, .def = "",
+   .doc = "with tls: PEM client certificate (chain) shown to the proxy, with tls-key-file; empty = none"},
+  {"upstream", "tls-key-file", &s5_type_text, UP(tls_key_file), .live = true, .def = "",
+   .doc = "with tls: PEM private key of tls-cert-file"},
   /* Well under connect-timeout: a black hole (takes the TCP connection,
    * never answers) costs this much before the next upstream is tried. */
   {"upstream", "handshake-timeout", &s5_type_uint, UP(handshake_timeout), .min = 1, .max = 3600, .live = true,

@@ -4,7 +4,7 @@
  *   SCHEME://[USER[:PASSWORD]@]HOST:PORT[/][#NAME]
  *
  * SCHEME socks5 (socks5h alike: names always go to the proxy), socks4 or
- * socks4a (one type: 4a is used for names), http; HOST an IPv4 literal or
+ * socks4a (one type: 4a is used for names), http, https (http with tls); HOST an IPv4 literal or
  * an IPv6 one in brackets (no host names: DNS may itself be in the
  * tunnel); USER and PASSWORD percent-encoded where they hold ':', '@', '/'
  * or '#'; NAME the upstream's name (default proxyN, N its place). */
@@ -19,8 +19,10 @@
 static const struct {
   const char *scheme;
   const char *type;
+  const char *tls;
 } schemes[] = {
-  {"socks5", "socks5"}, {"socks5h", "socks5"}, {"socks4", "socks4"}, {"socks4a", "socks4"}, {"http", "http"},
+  {"socks5", "socks5", "false"},  {"socks5h", "socks5", "false"}, {"socks4", "socks4", "false"},
+  {"socks4a", "socks4", "false"}, {"http", "http", "false"},      {"https", "http", "true"},
 };
 
 static int hex(int c) {
@@ -112,20 +114,20 @@ static int authority(struct s5_config *cfg, int up, const char *a, char *err, si
 int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size_t errlen) {
   char buf[1200], name[64];
   const char *sep = strstr(url, "://");
-  const char *type = NULL;
+  const char *type = NULL, *tls = "false";
   if (sep == NULL) {
-    snprintf(err, errlen, "expected SCHEME://HOST:PORT (socks5, socks4, socks4a or http)");
+    snprintf(err, errlen, "expected SCHEME://HOST:PORT (socks5, socks4, socks4a, http or https)");
     return -1;
   }
   for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
     if (strlen(schemes[i].scheme) == (size_t)(sep - url) &&
         strncasecmp(url, schemes[i].scheme, (size_t)(sep - url)) == 0)
-      type = schemes[i].type;
+      type = schemes[i].type, tls = schemes[i].tls;
   if (type == NULL) {
     char shown[S5_SHOW_MAX], scheme[32];
     snprintf(scheme, sizeof scheme, "%.*s", (int)(sep - url) < 31 ? (int)(sep - url) : 31, url);
     s5_show(shown, sizeof shown, scheme);
-    snprintf(err, errlen, "scheme %s: expected socks5, socks4, socks4a or http", shown);
+    snprintf(err, errlen, "scheme %s: expected socks5, socks4, socks4a, http or https", shown);
     return -1;
   }
   if (strlen(sep + 3) >= sizeof buf) {
@@ -152,7 +154,8 @@ int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size
   }
   int up = s5_upstream_add(cfg, name, err, errlen);
   if (up < 0) return -1;
-  if (set(cfg, up, "type", type, err, errlen) != 0 || authority(cfg, up, buf, err, errlen) != 0) {
+  if (set(cfg, up, "type", type, err, errlen) != 0 || set(cfg, up, "tls", tls, err, errlen) != 0 ||
+      authority(cfg, up, buf, err, errlen) != 0) {
     cfg->n_upstreams--;
     return -1;
   }

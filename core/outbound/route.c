@@ -77,7 +77,8 @@ static const struct s5_upstream_cfg *route_take(struct s5_route *r, int i) {
 static uint32_t route_cannot_udp(const struct s5_config *cfg) {
   uint32_t no = 0;
   for (unsigned i = 0; i < cfg->n_upstreams && i < S5_UPSTREAMS_MAX; i++)
-    if (cfg->upstreams[i].type != S5_UPSTREAM_SOCKS5 || !cfg->upstreams[i].udp) no |= 1u << i;
+    if (cfg->upstreams[i].type != S5_UPSTREAM_SOCKS5 || !cfg->upstreams[i].udp || cfg->upstreams[i].tls)
+      no |= 1u << i;
   return no;
 }
 

@@ -69,9 +69,11 @@ struct s5_up_slot {
   uint64_t open;           /* sessions open now, all workers */
   uint64_t total;          /* sessions carried */
   uint64_t failed[S5_UP_CAUSES];
-  uint64_t refused;  /* CONNECTs the destination refused (not the upstream's fault) */
-  uint64_t retried;  /* set-ups that moved on from here to another upstream */
-  uint64_t bytes_up; /* client to proxy, counted as sessions end */
+  uint64_t refused;        /* CONNECTs the destination refused (not the upstream's fault) */
+  uint64_t retried;        /* set-ups that moved on from here to another upstream */
+  uint64_t tls_handshakes; /* tls = true: TLS handshakes done with it (a refused one is failed[CONNECT]) */
+  uint64_t tls_resumed;    /* of them, sessions resumed */
+  uint64_t bytes_up;       /* client to proxy, counted as sessions end */
   uint64_t bytes_down;
   uint64_t hs_le[S5_UP_HS_BUCKETS + 1]; /* set-ups granted within each bucket (not cumulative) */
   uint64_t hs_sum_us;                   /* their handshake times, summed */
@@ -147,6 +149,8 @@ int s5_uptab_up(const struct s5_uptab *t, unsigned i);
 void s5_uptab_count_refused(struct s5_uptab *t, unsigned i);
 void s5_uptab_count_retried(struct s5_uptab *t, unsigned i);
 void s5_uptab_count_no_upstream(struct s5_uptab *t);
+/* A TLS handshake with i done; resumed: its session was resumed. */
+void s5_uptab_count_tls(struct s5_uptab *t, unsigned i, int resumed);
 
 /* How often slot i was marked down so far: a session reads it when it
  * chooses the upstream, and hands it to s5_uptab_granted. */

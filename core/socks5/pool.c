@@ -46,10 +46,15 @@ static unsigned pool_target(const struct s5_pool *pool, const struct s5_upstream
 
 /* Connections to a and b are interchangeable: same proxy, same type, same
  * login (an HTTP or SOCKS4 entry is a bare TCP connection, the login goes
- * with each CONNECT; compared all the same). */
+ * with each CONNECT; compared all the same), same TLS and what it verified. */
 static int pool_same_proxy(const struct s5_upstream_cfg *a, const struct s5_upstream_cfg *b) {
   return a->type == b->type && a->addrlen == b->addrlen && memcmp(&a->addr, &b->addr, a->addrlen) == 0 &&
-         strcmp(a->username, b->username) == 0 && strcmp(a->password, b->password) == 0 && a->mark == b->mark;
+         strcmp(a->username, b->username) == 0 && strcmp(a->password, b->password) == 0 &&
+         a->mark == b->mark && a->tls == b->tls &&
+         (!a->tls ||
+          (a->tls_verify == b->tls_verify && strcmp(a->tls_server_name, b->tls_server_name) == 0 &&
+           strcmp(a->tls_ca_file, b->tls_ca_file) == 0 && strcmp(a->tls_cert_file, b->tls_cert_file) == 0 &&
+           strcmp(a->tls_key_file, b->tls_key_file) == 0));
 }
 
 /* ---------------------------------------------------------------- entries */

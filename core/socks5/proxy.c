@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The proxy client (see proxy.h): one exchange with an upstream, for a TCP session's CONNECT or
- * a UDP association's ASSOCIATE. The socket (SO_MARK), the connect-timeout, reply parsing, failure
- * texts with their counters and closing are here once; the request (ops) and log words differ. */
+/* The proxy client (proxy.h): one exchange with an upstream, for a TCP session's CONNECT or a UDP
+ * association's ASSOCIATE: the socket (SO_MARK; TLS: proxy_tls.c), the connect-timeout, reply parsing,
+ * failure texts, counters and closing are here once; the request (ops) and log words differ. */
 #include "socks5/proxy.h"
 
 #include <stddef.h>
@@ -120,8 +120,7 @@ static int proxy_requested(struct s5_proxy *p, int sent) {
   return 0;
 }
 
-/* The request: the owner's bytes, or its CONNECT's destination written
- * for the upstream's type. */
+/* The request: the owner's bytes, or its CONNECT's destination written for the upstream's type. */
 static int proxy_request(struct s5_proxy *p, uint8_t *msg, size_t cap, const char **why) {
   *why = "it cannot be written";
   /* UDP's target is for direct alone; its request is always its own */
@@ -143,9 +142,8 @@ static int proxy_send_request(struct s5_proxy *p) {
   return proxy_requested(p, proxy_send(p, msg, proxy_request(p, msg, sizeof msg, &why)));
 }
 
-/* The first flight: the greeting, and with [socks5] pipeline the auth and
- * the request too, saving a round trip or two with servers that read
- * requests as a stream (most do; RFC 1928 does not promise it). */
+/* The first flight: the greeting, and with [socks5] pipeline the auth and the request too, saving a
+ * round trip or two with servers that read requests as a stream (most do; RFC 1928 does not promise it). */
 static int proxy_send_first(struct s5_proxy *p) {
   uint8_t msg[3 * S5_SOCKS5_MAX_MSG];
   int len = s5_socks5_write_greeting(msg, sizeof msg, with_auth(p));
@@ -171,8 +169,7 @@ static int proxy_parse_one(struct s5_proxy *p, uint8_t *rep, struct s5_socks5_ad
                                  p->ops->cmd == S5_PROXY_CONNECT ? NULL : bnd);
 }
 
-/* A reply came: on to the next step, sending what it lets go. Returns 0,
- * or -1 when the exchange is over (granted or failed). */
+/* A reply came: on to the next step, sending what it lets go. Returns 0, or -1 when it is over. */
 static int proxy_next(struct s5_proxy *p, const struct s5_socks5_addr *bnd) {
   int sent = 0;
   if (p->step == S5_PROXY_METHOD && with_auth(p)) {
@@ -216,8 +213,7 @@ static void proxy_parse(struct s5_proxy *p) {
   }
 }
 
-/* The connection ended or failed: during the exchange a failure; after a
- * granted ASSOCIATE the end of the association. */
+/* The connection ended or failed: during the exchange a failure; after ASSOCIATE the association's end. */
 static void proxy_read_failed(struct s5_proxy *p, int err) {
   int eof = err == UV_EOF;
   if (proxy_retry_fresh(p)) return;
@@ -284,10 +280,11 @@ static int proxy_sock_init(struct s5_proxy *p, int family, char *why, size_t cap
 }
 
 /* A new connection to addr (the upstream's, or direct's destination):
- * proxy_connected follows. Returns 0 or < 0 with why. */
+ * s5_proxy_up follows. Returns 0 or < 0 with why. */
 static int proxy_connect(struct s5_proxy *p, const struct sockaddr_storage *addr, char *why, size_t cap) {
   p->step = S5_PROXY_CONNECTING;
-  int r = proxy_sock_init(p, addr->ss_family, why, cap);
+  int r = proxy_sock_init(p, p->up->tls ? AF_UNSPEC : addr->ss_family, why, cap);
+  if (r == 0 && p->up->tls) return s5_proxy_tls(p, why, cap); /* proxy_tls.c: s5_proxy_up follows */
   if (r == 0) r = s5_dial_prepare(&p->sock, p->up->mark, p->up->name, why, cap);
   if (r < 0) return r;
   r = uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)addr, proxy_connected);
@@ -296,7 +293,10 @@ static int proxy_connect(struct s5_proxy *p, const struct sockaddr_storage *addr
 }
 
 static void proxy_connected(uv_connect_t *req, int status) {
-  struct s5_proxy *p = PROXY_OF(req, connect_req);
+  s5_proxy_up(PROXY_OF(req, connect_req), status, NULL);
+}
+
+void s5_proxy_up(struct s5_proxy *p, int status, const char *tls_why) {
   int direct = p->up->type == S5_UPSTREAM_DIRECT;
   if (status == UV_ECANCELED || p->step != S5_PROXY_CONNECTING) return;
   if (status < 0) {
@@ -304,7 +304,8 @@ static void proxy_connected(uv_connect_t *req, int status) {
     char why[160];
     snprintf(why, sizeof why, "%s failed: %s", direct ? "direct connection" : proxy_words(p)->conn,
              uv_strerror(status));
-    proxy_fail(p, direct ? S5_LOG_INFO : S5_LOG_WARN, direct ? S5_SOCKS5_REFUSED : 0, 0, why);
+    proxy_fail(p, direct ? S5_LOG_INFO : S5_LOG_WARN, direct ? S5_SOCKS5_REFUSED : 0, 0,
+               tls_why ? tls_why : why);
     return;
   }
   if (p->ops->connected != NULL && p->ops->connected(p->owner) != 0) return;
@@ -450,6 +451,7 @@ int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_
   p->pooled = p->requested = p->in_len = p->expired = 0;
   s5_proxy_clock(p, ms, 0); /* a new connection: handshake-timeout again */
   p->retrying = 1;
+  s5_proxy_tls_detach(p);
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
   if (p->ops->withdrawn != NULL) p->ops->withdrawn(p->owner);
   uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
@@ -464,7 +466,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->owner = owner;
   p->step = S5_PROXY_CONNECTING;
   p->pooled = p->retrying = p->requested = p->data_sent = p->heard = p->hs_over = 0;
-  p->lookup = NULL;
+  p->lookup = NULL, p->tls = NULL;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   s5_proxy_use(p, &cfg->upstreams[0], NULL);
@@ -488,6 +490,7 @@ void s5_proxy_close(struct s5_proxy *p, int reset) {
   p->closing = 1;
   if (p->lookup != NULL) s5_dial_cancel(p->lookup);
   p->lookup = NULL;
+  s5_proxy_tls_detach(p);
   p->step = S5_PROXY_ENDED;
   uv_timer_stop(&p->timer);
   uv_close((uv_handle_t *)&p->timer, proxy_timer_closed);

@@ -73,16 +73,36 @@ enum s5_up_cause s5_upstream_cause(const struct s5_upstream_cfg *up, int status,
 
 const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg) {
   for (unsigned i = 0; i < cfg->n_upstreams; i++)
-    if (cfg->upstreams[i].type == S5_UPSTREAM_SOCKS5 && cfg->upstreams[i].udp) return &cfg->upstreams[i];
+    if (s5_upstream_udp(&cfg->upstreams[i])) return &cfg->upstreams[i];
   return NULL;
+}
+
+int s5_upstream_udp(const struct s5_upstream_cfg *up) {
+  return up->type == S5_UPSTREAM_SOCKS5 && up->udp && !up->tls; /* datagrams would go in clear */
+}
+
+/* The address is this machine's own (loopback): nothing crosses a network. */
+static int upstream_local(const struct sockaddr_storage *a) {
+  if (a->ss_family == AF_INET) return ((const uint8_t *)&((const struct sockaddr_in *)a)->sin_addr)[0] == 127;
+  return a->ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)a)->sin6_addr);
 }
 
 void s5_upstreams_log(const struct s5_config *cfg) {
   for (unsigned i = 0; i < cfg->n_upstreams; i++) {
     const struct s5_upstream_cfg *up = &cfg->upstreams[i];
     char a[S5_SOCKADDR_STRLEN];
-    s5_info("upstream %s: %s %s%s", up->name, s5_upstream_proto(up), s5_sockaddr_str(&up->addr, a, sizeof a),
-            up->username[0] != '\0' ? " with credentials" : "");
+    int creds = up->username[0] != '\0';
+    s5_info("upstream %s: %s %s%s%s", up->name, s5_upstream_proto(up),
+            s5_sockaddr_str(&up->addr, a, sizeof a), up->tls ? " over TLS" : "",
+            creds ? " with credentials" : "");
+    if (up->tls && !up->tls_verify)
+      s5_warn(
+        "upstream %s: tls-verify = false: the proxy's certificate and name are not checked, so anyone on "
+        "the path can pose as it",
+        up->name);
+    if (!up->tls && creds && !upstream_local(&up->addr) && up->type != S5_UPSTREAM_DIRECT)
+      s5_warn("upstream %s: its credentials cross the network in clear to %s%s", up->name, a,
+              up->type == S5_UPSTREAM_SOCKS4 ? "" : "; tls = true (with a TLS proxy) fixes it");
   }
   const struct s5_upstream_cfg *udp = s5_upstream_for_udp(cfg);
   if (udp == NULL)
@@ -93,7 +113,7 @@ void s5_upstreams_log(const struct s5_config *cfg) {
     char names[S5_UPSTREAMS_MAX * 34] = "";
     unsigned n = 0;
     for (unsigned i = 0; i < cfg->n_upstreams; i++)
-      if (cfg->upstreams[i].type == S5_UPSTREAM_SOCKS5 && cfg->upstreams[i].udp)
+      if (s5_upstream_udp(&cfg->upstreams[i]))
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", n++ ? ", " : "",
                  cfg->upstreams[i].name);
     s5_info("UDP: through upstream%s %s%s", n > 1 ? "s" : "", names,

@@ -48,6 +48,9 @@ enum s5_up_cause s5_upstream_cause(const struct s5_upstream_cfg *up, int status,
 /* The first upstream that can carry UDP (SOCKS5 with udp = associate), NULL
  * when none can (datagrams then get ICMP port unreachable, unless [rules]
  * send them direct). Which one an association takes is its route's. */
+/* 1 if up carries UDP: SOCKS5 with udp = associate, not over TLS (its datagrams would be in clear). */
+int s5_upstream_udp(const struct s5_upstream_cfg *up);
+
 const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg);
 
 /* At start-up: one line per upstream, and what becomes of UDP when no

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/privileges.h"
 #include "ctx/sessionlog.h"
+#include "socks5/tls.h"
 #include "tcp/handshake.h"
 #include "tun/tun.h"
 #include "udp/udp.h"
@@ -52,6 +53,7 @@ static void worker_take_config(struct s5_worker *w) {
     int r = s5_log_apply(&cfg->log);
     if (r < -1) s5_error("reload: log file %s: %s", cfg->log.file, strerror(-r));
   }
+  s5_tls_release(); /* TLS contexts built again from the files: a new CA or certificate is read */
   s5_pool_reload(&w->pool);
   if (w->ctx.index == 0) s5_upcheck_reload(&w->check);
   if (w->ctx.index == 0) s5_latprobe_reload(&w->lat);
@@ -348,6 +350,7 @@ int s5_worker_run(struct s5_worker *w, int handle_signals) {
     worker_shutdown(w);
   }
   uv_run(&ctx->loop, UV_RUN_DEFAULT);
+  s5_tls_end(); /* TLS connections the stop's close of every handle ended, and the contexts */
   s5_info("stopped (%llu TCP sessions on this queue since start)", (unsigned long long)ctx->stats->tcp_total);
   return ok;
 }

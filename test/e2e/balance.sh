@@ -150,7 +150,7 @@ stop_balance() {
 # the failures of sessions that every upstream failed (all down).
 log_clean() {
   local bad
-  bad=$(grep -E '^[0-9T:.-]+ (error|warn) ' "$S5LOG" | grep -vE "warn .*(upstreams?:? [ab] is|every upstream is down)" |
+  bad=$(e2e_s5_warns | grep -vE "warn .*(upstreams?:? [ab] is|every upstream is down)" |
     grep -vE "warn .*proxy connection failed: connection refused" |
     grep -vE "warn  main worker [0-9]+ killed by Killed" || true)
   [[ -z $bad ]] || fail "s5tund logged errors or warnings ($(basename "$S5LOG")): $(oneline "$bad")"
@@ -223,7 +223,7 @@ case_balance_failover() {
 
   # Failover costs no client anything: no warning but a's state.
   local warns
-  warns=$(grep -E '^[0-9T:.-]+ (error|warn) ' "$S5LOG" | grep -vE "warn .*upstream a is (down|up again)" || true)
+  warns=$(e2e_s5_warns | grep -vE "warn .*upstream a is (down|up again)" || true)
   [[ -z $warns ]] || fail "warnings beyond a's state during failover: $(oneline "$warns")"
   # Process mode: workers killed with sessions open through a; their
   # successors take those sessions off a's open count.

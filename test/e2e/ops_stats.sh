@@ -444,7 +444,7 @@ nofile_warned() {   # LIMIT HARD: the one warning (and nothing else at warn or a
   local line bad
   line=$(e2e_wait_log "$S5LOG" "warn .*\[run\] limit-nofile = $1: the hard limit of open files is $2 .*running with $2" 10 \
     "warning naming limit-nofile = $1 and the hard limit $2")
-  bad=$(grep -E '^[0-9T:.-]+ (error|warn) ' "$S5LOG" | grep -vF "${line#* warn  }" || true)
+  bad=$(e2e_s5_warns | grep -vF "${line#* warn  }" || true)
   [[ -z $bad ]] || fail "more than the one warning: $(oneline "$bad")"
   [[ $(grep -c "limit-nofile" "$S5LOG") == 1 ]] || fail "limit-nofile logged more than once: $(oneline "$(grep "limit-nofile" "$S5LOG")")"
   log "${line#* warn  }"

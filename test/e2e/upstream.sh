@@ -122,6 +122,7 @@ case_upstream_squid() {
   e2e_start_squid
   start_up "http://$UP_USER:$UP_PASS_URL@$S_ADDR4:$SQUID_PORT#squid"
   e2e_wait_log "$S5LOG" "upstream squid: HTTP CONNECT $S_ADDR4:$SQUID_PORT with credentials" 5 >/dev/null
+  e2e_wait_log "$S5LOG" "warn  main upstream squid: its credentials cross the network in clear to $S_ADDR4:$SQUID_PORT; tls = true" 5 >/dev/null
   e2e_wait_log "$S5LOG" "UDP: no upstream carries it" 5 >/dev/null
   client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
   client --host "$TGT4" echo --count 20 >/dev/null

@@ -180,6 +180,31 @@ static void round_trip(const char *f) {
   free(second);
 }
 
+/* TLS keys: the types that carry TLS, files that exist, certificate and key together. */
+static void test_tls_keys(void) {
+  struct s5_config c;
+  char err[1024];
+  const char *ca = write_ini("ca.pem", "not read here\n");
+  char text[1024];
+  snprintf(text, sizeof text,
+           "[upstream s]\ntype = socks5\ntls = true\ntls-server-name = proxy.test\ntls-ca-file = %s\n"
+           "tls-verify = false\ntls-cert-file = %s\ntls-key-file = %s\n",
+           ca, ca, ca);
+  const char *f = write_ini("tls.ini", text);
+  char *argv[] = {"s5tund", "-c", (char *)f, NULL};
+  CHECK(run(&c, argv, err, sizeof err) == S5_ARGS_RUN, "tls keys: %s", err);
+  const struct s5_upstream_cfg *u = &c.upstreams[0];
+  CHECK(u->tls && !u->tls_verify && strcmp(u->tls_server_name, "proxy.test") == 0 &&
+          strcmp(u->tls_ca_file, ca) == 0 && strcmp(u->tls_key_file, ca) == 0,
+        "tls keys read");
+  round_trip(f);
+  bad_file("[upstream a]\ntype = socks4\ntls = true\n", "bad.ini:3: [upstream a] tls: set for type = socks4");
+  bad_file("[upstream a]\ntls = true\ntls-ca-file = /nonexistent/ca.pem\n",
+           "bad.ini:3: [upstream a] tls-ca-file: /nonexistent/ca.pem: No such file");
+  snprintf(text, sizeof text, "[upstream a]\ntype = http\ntls = true\ntls-cert-file = %s\n", ca);
+  bad_file(text, "bad.ini:4: [upstream a] tls-cert-file: set without tls-key-file");
+}
+
 static void test_round_trips(void) {
   round_trip(write_ini("rt1.ini",
                        "[upstream b]\ntype = http\naddress = 192.0.2.1\nport = 3128\nweight = 9\n"
@@ -216,6 +241,16 @@ static void test_proxy_urls(void) {
   CHECK(u[3].type == S5_UPSTREAM_SOCKS5 && is_addr(&u[3], "192.0.2.6", 1085) && u[3].username[0] == '\0',
         "socks5h URL");
 
+  CHECK(!u[0].tls && !u[2].tls && u[2].tls_verify, "plain URLs: no TLS, verify by default");
+
+  /* https: an HTTP proxy inside TLS, verified against the address by default. */
+  char *argv_tls[] = {"s5tund", "--proxy", "https://alice:pw@192.0.2.8:443#sq", NULL};
+  CHECK(run(&c, argv_tls, err, sizeof err) == S5_ARGS_RUN, "https URL: %s", err);
+  CHECK(c.n_upstreams == 1 && c.upstreams[0].type == S5_UPSTREAM_HTTP && c.upstreams[0].tls &&
+          c.upstreams[0].tls_verify && c.upstreams[0].tls_server_name[0] == '\0' &&
+          is_addr(&c.upstreams[0], "192.0.2.8", 443) && strcmp(c.upstreams[0].name, "sq") == 0,
+        "https URL: type http with tls");
+
   /* The first --proxy replaces the file's list; the mark carries over. */
   const char *f = write_ini("file.ini", "[socks5]\nmark = 0x53\n[upstream x]\nmark = 0x53\n");
   char *argv2[] = {"s5tund", "-c", (char *)f, "--proxy", "http://192.0.2.7:8080", NULL};
@@ -245,7 +280,7 @@ static void bad_url(const char *url, const char *want) {
 
 static void test_bad_urls(void) {
   bad_url("192.0.2.1:1080", "--proxy: expected SCHEME://HOST:PORT");
-  bad_url("https://192.0.2.1:443", "--proxy: scheme \"https\": expected socks5, socks4, socks4a or http");
+  bad_url("ftp://192.0.2.1:443", "--proxy: scheme \"ftp\": expected socks5, socks4, socks4a, http or https");
   bad_url("socks5://192.0.2.1", "--proxy: no port");
   bad_url("socks5://[fd00::2:1080", "--proxy: an IPv6 address without its closing ']'");
   bad_url("socks5://fd00::2:1080", "--proxy: address:");
@@ -277,6 +312,7 @@ int main(void) {
   test_sections();
   test_bad_sections();
   test_round_trips();
+  test_tls_keys();
   test_proxy_urls();
   test_bad_urls();
   char cmd[128];

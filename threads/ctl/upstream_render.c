@@ -28,7 +28,9 @@
   X(retried, "s5tund_upstream_retried_total", "counter",                                          \
     "Set-ups that failed here and moved on to another upstream before the client's SYN-ACK.")     \
   X(bytes_up, "s5tund_upstream_bytes_up_total", "counter", "Payload bytes to the upstream, counted as sessions end.") \
-  X(bytes_down, "s5tund_upstream_bytes_down_total", "counter", "Payload bytes from the upstream, counted as sessions end.")
+  X(bytes_down, "s5tund_upstream_bytes_down_total", "counter", "Payload bytes from the upstream, counted as sessions end.") \
+  X(tls_handshakes, "s5tund_upstream_tls_handshakes_total", "counter", "TLS handshakes done with the upstream (tls = true).") \
+  X(tls_resumed, "s5tund_upstream_tls_resumed_total", "counter", "TLS handshakes with the upstream that resumed a session.")
 /* clang-format on */
 
 struct up_copy {
@@ -61,6 +63,8 @@ static void up_read(const struct s5_up_slot *u, struct up_copy *c) {
   c->retried = LOAD(&u->retried);
   c->bytes_up = LOAD(&u->bytes_up);
   c->bytes_down = LOAD(&u->bytes_down);
+  c->tls_handshakes = LOAD(&u->tls_handshakes);
+  c->tls_resumed = LOAD(&u->tls_resumed);
 }
 
 /* A slot worth showing: an upstream of the configuration, or one a reload
