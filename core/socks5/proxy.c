@@ -443,8 +443,6 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   return 0;
 }
 
-void s5_proxy_data_again(struct s5_proxy *p) { p->data_sent = 0; }
-
 int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_t ms) {
   if (p->closing || p->retrying || !p->sock_open || p->data_sent) return -1; /* the bytes went with it */
   s5_proxy_use(p, up, p->target);

@@ -167,7 +167,7 @@ int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_
 int s5_proxy_data_ok(struct s5_proxy *p);
 /* [sniff]: the owner kept a copy of its data that went behind the request
  * and sends it again behind the next one: s5_proxy_retry may move it. */
-void s5_proxy_data_again(struct s5_proxy *p);
+static inline void s5_proxy_data_again(struct s5_proxy *p) { p->data_sent = 0; }
 
 /* Closes the connection (with a RST when reset) and the timer; ops->closed
  * follows once both have closed. Idempotent. */
