@@ -72,26 +72,35 @@ static size_t records(uint8_t *out, const uint8_t *msg, size_t len, size_t frag)
   return n;
 }
 
-/* Every prefix of buf MORE, the whole want (FOUND with name, or NONE).
- * Each prefix is an exactly sized heap copy, so a read past it is caught
- * under ASan. */
-static void tls_stream(const char *what, const uint8_t *buf, size_t len, const char *name) {
-  char got[S5_SNIFF_NAME_MAX + 1];
-  int bad = 0;
-  for (size_t n = 0; n < len && !bad; n++) {
-    uint8_t *p = malloc(n + 1);
-    memcpy(p, buf, n);
-    enum s5_sniff r = s5_sniff_tls(p, n, got);
-    free(p);
+typedef enum s5_sniff (*sniff_fn)(const uint8_t *, size_t, char *);
+
+/* fn over an exactly sized heap copy of buf's first n bytes, so that a read
+ * past them is caught under ASan. */
+static enum s5_sniff sniff_copy(sniff_fn fn, const void *buf, size_t n, char *got) {
+  uint8_t *p = malloc(n + 1);
+  memcpy(p, buf, n);
+  enum s5_sniff r = fn(p, n, got);
+  free(p);
+  return r;
+}
+
+/* Every prefix of buf shorter than upto gives MORE; checked, stopping at
+ * the first that does not (what names it: "WHAT: N of LEN bytes"). */
+static void sniff_more(sniff_fn fn, const char *what, const void *buf, size_t upto, size_t len, char *got) {
+  for (size_t n = 0; n < upto; n++) {
+    enum s5_sniff r = sniff_copy(fn, buf, n, got);
     if (r != S5_SNIFF_MORE) {
       CHECK(0, "%s: %zu of %zu bytes give %d, not MORE", what, n, len, (int)r);
-      bad = 1;
+      return;
     }
   }
-  uint8_t *p = malloc(len);
-  memcpy(p, buf, len);
-  enum s5_sniff r = s5_sniff_tls(p, len, got);
-  free(p);
+}
+
+/* Every prefix of buf MORE, the whole want (FOUND with name, or NONE). */
+static void tls_stream(const char *what, const uint8_t *buf, size_t len, const char *name) {
+  char got[S5_SNIFF_NAME_MAX + 1];
+  sniff_more(s5_sniff_tls, what, buf, len, len, got);
+  enum s5_sniff r = sniff_copy(s5_sniff_tls, buf, len, got);
   if (name != NULL)
     CHECK(r == S5_SNIFF_FOUND && strcmp(got, name) == 0, "%s: %d '%s', not %s", what, (int)r,
           r == S5_SNIFF_FOUND ? got : "", name);
@@ -275,22 +284,11 @@ static void http_stream(const char *req, const char *name, size_t decided_at) {
     const char *h = strcasestr(req, "\nhost");
     decided_at = h != NULL ? (size_t)(strchr(h + 1, '\n') - req) + 1 : len;
   }
-  int bad = 0;
-  for (size_t n = 0; n < decided_at && !bad; n++) {
-    uint8_t *p = malloc(n + 1);
-    memcpy(p, req, n);
-    enum s5_sniff r = s5_sniff_http(p, n, got);
-    free(p);
-    if (r != S5_SNIFF_MORE) {
-      CHECK(0, "'%s': %zu bytes give %d, not MORE", req, n, (int)r);
-      bad = 1;
-    }
-  }
+  char what[160];
+  snprintf(what, sizeof what, "'%.150s'", req);
+  sniff_more(s5_sniff_http, what, req, decided_at, len, got);
   for (size_t n = decided_at; n <= len; n++) {
-    uint8_t *p = malloc(n + 1);
-    memcpy(p, req, n);
-    enum s5_sniff r = s5_sniff_http(p, n, got);
-    free(p);
+    enum s5_sniff r = sniff_copy(s5_sniff_http, req, n, got);
     if (name != NULL)
       CHECK(r == S5_SNIFF_FOUND && strcmp(got, name) == 0, "'%s' (%zu bytes): %d '%s', not %s", req, n,
             (int)r, r == S5_SNIFF_FOUND ? got : "", name);
