@@ -10,7 +10,7 @@
 rows: reads $OUT/raw/rows/{direct,MODE}/ (meta and client outputs, written
 by rows.sh), prints the tables and exits 1 when a row did not run (a TTFB
 variant the binary does not know is skipped with a note, not a failure).
-upstreams: reads $OUT/raw/up-{squid,socks5,failover}/ (rows_upstream.sh):
+upstreams: reads $OUT/raw/up-{squid,squid-tls,socks5,failover}/ (rows_upstream.sh):
 squid and the SOCKS5 server side by side, then the failover row; exits 1
 when a row did not run.
 router: reads $OUT/raw/router-MODE/ (rows_router.sh): the LAN client
@@ -216,7 +216,7 @@ def upstream_tables(args):
     relay, _ = read_kv_line(os.path.join(args.out, "raw", "rows", "relay.out"))
     rt = num(relay.get("rtt_p50_ms"))
     cols = []
-    for name in ("squid", "socks5"):
+    for name in ("squid", "squid-tls", "socks5"):
         d = os.path.join(args.out, "raw", "up-" + name)
         meta = read_kv_file(os.path.join(d, "meta"))
         r = report.collect(args.out, "up-" + name, [1], args.clk_tck, tcp=False)  # its own connection row
@@ -224,7 +224,8 @@ def upstream_tables(args):
             fails.append("%s: %s" % (name, f))
         if "case_rc" in meta:
             fails.append("%s: failed (exit %s)" % (name, meta["case_rc"]))
-        title = {"squid": "squid (HTTP CONNECT, Basic)", "dante": "danted (SOCKS5)",
+        title = {"squid": "squid (HTTP CONNECT, Basic)", "squid-tls": "the same squid over TLS (https_port)",
+                 "dante": "danted (SOCKS5)",
                  "microsocks": "microsocks (SOCKS5)"}.get(meta.get("proxy", name), name)
         cols.append((name, title, d, meta, r))
     mode = cols[0][3].get("mode", "?")

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The upstream rows (sourced by run.sh; run after rows.sh's, in the first
 # mode of MODES, with one queue):
-#   - squid (HTTP CONNECT with Basic authentication) and run.sh's SOCKS5
+#   - squid (HTTP CONNECT with Basic authentication), the same squid over
+#     TLS (its https_port, a test CA's certificate) and run.sh's SOCKS5
 #     server (--proxy: danted, or microsocks) side by side, each as the one
 #     [upstream] of s5tund: time to first byte through a delay relay
 #     RELAY_DELAY_MS away (no pool / pool / pool with optimistic), new connections per second, CPU-s/GB up and down (one
@@ -19,10 +20,12 @@
 #     names and 10,000 prefixes (none matching the target), against none:
 #     new connections per second and s5tund's CPU per connection, each
 #     twice in turn (without, with, without, with).
-# Each row in a subshell with its directory under $OUT/raw (up-squid,
+# Each row in a subshell with its directory under $OUT/raw (up-squid, up-squid-tls,
 # up-socks5, up-failover, up-rules); report_rows.py upstreams renders them.
 
-RELAY_SQUID_PORT=1093 # delay relay -> squid (1090-1093: reserved in S, run.sh)
+RELAY_SQUID_PORT=1093 # delay relay -> squid (1080-1099: reserved in S, run.sh)
+RELAY_SQUID_TLS_PORT=1094 # delay relay -> squid's https_port
+SQUID_TLS_PORT=1095       # squid's https_port
 UP_MS_A_PORT=1087     # the failover row's two microsocks (reserved in S too)
 UP_MS_B_PORT=1088
 UP_MS_A_BIND=10.200.0.11 # their outgoing addresses (S's lo): who carried what
@@ -49,6 +52,7 @@ up_config() {
 up_section() {   # up_section squid|dante|microsocks PORT EXTRA
   case $1 in
     squid) printf '%s' "[upstream squid]\ntype = http\naddress = $S_ADDR4\nport = $2\nusername = $SQUID_USER\npassword = \"$SQUID_PASS\"" ;;
+    squid-tls) printf '%s' "[upstream squid]\ntype = http\naddress = $S_ADDR4\nport = $2\nusername = $SQUID_USER\npassword = \"$SQUID_PASS\"\ntls = true\ntls-ca-file = $WORK/tls/ca.pem\ntls-server-name = proxy.test" ;;
     dante|microsocks) printf '%s' "[upstream $1]\ntype = socks5\naddress = $S_ADDR4\nport = $2" ;;
   esac
   [[ -z $3 ]] || printf '\n%s' "$3"
@@ -62,11 +66,30 @@ up_start() {
     >"$CASE_DIR/probe.out" 2>&1 || { meta setup "no exchange with the target: $(cat "$CASE_DIR/probe.out")"; exit 1; }
 }
 
+# up_tls_cert: a test CA and proxy.test's certificate from it, in $WORK/tls
+# (ca.pem; proxy.pem, proxy.key).
+up_tls_cert() {
+  local d=$WORK/tls
+  mkdir -p "$d"
+  openssl req -x509 -newkey rsa:2048 -nodes -subj "/CN=s5tund bench CA" -days 2 -keyout "$d/ca.key" \
+    -out "$d/ca.pem" 2>/dev/null || bench_die "openssl: the test CA"
+  openssl req -new -newkey rsa:2048 -nodes -subj /CN=proxy.test -keyout "$d/proxy.key" -out "$d/proxy.csr" \
+    2>/dev/null || bench_die "openssl: the proxy's request"
+  printf 'subjectAltName = DNS:proxy.test\n' >"$d/ext"
+  openssl x509 -req -in "$d/proxy.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+    -extfile "$d/ext" -out "$d/proxy.pem" 2>/dev/null || bench_die "openssl: the proxy's certificate"
+  chmod 644 "$d"/*
+}
+
 # One proxy: the rows of rows_upstream_proxy's comment.
 rows_upstream_proxy() {
   local p=$1 port relay cfg=$WORK/up-$1.ini v name extra
   PROXY_PID=$2 # measure_end's proxy CPU: this proxy's
-  if [[ $p == squid ]]; then port=$SQUID_PORT relay=$RELAY_SQUID_PORT; else port=$PROXY_PORT relay=$RELAY_PROXY_PORT; fi
+  case $p in
+    squid) port=$SQUID_PORT relay=$RELAY_SQUID_PORT ;;
+    squid-tls) port=$SQUID_TLS_PORT relay=$RELAY_SQUID_TLS_PORT ;;
+    *) port=$PROXY_PORT relay=$RELAY_PROXY_PORT ;;
+  esac
   trap 'case_exit' EXIT
   meta kind tunnel
   meta proxy "$p"
@@ -192,13 +215,16 @@ rows_upstream_rules() {
 run_upstream_rows() {
   local name
   UP_MODE=${MODES%% *}
-  e2e_start_squid >>"$OUT/raw/squid.log" 2>&1
+  up_tls_cert
+  SQUID_EXTRA="https_port $S_ADDR4:$SQUID_TLS_PORT tls-cert=$WORK/tls/proxy.pem tls-key=$WORK/tls/proxy.key" \
+    e2e_start_squid >>"$OUT/raw/squid.log" 2>&1
   rows_relay_start "$RELAY_SQUID_PORT" "$S_ADDR4:$SQUID_PORT"
-  for name in squid socks5 failover rules; do
+  rows_relay_start "$RELAY_SQUID_TLS_PORT" "$S_ADDR4:$SQUID_TLS_PORT"
+  for name in squid squid-tls socks5 failover rules; do
     bench_log "upstream rows: $name"
     set -- "upstream rows $name" "$OUT/raw/up-$name" "$OUT/raw/up-$name.log"
     case $name in
-      squid) rows_sub "$@" rows_upstream_proxy squid "$SQUID_PID" ;;
+      squid | squid-tls) rows_sub "$@" rows_upstream_proxy "$name" "$SQUID_PID" ;;
       socks5) rows_sub "$@" rows_upstream_proxy "$PROXY" "$PROXY_PID" ;;
       failover) rows_sub "$@" rows_upstream_failover ;;
       rules) rows_sub "$@" rows_upstream_rules ;;

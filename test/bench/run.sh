@@ -367,9 +367,9 @@ fi
 in_c sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
 in_s sysctl -qw net.ipv4.ip_local_port_range="1024 65000"
 # ... but not the ports of the delay relays and of the proxies that start
-# later (rows.sh, rows_upstream.sh: RELAY_*_PORT, UP_MS_*_PORT; 1080-1093): an outgoing connection of the proxy's could hold one of them
+# later (rows.sh, rows_upstream.sh: RELAY_*_PORT, UP_MS_*_PORT; 1080-1099): an outgoing connection of the proxy's could hold one of them
 # when the rows start the relays.
-in_s sysctl -qw net.ipv4.ip_local_reserved_ports="1080-1093"
+in_s sysctl -qw net.ipv4.ip_local_reserved_ports="1080-1099"
 
 PROXY_LOG=$OUT/raw/$PROXY.log
 if [[ $PROXY == dante ]]; then
