@@ -104,6 +104,35 @@ tls_up() {
   for kv; do printf '%s\n' "${kv/=/ = }"; done
 }
 
+# OpenSSL is loaded when an upstream has tls = true (core/base/ossl.c), by
+# the supervisor before it forks: every process of the daemon maps it.
+maps_openssl() {
+  local p lib
+  for p in "$S5PID" $(e2e_workers); do
+    for lib in libssl.so.3 libcrypto.so.3; do
+      grep -q "/$lib\$" "/proc/$p/maps" || fail "pid $p does not map $lib (tls = true)"
+    done
+  done
+  log "libssl and libcrypto mapped in the supervisor and its $(e2e_workers | wc -l) workers"
+}
+
+# libssl.so.3 that cannot be loaded (/dev/null mounted over it, in a mount
+# namespace of s5tund's own): the key that needs it named, exit 1 before
+# anything starts (no device).
+no_libssl() {
+  local lib rc=0
+  lib=$(ldconfig -p | awk '$1 == "libssl.so.3" { print $NF; exit }')
+  [[ -n $lib ]] || fail "ldconfig knows no libssl.so.3"
+  lib=$(readlink -f "$lib")
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" unshare -m sh -c 'mount --bind /dev/null "$1" && exec "$2" --config "$3"' \
+    sh "$lib" "$S5TUND" "$1" >"$WORK/nolibssl.log" 2>&1 || rc=$?
+  ((rc == 1)) || fail "without libssl.so.3: exit $rc, expected 1 ($(oneline "$(cat "$WORK/nolibssl.log")"))"
+  grep -qE "error +main \[upstream wrongca\] tls = true needs libssl\.so\.3: .*libssl\.so\.3: " "$WORK/nolibssl.log" ||
+    fail "without libssl.so.3: no line naming [upstream wrongca] tls = true: $(oneline "$(cat "$WORK/nolibssl.log")")"
+  ! e2e_tun_exists || fail "without libssl.so.3: the device was made"
+  log "without libssl.so.3: $(grep -o 'tls = true needs.*' "$WORK/nolibssl.log"), exit 1"
+}
+
 case_upstream_tls() {
   make_pki
   local p=$WORK/pki
@@ -125,9 +154,11 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
     tls_up expired http $TLS_EXPIRED "username=$SQUID_USER" "password=$SQUID_PASS"
     tls_up squid http $TLS_GOOD "username=$SQUID_USER" "password=$SQUID_PASS"
   } >>"$ini"
+  no_libssl "$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
   in_c ip route replace "$DNS_POOL" dev "$TUN"
+  maps_openssl
   e2e_wait_log "$S5LOG" "upstream squid: HTTP CONNECT $S_ADDR4:$TLS_GOOD over TLS with credentials" 5 >/dev/null
   client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
   client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
