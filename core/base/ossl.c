@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ini/config.h"
 
@@ -41,10 +42,11 @@ static int load_one(enum s5_ossl_lib lib, char *err, size_t cap) {
     if (fns[i].lib != lib) continue;
     void *f = dlsym(h, fns[i].name);
     if (f == NULL) { /* another OpenSSL than the one built against */
-      if (err != NULL) snprintf(err, cap, "%s: %s", libname[lib], dlerror());
+      int n = err != NULL ? snprintf(err, cap, "%s: %s", libname[lib], dlerror()) : 0;
       for (size_t k = 0; k < i; k++) /* nothing of it half there */
         if (fns[k].lib == lib) *(void **)((char *)&s5_ossl + fns[k].off) = NULL;
-      if (dlclose(h) != 0 && err != NULL) snprintf(err, cap, "%s: unloading: %s", libname[lib], dlerror());
+      if (dlclose(h) != 0 && err != NULL && n >= 0 && (size_t)n < cap) /* never seen; said if it ever is */
+        snprintf(err + n, cap - (size_t)n, "; unloading it: %s", dlerror());
       return -1;
     }
     *(void **)((char *)&s5_ossl + fns[i].off) = f;
@@ -57,12 +59,16 @@ int s5_ossl_load(enum s5_ossl_lib lib, char *err, size_t cap) {
   if (s5_ossl_loaded(lib)) return 0;
   int r = pthread_mutex_lock(&lock);
   if (r != 0) { /* never seen: the lock is a plain one */
-    if (err != NULL) snprintf(err, cap, "%s: pthread_mutex_lock: %d", libname[lib], r);
+    if (err != NULL) snprintf(err, cap, "%s: pthread_mutex_lock: %s", libname[lib], strerror(r));
     return -1;
   }
   r = load_one(S5_OSSL_CRYPTO, err, cap);
   if (r == 0 && lib == S5_OSSL_SSL) r = load_one(S5_OSSL_SSL, err, cap);
-  pthread_mutex_unlock(&lock);
+  int u = pthread_mutex_unlock(&lock);
+  if (u != 0 && r == 0) { /* never seen: the lock is ours and held */
+    if (err != NULL) snprintf(err, cap, "%s: pthread_mutex_unlock: %s", libname[lib], strerror(u));
+    r = -1;
+  }
   return r;
 }
 
