@@ -330,9 +330,9 @@ def main():
     # keys), mapped in every process, unused or not, they were 2560 and
     # 3072 (thread mode 1311 -> 2313 KiB Pss after start); loaded on demand
     # since (core/base/ossl.c), as nft.c does libnftables: thread mode at
-    # one queue 1803-2111 -> 1202 KiB Pss after start, 1939 -> 1422 after
-    # the load; a worker process 691 -> 526 and 737 -> 624
-    # (docs/reliability.md).
+    # one queue 1803-2111 -> 1171-1202 KiB Pss after start, 1939 ->
+    # 1236-1422 after the load; a worker process 691 -> 461-526 and
+    # 729-737 -> 557-624 (docs/reliability.md).
     ap.add_argument("--start-kib", type=int, default=2048)
     ap.add_argument("--after-kib", type=int, default=2560)
     ap.add_argument("--per-queue-kib", type=int, default=256)
