@@ -4,7 +4,9 @@
 #   1. its file list (dpkg -c) has the daemon in /usr/sbin, the unit in
 #      (/usr)/lib/systemd/system, the man page, the example config,
 #      copyright; and it depends on the shared libuv, inih, nftables and
-#      OpenSSL (libssl3, TLS to the proxy);
+#      OpenSSL (libssl3, TLS to the proxy and QUIC sniffing), the last two
+#      named in debian/control since the daemon loads them (dlopen), and so
+#      shlibs does not find them;
 #   2. unpacked into a scratch root (dpkg -x), the daemon runs and the
 #      installed tree passes .ci/installed-check.sh (s5tund --version,
 #      systemd-analyze verify, documentation agrees with unit and binary).

@@ -25,6 +25,7 @@
 #include "threads/cli/exec.h"
 #include "threads/cli/explain.h"
 #include "base/log.h"
+#include "base/ossl.h"
 #include "ctx/memtrim.h"
 #include "base/privileges.h"
 #include "threads/daemon/reload.h"
@@ -145,6 +146,13 @@ int main(int argc, char **argv) {
   char note[PATH_MAX * 2 + 256];
   for (unsigned i = 0; i < cfg.rules.n; i++)
     if (s5_rules_note(&cfg, i, note, sizeof note)) s5_info("%s", note);
+  /* OpenSSL, if the configuration needs it, before any thread or worker:
+   * every worker sees it loaded, and a library missing is said here. */
+  char ossl_why[512];
+  if (s5_ossl_load_for(&cfg, ossl_why, sizeof ossl_why) != 0) {
+    s5_error("%s", ossl_why);
+    return 1;
+  }
   if (raise_nofile(cfg.run.limit_nofile, cfg.queues) < 0) return 1;
   /* A proxy that goes away mid-write must cost one session, not the daemon. */
   signal(SIGPIPE, SIG_IGN);

@@ -11,12 +11,13 @@
  * algorithms are fetched once per process: OpenSSL 3's implicit fetch at
  * each use made a parse about three times slower (test/bench/sniffbench:
  * about 5.5 us per Initial with a new sniffer). */
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+#include "base/ossl.h" /* libcrypto, loaded on demand */
 #include "sniff/sniff_int.h"
 
 #define QUIC_V1 0x00000001u
@@ -87,10 +88,23 @@ static int expand_label(const uint8_t secret[32], const char *label, uint8_t *ou
   return 1;
 }
 
+/* libcrypto loaded: by the main process when [sniff] quic came; here too
+ * for a worker process forked before the reload that brought it, and for
+ * the tests and fuzzers that call the parser alone. A failure is logged
+ * once per process; the flows are then not sniffed (NONE). */
+static int crypto_loaded(void) {
+  static atomic_int said;
+  char e[300];
+  if (s5_ossl_load(S5_OSSL_CRYPTO, e, sizeof e) == 0) return 1;
+  if (!atomic_exchange(&said, 1)) s5_error("[sniff] quic: %s: QUIC Initials are not read", e);
+  return 0;
+}
+
 /* The client's Initial keys for a DCID (RFC 9001 5.2). */
 static int initial_keys(struct s5_quic_sniff *q) {
   uint8_t initial[32], client[32];
-  if (pthread_once(&fetch_once, fetch) != 0 || aes_gcm == NULL || aes_ecb == NULL || hmac_sha256 == NULL)
+  if (!crypto_loaded() || pthread_once(&fetch_once, fetch) != 0 || aes_gcm == NULL || aes_ecb == NULL ||
+      hmac_sha256 == NULL)
     return 0;
   if (!hmac(v1_salt, sizeof v1_salt, q->dcid, q->dcid_len, initial)) return 0;
   return expand_label(initial, "client in", client, 32) && expand_label(client, "quic key", q->key, 16) &&

@@ -6,8 +6,6 @@
 #include "socks5/tls.h"
 
 #include <arpa/inet.h>
-#include <openssl/err.h>
-#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +95,13 @@ void s5_tls_release(void) {
 }
 
 struct s5_tls_ctx *s5_tls_ctx_get(const struct s5_upstream_cfg *up, char *why, size_t cap) {
+  /* Loaded by the main process when a configuration with tls came; here
+   * too for a worker process forked before the reload that brought it. */
+  char e[300];
+  if (s5_ossl_load(S5_OSSL_SSL, e, sizeof e) != 0) {
+    snprintf(why, cap, "TLS to upstream %s: %s", up->name, e);
+    return NULL;
+  }
   char key[sizeof cache[0]->key];
   ctx_key(up, key, sizeof key);
   for (unsigned i = 0; i < TLS_CTX_MAX; i++)

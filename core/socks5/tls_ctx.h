@@ -7,8 +7,9 @@
 #ifndef S5_CORE_SOCKS5_TLS_CTX_H
 #define S5_CORE_SOCKS5_TLS_CTX_H
 
-#include <openssl/ssl.h>
 #include <stddef.h>
+
+#include "base/ossl.h" /* OpenSSL, loaded on demand */
 
 struct s5_upstream_cfg;
 

@@ -104,6 +104,67 @@ tls_up() {
   for kv; do printf '%s\n' "${kv/=/ = }"; done
 }
 
+# OpenSSL is loaded when an upstream has tls = true (core/base/ossl.c), by
+# the supervisor before it forks: every process of the daemon maps it.
+maps_openssl() {
+  local p lib
+  for p in "$S5PID" $(e2e_workers); do
+    for lib in libssl.so.3 libcrypto.so.3; do
+      grep -q "/$lib\$" "/proc/$p/maps" || fail "pid $p does not map $lib (tls = true)"
+    done
+  done
+  log "libssl and libcrypto mapped in the supervisor and its $(e2e_workers | wc -l) workers"
+}
+
+# How many of the daemon's processes (PIDS...) map libssl.so.3.
+n_libssl() {
+  local p n=0
+  for p; do grep -q '/libssl\.so\.3$' "/proc/$p/maps" && n=$((n + 1)); done
+  echo $n
+}
+
+# A reload that brings the first tls = true: the supervisor loads OpenSSL
+# on the reload's thread; a worker process forked before it loads it
+# itself at its first TLS connection. Before it, no process maps it.
+reload_to_tls() {
+  local ini=$WORK/tls3.ini n
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini.base"
+  { cat "$ini.base"; printf '%s\n' "" "[upstream plain]" "type = socks5" "address = $S_ADDR4" "port = $DANTE_PORT"; } >"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  n=$(n_libssl "$S5PID" $(e2e_workers))
+  ((n == 0)) || fail "no upstream with tls yet, and $n processes map libssl.so.3"
+  { cat "$ini.base"; tls_up dante socks5 $STUNNEL_PORT; } >"$ini.new"
+  mv "$ini.new" "$ini"
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "configuration reloaded" 10 >/dev/null
+  (($(n_libssl "$S5PID") == 1)) || fail "the reload to tls = true: the supervisor does not map libssl.so.3"
+  client --host "$TGT4" echo --count 3 --timeout 10 >/dev/null
+  e2e_wait_log "$S5LOG" "upstream dante: TLS TLSv1\.[23] .* verified $S_ADDR4" 5 >/dev/null
+  n=$(n_libssl $(e2e_workers))
+  ((n >= 1 || MODE == thread)) || fail "the reload to tls = true: no worker process maps libssl.so.3"
+  log "reload to tls = true: libssl in the supervisor and $n of $(e2e_workers | wc -l) workers, none before"
+  e2e_stop_s5tund
+}
+
+# libssl.so.3 that cannot be loaded (/dev/null mounted over it, in a mount
+# namespace of s5tund's own): the key that needs it named, exit 1 before
+# anything starts (no device).
+no_libssl() {
+  local lib rc=0
+  lib=$(ldconfig -p | awk '$1 == "libssl.so.3" { print $NF; exit }')
+  [[ -n $lib ]] || fail "ldconfig knows no libssl.so.3"
+  lib=$(readlink -f "$lib")
+  ip netns exec "$NS_C" timeout -k 5 "$T_STEP" unshare -m sh -c 'mount --bind /dev/null "$1" && exec "$2" --config "$3"' \
+    sh "$lib" "$S5TUND" "$1" >"$WORK/nolibssl.log" 2>&1 || rc=$?
+  ((rc == 1)) || fail "without libssl.so.3: exit $rc, expected 1 ($(oneline "$(cat "$WORK/nolibssl.log")"))"
+  grep -qE "error +main \[upstream wrongca\] tls = true needs libssl\.so\.3: .*libssl\.so\.3: " "$WORK/nolibssl.log" ||
+    fail "without libssl.so.3: no line naming [upstream wrongca] tls = true: $(oneline "$(cat "$WORK/nolibssl.log")")"
+  ! e2e_tun_exists || fail "without libssl.so.3: the device was made"
+  log "without libssl.so.3: $(grep -o 'tls = true needs.*' "$WORK/nolibssl.log"), exit 1"
+}
+
 case_upstream_tls() {
   make_pki
   local p=$WORK/pki
@@ -125,9 +186,11 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
     tls_up expired http $TLS_EXPIRED "username=$SQUID_USER" "password=$SQUID_PASS"
     tls_up squid http $TLS_GOOD "username=$SQUID_USER" "password=$SQUID_PASS"
   } >>"$ini"
+  no_libssl "$ini"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
   in_c ip route replace "$DNS_POOL" dev "$TUN"
+  maps_openssl
   e2e_wait_log "$S5LOG" "upstream squid: HTTP CONNECT $S_ADDR4:$TLS_GOOD over TLS with credentials" 5 >/dev/null
   client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
   client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
@@ -204,4 +267,5 @@ print(u["tls_handshakes"], u["tls_resumed"])')
   kill "$dump" 2>/dev/null || true
   wait "$dump" 2>/dev/null || true
   log "capture on veth0: $(stat -c %s "$WORK/veth.pcap") bytes, no password, no target.test (plain HTTP: both found)"
+  reload_to_tls # after the captures: it starts with a plain SOCKS5 upstream
 }

@@ -15,6 +15,7 @@
 
 #include "base/assert.h"
 #include "base/log.h"
+#include "base/ossl.h"
 #include "shared/config_slot.h"
 #include "shared/rules.h"
 #include "shared/uptab.h"
@@ -115,6 +116,9 @@ static int load(struct job *j) {
     memcpy(next->dns.addr, live->dns.addr, sizeof next->dns.addr);
   }
   j->kept = s5_config_reload_merge(next, live, reload_warn, NULL);
+  /* OpenSSL, if the new configuration needs it and it is not loaded yet:
+   * loaded here, so a worker process forked from now on has it too. */
+  if (s5_ossl_load_for(next, j->why, sizeof j->why) != 0) return 0;
   return s5_rules_reload(next, live, j->why, sizeof j->why) == 0;
 }
 
