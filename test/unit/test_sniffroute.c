@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* [sniff] below the session: which flows are sniffed (s5_rules_by_name,
- * s5_route_init's sniff bits: unmapped TCP on a listed port, rules that
+ * s5_route_init's sniff bits: unmapped TCP (UDP: [sniff] quic) on a listed port, rules that
  * could go elsewhere by name, not a skipped prefix), the route with the
  * name (s5_route_named: the rule counted once, override, skipped names),
  * and the worker's table of destinations that failed to sniff. */
@@ -92,8 +92,13 @@ static void test_which(void) {
         "a name could send it to b: sniffed as TLS");
   CHECK(sniff_of("10.1.1.1", 80, IPPROTO_TCP) == S5_ROUTE_SNIFF_HTTP, "port 80: as HTTP");
   CHECK(sniff_of("10.1.1.1", 22, IPPROTO_TCP) == 0, "a port not listed: not sniffed");
-  CHECK(sniff_of("10.1.1.1", 443, IPPROTO_UDP) == 0, "UDP: not by the TCP path");
+  CHECK(sniff_of("10.1.1.1", 443, IPPROTO_UDP) == 0, "UDP 443 without [sniff] quic: not sniffed");
   CHECK(sniff_of("10.9.1.1", 443, IPPROTO_TCP) == 0, "an address rule before every name rule: not sniffed");
+  cfg.sniff.quic = (struct s5_port_list){.n = 1, .port = {443}};
+  CHECK(sniff_of("10.1.1.1", 443, IPPROTO_UDP) == S5_ROUTE_SNIFF_QUIC, "UDP 443 in [sniff] quic: as QUIC");
+  CHECK(sniff_of("10.1.1.1", 80, IPPROTO_UDP) == 0, "UDP 80: not listed in quic");
+  CHECK(sniff_of("10.1.1.1", 443, IPPROTO_TCP) == S5_ROUTE_SNIFF_TLS, "TCP 443: TLS alone, never QUIC");
+  CHECK(sniff_of("10.9.1.1", 443, IPPROTO_UDP) == 0, "UDP: the same rule condition as TCP");
 
   setup("b");
   add("domain:two.example port:443 -> a");
