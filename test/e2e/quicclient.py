@@ -8,16 +8,16 @@ python3-cryptography.
       every datagram on ADDR:PORT appended to RECORD as a line
       "SOURCE-ADDRESS LENGTH SHA256[:16]" (flushed before the echo), then
       sent back unchanged; READY created once bound
-  quicclient.py quic ADDR PORT NAME [--split] [--half] [--after N]
+  quicclient.py quic ADDR PORT NAME [--split] [--half] [--parts P] [--after N]
       one socket: the client's Initial packets (RFC 9000 17.2.2, RFC 9001
       5: keys from a random DCID, AES-128-GCM payload, header protection)
       carrying a TLS 1.3 ClientHello whose server_name is NAME, a datagram
       each (>= 1200 bytes); --split: the ClientHello (padded over 1.2 KB)
-      in two Initials' CRYPTO frames; --half: only the first of those two;
-      then N (default 1) datagrams that are no Initial (short header, as
-      1-RTT packets). Prints a line "LENGTH SHA256[:16]" per datagram sent,
-      in order, then "echoed K" once every one came back (exit 1 if not
-      within 10 s)
+      in two Initials' CRYPTO frames, the second half first; --half: only
+      the first half; --parts P: in P Initials, in order; then N (default
+      1) datagrams that are no Initial (short header, as 1-RTT packets).
+      Prints a line "LENGTH SHA256[:16]" per datagram sent, in order, then
+      "echoed K" once every one came back (exit 1 if not within 10 s)
   quicclient.py raw ADDR PORT TEXT
       one datagram of TEXT (no QUIC), the same lines
 
@@ -136,9 +136,13 @@ def quic(argv):
     addr, port, name = argv[0], int(argv[1]), argv[2]
     split, half = "--split" in argv, "--half" in argv
     after = int(argv[argv.index("--after") + 1]) if "--after" in argv else 1
+    parts = int(argv[argv.index("--parts") + 1]) if "--parts" in argv else 0
     dcid, scid = os.urandom(8), os.urandom(8)
     ch = client_hello(name, 1400 if split or half else 0)
-    if split or half:
+    if parts:
+        step = -(-len(ch) // parts)
+        dgrams = [initial(dcid, scid, i, crypto(i * step, ch[i * step:(i + 1) * step])) for i in range(parts)]
+    elif split or half:
         cut = len(ch) // 2
         # the second half first: CRYPTO frames at their offsets, out of order
         dgrams = [initial(dcid, scid, 0, crypto(cut, ch[cut:])), initial(dcid, scid, 1, crypto(0, ch[:cut]))]

@@ -201,7 +201,8 @@ case_sniff() {
 #   through a, in the order sent, once; two.test in one Initial: through
 #   c; a datagram that is no QUIC: through c at once (sniff_none); only
 #   the first of two Initials: through c after [sniff] timeout
-#   (sniff_timeout); --connections and the session log name one.test with
+#   (sniff_timeout); a ClientHello in 9 Initials: 8 held, then through c
+#   by address, all 9 in order; --connections and the session log name one.test with
 #   named_by quic; --explain --proto udp --sni. Then override = true
 #   (SIGHUP): one.test's Initial sent to an address where nothing listens
 #   reaches the server all the same, through a: danted was sent the name
@@ -271,8 +272,11 @@ case_sniff_quic() {
   quic_sent "$out" "$RB_BIND" "a datagram that is no QUIC, through c by address"
   out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 one.test --half --after 0) || fail "half a ClientHello: $(oneline "$out")"
   quic_sent "$out" "$RB_BIND" "half a ClientHello, through c by address after the timeout"
-  (($(sniff_stat sniff_quic) == 2 && $(sniff_stat sniff_none) == 1 && $(sniff_stat sniff_timeout) == 1)) ||
-    fail "sniff_quic $(sniff_stat sniff_quic), sniff_none $(sniff_stat sniff_none), sniff_timeout $(sniff_stat sniff_timeout): want 2, 1, 1"
+  # a ClientHello in 9 Initials: 8 are held (the bound), then by address, the 9th behind them
+  out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 one.test --parts 9 --after 0) || fail "9 Initials: $(oneline "$out")"
+  quic_sent "$out" "$RB_BIND" "a ClientHello in 9 Initials, through c by address once 8 were held"
+  (($(sniff_stat sniff_quic) == 2 && $(sniff_stat sniff_none) == 2 && $(sniff_stat sniff_timeout) == 1)) ||
+    fail "sniff_quic $(sniff_stat sniff_quic), sniff_none $(sniff_stat sniff_none), sniff_timeout $(sniff_stat sniff_timeout): want 2, 2, 1"
   log "QUIC: one.test (split) through a, in order; two.test, no QUIC and half a ClientHello through c"
   # override = true: the datagrams to one.test's destination carry the name, which danted a logs
   sniff_quic_config "$ini" true
