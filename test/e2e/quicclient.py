@@ -4,18 +4,19 @@
 end-to-end test (sniff.sh, case sniff_quic). Debian's python3 with
 python3-cryptography.
 
-  quicclient.py server ADDR PORT RECORD READY
+  quicclient.py server ADDR PORT[,PORT...] RECORD READY
       every datagram on ADDR:PORT appended to RECORD as a line
       "SOURCE-ADDRESS LENGTH SHA256[:16]" (flushed before the echo), then
       sent back unchanged; READY created once bound
-  quicclient.py quic ADDR PORT NAME [--split] [--half] [--parts P] [--after N]
+  quicclient.py quic ADDR PORT NAME [--split] [--half] [--parts P] [--after N] [--to-port P]
       one socket: the client's Initial packets (RFC 9000 17.2.2, RFC 9001
       5: keys from a random DCID, AES-128-GCM payload, header protection)
       carrying a TLS 1.3 ClientHello whose server_name is NAME, a datagram
       each (>= 1200 bytes); --split: the ClientHello (padded over 1.2 KB)
       in two Initials' CRYPTO frames, the second half first; --half: only
       the first half; --parts P: in P Initials, in order; then N (default
-      1) datagrams that are no Initial (short header, as 1-RTT packets).
+      1) datagrams that are no Initial (short header, as 1-RTT packets),
+      to port P with --to-port P.
       Prints a line "LENGTH SHA256[:16]" per datagram sent, in order, then
       "echoed K" once every one came back (exit 1 if not within 10 s)
   quicclient.py raw ADDR PORT TEXT
@@ -27,6 +28,7 @@ The keys are checked against RFC 9001 Appendix A's at each start.
 import hashlib
 import hmac
 import os
+import selectors
 import socket
 import struct
 import sys
@@ -111,11 +113,11 @@ def fingerprint(d):
     return "%d %s" % (len(d), hashlib.sha256(d).hexdigest()[:16])
 
 
-def send_all(addr, port, dgrams):
+def send_all(addr, port, dgrams, ports=None):
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(10)
-    for d in dgrams:
-        s.sendto(d, (addr, port))
+    for i, d in enumerate(dgrams):
+        s.sendto(d, (addr, ports[i] if ports else port))
         print(fingerprint(d), flush=True)
     want = sorted(dgrams)
     got = []
@@ -150,23 +152,29 @@ def quic(argv):
             dgrams = dgrams[1:]
     else:
         dgrams = [initial(dcid, scid, 0, crypto(0, ch))]
+    ports = [port] * len(dgrams)
     for i in range(after):  # 1-RTT-like: short header, the DCID, anything
         dgrams.append(bytes([0x40 | 3]) + dcid + os.urandom(60 + i))
-    return send_all(addr, port, dgrams)
+        ports.append(int(argv[argv.index("--to-port") + 1]) if "--to-port" in argv else port)
+    return send_all(addr, port, dgrams, ports)
 
 
 def server(argv):
-    addr, port, record, ready = argv[0], int(argv[1]), argv[2], argv[3]
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.bind((addr, port))
+    addr, ports, record, ready = argv[0], argv[1].split(","), argv[2], argv[3]
+    sel = selectors.DefaultSelector()
+    for port in ports:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind((addr, int(port)))
+        sel.register(s, selectors.EVENT_READ)
     with open(ready, "w") as f:
         f.write("ready\n")
     with open(record, "a") as rec:
         while True:
-            d, peer = s.recvfrom(65535)
-            rec.write("%s %s\n" % (peer[0], fingerprint(d)))
-            rec.flush()
-            s.sendto(d, peer)
+            for key, _ in sel.select():
+                d, peer = key.fileobj.recvfrom(65535)
+                rec.write("%s %s\n" % (peer[0], fingerprint(d)))
+                rec.flush()
+                key.fileobj.sendto(d, peer)
 
 
 def main():

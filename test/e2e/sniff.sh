@@ -202,7 +202,8 @@ case_sniff() {
 #   c; a datagram that is no QUIC: through c at once (sniff_none); only
 #   the first of two Initials: through c after [sniff] timeout
 #   (sniff_timeout); a ClientHello in 9 Initials: 8 held, then through c
-#   by address, all 9 in order; --connections and the session log name one.test with
+#   by address, all 9 in order; half a ClientHello, then a datagram to
+#   port 8443: by address at once, both through c; --connections and the session log name one.test with
 #   named_by quic; --explain --proto udp --sni. Then override = true
 #   (SIGHUP): one.test's Initial sent to an address where nothing listens
 #   reaches the server all the same, through a: danted was sent the name
@@ -249,7 +250,7 @@ case_sniff_quic() {
   sniff_dante2
   : >"$WORK/quic.rec"
   E2E_LOGS+=("$WORK/quic.rec" "$WORK/quicserver.log")
-  ip netns exec "$NS_S" "$PY" "$E2E_DIR/quicclient.py" server "$TGT4" 443 "$WORK/quic.rec" "$WORK/quic.ready" \
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/quicclient.py" server "$TGT4" 443,8443 "$WORK/quic.rec" "$WORK/quic.ready" \
     >"$WORK/quicserver.log" 2>&1 &
   for _ in $(seq $((T_START * 10))); do [[ -s $WORK/quic.ready ]] && break; sleep 0.1; done
   [[ -s $WORK/quic.ready ]] || fail "the QUIC recorder did not start: $(cat "$WORK/quicserver.log")"
@@ -275,8 +276,12 @@ case_sniff_quic() {
   # a ClientHello in 9 Initials: 8 are held (the bound), then by address, the 9th behind them
   out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 one.test --parts 9 --after 0) || fail "9 Initials: $(oneline "$out")"
   quic_sent "$out" "$RB_BIND" "a ClientHello in 9 Initials, through c by address once 8 were held"
-  (($(sniff_stat sniff_quic) == 2 && $(sniff_stat sniff_none) == 2 && $(sniff_stat sniff_timeout) == 1)) ||
-    fail "sniff_quic $(sniff_stat sniff_quic), sniff_none $(sniff_stat sniff_none), sniff_timeout $(sniff_stat sniff_timeout): want 2, 2, 1"
+  # half a ClientHello, then a datagram to another port: by address at once, the held one first
+  out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 one.test --half --after 1 --to-port 8443) ||
+    fail "half a ClientHello, then another port: $(oneline "$out")"
+  quic_sent "$out" "$RB_BIND" "half a ClientHello then another destination, through c by address"
+  (($(sniff_stat sniff_quic) == 2 && $(sniff_stat sniff_none) == 3 && $(sniff_stat sniff_timeout) == 1)) ||
+    fail "sniff_quic $(sniff_stat sniff_quic), sniff_none $(sniff_stat sniff_none), sniff_timeout $(sniff_stat sniff_timeout): want 2, 3, 1"
   log "QUIC: one.test (split) through a, in order; two.test, no QUIC and half a ClientHello through c"
   # override = true: the datagrams to one.test's destination carry the name, which danted a logs
   sniff_quic_config "$ini" true
