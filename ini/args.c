@@ -79,7 +79,7 @@ static const struct flag flags[] = {
   {FLAG_SRC, "src", 0, "ADDR", NULL, NULL, NULL, "with --explain: the flow's source (a LAN client)"},
   {FLAG_SNI, "sni", 0, "NAME", NULL, NULL, NULL,
    "with --explain: the name [sniff] would learn from its first bytes\n"
-   "                           (TLS server_name, HTTP Host) of a flow without a mapped name"},
+   "                           (TLS server_name, HTTP Host, QUIC) of a flow without a mapped name"},
   {FLAG_PROTO, "proto", 0, "tcp|udp", NULL, NULL, NULL, "with --explain: the protocol (default tcp)"},
   {FLAG_STATS, "stats", 0, NULL, NULL, NULL, "[SOCKET]",
    "print the counters of a running s5tund and exit\n"

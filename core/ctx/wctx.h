@@ -20,6 +20,7 @@
 
 struct s5_cfg_snap;
 struct s5_flowq;
+struct s5_sniff_skips;
 
 struct s5_wctx {
   uv_loop_t loop;
@@ -34,6 +35,9 @@ struct s5_wctx {
   struct s5_queue_stats *stats; /* this queue's slot in the shared area */
   struct s5_flowq
     *flows; /* process mode: this queue's shared flow table (core/shared/flowtab.h), else NULL */
+
+  struct s5_sniff_skips *sniff_skips; /* [sniff]: destinations that failed (sniff/sniff_skip.h), the
+                                         TCP session table's, given by the worker; NULL: none */
 
   int draining; /* no new sessions; the worker ends when the last one does */
   int stopping; /* everything is being closed */

@@ -82,9 +82,14 @@ static uint32_t route_cannot_udp(const struct s5_config *cfg) {
   return no;
 }
 
-/* [sniff]: what a TCP flow to port is sniffed for, S5_ROUTE_SNIFF_* bits. */
+/* [sniff]: what a flow to port is sniffed for, S5_ROUTE_SNIFF_* bits. */
 unsigned s5_route_sniff_port(const struct s5_config *cfg, uint8_t proto, uint16_t port) {
   unsigned as = 0;
+  if (proto == IPPROTO_UDP) {
+    for (unsigned i = 0; i < cfg->sniff.quic.n; i++)
+      as |= cfg->sniff.quic.port[i] == port ? S5_ROUTE_SNIFF_QUIC : 0;
+    return as;
+  }
   if (proto != IPPROTO_TCP) return 0;
   for (unsigned i = 0; i < cfg->sniff.tls.n; i++)
     as |= cfg->sniff.tls.port[i] == port ? S5_ROUTE_SNIFF_TLS : 0;

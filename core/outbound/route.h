@@ -46,13 +46,14 @@ struct s5_route {
   uint32_t tried; /* upstreams it may not take (failed, or cannot carry it), a bit per index */
   int up;         /* the upstream now, its index in cfg->upstreams; -1: none yet */
   uint32_t downs; /* the upstream's down count when chosen (s5_uptab_granted) */
-  uint8_t sniff;  /* [sniff]: S5_ROUTE_SNIFF_* bits, its name is to be learnt (TCP) */
+  uint8_t sniff;  /* [sniff]: S5_ROUTE_SNIFF_* bits, its name is to be learnt */
   uint8_t named;  /* enum s5_name_src: how target.name (or, override off, the rule's name) was learnt */
 };
 
 /* What a flow is sniffed for (struct s5_route sniff). */
 #define S5_ROUTE_SNIFF_TLS 1u
 #define S5_ROUTE_SNIFF_HTTP 2u
+#define S5_ROUTE_SNIFF_QUIC 4u /* UDP */
 
 /* The route of a new flow of proto to dst from src (the client). Counts
  * the rule's hit. Returns r->kind. */
@@ -68,7 +69,7 @@ enum s5_route_kind s5_route_named(struct s5_route *r, const char *name, int src,
                                   const struct sockaddr_storage *srcaddr);
 
 /* [sniff]: what a flow of proto to port is sniffed for (S5_ROUTE_SNIFF_*
- * bits; UDP: none yet), and whether a name found is one [sniff] skip
+ * bits: TLS and HTTP for TCP, QUIC for UDP), and whether a name found is one [sniff] skip
  * names (then not used). For s5_route_init and --explain. */
 unsigned s5_route_sniff_port(const struct s5_config *cfg, uint8_t proto, uint16_t port);
 int s5_route_name_skipped(const struct s5_config *cfg, const char *name);

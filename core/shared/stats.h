@@ -60,9 +60,10 @@
   X(tcp_untracked, COUNT, "TCP sessions not tracked for a reset after a worker death (the queue's flow table was full).") \
   X(sniff_tls, COUNT, "TCP sessions routed by the server_name of their TLS ClientHello ([sniff]).") \
   X(sniff_http, COUNT, "TCP sessions routed by the Host of their HTTP request ([sniff]).") \
-  X(sniff_timeout, COUNT, "Sniffed TCP sessions whose client sent nothing within [sniff] timeout: routed by address.") \
-  X(sniff_none, COUNT, "Sniffed TCP sessions whose first bytes held no name: routed by address.") \
-  X(sniff_skipped, COUNT, "TCP sessions not sniffed: their destination failed to sniff 5 times (10 minutes).") \
+  X(sniff_quic, COUNT, "UDP associations routed by the server_name of their QUIC Initials' ClientHello ([sniff]).") \
+  X(sniff_timeout, COUNT, "Sniffed TCP sessions and UDP associations with no name within [sniff] timeout: routed by address.") \
+  X(sniff_none, COUNT, "Sniffed TCP sessions and UDP associations whose first bytes held no name: routed by address.") \
+  X(sniff_skipped, COUNT, "TCP sessions and UDP associations not sniffed: their destination failed to sniff 5 times (10 minutes).") \
   X(session_log_dropped, COUNT, "Session log lines left out over [log] sessions-max-per-second.")
 /* clang-format on */
 

@@ -209,9 +209,9 @@ static int hs_named(struct s5_session *s) {
  * unless the destination failed too often. 1 when sniffing. */
 static int hs_sniff(struct s5_session *s) {
   struct sockaddr_storage src;
-  if (!s5_sniff_skipped(&s->tab->skips, s->w->stats, &s->rec.dest, s->rec.dest_port, uv_now(&s->w->loop)) &&
-      s5_sniffing_begin(s, s->route.sniff) == 0)
-    return 1;
+  if (s5_sniff_skipped(&s->tab->skips, IPPROTO_TCP, &s->rec.dest, s->rec.dest_port, uv_now(&s->w->loop)))
+    S5_STAT_ADD(s->w->stats, sniff_skipped, 1);
+  else if (s5_sniffing_begin(s, s->route.sniff) == 0) return 1;
   s5_addr_to_sockaddr(&s->rec.client, s->rec.client_port, &src);
   s5_route_named(&s->route, NULL, S5_NAME_NONE, &src); /* by address: its rule counted */
   hs_record(s);

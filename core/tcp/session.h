@@ -92,7 +92,7 @@ struct s5_sessions {
   struct tcp_pcb *listener;      /* takes SYNs to every address and port */
   struct s5_session *list;       /* all live sessions */
   struct s5_dns_tcp dns;         /* connections the mapped resolver takes instead (core/dns/dns_tcp.c) */
-  struct s5_sniff_skips skips;   /* [sniff]: destinations that failed to sniff */
+  struct s5_sniff_skips skips;   /* [sniff]: destinations that failed to sniff (UDP's too: wctx) */
   uint64_t next_id;
   uint64_t loop_logged_ms;    /* last "connection to the proxy itself" warning */
   void (*drained)(void *arg); /* s5_sessions_drain() */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* [sniff] for TCP sessions (sniffing.h): the held bytes parsed, the
- * outcome counted, and the table of destinations that failed. */
+ * outcome counted, the destinations that failed told (sniff/sniff_skip.h). */
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,55 +11,6 @@
 #include "tcp/sniffing.h"
 
 #include "lwip/pbuf.h"
-
-static struct s5_sniff_skip_slot *skip_slot(struct s5_sniff_skips *t, const ip_addr_t *ip, uint16_t port,
-                                            uint8_t addr[16], uint8_t *v6) {
-  memset(addr, 0, 16);
-  *v6 = IP_IS_V6(ip) ? 1 : 0;
-  if (*v6) memcpy(addr, ip_2_ip6(ip)->addr, 16);
-  else memcpy(addr, &ip_2_ip4(ip)->addr, 4);
-  uint64_t h = 0xcbf29ce484222325ull ^ port;
-  for (int i = 0; i < 16; i++) h = (h ^ addr[i]) * 0x100000001b3ull;
-  h ^= h >> 29;
-  return &t->slot[h & (S5_SNIFF_SKIP_SLOTS - 1)];
-}
-
-static int skip_same(const struct s5_sniff_skip_slot *e, const uint8_t addr[16], uint16_t port, uint8_t v6) {
-  return e->port == port && e->v6 == v6 && memcmp(e->addr, addr, 16) == 0;
-}
-
-int s5_sniff_skipped(struct s5_sniff_skips *t, struct s5_queue_stats *stats, const ip_addr_t *ip,
-                     uint16_t port, uint64_t now) {
-  uint8_t addr[16], v6;
-  struct s5_sniff_skip_slot *e = skip_slot(t, ip, port, addr, &v6);
-  if (!skip_same(e, addr, port, v6) || e->until == 0) return 0;
-  if (now >= e->until) { /* its time is over: sniffed again, from no failure */
-    e->until = 0;
-    return 0;
-  }
-  S5_STAT_ADD(stats, sniff_skipped, 1);
-  return 1;
-}
-
-void s5_sniff_learnt(struct s5_sniff_skips *t, const ip_addr_t *ip, uint16_t port, uint64_t now, int failed) {
-  uint8_t addr[16], v6;
-  struct s5_sniff_skip_slot *e = skip_slot(t, ip, port, addr, &v6);
-  if (!skip_same(e, addr, port, v6)) {
-    if (!failed) return; /* nothing to remember */
-    memset(e, 0, sizeof *e);
-    memcpy(e->addr, addr, 16);
-    e->port = port;
-    e->v6 = v6;
-  }
-  if (!failed) {
-    e->fails = 0;
-    return;
-  }
-  if (++e->fails >= S5_SNIFF_SKIP_FAILS) {
-    e->fails = 0;
-    e->until = now + S5_SNIFF_SKIP_MS;
-  }
-}
 
 int s5_sniffing_begin(struct s5_session *s, unsigned as) {
   struct s5_sniffing *h = malloc(sizeof *h);
@@ -81,7 +33,8 @@ static void sniffing_done(struct s5_session *s, int src) {
   if (src == S5_NAME_TLS) S5_STAT_ADD(s->w->stats, sniff_tls, 1);
   else if (src == S5_NAME_HTTP) S5_STAT_ADD(s->w->stats, sniff_http, 1);
   if (src == S5_NAME_NONE) h->name[0] = '\0';
-  s5_sniff_learnt(&s->tab->skips, &s->rec.dest, s->rec.dest_port, uv_now(&s->w->loop), src == S5_NAME_NONE);
+  s5_sniff_learnt(&s->tab->skips, IPPROTO_TCP, &s->rec.dest, s->rec.dest_port, uv_now(&s->w->loop),
+                  src == S5_NAME_NONE);
 }
 
 int s5_sniffing_look(struct s5_session *s) {

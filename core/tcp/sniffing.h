@@ -7,10 +7,8 @@
  * as [socks5] optimistic does: the route with the name, the CONNECT, the
  * held bytes right behind it; the copy goes again to the next upstream
  * when the first refuses (no server byte has reached the client).
- *
- * And a worker's table of destinations that failed to sniff: 5 failures
- * (no name, or silence) and a destination is not sniffed for 10 minutes,
- * so that a server-first service on a listed port pays the timeout once. */
+ * A failure (no name, or silence) is told to the worker's table of
+ * destinations that failed (sniff/sniff_skip.h), which UDP shares. */
 #ifndef S5_CORE_SNIFFING_H
 #define S5_CORE_SNIFFING_H
 
@@ -19,9 +17,9 @@
 
 #include "lwip/ip_addr.h"
 #include "sniff/sniff.h"
+#include "sniff/sniff_skip.h"
 
 struct s5_session;
-struct s5_queue_stats;
 
 enum s5_sniffing_state {
   S5_SNIFFING_WAIT,    /* bytes awaited */
@@ -41,25 +39,6 @@ struct s5_sniffing {
   char name[S5_SNIFF_NAME_MAX + 1];
   uint8_t buf[S5_SNIFF_HOLD_MAX];
 };
-
-/* Destinations that failed to sniff, a worker's (no sharing). */
-#define S5_SNIFF_SKIP_SLOTS 1024 /* a power of two; a newer destination takes an older one's slot */
-#define S5_SNIFF_SKIP_FAILS 5
-#define S5_SNIFF_SKIP_MS (10 * 60 * 1000ull)
-struct s5_sniff_skips {
-  struct s5_sniff_skip_slot {
-    uint8_t addr[16];
-    uint16_t port;
-    uint8_t v6, fails; /* fails: in a row, since the last name found */
-    uint64_t until;    /* not sniffed before (uv_now); 0: sniffed */
-  } slot[S5_SNIFF_SKIP_SLOTS];
-};
-
-/* Is the destination skipped now (counted as sniff_skipped)? */
-int s5_sniff_skipped(struct s5_sniff_skips *t, struct s5_queue_stats *stats, const ip_addr_t *ip,
-                     uint16_t port, uint64_t now);
-/* The destination's sniff ended: with a name (failed 0) or without. */
-void s5_sniff_learnt(struct s5_sniff_skips *t, const ip_addr_t *ip, uint16_t port, uint64_t now, int failed);
 
 /* The session holds its client's bytes until it knows a name: 0, or -1
  * for want of memory (then it goes on by address). */

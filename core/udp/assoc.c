@@ -13,6 +13,7 @@
 #include "shared/conntab.h"
 #include "shared/uptab.h"
 #include "ctx/wctx.h"
+#include "sniff/sniff.h"
 
 #include "lwip/pbuf.h"
 
@@ -55,6 +56,8 @@ void s5_assoc_release(void *assoc) {
   S5_ASSERT(a->handles_open > 0 && a->state == S5_ASSOC_CLOSED); /* closed handles of an ended one */
   if (--a->handles_open > 0) return;
   s5_wctx_cfg_release(a->w, a->cfg);
+  free(a->name);
+  free(a->named_hdr);
   free(a);
 }
 
@@ -85,6 +88,9 @@ void s5_assoc_end(struct s5_assoc *a, const char *why) {
   a->up_open = 0;
   for (unsigned i = 0; i < a->queued; i++) pbuf_free(a->queue[i]);
   a->queued = 0;
+  if (a->quic != NULL) s5_quic_sniff_free(a->quic);
+  free(a->quic);
+  a->quic = NULL;
   uv_timer_stop(&a->timer);
   uv_close((uv_handle_t *)&a->timer, assoc_handle_closed);
   s5_proxy_close(&a->proxy, 0);
@@ -270,27 +276,34 @@ struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_
   ip_addr_copy(a->rec.client, *client);
   ip_addr_copy(a->rec.dest, *dst); /* the first destination: the session log's, and direct's only one */
   a->rec.dest_port = dport;
-  a->direct = up->type == S5_UPSTREAM_DIRECT;
-  a->rec.upstream = up->name; /* in a->cfg, held as long as a */
-  a->rec.group = s5_route_group_name(&a->route);
+  a->rec.upstream = "none"; /* until it goes through one */
   ip_addr_copy(a->client, *client);
   a->client_port = port;
-  a->state = S5_ASSOC_CONNECTING;
+  a->state = S5_ASSOC_SNIFFING;
   uv_timer_init(&w->loop, &a->timer);
   a->timer.data = a;
   s5_proxy_init(&a->proxy, w, a->cfg, u->proxy_ops, a);
-  s5_proxy_use(&a->proxy, up, &a->route.target);
   a->handles_open = 2; /* the timer and the proxy client */
   assoc_link(u, a);
-  char c[80], why[160];
-  s5_debug("u%llu %s: new association", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c));
+  char c[80];
+  s5_debug("u%llu %s: new association%s", (unsigned long long)a->id, s5_assoc_client(a, c, sizeof c),
+           up == NULL ? ", sniffed first" : "");
+  return up == NULL || s5_assoc_go(a, up) == 0 ? a : NULL;
+}
+
+int s5_assoc_go(struct s5_assoc *a, const struct s5_upstream_cfg *up) {
+  S5_ASSERT(a->state == S5_ASSOC_SNIFFING);
+  a->direct = up->type == S5_UPSTREAM_DIRECT;
+  a->rec.upstream = up->name; /* in a->cfg, held as long as a */
+  a->rec.group = s5_route_group_name(&a->route);
+  a->state = S5_ASSOC_CONNECTING;
+  s5_proxy_use(&a->proxy, up, &a->route.target);
+  char why[160];
   int r = s5_proxy_start(&a->proxy, why, sizeof why);
-  if (r < 0) {
-    snprintf(why, sizeof why, "connecting to the proxy: %s", uv_strerror(r));
-    s5_assoc_fail(a, why);
-    return NULL;
-  }
-  return a;
+  if (r == 0) return 0;
+  snprintf(why, sizeof why, "connecting to the proxy: %s", uv_strerror(r));
+  s5_assoc_fail(a, why);
+  return -1;
 }
 
 struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16_t port) {

@@ -28,12 +28,18 @@
 #include "lwip/ip_addr.h"
 
 struct pbuf;
+struct s5_quic_sniff;
 struct s5_wctx;
 
 #define S5_UDP_BUCKETS 1024 /* hash buckets per worker (chained) */
 #define S5_UDP_QUEUE_MAX 32 /* datagrams held while an association starts */
+#define S5_UDP_SNIFF_HOLD 8 /* [sniff] quic: datagrams held for a name (<= S5_UDP_QUEUE_MAX) */
 
 /* Life of an association:
+ *   SNIFFING    [sniff] quic: its first datagrams held (up to
+ *               S5_UDP_SNIFF_HOLD) and read for a name until one is found,
+ *               none can be, or [sniff] timeout passes (udp_sniff.c); then
+ *               the route by the name, and CONNECTING
  *   CONNECTING  the SOCKS5 client (proxy.c) connects the control
  *               connection, greets, authenticates and sends UDP ASSOCIATE
  *               naming our UDP socket (bound to the control connection's
@@ -44,7 +50,7 @@ struct s5_wctx;
  *   CLOSED      handles closing; freed when the last one has closed
  * Datagrams that arrive before READY wait (up to S5_UDP_QUEUE_MAX, then
  * they are dropped, as a congested network would). */
-enum s5_assoc_state { S5_ASSOC_CONNECTING, S5_ASSOC_READY, S5_ASSOC_CLOSED };
+enum s5_assoc_state { S5_ASSOC_SNIFFING, S5_ASSOC_CONNECTING, S5_ASSOC_READY, S5_ASSOC_CLOSED };
 
 struct s5_assoc {
   struct s5_assoc *hnext;       /* hash chain */
@@ -59,7 +65,11 @@ struct s5_assoc {
   uint16_t client_port;
   enum s5_assoc_state state;
 
-  struct s5_route route;    /* where it goes: made on its first datagram (udp_dest.c) */
+  struct s5_route route;      /* where it goes: made on its first datagram (udp_dest.c) */
+  struct s5_quic_sniff *quic; /* SNIFFING: the QUIC sniffer (sniff/sniff.h); NULL after */
+  char *name;                 /* [sniff]: the name learnt (rec.name), or NULL */
+  uint8_t *named_hdr;         /* [sniff] override: the SOCKS5 header by that name, for rec.dest:port */
+  uint16_t named_hdr_len;
   struct s5_proxy proxy;    /* the control connection (proxy.sock) */
   struct s5_udp_sock relay; /* to the proxy's relay address (core/udp/udp_io.h) */
   uv_timer_t timer;         /* idle timeout, once ready */
@@ -74,7 +84,7 @@ struct s5_assoc {
   struct sockaddr_storage udp_local; /* our UDP socket, as told to the proxy */
 
   unsigned queued;
-  struct pbuf *queue[S5_UDP_QUEUE_MAX]; /* SOCKS5 header pbuf + payload each */
+  struct pbuf *queue[S5_UDP_QUEUE_MAX]; /* SOCKS5 header pbuf + payload each; SNIFFING: payloads */
   ip_addr_t hdr_dst;                    /* the last plain (not mapped) destination ... */
   uint16_t hdr_port;
   uint8_t hdr_len; /* ... and its SOCKS5 header (udp.c); 0: none */
@@ -117,11 +127,15 @@ struct s5_assoc *s5_assoc_find(struct s5_udp *u, const ip_addr_t *client, uint16
 
 /* Starts an association for client:port, first sending to dst:dport,
  * on route (copied) through up, its first upstream (its proxy client
- * connecting; direct: to dst alone).
+ * connecting; direct: to dst alone); up NULL: SNIFFING, no upstream yet.
  * Returns NULL when it cannot (counted; [session] max-sessions, memory, a
  * proxy connection that failed at once). */
 struct s5_assoc *s5_assoc_new(struct s5_udp *u, const ip_addr_t *client, uint16_t port, const ip_addr_t *dst,
                               uint16_t dport, const struct s5_route *route, const struct s5_upstream_cfg *up);
+/* A SNIFFING association's route is known: CONNECTING through up.
+ * Returns 0, or -1 when its proxy connection failed at once (then it has
+ * ended). */
+int s5_assoc_go(struct s5_assoc *a, const struct s5_upstream_cfg *up);
 
 /* Ends it once (session log, debug line, out of the table, handles
  * closing); it is freed when they have closed. */

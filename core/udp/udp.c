@@ -35,6 +35,7 @@
 #include "socks5/socks5_udp.h"
 #include "udp/udp_dest.h"
 #include "udp/udp_io.h"
+#include "udp/udp_sniff.h"
 #include "netif/udp_tun.h"
 #include "ctx/wctx.h"
 
@@ -390,50 +391,24 @@ static void udp_from_tun(void *arg, struct pbuf *p, const ip_addr_t *src, u16_t 
     char why[160];
     struct s5_route route;
     const struct s5_upstream_cfg *up = s5__udp_route(w, src, dst, dport, &route, why, sizeof why);
-    if (up == NULL) {
+    if (up == NULL && route.sniff == 0) {
       s5_debug("UDP from port %u: %s%s%s: ICMP port unreachable", sport, why, route.label[0] ? ", rule " : "",
                route.label);
       s5_icmp_port_unreachable(w, p);
       return;
     }
-    a = s5_assoc_new(u, src, sport, dst, dport, &route, up);
+    a = s5_assoc_new(u, src, sport, dst, dport, &route, up); /* up NULL: sniffed first */
     if (a == NULL) {
       udp_drop(w);
       pbuf_free(p);
       return;
     }
     memcpy(a->rec.rule, route.label, sizeof a->rec.rule);
+    if (up == NULL) s5__udp_sniff_start(a);
   }
-  uint8_t hdr_buf[S5_SOCKS5_UDP_HDR_MAX];
-  const uint8_t *hdr = hdr_buf;
-  int hlen = 0;
-  if (a->direct) { /* one destination, no header */
-    if (dport != a->rec.dest_port || !ip_addr_cmp(dst, &a->rec.dest)) hlen = -1;
-  } else {
-    hlen = s5__udp_cached_header(a, dst, dport, &hdr);
-    if (hlen < 0) hlen = s5__udp_dest_header(dst, dport, hdr_buf, sizeof hdr_buf);
-    if (hlen >= 0 && hdr == hdr_buf) s5__udp_cache_header(a, dst, dport, hdr_buf, hlen);
-  }
-  if (hlen < 0) { /* a mapped address whose name is gone; direct: another destination */
-    s5_icmp_port_unreachable(w, p);
-    return;
-  }
-  s5_assoc_touch(a);
-  a->rec.bytes_up += p->tot_len;
-  if (a->state == S5_ASSOC_READY) {
-    assoc_send(a, hdr, (size_t)hlen, p);
-    pbuf_free(p);
-    return;
-  }
-  struct pbuf *h = a->queued < S5_UDP_QUEUE_MAX ? pbuf_alloc(PBUF_RAW, (u16_t)hlen, PBUF_RAM) : NULL;
-  if (h == NULL) {
-    udp_drop(w);
-    pbuf_free(p);
-    return;
-  }
-  pbuf_take(h, hdr, (u16_t)hlen);
-  pbuf_cat(h, p); /* h takes over the reference to p */
-  a->queue[a->queued++] = h;
+  if (a->state == S5_ASSOC_SNIFFING) s5__udp_sniff_datagram(a, p, dst, dport);
+  else if (a->state != S5_ASSOC_CLOSED) s5__udp_datagram(a, p, dst, dport);
+  else s5_icmp_port_unreachable(w, p); /* it could not start ([sniff] could not begin) */
 }
 
 /* ---------------------------------------------------------------- worker glue */

@@ -21,8 +21,18 @@ void s5__udp_cache_header(struct s5_assoc *a, const ip_addr_t *dst, uint16_t por
                           int hlen);
 /* A new association's route (made into r) and its first upstream, on its
  * first datagram (direct: cfg->direct), or NULL with why (blocked, a
- * mapped address without a name, no upstream up or able to carry UDP). */
+ * mapped address without a name, no upstream up or able to carry UDP);
+ * NULL with r->sniff set: [sniff] quic reads its first datagrams first
+ * (core/udp/udp_sniff.h). */
 const struct s5_upstream_cfg *s5__udp_route(struct s5_wctx *w, const ip_addr_t *src, const ip_addr_t *dst,
                                             uint16_t dport, struct s5_route *r, char *why, size_t len);
+/* The first upstream of a route of kind, or NULL with why. */
+const struct s5_upstream_cfg *s5__udp_route_up(struct s5_route *r, enum s5_route_kind kind, char *why,
+                                               size_t len);
+/* A client's datagram to dst:dport into its association (not SNIFFING):
+ * to the relay with its SOCKS5 header, or queued while it starts; ICMP
+ * port unreachable when it has no header. Takes p. */
+struct pbuf;
+void s5__udp_datagram(struct s5_assoc *a, struct pbuf *p, const ip_addr_t *dst, uint16_t dport);
 
 #endif

@@ -271,6 +271,7 @@ int s5_worker_init(struct s5_worker *w, const struct s5_config *cfg, unsigned in
   w->fd = fd;
   s5_relay_init(&w->relay, &w->ctx.stats->bytes_to_proxy, &w->ctx.stats->bytes_from_proxy);
   s5_sessions_init(&w->tcp, &w->ctx, &w->relay, s5_handshake_start);
+  w->ctx.sniff_skips = &w->tcp.skips; /* UDP's [sniff] failures count there too */
   s5_pool_init(&w->pool, &w->ctx);
   w->tcp.pool = &w->pool; /* the handshake's warm connections */
   s5_upcheck_init(&w->check, &w->ctx);

@@ -34,7 +34,7 @@ COUNTERS = [
     "pool_hits", "pool_misses", "pool_recycled", "pool_retried", "pool_failed",
     "drop_tun_write", "drop_max_sessions", "drop_draining", "drop_no_memory", "drop_udp",
     "drop_dns", "drop_icmp", "drop_proxy_loop", "restarts", "tun_errors", "tcp_reset_dead_worker", "tcp_untracked",
-    "session_log_dropped", "sniff_tls", "sniff_http", "sniff_timeout", "sniff_none", "sniff_skipped",
+    "session_log_dropped", "sniff_tls", "sniff_http", "sniff_quic", "sniff_timeout", "sniff_none", "sniff_skipped",
 ]
 S5_FAIL = ["socks5_connect_failed", "socks5_auth_failed", "socks5_refused",
            "socks5_bad_reply", "socks5_timeout"]

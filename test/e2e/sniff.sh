@@ -188,3 +188,111 @@ case_sniff() {
   e2e_stop_s5tund
   ((S5RC == 0)) || fail "s5tund exited $S5RC"
 }
+
+# [sniff] quic (ctest e2e.sniff_quic.process.q2): a UDP server in S on
+# TGT4:443 records every datagram (source, length, digest) and echoes it;
+# upstream a is danted (its relay sends from S's own address), c a second
+# danted whose relay sends from RB_BIND. Rules: domain:one.test -> a, the
+# rest -> c. quicclient.py builds real QUIC v1 Initials (RFC 9001 keys from
+# a random DCID, AES-128-GCM, header protection):
+#
+#   one.test, its ClientHello split over two Initials (the second half
+#   first) and two 1-RTT-like datagrams behind: all four reach the server
+#   through a, in the order sent, once; two.test in one Initial: through
+#   c; a datagram that is no QUIC: through c at once (sniff_none); only
+#   the first of two Initials: through c after [sniff] timeout
+#   (sniff_timeout); a ClientHello in 9 Initials: 8 held, then through c
+#   by address, all 9 in order; half a ClientHello, then a datagram to
+#   port 8443: by address at once, both through c; --connections and the session log name one.test with
+#   named_by quic; --explain --proto udp --sni. Then override = true
+#   (SIGHUP): one.test's Initial sent to an address where nothing listens
+#   reaches the server all the same, through a: danted was sent the name
+#   and resolved it (S's hosts file: TGT4).
+DANTE2_PORT=1091
+QUIC_ELSEWHERE=10.201.0.99 # routed into the device; nothing there
+
+sniff_dante2() {
+  local conf=$WORK/danted2.conf
+  E2E_LOGS+=("$WORK/danted2.log")
+  printf '%s\n' "logoutput: $WORK/danted2.log" "internal: $S_ADDR4 port = $DANTE2_PORT" "external: $RB_BIND" \
+    "clientmethod: none" "socksmethod: none" "user.privileged: root" "user.unprivileged: nobody" \
+    "client pass {" "from: 0/0 to: 0/0" "}" \
+    "socks pass {" "from: 0/0 to: 0/0" "command: udpassociate udpreply" "log: connect disconnect" "}" >"$conf"
+  ip netns exec "$NS_S" danted -f "$conf" -p "$WORK/danted2.pid" >>"$WORK/danted2.log" 2>&1 &
+  e2e_wait_listen "$DANTE2_PORT" "$S_ADDR4" || fail "danted c does not listen"
+}
+
+sniff_quic_config() {   # FILE OVERRIDE
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug CFG_LOG_SESSIONS=1 e2e_write_config "$1"
+  printf '%s\n' "" "[upstream a]" "address = $S_ADDR4" "port = $DANTE_PORT" "" "[upstream c]" \
+    "address = $S_ADDR4" "port = $DANTE2_PORT" "" "[stats]" "socket = $WORK/stats.sock" "" "[rules]" "default = c" \
+    "rule = domain:one.test -> a" "" "[sniff]" "quic = 443" "timeout = 300" "override = $2" >>"$1"
+}
+
+# quic_sent OUT SRC: the datagrams OUT lists (sent, in order) are the
+# record's next lines, each from SRC
+quic_sent() {
+  local sent n got
+  sent=$(grep -E '^[0-9]+ [0-9a-f]{16}$' <<<"$1")
+  n=$(wc -l <<<"$sent")
+  for _ in $(seq $((T_START * 10))); do
+    (($(wc -l <"$WORK/quic.rec") >= QUIC_SEEN + n)) && break
+    sleep 0.1
+  done
+  got=$(sed -n "$((QUIC_SEEN + 1)),\$p" "$WORK/quic.rec")
+  [[ $got == "$(sed "s/^/$2 /" <<<"$sent")" ]] || fail "$3: the server got $(oneline "$got"), sent $(oneline "$sent") (from $2)"
+  QUIC_SEEN=$((QUIC_SEEN + n))
+}
+
+case_sniff_quic() {
+  local ini=$WORK/quic.ini out conns="" qc=(ip netns exec "$NS_C" timeout -k 5 "$T_STEP" "$PY" "$E2E_DIR/quicclient.py")
+  QUIC_SEEN=0
+  sniff_dante2
+  : >"$WORK/quic.rec"
+  E2E_LOGS+=("$WORK/quic.rec" "$WORK/quicserver.log")
+  ip netns exec "$NS_S" "$PY" "$E2E_DIR/quicclient.py" server "$TGT4" 443,8443 "$WORK/quic.rec" "$WORK/quic.ready" \
+    >"$WORK/quicserver.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do [[ -s $WORK/quic.ready ]] && break; sleep 0.1; done
+  [[ -s $WORK/quic.ready ]] || fail "the QUIC recorder did not start: $(cat "$WORK/quicserver.log")"
+  sniff_quic_config "$ini" false
+  out=$("$S5TUND" --config "$ini" --explain "$TGT4:443" --proto udp --sni one.test)
+  grep -q "^sniff    yes (quic)" <<<"$out" && grep -qx "outbound a" <<<"$out" || fail "--explain --sni: $(oneline "$out")"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 one.test --split --after 2) || fail "QUIC one.test, split: $(oneline "$out")"
+  quic_sent "$out" "$S_ADDR4" "one.test (a ClientHello over two Initials) through a"
+  for _ in $(seq $((T_START * 10))); do
+    conns=$("$S5TUND" --connections "$WORK/stats.sock" --json)
+    grep -q '"name":"one.test","named_by":"quic","upstream":"a"' <<<"$conns" && break
+    sleep 0.1
+  done
+  grep -q '"name":"one.test","named_by":"quic","upstream":"a"' <<<"$conns" || fail "--connections: $conns"
+  out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 two.test) || fail "QUIC two.test: $(oneline "$out")"
+  quic_sent "$out" "$RB_BIND" "two.test through c"
+  out=$(bg_wait "${qc[@]}" raw "$TGT4" 443 "no QUIC here") || fail "a datagram that is no QUIC: $(oneline "$out")"
+  quic_sent "$out" "$RB_BIND" "a datagram that is no QUIC, through c by address"
+  out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 one.test --half --after 0) || fail "half a ClientHello: $(oneline "$out")"
+  quic_sent "$out" "$RB_BIND" "half a ClientHello, through c by address after the timeout"
+  # a ClientHello in 9 Initials: 8 are held (the bound), then by address, the 9th behind them
+  out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 one.test --parts 9 --after 0) || fail "9 Initials: $(oneline "$out")"
+  quic_sent "$out" "$RB_BIND" "a ClientHello in 9 Initials, through c by address once 8 were held"
+  # half a ClientHello, then a datagram to another port: by address at once, the held one first
+  out=$(bg_wait "${qc[@]}" quic "$TGT4" 443 one.test --half --after 1 --to-port 8443) ||
+    fail "half a ClientHello, then another port: $(oneline "$out")"
+  quic_sent "$out" "$RB_BIND" "half a ClientHello then another destination, through c by address"
+  (($(sniff_stat sniff_quic) == 2 && $(sniff_stat sniff_none) == 3 && $(sniff_stat sniff_timeout) == 1)) ||
+    fail "sniff_quic $(sniff_stat sniff_quic), sniff_none $(sniff_stat sniff_none), sniff_timeout $(sniff_stat sniff_timeout): want 2, 3, 1"
+  log "QUIC: one.test (split) through a, in order; two.test, no QUIC and half a ClientHello through c"
+  # override = true: the datagrams to one.test's destination carry the name, which danted a logs
+  sniff_quic_config "$ini" true
+  kill -HUP "$S5PID"
+  e2e_wait_log "$S5LOG" "configuration reloaded" "$T_START" >/dev/null
+  # sent to an address where nothing listens: only danted's resolving one.test (to TGT4) reaches the server
+  out=$(bg_wait "${qc[@]}" quic "$QUIC_ELSEWHERE" 443 one.test --after 1) || fail "override: QUIC one.test: $(oneline "$out")"
+  quic_sent "$out" "$S_ADDR4" "override: one.test through a, by the name"
+  e2e_stop_s5tund
+  ((S5RC == 0)) || fail "s5tund exited $S5RC"
+  grep -qE "session u[0-9]+ udp .* -> $TGT4:443 \(one\.test, quic\) via [^ ]+ \(a\) by rule " "$S5LOG" ||
+    fail "no session line with (one.test, quic)"
+  log "override: danted a got one.test and resolved it; session lines name it (quic)"
+}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* [sniff] below the session: which flows are sniffed (s5_rules_by_name,
- * s5_route_init's sniff bits: unmapped TCP on a listed port, rules that
+ * s5_route_init's sniff bits: unmapped TCP (UDP: [sniff] quic) on a listed port, rules that
  * could go elsewhere by name, not a skipped prefix), the route with the
  * name (s5_route_named: the rule counted once, override, skipped names),
  * and the worker's table of destinations that failed to sniff. */
@@ -92,8 +92,13 @@ static void test_which(void) {
         "a name could send it to b: sniffed as TLS");
   CHECK(sniff_of("10.1.1.1", 80, IPPROTO_TCP) == S5_ROUTE_SNIFF_HTTP, "port 80: as HTTP");
   CHECK(sniff_of("10.1.1.1", 22, IPPROTO_TCP) == 0, "a port not listed: not sniffed");
-  CHECK(sniff_of("10.1.1.1", 443, IPPROTO_UDP) == 0, "UDP: not by the TCP path");
+  CHECK(sniff_of("10.1.1.1", 443, IPPROTO_UDP) == 0, "UDP 443 without [sniff] quic: not sniffed");
   CHECK(sniff_of("10.9.1.1", 443, IPPROTO_TCP) == 0, "an address rule before every name rule: not sniffed");
+  cfg.sniff.quic = (struct s5_port_list){.n = 1, .port = {443}};
+  CHECK(sniff_of("10.1.1.1", 443, IPPROTO_UDP) == S5_ROUTE_SNIFF_QUIC, "UDP 443 in [sniff] quic: as QUIC");
+  CHECK(sniff_of("10.1.1.1", 80, IPPROTO_UDP) == 0, "UDP 80: not listed in quic");
+  CHECK(sniff_of("10.1.1.1", 443, IPPROTO_TCP) == S5_ROUTE_SNIFF_TLS, "TCP 443: TLS alone, never QUIC");
+  CHECK(sniff_of("10.9.1.1", 443, IPPROTO_UDP) == 0, "UDP: the same rule condition as TCP");
 
   setup("b");
   add("domain:two.example port:443 -> a");
@@ -161,36 +166,35 @@ static void test_named(void) {
 
 static void test_skips(void) {
   struct s5_sniff_skips *t = calloc(1, sizeof *t);
-  struct s5_queue_stats *st = calloc(1, sizeof *st);
   ip_addr_t a, b;
   IP_ADDR4(&a, 10, 1, 1, 1);
   IP_ADDR4(&b, 10, 1, 1, 2);
   uint64_t now = 1000;
-  for (int i = 0; i < S5_SNIFF_SKIP_FAILS - 1; i++) s5_sniff_learnt(t, &a, 22, now, 1);
-  CHECK(!s5_sniff_skipped(t, st, &a, 22, now), "4 failures: still sniffed");
-  s5_sniff_learnt(t, &a, 22, now, 0);
-  for (int i = 0; i < S5_SNIFF_SKIP_FAILS - 1; i++) s5_sniff_learnt(t, &a, 22, now, 1);
-  CHECK(!s5_sniff_skipped(t, st, &a, 22, now), "a name found starts the count again");
-  s5_sniff_learnt(t, &a, 22, now, 1);
-  CHECK(s5_sniff_skipped(t, st, &a, 22, now + 1) && st->sniff_skipped == 1,
-        "the 5th in a row: skipped, counted");
-  CHECK(!s5_sniff_skipped(t, st, &a, 443, now + 1) && !s5_sniff_skipped(t, st, &b, 22, now + 1),
-        "another port, another address: sniffed");
-  CHECK(s5_sniff_skipped(t, st, &a, 22, now + S5_SNIFF_SKIP_MS - 1), "for 10 minutes");
-  CHECK(!s5_sniff_skipped(t, st, &a, 22, now + S5_SNIFF_SKIP_MS), "then sniffed again");
-  for (int i = 0; i < S5_SNIFF_SKIP_FAILS - 1; i++) s5_sniff_learnt(t, &a, 22, now, 1);
-  CHECK(!s5_sniff_skipped(t, st, &a, 22, now + S5_SNIFF_SKIP_MS), "from no failure");
+  for (int i = 0; i < S5_SNIFF_SKIP_FAILS - 1; i++) s5_sniff_learnt(t, IPPROTO_TCP, &a, 22, now, 1);
+  CHECK(!s5_sniff_skipped(t, IPPROTO_TCP, &a, 22, now), "4 failures: still sniffed");
+  s5_sniff_learnt(t, IPPROTO_TCP, &a, 22, now, 0);
+  for (int i = 0; i < S5_SNIFF_SKIP_FAILS - 1; i++) s5_sniff_learnt(t, IPPROTO_TCP, &a, 22, now, 1);
+  CHECK(!s5_sniff_skipped(t, IPPROTO_TCP, &a, 22, now), "a name found starts the count again");
+  s5_sniff_learnt(t, IPPROTO_TCP, &a, 22, now, 1);
+  CHECK(s5_sniff_skipped(t, IPPROTO_TCP, &a, 22, now + 1), "the 5th in a row: skipped");
+  CHECK(!s5_sniff_skipped(t, IPPROTO_UDP, &a, 22, now + 1), "the same address and port over UDP: sniffed");
+  CHECK(
+    !s5_sniff_skipped(t, IPPROTO_TCP, &a, 443, now + 1) && !s5_sniff_skipped(t, IPPROTO_TCP, &b, 22, now + 1),
+    "another port, another address: sniffed");
+  CHECK(s5_sniff_skipped(t, IPPROTO_TCP, &a, 22, now + S5_SNIFF_SKIP_MS - 1), "for 10 minutes");
+  CHECK(!s5_sniff_skipped(t, IPPROTO_TCP, &a, 22, now + S5_SNIFF_SKIP_MS), "then sniffed again");
+  for (int i = 0; i < S5_SNIFF_SKIP_FAILS - 1; i++) s5_sniff_learnt(t, IPPROTO_TCP, &a, 22, now, 1);
+  CHECK(!s5_sniff_skipped(t, IPPROTO_TCP, &a, 22, now + S5_SNIFF_SKIP_MS), "from no failure");
   /* bounded: a thousand destinations later the table is the same size, the newest kept */
   for (int i = 0; i < 5000; i++) {
     ip_addr_t x;
     IP_ADDR4(&x, 10, 2, (uint8_t)(i >> 8), (uint8_t)i);
-    for (int k = 0; k < S5_SNIFF_SKIP_FAILS; k++) s5_sniff_learnt(t, &x, 25, now, 1);
+    for (int k = 0; k < S5_SNIFF_SKIP_FAILS; k++) s5_sniff_learnt(t, IPPROTO_TCP, &x, 25, now, 1);
   }
   ip_addr_t last;
   IP_ADDR4(&last, 10, 2, (uint8_t)(4999 >> 8), (uint8_t)4999);
-  CHECK(s5_sniff_skipped(t, st, &last, 25, now + 1), "the newest destination is remembered");
+  CHECK(s5_sniff_skipped(t, IPPROTO_TCP, &last, 25, now + 1), "the newest destination is remembered");
   free(t);
-  free(st);
 }
 
 int main(void) {

@@ -82,18 +82,21 @@ static int explain_sniff(const struct s5_config *cfg, const struct s5_rules *t, 
   int skipped = 0;
   for (unsigned i = 0; i < cfg->sniff.skip.pfx.n; i++)
     skipped |= s5_prefix_covers(&cfg->sniff.skip.pfx.p[i], &e->dst);
-  const char *kind = as & S5_ROUTE_SNIFF_TLS ? "tls" : "http";
-  if (as == 0)
-    fprintf(out, "sniff    no: %s port %u is in neither [sniff] tls nor http: by address\n",
-            e->proto == IPPROTO_TCP ? "TCP" : "UDP", (unsigned)f.dport);
+  const char *kind = as & S5_ROUTE_SNIFF_TLS ? "tls" : as & S5_ROUTE_SNIFF_HTTP ? "http" : "quic";
+  if (as == 0 && e->proto == IPPROTO_UDP)
+    fprintf(out, "sniff    no: UDP port %u is not in [sniff] quic: by address\n", (unsigned)f.dport);
+  else if (as == 0)
+    fprintf(out, "sniff    no: TCP port %u is in neither [sniff] tls nor http: by address\n",
+            (unsigned)f.dport);
   else if (skipped) fprintf(out, "sniff    no: the address is in [sniff] skip: by address\n");
   else if (!s5_rules_by_name(t, &f, rule, o))
-    fprintf(out,
-            "sniff    no: no rule by name could send it elsewhere: by address (SYN-ACK after the CONNECT)\n");
+    fprintf(out, "sniff    no: no rule by name could send it elsewhere: by address%s\n",
+            e->proto == IPPROTO_TCP ? " (SYN-ACK after the CONNECT)" : "");
   else if (s5_route_name_skipped(cfg, e->name))
     fprintf(out, "sniff    yes (%s), but %s is under [sniff] skip: by address\n", kind, e->name);
   else {
-    fprintf(out, "sniff    yes (%s): SYN-ACK at once, its first bytes held, then by the name %s\n", kind,
+    fprintf(out, "sniff    yes (%s): %s, then by the name %s\n", kind,
+            as & S5_ROUTE_SNIFF_QUIC ? "its first datagrams held" : "SYN-ACK at once, its first bytes held",
             e->name);
     return 1;
   }
