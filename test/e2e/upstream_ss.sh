@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
+# Shadowsocks to the proxy (run.sh runs it; ctest e2e.upstream_ss.process.q2):
+#
+#   upstream_ss  ss-server (shadowsocks-libev) three times, one per AEAD
+#                method, and v2ray's shadowsocks inbound as a second,
+#                independent server; one s5tund whose rules send each flow
+#                to one of them: TGT4 -> chacha20-ietf-poly1305 (its server
+#                on IPv6), TGT6 -> aes-128-gcm, target.test (a mapped name:
+#                the target as a domain) -> aes-256-gcm, TGT4 port 7001 ->
+#                v2ray. Bulk both ways with SHA-256 compared, each flow
+#                proven carried by that server's own log ("connect to" of
+#                ss-server -v; v2ray's access log). A wrong password (port
+#                7002): one warning naming the upstream, counted, and the
+#                client's connection ends.
+
+SS_PASS=e2e-ss-secret
+SS_CHACHA=8388
+SS_AES128=8389
+SS_AES256=8390
+SS_V2RAY=8391
+SS_PORT2=7001 # a second target, for v2ray's flows
+SS_PORT3=7002 # the wrong password's rule
+
+# shellcheck source=dnslib.sh
+source "$HERE/dnslib.sh"
+
+setup_upstream_ss() {
+  local t
+  for t in ss-server v2ray; do
+    command -v "$t" >/dev/null 2>&1 || fail "missing tool: $t (run 'make deps')"
+  done
+  udp_install_exit # dnslib.sh: S's hosts file (target.test), removed on exit
+  e2e_topology_up
+  e2e_start_target
+  udp_hosts
+}
+
+# ss_server NAME ADDR PORT METHOD: ss-server -v in S, its log NAME.log.
+ss_server() {
+  E2E_LOGS+=("$WORK/$1.log")
+  in_s ss-server -s "$2" -p "$3" -k "$SS_PASS" -m "$4" -u -v >"$WORK/$1.log" 2>&1 &
+  e2e_wait_listen "$3" "$2" || fail "ss-server $1 does not listen on $2 port $3"
+}
+
+start_v2ray() {
+  cat >"$WORK/v2ray.json" <<JSON
+{"log": {"access": "$WORK/v2ray-access.log", "error": "$WORK/v2ray.log", "loglevel": "info"},
+ "inbounds": [{"listen": "$S_ADDR4", "port": $SS_V2RAY, "protocol": "shadowsocks",
+   "settings": {"method": "aes-256-gcm", "password": "$SS_PASS", "network": "tcp,udp"}}],
+ "outbounds": [{"protocol": "freedom"}]}
+JSON
+  E2E_LOGS+=("$WORK/v2ray.log" "$WORK/v2ray-access.log")
+  in_s v2ray -config "$WORK/v2ray.json" >"$WORK/v2ray.out" 2>&1 &
+  e2e_wait_listen "$SS_V2RAY" "$S_ADDR4" || fail "v2ray does not listen on $S_ADDR4 port $SS_V2RAY"
+}
+
+# ss_up NAME ADDR PORT METHOD [PASSWORD]: an [upstream] section.
+ss_up() {
+  printf '%s\n' "" "[upstream $1]" "type = shadowsocks" "address = $2" "port = $3" "method = $4" \
+    "password = ${5:-$SS_PASS}"
+}
+
+# ss_connects LOG HOST PORT: how many "connect to HOST:PORT" ss-server logged.
+ss_connects() { grep -cF "connect to $2:$3" "$WORK/$1.log" || true; }
+
+case_upstream_ss() {
+  ss_server chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
+  ss_server aes128 "$S_ADDR4" $SS_AES128 aes-128-gcm
+  ss_server aes256 "$S_ADDR4" $SS_AES256 aes-256-gcm
+  start_v2ray
+  local ready=$WORK/target2.ready
+  E2E_LOGS+=("$WORK/target2.log")
+  in_s "$PY" "$E2E_DIR/target.py" --listen "$TGT4" --port $SS_PORT2 --ready-file "$ready" >"$WORK/target2.log" 2>&1 &
+  e2e_wait_listen $SS_PORT2 "$TGT4" || fail "the second target does not listen"
+
+  local ini=$WORK/ss.ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  {
+    printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" \
+      "network = $DNS_POOL" "" "[rules]" "default = chacha" "rule = domain:target.test -> aes256" \
+      "rule = dst:$TGT4/32 port:$SS_PORT2 -> v2ray" "rule = dst:$TGT4/32 port:$SS_PORT3 -> wrongpw" \
+      "rule = dst:$TGT6/128 -> aes128"
+    ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
+    ss_up aes128 "$S_ADDR4" $SS_AES128 aes-128-gcm
+    ss_up aes256 "$S_ADDR4" $SS_AES256 aes-256-gcm
+    ss_up v2ray "$S_ADDR4" $SS_V2RAY aes-256-gcm
+    ss_up wrongpw "$S_ADDR4" $SS_AES128 aes-128-gcm not-the-password
+  } >>"$ini"
+  "$S5TUND" --config "$ini" --check-config | grep -q "^password = \*\*\*$" ||
+    fail "--check-config does not hide the password"
+  ! "$S5TUND" --config "$ini" --check-config | grep -qF "$SS_PASS" || fail "--check-config shows the password"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  e2e_wait_log "$S5LOG" "upstream chacha: Shadowsocks \[$S_ADDR6\]:$SS_CHACHA" 5 >/dev/null
+
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  client --host "$TGT4" bulk --size 8M --upload-mode length >/dev/null
+  client --host "$TGT6" bulk --size 8M --upload-mode length >/dev/null
+  local addr
+  addr=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" dig +time=5 +tries=1 +short "@$DNS_ADDR" target.test A)
+  [[ -n $addr ]] || fail "the mapped resolver did not answer target.test"
+  client --host "$addr" bulk --size 8M --upload-mode length >/dev/null
+  client --host "$TGT4" --port $SS_PORT2 bulk --size 8M --upload-mode length >/dev/null
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+
+  local c4 c6 cn
+  c4=$(ss_connects chacha "$TGT4" "$TGT_PORT")
+  c6=$(ss_connects aes128 "[$TGT6]" "$TGT_PORT")
+  cn=$(ss_connects aes256 target.test "$TGT_PORT")
+  ((c4 >= 2 && c6 >= 1 && cn >= 1)) ||
+    fail "ss-server logs: chacha $c4 connects to $TGT4, aes128 $c6 to $TGT6, aes256 $cn to target.test"
+  ((c6 == $(grep -c "connect to" "$WORK/aes128.log"))) || fail "aes128 carried flows it was not given"
+  grep -q "accepted tcp:$TGT4:$SS_PORT2" "$WORK/v2ray-access.log" || fail "v2ray logged no flow to $TGT4:$SS_PORT2"
+  log "ss-server carried chacha20 $c4, aes-128-gcm $c6 (IPv6 target), aes-256-gcm $cn (by name); v2ray $(grep -c accepted "$WORK/v2ray-access.log")"
+  e2e_s5_log_clean
+
+  # The wrong password: the server cannot open the target, says nothing and
+  # hangs up, or answers nothing we can open: one warning, the session ends.
+  local out
+  out=$(client --host "$TGT4" --port $SS_PORT3 echo --count 1 --timeout 10 2>&1 || true)
+  e2e_wait_log "$S5LOG" "upstream wrongpw: Shadowsocks .*check \[upstream wrongpw\] password and method" 5 >/dev/null
+  local bad
+  bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "wrongpw"][0]["stream_bad"])')
+  ((bad >= 1)) || fail "wrongpw's stream_bad is $bad"
+  ! grep -qF "$SS_PASS" "$S5LOG" && ! grep -qF not-the-password "$S5LOG" || fail "a password in s5tund's log"
+  log "wrong password: warned and counted ($bad); the client saw: $(oneline "$out" | tail -c 200)"
+  e2e_stop_s5tund
+}
