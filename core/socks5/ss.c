@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "base/clock.h"
+#include "base/failure.h"
 #include "base/log.h"
 #include "ini/config.h"
 #include "shared/uptab.h"
@@ -16,7 +18,7 @@
 
 struct ss_cx {
   enum s5_ss_method method;
-  unsigned salt_sent : 1, eof : 1;
+  unsigned salt_sent : 1, eof : 1, heard : 1;
   struct s5_ss_aead enc;
   uint8_t salt[S5_SS_KEY_MAX];
   size_t wire_off, wire_len, wire_for; /* sealed bytes not yet sent, and the plain ones they carry */
@@ -37,6 +39,24 @@ static int ss_bad(struct s5_pump *p, const char *what) {
           p->up_name, what, p->up_name);
   if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
   return -1;
+}
+
+/* The server hung up without a byte, not even its salt, after our first
+ * chunk: what ss-server and v2ray do (after a while) with a wrong password
+ * or method, and also what a destination that refused or closed at once
+ * looks like through any Shadowsocks server: warned about, limited (one
+ * line per worker per 10 s, with the count), counted. */
+static __thread struct s5_failures silent;
+
+static int ss_silent(struct s5_pump *p) {
+  char what[320];
+  snprintf(what, sizeof what,
+           "upstream %s: Shadowsocks server hung up with no reply: a wrong password or method (check "
+           "[upstream %s] password and method), or the destination refused",
+           p->up_name, p->up_name);
+  s5_failures_note(&silent, s5_now_ms(), S5_LOG_WARN, what);
+  if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
+  return -S5_PUMP_EOF;
 }
 
 static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
@@ -75,9 +95,10 @@ static int ss_read(struct s5_pump *p, uint8_t *buf, size_t cap) {
     int st = s5_ss_decode(&c->dec, buf, cap, &n);
     if (st != S5_SS_OK) return ss_bad(p, s5_ss_status_text(st));
     if (n > 0) return (int)n;
-    if (c->eof) return s5_ss_dec_partial(&c->dec) ? ss_bad(p, "it ended inside a chunk") : -S5_PUMP_EOF;
+    if (c->eof && s5_ss_dec_partial(&c->dec)) return ss_bad(p, "it ended inside a chunk");
+    if (c->eof) return !c->heard && c->salt_sent ? ss_silent(p) : -S5_PUMP_EOF;
     ssize_t r = recv(p->net, c->dec.in + c->dec.in_len, sizeof c->dec.in - c->dec.in_len, 0);
-    if (r > 0) c->dec.in_len += (size_t)r;
+    if (r > 0) c->dec.in_len += (size_t)r, c->heard = 1;
     else if (r == 0) c->eof = 1;
     else if (errno == EAGAIN) return 0;
     else if (errno != EINTR) {
