@@ -144,16 +144,16 @@ static void pump_run(struct s5_pump *p) {
   else pump_poll(p);
 }
 
-/* The TCP connect's outcome, then the handshake. */
-static void pump_connected(struct s5_pump *p) {
+/* The TCP connect's outcome (status: the poll's), then the handshake. */
+static void pump_connected(struct s5_pump *p, int status) {
   int err = 0;
   socklen_t len = sizeof err;
   if (getsockopt(p->net, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = errno;
-  if (err == EINPROGRESS) return;
-  if (err != 0) {
+  if (err == EINPROGRESS && status == 0) return;
+  if (err != 0 || status < 0) { /* libuv says EBADF for any POLLERR: the socket's error says what */
     char why[160];
-    snprintf(why, sizeof why, "proxy connection failed: %s", strerror(err));
-    pump_report(p, uv_translate_sys_error(err), why);
+    snprintf(why, sizeof why, "proxy connection failed: %s", err != 0 ? strerror(err) : uv_strerror(status));
+    pump_report(p, err != 0 ? uv_translate_sys_error(err) : status, why);
     return;
   }
   p->state = S5_PUMP_HANDSHAKE;
@@ -164,12 +164,12 @@ static void pump_io(uv_poll_t *h, int status, int events) {
   struct s5_pump *p = h->data;
   (void)events;
   if (p->state == S5_PUMP_CLOSING) return;
-  if (status < 0 && p->state != S5_PUMP_OPEN) {
+  if (p->state == S5_PUMP_CONNECTING) pump_connected(p, status); /* a failure's cause: SO_ERROR */
+  else if (status < 0 && p->state != S5_PUMP_OPEN) {
     char why[160];
     snprintf(why, sizeof why, "proxy connection failed: %s", uv_strerror(status));
     pump_report(p, status, why);
   } else if (status < 0) pump_close(p);
-  else if (p->state == S5_PUMP_CONNECTING) pump_connected(p);
   else if (p->state == S5_PUMP_HANDSHAKE) pump_handshake(p);
   else pump_run(p);
 }

@@ -12,13 +12,19 @@
 #                proven carried by that server's own log ("connect to" of
 #                ss-server -v; v2ray's access log). A wrong password (port
 #                7002): one warning naming the upstream, counted, and the
-#                client's connection ends.
+#                client's connection ends. Failover and the check: upstream
+#                later (first of group g, for TGT6) has no server at first,
+#                is marked down and TGT6's flows fail over to aes-128-gcm;
+#                its server started with a wrong password keeps it down (the
+#                check's HEAD through it is never answered), with the right
+#                one it is up again and carries TGT6.
 
 SS_PASS=e2e-ss-secret
 SS_CHACHA=8388
 SS_AES128=8389
 SS_AES256=8390
 SS_V2RAY=8391
+SS_LATER=8392
 SS_PORT2=7001 # a second target, for v2ray's flows
 SS_PORT3=7002 # the wrong password's rule
 
@@ -39,7 +45,8 @@ setup_upstream_ss() {
 # ss_server NAME ADDR PORT METHOD: ss-server -v in S, its log NAME.log.
 ss_server() {
   E2E_LOGS+=("$WORK/$1.log")
-  in_s ss-server -s "$2" -p "$3" -k "$SS_PASS" -m "$4" -u -v >"$WORK/$1.log" 2>&1 &
+  ip netns exec "$NS_S" ss-server -s "$2" -p "$3" -k "$SS_PASS" -m "$4" -u -v >"$WORK/$1.log" 2>&1 &
+  SS_PID=$! # ip netns exec execs it: ss-server's own pid
   e2e_wait_listen "$3" "$2" || fail "ss-server $1 does not listen on $2 port $3"
 }
 
@@ -80,12 +87,14 @@ case_upstream_ss() {
     printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" \
       "network = $DNS_POOL" "" "[rules]" "default = chacha" "rule = domain:target.test -> aes256" \
       "rule = dst:$TGT4/32 port:$SS_PORT2 -> v2ray" "rule = dst:$TGT4/32 port:$SS_PORT3 -> wrongpw" \
-      "rule = dst:$TGT6/128 -> aes128"
+      "rule = dst:$TGT6/128 -> g" "" "[group g]" "members = later, aes128" "" "[balance]" "fail-after = 1" \
+      "check-interval = 1" "check-timeout = 2" "check-target = $TGT4:$TGT_PORT"
     ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
     ss_up aes128 "$S_ADDR4" $SS_AES128 aes-128-gcm
     ss_up aes256 "$S_ADDR4" $SS_AES256 aes-256-gcm
     ss_up v2ray "$S_ADDR4" $SS_V2RAY aes-256-gcm
     ss_up wrongpw "$S_ADDR4" $SS_AES128 aes-128-gcm not-the-password
+    ss_up later "$S_ADDR4" $SS_LATER aes-128-gcm
   } >>"$ini"
   "$S5TUND" --config "$ini" --check-config | grep -q "^password = \*\*\*$" ||
     fail "--check-config does not hide the password"
@@ -114,19 +123,39 @@ case_upstream_ss() {
   ((c6 == $(grep -c "connect to" "$WORK/aes128.log"))) || fail "aes128 carried flows it was not given"
   grep -q "accepted tcp:$TGT4:$SS_PORT2" "$WORK/v2ray-access.log" || fail "v2ray logged no flow to $TGT4:$SS_PORT2"
   log "ss-server carried chacha20 $c4, aes-128-gcm $c6 (IPv6 target), aes-256-gcm $cn (by name); v2ray $(grep -c accepted "$WORK/v2ray-access.log")"
-  e2e_s5_log_clean
+  local warns # later's fall is expected (no server yet): nothing else at warn
+  warns=$(e2e_s5_warns | grep -v "upstream later is down: 1 set-ups failed in a row (connect" || true)
+  [[ -z $warns ]] || fail "s5tund logged errors or warnings: $(oneline "$warns")"
 
-  # The wrong password: the server cannot open the target, says nothing and
-  # hangs up, or answers nothing we can open: one warning, the session ends.
+  # The wrong password: ss-server cannot open our chunks and says nothing
+  # until we hang up (probe resistance), so the client gives up (5 s); then
+  # the session ends and one warning names the upstream and the fix.
   local out
-  out=$(client --host "$TGT4" --port $SS_PORT3 echo --count 1 --timeout 10 2>&1 || true)
+  out=$(client --host "$TGT4" --port $SS_PORT3 echo --count 1 --timeout 5 2>&1 || true)
   e2e_wait_log "$S5LOG" "upstream wrongpw: Shadowsocks .*check \[upstream wrongpw\] password and method" 5 >/dev/null
   local bad
   bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
 import json, sys
 print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "wrongpw"][0]["stream_bad"])')
   ((bad >= 1)) || fail "wrongpw's stream_bad is $bad"
+  local sid # the session ended in s5tund too
+  sid=$(grep -oE "q[0-9]+ s[0-9]+ new [0-9.:]+ -> $TGT4:$SS_PORT3" "$S5LOG" | tail -n 1 | cut -d" " -f1,2)
+  e2e_wait_log "$S5LOG" " $sid closed" 5 >/dev/null
   ! grep -qF "$SS_PASS" "$S5LOG" && ! grep -qF not-the-password "$S5LOG" || fail "a password in s5tund's log"
   log "wrong password: warned and counted ($bad); the client saw: $(oneline "$out" | tail -c 200)"
+
+  e2e_wait_log "$S5LOG" "upstream later is down" 5 >/dev/null
+  SS_PASS=not-the-password ss_server later-wrong "$S_ADDR4" $SS_LATER aes-128-gcm
+  local wrong=$SS_PID
+  e2e_wait_log "$S5LOG" "upstream later: (still down, now for [a-z]+: )?check failed: (no answer within check-timeout|the Shadowsocks server hung up)" 10 >/dev/null
+  grep -q "authentication error" "$WORK/later-wrong.log" || fail "the check did not reach the wrong-password server"
+  ! grep -q "upstream later is up again" "$S5LOG" || fail "later is up with a wrong password"
+  kill "$wrong"
+  wait "$wrong" 2>/dev/null || true
+  ss_server later "$S_ADDR4" $SS_LATER aes-128-gcm
+  e2e_wait_log "$S5LOG" "upstream later is up again" 10 >/dev/null
+  client --host "$TGT6" echo --count 3 >/dev/null
+  (($(ss_connects later "[$TGT6]" "$TGT_PORT") >= 1)) || fail "later carried no flow to $TGT6 once up"
+  log "failover: later down (no server), kept down by its check with a wrong password, up with the right one"
   e2e_stop_s5tund
 }
