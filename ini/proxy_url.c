@@ -127,7 +127,8 @@ static int authority(struct s5_config *cfg, int up, const char *a, int ss, char 
       return -1;
     }
     *colon = '\0';
-    if (set(cfg, up, "method", info, err, errlen) != 0 || set(cfg, up, "password", colon + 1, err, errlen) != 0)
+    if (set(cfg, up, "method", info, err, errlen) != 0 ||
+        set(cfg, up, "password", colon + 1, err, errlen) != 0)
       return -1;
     at = NULL, a += len + 1;
   }

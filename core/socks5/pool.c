@@ -41,7 +41,8 @@ static uint64_t pool_jitter(struct s5_pool *pool, uint64_t max) {
 static unsigned pool_target(const struct s5_pool *pool, const struct s5_upstream_cfg *up) {
   if (pool->stopped) return 0;
   if (s5_uptab() != NULL && __atomic_load_n(&s5_uptab()->u[up->slot].down, __ATOMIC_RELAXED)) return 0;
-  return up->type == S5_UPSTREAM_SHADOWSOCKS ? 0 : up->pool; /* its connection is its target's from the start */
+  return up->type == S5_UPSTREAM_SHADOWSOCKS ? 0
+                                             : up->pool; /* its connection is its target's from the start */
 }
 
 /* Connections to a and b are interchangeable: same proxy, same type, same

@@ -463,7 +463,8 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->cfg = cfg;
   p->ops = ops;
   p->owner = owner;
-  p->step = S5_PROXY_CONNECTING, p->pooled = p->retrying = p->requested = p->data_sent = p->heard = p->hs_over = 0;
+  p->step = S5_PROXY_CONNECTING,
+  p->pooled = p->retrying = p->requested = p->data_sent = p->heard = p->hs_over = 0;
   p->lookup = NULL, p->pump = NULL;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */

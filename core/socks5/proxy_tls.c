@@ -23,8 +23,8 @@ int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap) {
   if (p->pump == NULL) return UV_EPROTO;
   int r = uv_tcp_open(&p->sock, fd);
   if (r < 0) {
-    snprintf(why, cap, "%s to upstream %s: opening its plain end: %s", ss ? "Shadowsocks" : "TLS", p->up->name,
-             uv_strerror(r));
+    snprintf(why, cap, "%s to upstream %s: opening its plain end: %s", ss ? "Shadowsocks" : "TLS",
+             p->up->name, uv_strerror(r));
     close(fd);
     s5_proxy_pump_detach(p);
   }

@@ -197,7 +197,8 @@ struct s5_pump *s5_pump_start(uv_loop_t *loop, const struct s5_upstream_cfg *up,
   struct s5_pump *p = calloc(1, sizeof *p);
   int pair[2] = {-1, -1};
   if (p == NULL || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair) < 0) {
-    snprintf(why, cap, "connection to upstream %s: %s", up->name, p == NULL ? "out of memory" : strerror(errno));
+    snprintf(why, cap, "connection to upstream %s: %s", up->name,
+             p == NULL ? "out of memory" : strerror(errno));
     codec->free(cx);
     free(p);
     return NULL;
@@ -207,7 +208,8 @@ struct s5_pump *s5_pump_start(uv_loop_t *loop, const struct s5_upstream_cfg *up,
   int net_open = p->net >= 0 && r == 0;
   if (net_open) r = uv_poll_init(loop, &p->pair_poll, pair[0]);
   if (p->net < 0 || r < 0) {
-    if (r < 0) snprintf(why, cap, "connection to upstream %s: polling its sockets: %s", up->name, uv_strerror(r));
+    if (r < 0)
+      snprintf(why, cap, "connection to upstream %s: polling its sockets: %s", up->name, uv_strerror(r));
     p->net_poll.data = p;
     if (net_open) uv_close((uv_handle_t *)&p->net_poll, pump_abandoned); /* p goes with it */
     codec->free(cx);

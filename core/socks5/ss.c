@@ -34,9 +34,10 @@ static int ss_handshake(struct s5_pump *p, char *why, size_t cap) {
 
 /* The stream failed: one warning naming the upstream and the fix; counted. */
 static int ss_bad(struct s5_pump *p, const char *what) {
-  s5_warn("upstream %s: Shadowsocks stream from the server: %s: a wrong password or method (check [upstream "
-          "%s] password and method against the server's), or tampering; connection closed",
-          p->up_name, what, p->up_name);
+  s5_warn(
+    "upstream %s: Shadowsocks stream from the server: %s: a wrong password or method (check [upstream "
+    "%s] password and method against the server's), or tampering; connection closed",
+    p->up_name, what, p->up_name);
   if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
   return -1;
 }

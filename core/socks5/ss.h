@@ -19,7 +19,7 @@
 struct s5_upstream_cfg;
 
 /* Connects to up's address with its mark (pump.h's s5_pump_start). */
-struct s5_pump *s5_ss_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s5_pump_done *done,
-                            void *arg, int *plain, char *why, size_t cap);
+struct s5_pump *s5_ss_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s5_pump_done *done, void *arg,
+                            int *plain, char *why, size_t cap);
 
 #endif

@@ -25,8 +25,8 @@ int s5_ss_password_key(enum s5_ss_method m, const char *password, uint8_t *key) 
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     unsigned n = 0;
     int ok = c != NULL && EVP_DigestInit_ex(c, EVP_md5(), NULL) == 1 &&
-             (have == 0 || EVP_DigestUpdate(c, d, sizeof d) == 1) && EVP_DigestUpdate(c, password, plen) == 1 &&
-             EVP_DigestFinal_ex(c, d, &n) == 1 && n == sizeof d;
+             (have == 0 || EVP_DigestUpdate(c, d, sizeof d) == 1) &&
+             EVP_DigestUpdate(c, password, plen) == 1 && EVP_DigestFinal_ex(c, d, &n) == 1 && n == sizeof d;
     EVP_MD_CTX_free(c);
     if (!ok) return -1;
     size_t take = len - have < sizeof d ? len - have : sizeof d;

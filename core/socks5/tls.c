@@ -91,8 +91,8 @@ static void tls_free(void *cx) { SSL_free(cx); }
 
 static const struct s5_pump_codec tls_codec = {tls_handshake, tls_write, tls_read, tls_shutdown, tls_free};
 
-struct s5_pump *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s5_pump_done *done,
-                             void *arg, int *plain, char *why, size_t cap) {
+struct s5_pump *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s5_pump_done *done, void *arg,
+                             int *plain, char *why, size_t cap) {
   struct s5_tls_ctx *c = s5_tls_ctx_get(up, why, cap);
   SSL *ssl = NULL;
   if (c == NULL || s5_tls_ctx_ssl(c, up, &ssl, why, cap) != 0) return NULL;

@@ -21,8 +21,8 @@
 struct s5_upstream_cfg;
 
 /* Connects to up's address with its mark and starts the handshake (pump.h's s5_pump_start). */
-struct s5_pump *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s5_pump_done *done,
-                             void *arg, int *plain, char *why, size_t cap);
+struct s5_pump *s5_tls_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s5_pump_done *done, void *arg,
+                             int *plain, char *why, size_t cap);
 
 /* This thread's TLS contexts and sessions freed (tls_ctx.c), at a reload:
  * the next connection builds its context again from the files; those open

@@ -24,11 +24,13 @@ static const struct {
 } vectors[] = {
   /* python3 test/unit/ss/vectors.py */
   {"chacha20-ietf-poly1305", "47957ea16b4d1663fc5da111a52c70f8da4808563a4a7390863ff8c7739a48ef", 20100,
-   "1b13a9a000e9f1c96985ffba0b78185a7c79", "23b341fe5c1f1aa0360e19d0fbe19a19a436e28e93fcfe477316f5093b828626"},
+   "1b13a9a000e9f1c96985ffba0b78185a7c79",
+   "23b341fe5c1f1aa0360e19d0fbe19a19a436e28e93fcfe477316f5093b828626"},
   {"aes-128-gcm", "47957ea16b4d1663fc5da111a52c70f8", 20084, "8d8e99a23c0f5aa4af6f6989705cd7c25b2a",
    "fd0c5b9751df2aa697f6e49bff1eaa286cbc9a63f9202d7955dd17afcce1caf1"},
   {"aes-256-gcm", "47957ea16b4d1663fc5da111a52c70f8da4808563a4a7390863ff8c7739a48ef", 20100,
-   "204f96934ee8e3f80486da66ff574b9fa55e", "ea75c592286246e03fc2211b1c35270f78a8525487dd495581627a24095792b5"},
+   "204f96934ee8e3f80486da66ff574b9fa55e",
+   "ea75c592286246e03fc2211b1c35270f78a8525487dd495581627a24095792b5"},
 };
 static const enum s5_ss_method methods[] = {S5_SS_CHACHA20_POLY1305, S5_SS_AES_128_GCM, S5_SS_AES_256_GCM};
 
@@ -164,8 +166,9 @@ static void test_target(void) {
   CHECK(n == 7 && memcmp(buf, "\x01\x0a\x00\x00\x01\x01\xbb", 7) == 0, "IPv4 target: %d bytes", n);
   snprintf(t.name, sizeof t.name, "example.test");
   n = s5_upstream_write_connect(&up, &t, buf, sizeof buf, &why);
-  CHECK(n == 1 + 1 + 12 + 2 && buf[0] == 3 && buf[1] == 12 && memcmp(buf + 2, "example.test\x01\xbb", 14) == 0,
-        "a name: %d bytes", n);
+  CHECK(
+    n == 1 + 1 + 12 + 2 && buf[0] == 3 && buf[1] == 12 && memcmp(buf + 2, "example.test\x01\xbb", 14) == 0,
+    "a name: %d bytes", n);
 }
 
 int main(void) {
