@@ -25,8 +25,10 @@ SS_AES128=8389
 SS_AES256=8390
 SS_V2RAY=8391
 SS_LATER=8392
+SS_TAMPER=8393 # a server of ours whose answer does not open
 SS_PORT2=7001 # a second target, for v2ray's flows
 SS_PORT3=7002 # the wrong password's rule
+SS_PORT4=7003 # the tampering server's rule
 
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
@@ -87,6 +89,7 @@ case_upstream_ss() {
     printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" \
       "network = $DNS_POOL" "" "[rules]" "default = chacha" "rule = domain:target.test -> aes256" \
       "rule = dst:$TGT4/32 port:$SS_PORT2 -> v2ray" "rule = dst:$TGT4/32 port:$SS_PORT3 -> wrongpw" \
+      "rule = dst:$TGT4/32 port:$SS_PORT4 -> tamper" \
       "rule = dst:$TGT6/128 -> g" "" "[group g]" "members = later, aes128" "" "[balance]" "fail-after = 1" \
       "check-interval = 1" "check-timeout = 2" "check-target = $TGT4:$TGT_PORT"
     ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
@@ -95,6 +98,7 @@ case_upstream_ss() {
     ss_up v2ray "$S_ADDR4" $SS_V2RAY aes-256-gcm
     ss_up wrongpw "$S_ADDR4" $SS_AES128 aes-128-gcm not-the-password
     ss_up later "$S_ADDR4" $SS_LATER aes-128-gcm
+    ss_up tamper "$S_ADDR4" $SS_TAMPER aes-256-gcm
   } >>"$ini"
   "$S5TUND" --config "$ini" --check-config | grep -q "^password = \*\*\*$" ||
     fail "--check-config does not hide the password"
@@ -143,6 +147,26 @@ print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "wrongpw"][0
   e2e_wait_log "$S5LOG" " $sid closed" 5 >/dev/null
   ! grep -qF "$SS_PASS" "$S5LOG" && ! grep -qF not-the-password "$S5LOG" || fail "a password in s5tund's log"
   log "wrong password: warned and counted ($bad); the client saw: $(oneline "$out" | tail -c 200)"
+
+  # A server whose answer does not open (a salt and a chunk of zeros): one
+  # warning naming the upstream and the fix, counted; the client's connection ends.
+  in_s "$PY" -c '
+import socket, sys
+s = socket.create_server((sys.argv[1], int(sys.argv[2])))
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(bytes(32 + 18 + 5 + 16))
+    c.close()' "$S_ADDR4" $SS_TAMPER >/dev/null 2>&1 &
+  e2e_wait_listen $SS_TAMPER "$S_ADDR4" || fail "the tampering server does not listen"
+  out=$(client --host "$TGT4" --port $SS_PORT4 echo --count 1 --timeout 5 2>&1 || true)
+  [[ $out != *TimeoutError* ]] || fail "the client's connection through a tampered stream did not end: $out"
+  e2e_wait_log "$S5LOG" "warn  q[0-9] upstream tamper: Shadowsocks stream from the server: a chunk failed authentication: .*check \[upstream tamper\] password and method.*; connection closed" 5 >/dev/null
+  bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]["stream_bad"])')
+  ((bad == 1)) || fail "tamper's stream_bad is $bad"
+  log "a stream that does not open: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
 
   e2e_wait_log "$S5LOG" "upstream later is down" 5 >/dev/null
   SS_PASS=not-the-password ss_server later-wrong "$S_ADDR4" $SS_LATER aes-128-gcm
