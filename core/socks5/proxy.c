@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The proxy client (proxy.h): one exchange with an upstream, for a TCP session's CONNECT or a UDP
- * association's ASSOCIATE: the socket (SO_MARK; TLS, Shadowsocks: proxy_tls.c), the connect-timeout, reply parsing,
+ * association's ASSOCIATE: the socket (SO_MARK; a pump's: proxy_tls.c), the connect-timeout, replies,
  * failure texts, counters and closing are here once; the request (ops) and log words differ. */
 #include "socks5/proxy.h"
 
@@ -316,12 +316,11 @@ void s5_proxy_up(struct s5_proxy *p, int status, const char *tls_why) {
   }
   if (p->up->type != S5_UPSTREAM_SOCKS5) { /* no greeting: the request, or (warm) ready as it is */
     p->step = S5_PROXY_REPLY;
-    struct s5_socks5_addr none = {0};
     int r = uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read);
     if (r == 0 && p->ops->cmd != S5_PROXY_WARM && proxy_send_request(p) < 0)
       proxy_fail(p, S5_LOG_INFO, 0, 0, "sending the request failed");
     else if (r == 0 && (p->ops->cmd == S5_PROXY_WARM || p->up->type == S5_UPSTREAM_SHADOWSOCKS))
-      proxy_granted(p, &none); /* shadowsocks: the target went out in the first chunk, no reply comes */
+      proxy_granted(p, &(struct s5_socks5_addr){0}); /* shadowsocks: no reply comes */
     if (r < 0) proxy_fail(p, S5_LOG_INFO, 0, 0, uv_strerror(r));
     return;
   }
@@ -463,7 +462,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->cfg = cfg;
   p->ops = ops;
   p->owner = owner;
-  p->step = S5_PROXY_CONNECTING,
+  p->step = S5_PROXY_CONNECTING;
   p->pooled = p->retrying = p->requested = p->data_sent = p->heard = p->hs_over = 0;
   p->lookup = NULL, p->pump = NULL;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
