@@ -18,8 +18,8 @@
 #define S5_SS_KEY_MAX 32
 #define S5_SS_PAYLOAD_MAX 0x3FFF
 #define S5_SS_CHUNK_MAX (2 + S5_SS_TAG + S5_SS_PAYLOAD_MAX + S5_SS_TAG)
-/* A stream's input room: the salt and one chunk whole, and as much again. */
-#define S5_SS_DEC_IN (2 * (S5_SS_KEY_MAX + S5_SS_CHUNK_MAX))
+/* A stream's input room: the salt and one chunk whole (what must be held at once). */
+#define S5_SS_DEC_IN (S5_SS_KEY_MAX + S5_SS_CHUNK_MAX)
 
 /* Key (and salt) length of the method: 16 for aes-128-gcm, else 32. */
 size_t s5_ss_key_len(enum s5_ss_method m);
