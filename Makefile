@@ -39,11 +39,13 @@ CTEST_ARGS ?=
 # supervisor is killed (e2e.ops.supervise). python3-cryptography: the QUIC
 # client Initials the sniffer is tested against (unit.sniff_quic_split).
 # nginx-light: one address serving two names by SNI and Host (e2e.sniff).
+# shadowsocks-libev, v2ray: two independent Shadowsocks servers (e2e.upstream_ss).
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev libnftables-dev libssl-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
         systemd man-db python3-prometheus-client iperf3 clang-format dnsutils nftables \
-        apache2-utils curl squid-openssl tinyproxy strace stunnel4 tcpdump python3-cryptography nginx-light
+        apache2-utils curl squid-openssl tinyproxy strace stunnel4 tcpdump python3-cryptography nginx-light \
+        shadowsocks-libev v2ray
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive
@@ -207,7 +209,7 @@ FUZZ_SHORT_SECONDS ?= 5
 FUZZ_TARGETS ?=
 TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|reload|metrics)\.thread\.)
 FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_upstream fuzz_dns fuzz_ini fuzz_http fuzz_packet \
-             fuzz_sniff_tls fuzz_sniff_http fuzz_sniff_quic
+             fuzz_sniff_tls fuzz_sniff_http fuzz_sniff_quic fuzz_ss
 # Under ASan the mode x queues matrix of the basic TCP and UDP cases runs
 # once per case, at its hard end (process mode, 4 queues: the supervisor,
 # the shared stats and flow tables, four workers), the short soak in

@@ -68,7 +68,8 @@ static const struct flag flags[] = {
   {FLAG_PROXY, "proxy", 0, "URL", NULL, NULL, NULL,
    "an upstream proxy, repeatable; replaces the file's:\n"
    "                           socks5://[USER:PASS@]ADDR:PORT, socks4://, socks4a://, https://,\n"
-   "                           http://USER:PASS@[::1]:3128 (a #NAME may follow)"},
+   "                           http://USER:PASS@[::1]:3128, ss://BASE64(METHOD:PASS)@ADDR:PORT\n"
+   "                           (a #NAME may follow)"},
   {FLAG_LOG_LEVEL, "log-level", 0, "error|warn|info|debug", "log", "level", "LEVEL",
    "error, warn, info or debug"},
   {FLAG_CHECK, "check-config", 0, NULL, NULL, NULL, NULL, "print the effective configuration and exit"},

@@ -96,7 +96,24 @@ long s5_prefix_file_read(const char *path, s5_prefix_fn *fn, void *arg, unsigned
 
 /* What an upstream speaks (the words of [upstream] type). */
 /* DIRECT is no [upstream] type: [rules]' direct outbound (s5_config.direct). */
-enum s5_upstream_type { S5_UPSTREAM_SOCKS5, S5_UPSTREAM_SOCKS4, S5_UPSTREAM_HTTP, S5_UPSTREAM_DIRECT };
+enum s5_upstream_type {
+  S5_UPSTREAM_SOCKS5,
+  S5_UPSTREAM_SOCKS4,
+  S5_UPSTREAM_HTTP,
+  S5_UPSTREAM_SHADOWSOCKS,
+  S5_UPSTREAM_DIRECT
+};
+
+/* Shadowsocks' method (the words of [upstream] method); the 2022 ones are
+ * known only to be refused ("not supported yet") by the configuration check. */
+enum s5_ss_method {
+  S5_SS_CHACHA20_POLY1305,
+  S5_SS_AES_128_GCM,
+  S5_SS_AES_256_GCM,
+  S5_SS_2022_AES_128_GCM,
+  S5_SS_2022_AES_256_GCM,
+  S5_SS_2022_CHACHA20_POLY1305
+};
 
 /* One upstream proxy: the keys of [socks5] and of an [upstream NAME]
  * section. Keys that a type has no use for (pipeline and udp beyond SOCKS5)
@@ -122,6 +139,7 @@ struct s5_upstream_cfg {
   char tls_ca_file[256];            /* empty = the system's store */
   char tls_cert_file[256];          /* client certificate, with tls_key_file; empty = none */
   char tls_key_file[256];
+  enum s5_ss_method ss_method; /* shadowsocks: the AEAD (core/socks5/ss.c); password is its key's */
   unsigned slot; /* not a key: its row in the shared upstream table, set by core/shared/uptab.c */
 };
 

@@ -116,6 +116,21 @@ static int check_upstream(const struct s5_config *cfg, unsigned i, int *key, int
   char where[64];
   if (i == 0 && cfg->socks5_section) snprintf(where, sizeof where, "[socks5]");
   else snprintf(where, sizeof where, "[upstream %s]", u->name);
+  if (u->type == S5_UPSTREAM_SHADOWSOCKS) {
+    const char *k = u->ss_method >= S5_SS_2022_AES_128_GCM ? "method"
+                    : !pass                                ? "password"
+                    : user                                 ? "username"
+                                                           : NULL;
+    if (k == NULL) return 0;
+    blame(cfg, i, k, key, up);
+    snprintf(err, errlen, "%s",
+             !strcmp(k, "method")
+               ? "2022-blake3-* is not supported yet: use chacha20-ietf-poly1305, aes-128-gcm "
+                 "or aes-256-gcm (the server must use the same)"
+             : !pass ? "empty: type = shadowsocks needs the server's password"
+                     : "set for type = shadowsocks, which has none (password alone is the key's)");
+    return -1;
+  }
   if (u->type == S5_UPSTREAM_SOCKS4) {
     if (pass) {
       blame(cfg, i, "password", key, up);
@@ -147,7 +162,8 @@ static int check_tls(const struct s5_config *cfg, unsigned i, int *key, int *up,
   if (!u->tls) return 0;
   if (u->type != S5_UPSTREAM_HTTP && u->type != S5_UPSTREAM_SOCKS5) {
     blame(cfg, i, "tls", key, up);
-    snprintf(err, errlen, "set for type = socks4: TLS is for http and socks5 upstreams");
+    snprintf(err, errlen, "set for type = %s: TLS is for http and socks5 upstreams",
+             u->type == S5_UPSTREAM_SOCKS4 ? "socks4" : "shadowsocks");
     return -1;
   }
   if ((u->tls_cert_file[0] != '\0') != (u->tls_key_file[0] != '\0')) {

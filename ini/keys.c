@@ -21,7 +21,14 @@ static const char *const mode_words[] = {"thread", "process", NULL};
 static const char *const level_words[] = {"error", "warn", "info", "debug", NULL};
 static const char *const icmp_words[] = {"off", "reply", NULL};
 static const char *const udp_words[] = {"off", "associate", NULL};
-static const char *const upstream_words[] = {"socks5", "socks4", "http", NULL};
+static const char *const upstream_words[] = {"socks5", "socks4", "http", "shadowsocks", NULL};
+static const char *const ss_words[] = {"chacha20-ietf-poly1305",
+                                       "aes-128-gcm",
+                                       "aes-256-gcm",
+                                       "2022-blake3-aes-128-gcm",
+                                       "2022-blake3-aes-256-gcm",
+                                       "2022-blake3-chacha20-poly1305",
+                                       NULL};
 static const char *const balance_words[] = {"failover", "round-robin", "least-connections", "hash", NULL};
 /* A group's strategies: [balance]'s four, then fastest and select (enum s5_balance). */
 static const char *const group_words[] = {"failover", "round-robin", "least-connections", "hash", "fastest",
@@ -134,7 +141,7 @@ static const struct s5_key keys[] = {
   /* Each [upstream NAME] section is one more proxy, in file order; the keys
    * are [socks5]'s (same defaults, same bounds) plus type and weight. */
   {"upstream", "type", &s5_type_enum, UP(type), .words = upstream_words, .live = true, .def = "socks5",
-   .doc = "socks5; socks4 (4a for mapped names); http (CONNECT, RFC 9110)"},
+   .doc = "socks5; socks4 (4a for mapped names); http (CONNECT, RFC 9110); shadowsocks (AEAD, SIP004)"},
   {"upstream", "address", &s5_type_proxy, UP(addr), .live = true, .def = "127.0.0.1",
    .doc = "the proxy: an IPv4 or IPv6 literal"},
   {"upstream", "port", &s5_type_port, UP(addr), .min = 1, .max = 65535, .live = true, .def = "1080",
@@ -142,7 +149,11 @@ static const struct s5_key keys[] = {
   {"upstream", "username", &s5_type_text, UP(username), .live = true, .def = "",
    .doc = "socks5: RFC 1929 with password; socks4: the user id; http: Basic with password"},
   {"upstream", "password", &s5_type_secret, UP(password), .live = true, .def = "",
-   .doc = "socks5 and http (--check-config prints ***); socks4 has none"},
+   .doc = "socks5 and http; shadowsocks: the key's (--check-config prints ***); socks4 has none"},
+  {"upstream", "method", &s5_type_enum, UP(ss_method), .words = ss_words, .live = true,
+   .def = "chacha20-ietf-poly1305",
+   .doc =
+     "shadowsocks: chacha20-ietf-poly1305, aes-128-gcm or aes-256-gcm (the 2022-blake3-* ones: not yet)"},
   {"upstream", "mark", &s5_type_mark, UP(mark), .max = 4294967295ul, .def = "0",
    .doc = "SO_MARK on sockets to the proxy, decimal or 0x hex, 0 = none"},
   {"upstream", "pipeline", &s5_type_bool, UP(pipeline), .live = true, .def = "false",

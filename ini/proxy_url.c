@@ -7,7 +7,11 @@
  * socks4a (one type: 4a is used for names), http, https (http with tls); HOST an IPv4 literal or
  * an IPv6 one in brackets (no host names: DNS may itself be in the
  * tunnel); USER and PASSWORD percent-encoded where they hold ':', '@', '/'
- * or '#'; NAME the upstream's name (default proxyN, N its place). */
+ * or '#'; NAME the upstream's name (default proxyN, N its place).
+ *
+ * Shadowsocks (SIP002): ss://USERINFO@HOST:PORT[/][#NAME], USERINFO the
+ * base64 (URL-safe or standard, padding optional) of METHOD:PASSWORD, or
+ * METHOD:PASSWORD itself percent-encoded; no plugin. */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +27,7 @@ static const struct {
 } schemes[] = {
   {"socks5", "socks5", "false"},  {"socks5h", "socks5", "false"}, {"socks4", "socks4", "false"},
   {"socks4a", "socks4", "false"}, {"http", "http", "false"},      {"https", "http", "true"},
+  {"ss", "shadowsocks", "false"},
 };
 
 static int hex(int c) {
@@ -57,6 +62,39 @@ static int decode(const char *s, size_t len, char *out, size_t outlen, const cha
   return 0;
 }
 
+static int b64(int c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  return c == '+' || c == '-' ? 62 : c == '/' || c == '_' ? 63 : -1;
+}
+
+/* Base64 (either alphabet, '=' padding optional) of len bytes of s into out (NUL-terminated). */
+static int unbase64(const char *s, size_t len, char *out, size_t outlen, char *err, size_t errlen) {
+  size_t n = 0;
+  unsigned acc = 0, bits = 0;
+  while (len > 0 && s[len - 1] == '=') len--;
+  for (size_t i = 0; i < len; i++) {
+    int v = b64((unsigned char)s[i]);
+    if (v < 0 || n + 1 >= outlen) {
+      snprintf(err, errlen, "userinfo: %s", v < 0 ? "neither base64 nor METHOD:PASSWORD" : "too long");
+      return -1;
+    }
+    acc = acc << 6 | (unsigned)v, bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[n++] = (char)(acc >> bits & 0xff);
+      if (out[n - 1] == '\0') break; /* the check below refuses it */
+    }
+  }
+  out[n] = '\0';
+  if (strlen(out) != n) {
+    snprintf(err, errlen, "userinfo: a NUL in its base64");
+    return -1;
+  }
+  return 0;
+}
+
 /* Sets [upstream] key name of upstream up, prefixing a failure with it. */
 static int set(struct s5_config *cfg, int up, const char *name, const char *value, char *err, size_t errlen) {
   char what[256];
@@ -69,9 +107,31 @@ static int set(struct s5_config *cfg, int up, const char *name, const char *valu
 
 /* The part after "SCHEME://": credentials, host, port; the fragment and
  * path already cut off. */
-static int authority(struct s5_config *cfg, int up, const char *a, char *err, size_t errlen) {
+static int authority(struct s5_config *cfg, int up, const char *a, int ss, char *err, size_t errlen) {
   char user[512], pass[512], host[128];
   const char *at = strrchr(a, '@');
+  if (ss && at == NULL) {
+    snprintf(err, errlen, "no METHOD:PASSWORD (e.g. ss://BASE64@192.0.2.1:8388, SIP002)");
+    return -1;
+  }
+  if (ss) { /* METHOD:PASSWORD, as is (percent-encoded) or in base64 */
+    char info[512];
+    size_t len = (size_t)(at - a);
+    int plain = memchr(a, ':', len) != NULL || memchr(a, '%', len) != NULL;
+    if ((plain ? decode(a, len, info, sizeof info, "userinfo", err, errlen)
+               : unbase64(a, len, info, sizeof info, err, errlen)) != 0)
+      return -1;
+    char *colon = strchr(info, ':');
+    if (colon == NULL) {
+      snprintf(err, errlen, "userinfo: not METHOD:PASSWORD");
+      return -1;
+    }
+    *colon = '\0';
+    if (set(cfg, up, "method", info, err, errlen) != 0 ||
+        set(cfg, up, "password", colon + 1, err, errlen) != 0)
+      return -1;
+    at = NULL, a += len + 1;
+  }
   if (at != NULL) {
     const char *colon = memchr(a, ':', (size_t)(at - a));
     size_t ulen = colon != NULL ? (size_t)(colon - a) : (size_t)(at - a);
@@ -116,7 +176,7 @@ int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size
   const char *sep = strstr(url, "://");
   const char *type = NULL, *tls = "false";
   if (sep == NULL) {
-    snprintf(err, errlen, "expected SCHEME://HOST:PORT (socks5, socks4, socks4a, http or https)");
+    snprintf(err, errlen, "expected SCHEME://HOST:PORT (socks5, socks4, socks4a, http, https or ss)");
     return -1;
   }
   for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
@@ -127,7 +187,7 @@ int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size
     char shown[S5_SHOW_MAX], scheme[32];
     snprintf(scheme, sizeof scheme, "%.*s", (int)(sep - url) < 31 ? (int)(sep - url) : 31, url);
     s5_show(shown, sizeof shown, scheme);
-    snprintf(err, errlen, "scheme %s: expected socks5, socks4, socks4a, http or https", shown);
+    snprintf(err, errlen, "scheme %s: expected socks5, socks4, socks4a, http, https or ss", shown);
     return -1;
   }
   if (strlen(sep + 3) >= sizeof buf) {
@@ -155,7 +215,7 @@ int s5_upstream_from_url(struct s5_config *cfg, const char *url, char *err, size
   int up = s5_upstream_add(cfg, name, err, errlen);
   if (up < 0) return -1;
   if (set(cfg, up, "type", type, err, errlen) != 0 || set(cfg, up, "tls", tls, err, errlen) != 0 ||
-      authority(cfg, up, buf, err, errlen) != 0) {
+      authority(cfg, up, buf, strcmp(type, "shadowsocks") == 0, err, errlen) != 0) {
     cfg->n_upstreams--;
     return -1;
   }

@@ -79,6 +79,11 @@ int s5_ossl_needed(const struct s5_config *cfg, char *what, size_t cap) {
       else snprintf(what, cap, "[upstream %s] tls = true", cfg->upstreams[i].name);
       return S5_OSSL_SSL;
     }
+  for (unsigned i = 0; i < cfg->n_upstreams; i++)
+    if (cfg->upstreams[i].type == S5_UPSTREAM_SHADOWSOCKS) {
+      snprintf(what, cap, "[upstream %s] type = shadowsocks", cfg->upstreams[i].name);
+      return S5_OSSL_CRYPTO;
+    }
   if (cfg->sniff.quic.n > 0) {
     snprintf(what, cap, "[sniff] quic");
     return S5_OSSL_CRYPTO;

@@ -27,6 +27,8 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <openssl/x509v3.h>
 #include <stddef.h>
 

@@ -317,6 +317,8 @@ int s5_uptab_up(const struct s5_uptab *t, unsigned i) { return LOAD(&t->u[i].dow
 void s5_uptab_count_refused(struct s5_uptab *t, unsigned i) { ADD(&t->u[i].refused, 1); }
 void s5_uptab_count_retried(struct s5_uptab *t, unsigned i) { ADD(&t->u[i].retried, 1); }
 void s5_uptab_count_no_upstream(struct s5_uptab *t) { ADD(&t->no_upstream, 1); }
+void s5_uptab_count_stream_bad(struct s5_uptab *t, unsigned i) { ADD(&t->u[i].stream_bad, 1); }
+
 void s5_uptab_count_tls(struct s5_uptab *t, unsigned i, int resumed) {
   ADD(&t->u[i].tls_handshakes, 1);
   if (resumed) ADD(&t->u[i].tls_resumed, 1);

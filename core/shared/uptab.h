@@ -71,6 +71,8 @@ struct s5_up_slot {
   uint64_t failed[S5_UP_CAUSES];
   uint64_t refused;        /* CONNECTs the destination refused (not the upstream's fault) */
   uint64_t retried;        /* set-ups that moved on from here to another upstream */
+  uint64_t stream_bad;     /* sessions its stream ended: shadowsocks, a chunk that failed authentication or
+                            * framing (a wrong password or method, tampering), or was cut short */
   uint64_t tls_handshakes; /* tls = true: TLS handshakes done with it (a refused one is failed[CONNECT]) */
   uint64_t tls_resumed;    /* of them, sessions resumed */
   uint64_t bytes_up;       /* client to proxy, counted as sessions end */
@@ -149,6 +151,8 @@ int s5_uptab_up(const struct s5_uptab *t, unsigned i);
 void s5_uptab_count_refused(struct s5_uptab *t, unsigned i);
 void s5_uptab_count_retried(struct s5_uptab *t, unsigned i);
 void s5_uptab_count_no_upstream(struct s5_uptab *t);
+/* A session through i ended by its stream's failure (stream_bad). */
+void s5_uptab_count_stream_bad(struct s5_uptab *t, unsigned i);
 /* A TLS handshake with i done; resumed: its session was resumed. */
 void s5_uptab_count_tls(struct s5_uptab *t, unsigned i, int resumed);
 

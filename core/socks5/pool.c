@@ -41,7 +41,8 @@ static uint64_t pool_jitter(struct s5_pool *pool, uint64_t max) {
 static unsigned pool_target(const struct s5_pool *pool, const struct s5_upstream_cfg *up) {
   if (pool->stopped) return 0;
   if (s5_uptab() != NULL && __atomic_load_n(&s5_uptab()->u[up->slot].down, __ATOMIC_RELAXED)) return 0;
-  return up->pool;
+  return up->type == S5_UPSTREAM_SHADOWSOCKS ? 0
+                                             : up->pool; /* its connection is its target's from the start */
 }
 
 /* Connections to a and b are interchangeable: same proxy, same type, same
@@ -50,7 +51,7 @@ static unsigned pool_target(const struct s5_pool *pool, const struct s5_upstream
 static int pool_same_proxy(const struct s5_upstream_cfg *a, const struct s5_upstream_cfg *b) {
   return a->type == b->type && a->addrlen == b->addrlen && memcmp(&a->addr, &b->addr, a->addrlen) == 0 &&
          strcmp(a->username, b->username) == 0 && strcmp(a->password, b->password) == 0 &&
-         a->mark == b->mark && a->tls == b->tls &&
+         a->mark == b->mark && a->tls == b->tls && a->ss_method == b->ss_method &&
          (!a->tls ||
           (a->tls_verify == b->tls_verify && strcmp(a->tls_server_name, b->tls_server_name) == 0 &&
            strcmp(a->tls_ca_file, b->tls_ca_file) == 0 && strcmp(a->tls_cert_file, b->tls_cert_file) == 0 &&
@@ -241,7 +242,8 @@ static struct s5_pool_conn *pool_take(struct s5_pool *pool, const struct s5_upst
 }
 
 int s5_pool_connect(struct s5_pool *pool, struct s5_proxy *p, char *why, size_t cap) {
-  if (pool == NULL || !pool->started || pool->stopped || p->up->pool == 0) return s5_proxy_start(p, why, cap);
+  if (pool == NULL || !pool->started || pool->stopped || pool_target(pool, p->up) == 0)
+    return s5_proxy_start(p, why, cap);
   pool->last_demand = pool_now(pool);
   pool->await_demand = 0;
   struct s5_pool_conn *c = pool_take(pool, p->up);

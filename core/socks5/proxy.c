@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The proxy client (proxy.h): one exchange with an upstream, for a TCP session's CONNECT or a UDP
- * association's ASSOCIATE: the socket (SO_MARK; TLS: proxy_tls.c), the connect-timeout, reply parsing,
+ * association's ASSOCIATE: the socket (SO_MARK; a pump's: proxy_tls.c), the connect-timeout, replies,
  * failure texts, counters and closing are here once; the request (ops) and log words differ. */
 #include "socks5/proxy.h"
 
@@ -283,8 +283,8 @@ static int proxy_sock_init(struct s5_proxy *p, int family, char *why, size_t cap
  * s5_proxy_up follows. Returns 0 or < 0 with why. */
 static int proxy_connect(struct s5_proxy *p, const struct sockaddr_storage *addr, char *why, size_t cap) {
   p->step = S5_PROXY_CONNECTING;
-  int r = proxy_sock_init(p, p->up->tls ? AF_UNSPEC : addr->ss_family, why, cap);
-  if (r == 0 && p->up->tls) return s5_proxy_tls(p, why, cap); /* proxy_tls.c: s5_proxy_up follows */
+  int r = proxy_sock_init(p, s5_upstream_pumped(p->up) ? AF_UNSPEC : addr->ss_family, why, cap);
+  if (r == 0 && s5_upstream_pumped(p->up)) return s5_proxy_pump(p, why, cap); /* s5_proxy_up follows */
   if (r == 0) r = s5_dial_prepare(&p->sock, p->up->mark, p->up->name, why, cap);
   if (r < 0) return r;
   r = uv_tcp_connect(&p->connect_req, &p->sock, (const struct sockaddr *)addr, proxy_connected);
@@ -316,11 +316,11 @@ void s5_proxy_up(struct s5_proxy *p, int status, const char *tls_why) {
   }
   if (p->up->type != S5_UPSTREAM_SOCKS5) { /* no greeting: the request, or (warm) ready as it is */
     p->step = S5_PROXY_REPLY;
-    struct s5_socks5_addr none = {0};
     int r = uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read);
-    if (r == 0 && p->ops->cmd == S5_PROXY_WARM) proxy_granted(p, &none);
-    else if (r == 0 && proxy_send_request(p) < 0)
+    if (r == 0 && p->ops->cmd != S5_PROXY_WARM && proxy_send_request(p) < 0)
       proxy_fail(p, S5_LOG_INFO, 0, 0, "sending the request failed");
+    else if (r == 0 && (p->ops->cmd == S5_PROXY_WARM || p->up->type == S5_UPSTREAM_SHADOWSOCKS))
+      proxy_granted(p, &(struct s5_socks5_addr){0}); /* shadowsocks: no reply comes */
     if (r < 0) proxy_fail(p, S5_LOG_INFO, 0, 0, uv_strerror(r));
     return;
   }
@@ -449,7 +449,7 @@ int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_
   p->pooled = p->requested = p->in_len = p->expired = 0;
   s5_proxy_clock(p, ms, 0); /* a new connection: handshake-timeout again */
   p->retrying = 1;
-  s5_proxy_tls_detach(p);
+  s5_proxy_pump_detach(p);
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
   if (p->ops->withdrawn != NULL) p->ops->withdrawn(p->owner);
   uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
@@ -464,7 +464,7 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
   p->owner = owner;
   p->step = S5_PROXY_CONNECTING;
   p->pooled = p->retrying = p->requested = p->data_sent = p->heard = p->hs_over = 0;
-  p->lookup = NULL, p->tls = NULL;
+  p->lookup = NULL, p->pump = NULL;
   /* UDP ASSOCIATE names our UDP socket, which ops->connected opens: it
    * waits for the replies before it. */
   s5_proxy_use(p, &cfg->upstreams[0], NULL);
@@ -488,7 +488,7 @@ void s5_proxy_close(struct s5_proxy *p, int reset) {
   p->closing = 1;
   if (p->lookup != NULL) s5_dial_cancel(p->lookup);
   p->lookup = NULL;
-  s5_proxy_tls_detach(p);
+  s5_proxy_pump_detach(p);
   p->step = S5_PROXY_ENDED;
   uv_timer_stop(&p->timer);
   uv_close((uv_handle_t *)&p->timer, proxy_timer_closed);

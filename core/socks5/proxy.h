@@ -39,7 +39,7 @@
 struct s5_wctx;
 struct s5_config;
 struct s5_dial_lookup;
-struct s5_tls;
+struct s5_pump;
 
 /* WARM: the pool's (pool.c): connect, greet, authenticate, then report
  * granted and sit idle, read only to see it end (S5_PROXY_LOST), until a
@@ -130,7 +130,7 @@ struct s5_proxy {
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
   struct s5_http_reply http;     /* an HTTP upstream's response, read as it comes */
   struct s5_dial_lookup *lookup; /* [rules] direct: its destination being resolved (dial.c) */
-  struct s5_tls *tls;            /* tls = true: its handshake under way (tls.c), else NULL */
+  struct s5_pump *pump;          /* tls = true, shadowsocks: its handshake under way (pump.h), else NULL */
 };
 _Static_assert(S5_SOCKS5_MAX_MSG <= UINT16_MAX, "struct s5_proxy: in_len counts in[] in 16 bits");
 
@@ -183,13 +183,14 @@ void s5_proxy_clock(struct s5_proxy *p, uint64_t ms, int heard);
 void s5_proxy_clock_heard(struct s5_proxy *p);
 void s5_proxy_expired(uv_timer_t *timer);
 
-/* proxy_tls.c, an upstream with tls = true: sock opens the plain end of a
- * TLS connection (tls.c) to up, whose handshake ends in s5_proxy_up
- * (proxy.c: the TCP connect's outcome, status < 0 a failure with why, a
- * TLS one's when tls_why is set). s5_proxy_tls_detach: an unfinished
- * handshake is abandoned (closing, retrying). */
-int s5_proxy_tls(struct s5_proxy *p, char *why, size_t cap);
+/* proxy_tls.c, an upstream with tls = true or type = shadowsocks: sock
+ * opens the plain end of a pump (pump.h: TLS, tls.c; Shadowsocks, ss.c)
+ * to up, whose handshake ends in s5_proxy_up (proxy.c: the TCP connect's
+ * outcome, status < 0 a failure with why, the pump's when tls_why is
+ * set). s5_proxy_pump_detach: an unfinished handshake is abandoned
+ * (closing, retrying). */
+int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap);
 void s5_proxy_up(struct s5_proxy *p, int status, const char *tls_why);
-void s5_proxy_tls_detach(struct s5_proxy *p);
+void s5_proxy_pump_detach(struct s5_proxy *p);
 
 #endif

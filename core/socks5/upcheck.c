@@ -9,7 +9,14 @@
  * wrong password, a reply not of the protocol or silence keep it down;
  * while every upstream is down, any refusal after authentication brings it
  * back (nothing to lose: the alternative is refusing every connection). A
- * timer of its own ends it after check-timeout. */
+ * timer of its own ends it after check-timeout.
+ *
+ * A Shadowsocks upstream grants every CONNECT unheard (no reply in its
+ * protocol), and a wrong password or method shows only as silence or a
+ * hang-up: its probe sends an HTTP HEAD request through the granted
+ * connection and needs a reply, any byte the destination sent that opened
+ * with the key (so check-target should be an HTTP server, or one that
+ * speaks first). */
 #include "socks5/upcheck.h"
 
 #include <netinet/in.h>
@@ -34,6 +41,7 @@ struct s5_upcheck_probe {
   unsigned index;
   int handles; /* the proxy client and the timer: freed when both closed */
   int ended;
+  char byte[64]; /* shadowsocks: the reply's first bytes, ignored */
 };
 
 static void upcheck_arm(struct s5_upcheck *c);
@@ -81,9 +89,40 @@ static int probe_ok(const struct s5_upcheck_probe *pr, const struct s5_proxy_res
   return __atomic_load_n(&s5_uptab()->all_down, __ATOMIC_RELAXED) != 0;
 }
 
+static void probe_alloc(uv_handle_t *h, size_t size, uv_buf_t *buf) {
+  struct s5_upcheck_probe *pr = h->data;
+  (void)size;
+  *buf = uv_buf_init(pr->byte, sizeof pr->byte);
+}
+
+/* Shadowsocks: the reply through the granted connection, or its end. */
+static void probe_heard(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+  struct s5_upcheck_probe *pr = s->data;
+  (void)buf;
+  if (n == 0 || pr->ended) return;
+  if (n > 0) s5_uptab_probe_ok(s5_uptab(), pr->cfg->upstreams[pr->index].slot);
+  else
+    probe_failed(pr, S5_UP_HANDSHAKE,
+                 n == UV_EOF ? "the Shadowsocks server hung up with no reply (a wrong password or method, or "
+                               "the check's destination did not answer)"
+                             : uv_strerror((int)n));
+  probe_end(pr);
+}
+
+static int probe_ask(struct s5_upcheck_probe *pr) {
+  static const char head[] = "HEAD / HTTP/1.0\r\n\r\n";
+  uv_buf_t b = uv_buf_init((char *)head, sizeof head - 1);
+  uv_stream_t *s = (uv_stream_t *)&pr->proxy.sock;
+  if (uv_try_write(s, &b, 1) != (int)b.len || uv_read_start(s, probe_alloc, probe_heard) != 0) return -1;
+  return 0;
+}
+
 static void probe_result(void *owner, const struct s5_proxy_result *r) {
   struct s5_upcheck_probe *pr = owner;
-  if (probe_ok(pr, r)) s5_uptab_probe_ok(s5_uptab(), pr->cfg->upstreams[pr->index].slot);
+  if (r->outcome == S5_PROXY_GRANTED && pr->cfg->upstreams[pr->index].type == S5_UPSTREAM_SHADOWSOCKS) {
+    if (probe_ask(pr) == 0) return; /* the reply decides (probe_heard), or check-timeout */
+    probe_failed(pr, S5_UP_HANDSHAKE, "the check's request could not be sent");
+  } else if (probe_ok(pr, r)) s5_uptab_probe_ok(s5_uptab(), pr->cfg->upstreams[pr->index].slot);
   else /* a check refused for any reason counts as refusing */
     probe_failed(pr, r->cause == S5_UP_DESTINATION ? S5_UP_REFUSING : r->cause, r->why);
   probe_end(pr);

@@ -38,6 +38,10 @@ int s5_upstream_write_connect(const struct s5_upstream_cfg *up, const struct s5_
       n = name != NULL ? s5_socks5_write_connect_name(buf, cap, name, s5_sockaddr_port(&t->addr))
                        : s5_socks5_write_connect(buf, cap, dst);
   }
+  if (up->type == S5_UPSTREAM_SHADOWSOCKS && n > 3) { /* its target: SOCKS5's ATYP, address, port */
+    memmove(buf, buf + 3, (size_t)n - 3);
+    n -= 3;
+  }
   return n;
 }
 
@@ -92,9 +96,9 @@ void s5_upstreams_log(const struct s5_config *cfg) {
     const struct s5_upstream_cfg *up = &cfg->upstreams[i];
     char a[S5_SOCKADDR_STRLEN];
     int creds = up->username[0] != '\0';
-    s5_info("upstream %s: %s %s%s%s", up->name, s5_upstream_proto(up),
+    s5_info("upstream %s: %s %s%s%s%s", up->name, s5_upstream_proto(up),
             s5_sockaddr_str(&up->addr, a, sizeof a), up->tls ? " over TLS" : "",
-            creds ? " with credentials" : "");
+            creds ? " with credentials" : "", up->type == S5_UPSTREAM_SHADOWSOCKS ? " (AEAD)" : "");
     if (up->tls && !up->tls_verify)
       s5_warn(
         "upstream %s: tls-verify = false: the proxy's certificate and name are not checked, so anyone on "
@@ -126,6 +130,7 @@ const char *s5_upstream_proto(const struct s5_upstream_cfg *up) {
     case S5_UPSTREAM_SOCKS4: return "SOCKS4";
     case S5_UPSTREAM_HTTP: return "HTTP CONNECT";
     case S5_UPSTREAM_DIRECT: return "direct";
+    case S5_UPSTREAM_SHADOWSOCKS: return "Shadowsocks";
     default: return "SOCKS5";
   }
 }

@@ -51,6 +51,11 @@ enum s5_up_cause s5_upstream_cause(const struct s5_upstream_cfg *up, int status,
 /* 1 if up carries UDP: SOCKS5 with udp = associate, not over TLS (its datagrams would be in clear). */
 int s5_upstream_udp(const struct s5_upstream_cfg *up);
 
+/* 1 if up's connection is a pump's plain end (pump.h): tls = true, or type = shadowsocks. */
+static inline int s5_upstream_pumped(const struct s5_upstream_cfg *up) {
+  return up->tls || up->type == S5_UPSTREAM_SHADOWSOCKS;
+}
+
 const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg);
 
 /* At start-up: one line per upstream, and what becomes of UDP when no

@@ -280,7 +280,8 @@ static void bad_url(const char *url, const char *want) {
 
 static void test_bad_urls(void) {
   bad_url("192.0.2.1:1080", "--proxy: expected SCHEME://HOST:PORT");
-  bad_url("ftp://192.0.2.1:443", "--proxy: scheme \"ftp\": expected socks5, socks4, socks4a, http or https");
+  bad_url("ftp://192.0.2.1:443",
+          "--proxy: scheme \"ftp\": expected socks5, socks4, socks4a, http, https or ss");
   bad_url("socks5://192.0.2.1", "--proxy: no port");
   bad_url("socks5://[fd00::2:1080", "--proxy: an IPv6 address without its closing ']'");
   bad_url("socks5://fd00::2:1080", "--proxy: address:");
@@ -305,6 +306,64 @@ static void test_bad_urls(void) {
         "--socks5 with [upstream]: [%s]", err);
 }
 
+/* Shadowsocks: [upstream] type = shadowsocks with method and password; ss:// URLs (SIP002). */
+static void test_shadowsocks(void) {
+  struct s5_config c;
+  char err[1024];
+  char *argv[] = {"s5tund",
+                  "--proxy",
+                  "ss://YWVzLTI1Ni1nY206czNjcjN0@192.0.2.9:8388#ss1",
+                  "--proxy",
+                  "ss://YWVzLTEyOC1nY206cC93K3g=@[fd00::9]:8389",
+                  "--proxy",
+                  "ss://chacha20-ietf-poly1305:p%40ss%3Aw@192.0.2.9:8390/",
+                  NULL};
+  CHECK(run(&c, argv, err, sizeof err) == S5_ARGS_RUN, "ss:// URLs: %s", err);
+  const struct s5_upstream_cfg *u = c.upstreams;
+  CHECK(c.n_upstreams == 3 && u[0].type == S5_UPSTREAM_SHADOWSOCKS && u[0].ss_method == S5_SS_AES_256_GCM &&
+          strcmp(u[0].password, "s3cr3t") == 0 && strcmp(u[0].name, "ss1") == 0 &&
+          is_addr(&u[0], "192.0.2.9", 8388),
+        "ss:// URL-safe base64 without padding: [%s] [%s]", u[0].name, u[0].password);
+  CHECK(u[1].type == S5_UPSTREAM_SHADOWSOCKS && u[1].ss_method == S5_SS_AES_128_GCM &&
+          strcmp(u[1].password, "p/w+x") == 0 && is_addr(&u[1], "fd00::9", 8389),
+        "ss:// standard base64 with padding, IPv6: [%s]", u[1].password);
+  CHECK(u[2].ss_method == S5_SS_CHACHA20_POLY1305 && strcmp(u[2].password, "p@ss:w") == 0 &&
+          u[2].username[0] == '\0',
+        "ss:// METHOD:PASSWORD percent-encoded: [%s]", u[2].password);
+  const char *f =
+    write_ini("ss.ini", "[upstream a]\ntype = shadowsocks\nmethod = aes-128-gcm\npassword = pw\n");
+  char *argv2[] = {"s5tund", "-c", (char *)f, NULL};
+  CHECK(run(&c, argv2, err, sizeof err) == S5_ARGS_RUN && c.upstreams[0].ss_method == S5_SS_AES_128_GCM,
+        "type = shadowsocks: %s", err);
+  char *out = NULL;
+  size_t n = 0;
+  char *argv3[] = {"s5tund", "-c", (char *)f, "--check-config", NULL};
+  FILE *o = open_memstream(&out, &n), *e = fopen("/dev/null", "w");
+  CHECK(s5_args_load_io(&c, 4, argv3, o, e) == S5_ARGS_EXIT_OK, "ss.ini --check-config");
+  fclose(o);
+  fclose(e);
+  CHECK(strstr(out, "type = shadowsocks\n") != NULL &&
+          strstr(out, "password = ***\nmethod = aes-128-gcm\n") != NULL && strstr(out, "= pw\n") == NULL,
+        "ss.ini --check-config: the password as ***:\n%s", out);
+  free(out);
+  bad_file("[upstream a]\ntype = shadowsocks\n",
+           "bad.ini:1: [upstream a] password: empty: type = shadowsocks needs");
+  bad_file("[upstream a]\ntype = shadowsocks\npassword = p\nmethod = 2022-blake3-aes-128-gcm\n",
+           "bad.ini:4: [upstream a] method: 2022-blake3-* is not supported yet");
+  bad_file("[upstream a]\ntype = shadowsocks\npassword = p\nmethod = rc4-md5\n",
+           "bad.ini:4: [upstream a] method:");
+  bad_file("[upstream a]\ntype = shadowsocks\nusername = u\npassword = p\n",
+           "bad.ini:3: [upstream a] username: set for type = shadowsocks");
+  bad_file("[upstream a]\ntype = shadowsocks\npassword = p\ntls = true\n",
+           "bad.ini:4: [upstream a] tls: set for type = shadowsocks");
+  bad_url("ss://192.0.2.1:8388", "--proxy: no METHOD:PASSWORD");
+  bad_url("ss://cmM0LW1kNTpzM2NyM3Q@192.0.2.1:8388", "--proxy: method:");
+  bad_url("ss://MjAyMi1ibGFrZTMtYWVzLTEyOC1nY206czNjcjN0@192.0.2.1:8388",
+          "--proxy: [upstream proxy1] method: 2022-blake3-* is not supported yet");
+  bad_url("ss://YWVzLTEyOC1nY21zM2NyM3Q@192.0.2.1:8388", "--proxy: userinfo: not METHOD:PASSWORD");
+  bad_url("ss://a*b@192.0.2.1:8388", "--proxy: userinfo: neither base64 nor METHOD:PASSWORD");
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/test_config_upstream.XXXXXX");
   if (mkdtemp(tmpdir) == NULL) return 1;
@@ -315,6 +374,7 @@ int main(void) {
   test_tls_keys();
   test_proxy_urls();
   test_bad_urls();
+  test_shadowsocks();
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
   if (system(cmd) != 0) printf("note: could not remove %s\n", tmpdir);

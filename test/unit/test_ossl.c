@@ -60,10 +60,16 @@ int main(void) {
         "EVP_EncryptInit_ex2 through the table");
   EVP_CIPHER_CTX_free(c);
 
-  /* An upstream with tls = true: libssl too, the upstream named. */
+  /* A Shadowsocks upstream: libcrypto (its AEAD), the upstream named. */
   cfg.sniff.quic.n = 0;
   cfg.n_upstreams = 2;
   cfg.socks5_section = true;
+  snprintf(cfg.upstreams[1].name, sizeof cfg.upstreams[1].name, "ss1");
+  cfg.upstreams[1].type = S5_UPSTREAM_SHADOWSOCKS;
+  CHECK(s5_ossl_needed(&cfg, what, sizeof what) == S5_OSSL_CRYPTO, "type = shadowsocks: not libcrypto");
+  CHECK(strcmp(what, "[upstream ss1] type = shadowsocks") == 0, "shadowsocks named as \"%s\"", what);
+
+  /* An upstream with tls = true: libssl too, the upstream named. */
   snprintf(cfg.upstreams[1].name, sizeof cfg.upstreams[1].name, "https1");
   cfg.upstreams[1].type = S5_UPSTREAM_HTTP;
   cfg.upstreams[1].tls = true;

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* A pump: a connection to the proxy that transforms its bytes (TLS, tls.c;
+ * Shadowsocks, ss.c), seen by the proxy client (proxy.c) and after it the
+ * relay and the pool as a plain one. It owns the marked TCP socket to the
+ * proxy and one end of a socket pair; the caller reads and writes the
+ * other end: what goes in there leaves as the codec makes it, what the
+ * proxy sends comes out as the codec reads it.
+ *
+ * The skeleton is here once (the pair, the two polls, the connect, the
+ * loop that moves bytes each way with backpressure, the end of each
+ * direction, the lifecycle and this thread's list of pumps); a codec says
+ * only how bytes cross: its handshake after the TCP connect, a write of
+ * plain bytes, a read of plain bytes, the end of the stream up.
+ *
+ * Lifecycle: s5_pump_start, then done() once (never inside the call)
+ * unless s5_pump_detach came first. After a good handshake the pump
+ * belongs to itself: it ends when both directions ended (the pair's end
+ * closed, the proxy's end) or on an error, and frees itself. */
+#ifndef S5_CORE_SOCKS5_PUMP_H
+#define S5_CORE_SOCKS5_PUMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct s5_upstream_cfg;
+struct s5_pump;
+
+/* status 0: the handshake is done; < 0: the TCP connect failed (a libuv
+ * error, why says so); > 0: the codec's handshake failed (why names the
+ * upstream and what went wrong). */
+typedef void s5_pump_done(void *arg, int status, const char *why);
+
+#define S5_PUMP_EOF 1 /* read: the proxy ended its stream */
+
+struct s5_pump_codec {
+  /* After the TCP connect, then on each readiness until it ends: 0 done,
+   * 1 to wait (p->want_write: for the socket's room, else for its bytes),
+   * -1 failed with why. */
+  int (*handshake)(struct s5_pump *p, char *why, size_t cap);
+  /* Plain bytes to the proxy: how many were taken (> 0), 0 to wait
+   * (p->want_write set when for room), -1 to close. A codec that took
+   * nothing is called again with the same bytes. */
+  int (*write)(struct s5_pump *p, const uint8_t *buf, size_t len);
+  /* Plain bytes from the proxy into buf (cap >= S5_PUMP_UP): how many
+   * (> 0), 0 to wait, -S5_PUMP_EOF at the proxy's end, -1 to close. */
+  int (*read)(struct s5_pump *p, uint8_t *buf, size_t cap);
+  /* The pair ended: what tells the proxy (TLS: close_notify), before the
+   * pump's FIN. */
+  void (*shutdown)(struct s5_pump *p);
+  void (*free)(void *cx);
+};
+
+#define S5_PUMP_UP 16384   /* plain bytes from the pair per write (one TLS record) */
+#define S5_PUMP_DOWN 32768 /* plain bytes to the pair: one write for two reads */
+
+enum s5_pump_state { S5_PUMP_CONNECTING, S5_PUMP_HANDSHAKE, S5_PUMP_OPEN, S5_PUMP_CLOSING };
+
+struct s5_pump {
+  uv_poll_t net_poll, pair_poll;
+  struct s5_pump *prev, *next; /* this thread's, for s5_pump_end */
+  int net, pair;               /* the TCP socket to the proxy; our end of the pair */
+  const struct s5_pump_codec *codec;
+  void *cx; /* the codec's, freed with the pump */
+  enum s5_pump_state state;
+  s5_pump_done *done; /* until the handshake ends; NULL once detached */
+  void *arg;
+  char up_name[32];
+  unsigned slot; /* the upstream's row in the shared table */
+  int handles;   /* polls open */
+  unsigned pair_eof : 1, net_eof : 1, want_write : 1;
+  size_t up_len;             /* plain bytes from the pair, not yet taken by the codec */
+  size_t down_off, down_len; /* plain bytes from the proxy, not yet written to the pair */
+  uint8_t up[S5_PUMP_UP], down[S5_PUMP_DOWN];
+};
+
+/* Connects to up's address with its mark and starts codec's handshake
+ * with cx (its state, freed with codec->free also on failure); *plain is
+ * the descriptor (non-blocking, close-on-exec) the caller reads and
+ * writes. Returns the pump, or NULL with why (nothing to close). */
+struct s5_pump *s5_pump_start(uv_loop_t *loop, const struct s5_upstream_cfg *up,
+                              const struct s5_pump_codec *codec, void *cx, s5_pump_done *done, void *arg,
+                              int *plain, char *why, size_t cap);
+
+/* During the handshake: done() will not come; the pump closes. */
+void s5_pump_detach(struct s5_pump *p);
+
+/* The worker's loop has ended (its stop closed every handle, the pumps'
+ * polls too): this thread's pumps freed. */
+void s5_pump_end(void);
+
+#endif

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* See ss.h: the Shadowsocks codec of a pump (pump.c). */
+#include "socks5/ss.h"
+
+#include <errno.h>
+#include "base/ossl.h" /* OpenSSL, loaded on demand */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "base/clock.h"
+#include "base/failure.h"
+#include "base/log.h"
+#include "ini/config.h"
+#include "shared/uptab.h"
+#include "socks5/ss_aead.h"
+
+struct ss_cx {
+  enum s5_ss_method method;
+  unsigned salt_sent : 1, eof : 1, heard : 1;
+  struct s5_ss_aead enc;
+  uint8_t salt[S5_SS_KEY_MAX];
+  size_t wire_off, wire_len, wire_for; /* sealed bytes not yet sent, and the plain ones they carry */
+  uint8_t wire[S5_SS_KEY_MAX + S5_PUMP_UP + 2 * (2 + 2 * S5_SS_TAG)];
+  struct s5_ss_dec dec;
+};
+_Static_assert(S5_PUMP_UP <= 2 * S5_SS_PAYLOAD_MAX, "ss_cx.wire: a pump's write is at most two chunks");
+
+static int ss_handshake(struct s5_pump *p, char *why, size_t cap) {
+  (void)p, (void)why, (void)cap;
+  return 0; /* nothing to agree: the first chunk carries the target */
+}
+
+/* The stream failed: one warning naming the upstream and the fix; counted. */
+static int ss_bad(struct s5_pump *p, const char *what) {
+  s5_warn(
+    "upstream %s: Shadowsocks stream from the server: %s: a wrong password or method (check [upstream "
+    "%s] password and method against the server's), or tampering; connection closed",
+    p->up_name, what, p->up_name);
+  if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
+  return -1;
+}
+
+/* The server hung up without a byte, not even its salt, after our first
+ * chunk: what ss-server and v2ray do (after a while) with a wrong password
+ * or method, and also what a destination that refused or closed at once
+ * looks like through any Shadowsocks server: warned about, limited (one
+ * line per worker per 10 s, with the count), counted. */
+static __thread struct s5_failures silent;
+
+static int ss_silent(struct s5_pump *p) {
+  char what[320];
+  snprintf(what, sizeof what,
+           "upstream %s: Shadowsocks server hung up with no reply: a wrong password or method (check "
+           "[upstream %s] password and method), or the destination refused",
+           p->up_name, p->up_name);
+  s5_failures_note(&silent, s5_now_ms(), S5_LOG_WARN, what);
+  if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
+  return -S5_PUMP_EOF;
+}
+
+static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
+  struct ss_cx *c = p->cx;
+  if (c->wire_len == 0) { /* seal the next bytes: the salt first, once */
+    size_t off = c->salt_sent ? 0 : s5_ss_key_len(c->method);
+    memcpy(c->wire, c->salt, off);
+    long n = s5_ss_encode(&c->enc, buf, len, c->wire + off);
+    if (n < 0) {
+      s5_warn("upstream %s: Shadowsocks: sealing failed (OpenSSL); connection closed", p->up_name);
+      return -1;
+    }
+    c->salt_sent = 1;
+    c->wire_off = 0, c->wire_len = off + (size_t)n, c->wire_for = len;
+  }
+  while (c->wire_len > 0) {
+    ssize_t n = send(p->net, c->wire + c->wire_off, c->wire_len, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      p->want_write = 1;
+      return 0;
+    }
+    if (n < 0) {
+      s5_debug("upstream %s: Shadowsocks connection ended: %s", p->up_name, strerror(errno));
+      return -1;
+    }
+    c->wire_off += (size_t)n, c->wire_len -= (size_t)n;
+  }
+  return (int)c->wire_for;
+}
+
+static int ss_read(struct s5_pump *p, uint8_t *buf, size_t cap) {
+  struct ss_cx *c = p->cx;
+  for (;;) {
+    size_t n = 0;
+    int st = s5_ss_decode(&c->dec, buf, cap, &n);
+    if (st != S5_SS_OK) return ss_bad(p, s5_ss_status_text(st));
+    if (n > 0) return (int)n;
+    if (c->eof && s5_ss_dec_partial(&c->dec)) return ss_bad(p, "it ended inside a chunk");
+    if (c->eof) return !c->heard && c->salt_sent ? ss_silent(p) : -S5_PUMP_EOF;
+    ssize_t r = recv(p->net, c->dec.in + c->dec.in_len, sizeof c->dec.in - c->dec.in_len, 0);
+    if (r > 0) c->dec.in_len += (size_t)r, c->heard = 1;
+    else if (r == 0) c->eof = 1;
+    else if (errno == EAGAIN) return 0;
+    else if (errno != EINTR) {
+      s5_debug("upstream %s: Shadowsocks connection ended: %s", p->up_name, strerror(errno));
+      return -1;
+    }
+  }
+}
+
+static void ss_shutdown(struct s5_pump *p) { (void)p; /* the FIN alone: no chunk marks the end */ }
+
+static void ss_free(void *cx) {
+  struct ss_cx *c = cx;
+  if (c == NULL) return;
+  s5_ss_aead_free(&c->enc);
+  s5_ss_dec_free(&c->dec);
+  free(c);
+}
+
+static const struct s5_pump_codec ss_codec = {ss_handshake, ss_write, ss_read, ss_shutdown, ss_free};
+
+struct s5_pump *s5_ss_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s5_pump_done *done, void *arg,
+                            int *plain, char *why, size_t cap) {
+  char e[160];
+  if (s5_ossl_load(S5_OSSL_CRYPTO, e, sizeof e) != 0) { /* a worker forked before the reload that needs it */
+    snprintf(why, cap, "Shadowsocks to upstream %s: %s", up->name, e);
+    return NULL;
+  }
+  struct ss_cx *c = calloc(1, sizeof *c);
+  uint8_t key[S5_SS_KEY_MAX];
+  size_t klen = s5_ss_key_len(up->ss_method);
+  if (c == NULL || s5_ss_password_key(up->ss_method, up->password, key) != 0 ||
+      RAND_bytes(c->salt, (int)klen) != 1 || s5_ss_aead_init(&c->enc, up->ss_method, key, c->salt) != 0) {
+    snprintf(why, cap, "Shadowsocks to upstream %s: %s", up->name,
+             c == NULL ? "out of memory" : "OpenSSL failed (key, salt or cipher)");
+    ss_free(c);
+    return NULL;
+  }
+  c->method = up->ss_method;
+  s5_ss_dec_init(&c->dec, up->ss_method, key);
+  explicit_bzero(key, sizeof key);
+  return s5_pump_start(loop, up, &ss_codec, c, done, arg, plain, why, cap);
+}

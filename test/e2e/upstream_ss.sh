@@ -1,0 +1,185 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash disable=SC2034,SC2153  # run.sh sourced lib.sh (its globals) before this file
+# Shadowsocks to the proxy (run.sh runs it; ctest e2e.upstream_ss.process.q2):
+#
+#   upstream_ss  ss-server (shadowsocks-libev) three times, one per AEAD
+#                method, and v2ray's shadowsocks inbound as a second,
+#                independent server; one s5tund whose rules send each flow
+#                to one of them: TGT4 -> chacha20-ietf-poly1305 (its server
+#                on IPv6), TGT6 -> aes-128-gcm, target.test (a mapped name:
+#                the target as a domain) -> aes-256-gcm, TGT4 port 7001 ->
+#                v2ray. Bulk both ways with SHA-256 compared, each flow
+#                proven carried by that server's own log ("connect to" of
+#                ss-server -v; v2ray's access log). A wrong password (port
+#                7002): one warning naming the upstream, counted, and the
+#                client's connection ends. Failover and the check: upstream
+#                later (first of group g, for TGT6) has no server at first,
+#                is marked down and TGT6's flows fail over to aes-128-gcm;
+#                its server started with a wrong password keeps it down (the
+#                check's HEAD through it is never answered), with the right
+#                one it is up again and carries TGT6.
+
+SS_PASS=e2e-ss-secret
+SS_CHACHA=8388
+SS_AES128=8389
+SS_AES256=8390
+SS_V2RAY=8391
+SS_LATER=8392
+SS_TAMPER=8393 # a server of ours whose answer does not open
+SS_PORT2=7001 # a second target, for v2ray's flows
+SS_PORT3=7002 # the wrong password's rule
+SS_PORT4=7003 # the tampering server's rule
+
+# shellcheck source=dnslib.sh
+source "$HERE/dnslib.sh"
+
+setup_upstream_ss() {
+  local t
+  for t in ss-server v2ray; do
+    command -v "$t" >/dev/null 2>&1 || fail "missing tool: $t (run 'make deps')"
+  done
+  udp_install_exit # dnslib.sh: S's hosts file (target.test), removed on exit
+  e2e_topology_up
+  e2e_start_target
+  udp_hosts
+}
+
+# ss_server NAME ADDR PORT METHOD: ss-server -v in S, its log NAME.log.
+ss_server() {
+  E2E_LOGS+=("$WORK/$1.log")
+  ip netns exec "$NS_S" ss-server -s "$2" -p "$3" -k "$SS_PASS" -m "$4" -u -v >"$WORK/$1.log" 2>&1 &
+  SS_PID=$! # ip netns exec execs it: ss-server's own pid
+  e2e_wait_listen "$3" "$2" || fail "ss-server $1 does not listen on $2 port $3"
+}
+
+start_v2ray() {
+  cat >"$WORK/v2ray.json" <<JSON
+{"log": {"access": "$WORK/v2ray-access.log", "error": "$WORK/v2ray.log", "loglevel": "info"},
+ "inbounds": [{"listen": "$S_ADDR4", "port": $SS_V2RAY, "protocol": "shadowsocks",
+   "settings": {"method": "aes-256-gcm", "password": "$SS_PASS", "network": "tcp,udp"}}],
+ "outbounds": [{"protocol": "freedom"}]}
+JSON
+  E2E_LOGS+=("$WORK/v2ray.log" "$WORK/v2ray-access.log")
+  in_s v2ray -config "$WORK/v2ray.json" >"$WORK/v2ray.out" 2>&1 &
+  e2e_wait_listen "$SS_V2RAY" "$S_ADDR4" || fail "v2ray does not listen on $S_ADDR4 port $SS_V2RAY"
+}
+
+# ss_up NAME ADDR PORT METHOD [PASSWORD]: an [upstream] section.
+ss_up() {
+  printf '%s\n' "" "[upstream $1]" "type = shadowsocks" "address = $2" "port = $3" "method = $4" \
+    "password = ${5:-$SS_PASS}"
+}
+
+# ss_connects LOG HOST PORT: how many "connect to HOST:PORT" ss-server logged.
+ss_connects() { grep -cF "connect to $2:$3" "$WORK/$1.log" || true; }
+
+case_upstream_ss() {
+  ss_server chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
+  ss_server aes128 "$S_ADDR4" $SS_AES128 aes-128-gcm
+  ss_server aes256 "$S_ADDR4" $SS_AES256 aes-256-gcm
+  start_v2ray
+  local ready=$WORK/target2.ready
+  E2E_LOGS+=("$WORK/target2.log")
+  in_s "$PY" "$E2E_DIR/target.py" --listen "$TGT4" --port $SS_PORT2 --ready-file "$ready" >"$WORK/target2.log" 2>&1 &
+  e2e_wait_listen $SS_PORT2 "$TGT4" || fail "the second target does not listen"
+
+  local ini=$WORK/ss.ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
+  {
+    printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" \
+      "network = $DNS_POOL" "" "[rules]" "default = chacha" "rule = domain:target.test -> aes256" \
+      "rule = dst:$TGT4/32 port:$SS_PORT2 -> v2ray" "rule = dst:$TGT4/32 port:$SS_PORT3 -> wrongpw" \
+      "rule = dst:$TGT4/32 port:$SS_PORT4 -> tamper" \
+      "rule = dst:$TGT6/128 -> g" "" "[group g]" "members = later, aes128" "" "[balance]" "fail-after = 1" \
+      "check-interval = 1" "check-timeout = 2" "check-target = $TGT4:$TGT_PORT"
+    ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
+    ss_up aes128 "$S_ADDR4" $SS_AES128 aes-128-gcm
+    ss_up aes256 "$S_ADDR4" $SS_AES256 aes-256-gcm
+    ss_up v2ray "$S_ADDR4" $SS_V2RAY aes-256-gcm
+    ss_up wrongpw "$S_ADDR4" $SS_AES128 aes-128-gcm not-the-password
+    ss_up later "$S_ADDR4" $SS_LATER aes-128-gcm
+    ss_up tamper "$S_ADDR4" $SS_TAMPER aes-256-gcm
+  } >>"$ini"
+  "$S5TUND" --config "$ini" --check-config | grep -q "^password = \*\*\*$" ||
+    fail "--check-config does not hide the password"
+  ! "$S5TUND" --config "$ini" --check-config | grep -qF "$SS_PASS" || fail "--check-config shows the password"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  in_c ip route replace "$DNS_POOL" dev "$TUN"
+  e2e_wait_log "$S5LOG" "upstream chacha: Shadowsocks \[$S_ADDR6\]:$SS_CHACHA" 5 >/dev/null
+
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  client --host "$TGT4" bulk --size 8M --upload-mode length >/dev/null
+  client --host "$TGT6" bulk --size 8M --upload-mode length >/dev/null
+  local addr
+  addr=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" dig +time=5 +tries=1 +short "@$DNS_ADDR" target.test A)
+  [[ -n $addr ]] || fail "the mapped resolver did not answer target.test"
+  client --host "$addr" bulk --size 8M --upload-mode length >/dev/null
+  client --host "$TGT4" --port $SS_PORT2 bulk --size 8M --upload-mode length >/dev/null
+  client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+
+  local c4 c6 cn
+  c4=$(ss_connects chacha "$TGT4" "$TGT_PORT")
+  c6=$(ss_connects aes128 "[$TGT6]" "$TGT_PORT")
+  cn=$(ss_connects aes256 target.test "$TGT_PORT")
+  ((c4 >= 2 && c6 >= 1 && cn >= 1)) ||
+    fail "ss-server logs: chacha $c4 connects to $TGT4, aes128 $c6 to $TGT6, aes256 $cn to target.test"
+  ((c6 == $(grep -c "connect to" "$WORK/aes128.log"))) || fail "aes128 carried flows it was not given"
+  grep -q "accepted tcp:$TGT4:$SS_PORT2" "$WORK/v2ray-access.log" || fail "v2ray logged no flow to $TGT4:$SS_PORT2"
+  log "ss-server carried chacha20 $c4, aes-128-gcm $c6 (IPv6 target), aes-256-gcm $cn (by name); v2ray $(grep -c accepted "$WORK/v2ray-access.log")"
+  local warns # later's fall is expected (no server yet): nothing else at warn
+  warns=$(e2e_s5_warns | grep -v "upstream later is down: 1 set-ups failed in a row (connect" || true)
+  [[ -z $warns ]] || fail "s5tund logged errors or warnings: $(oneline "$warns")"
+
+  # The wrong password: ss-server cannot open our chunks and says nothing
+  # until we hang up (probe resistance), so the client gives up (5 s); then
+  # the session ends and one warning names the upstream and the fix.
+  local out
+  out=$(client --host "$TGT4" --port $SS_PORT3 echo --count 1 --timeout 5 2>&1 || true)
+  e2e_wait_log "$S5LOG" "upstream wrongpw: Shadowsocks .*check \[upstream wrongpw\] password and method" 5 >/dev/null
+  local bad
+  bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "wrongpw"][0]["stream_bad"])')
+  ((bad >= 1)) || fail "wrongpw's stream_bad is $bad"
+  local sid # the session ended in s5tund too
+  sid=$(grep -oE "q[0-9]+ s[0-9]+ new [0-9.:]+ -> $TGT4:$SS_PORT3" "$S5LOG" | tail -n 1 | cut -d" " -f1,2)
+  e2e_wait_log "$S5LOG" " $sid closed" 5 >/dev/null
+  ! grep -qF "$SS_PASS" "$S5LOG" && ! grep -qF not-the-password "$S5LOG" || fail "a password in s5tund's log"
+  log "wrong password: warned and counted ($bad); the client saw: $(oneline "$out" | tail -c 200)"
+
+  # A server whose answer does not open (a salt and a chunk of zeros): one
+  # warning naming the upstream and the fix, counted; the client's connection ends.
+  in_s "$PY" -c '
+import socket, sys
+s = socket.create_server((sys.argv[1], int(sys.argv[2])))
+while True:
+    c, _ = s.accept()
+    c.recv(4096)
+    c.sendall(bytes(32 + 18 + 5 + 16))
+    c.close()' "$S_ADDR4" $SS_TAMPER >/dev/null 2>&1 &
+  e2e_wait_listen $SS_TAMPER "$S_ADDR4" || fail "the tampering server does not listen"
+  out=$(client --host "$TGT4" --port $SS_PORT4 echo --count 1 --timeout 5 2>&1 || true)
+  [[ $out != *TimeoutError* ]] || fail "the client's connection through a tampered stream did not end: $out"
+  e2e_wait_log "$S5LOG" "warn  q[0-9] upstream tamper: Shadowsocks stream from the server: a chunk failed authentication: .*check \[upstream tamper\] password and method.*; connection closed" 5 >/dev/null
+  bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]["stream_bad"])')
+  ((bad == 1)) || fail "tamper's stream_bad is $bad"
+  log "a stream that does not open: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
+
+  e2e_wait_log "$S5LOG" "upstream later is down" 5 >/dev/null
+  SS_PASS=not-the-password ss_server later-wrong "$S_ADDR4" $SS_LATER aes-128-gcm
+  local wrong=$SS_PID
+  e2e_wait_log "$S5LOG" "upstream later: (still down, now for [a-z]+: )?check failed: (no answer within check-timeout|the Shadowsocks server hung up)" 10 >/dev/null
+  grep -q "authentication error" "$WORK/later-wrong.log" || fail "the check did not reach the wrong-password server"
+  ! grep -q "upstream later is up again" "$S5LOG" || fail "later is up with a wrong password"
+  kill "$wrong"
+  wait "$wrong" 2>/dev/null || true
+  ss_server later "$S_ADDR4" $SS_LATER aes-128-gcm
+  e2e_wait_log "$S5LOG" "upstream later is up again" 10 >/dev/null
+  client --host "$TGT6" echo --count 3 >/dev/null
+  (($(ss_connects later "[$TGT6]" "$TGT_PORT") >= 1)) || fail "later carried no flow to $TGT6 once up"
+  log "failover: later down (no server), kept down by its check with a wrong password, up with the right one"
+  e2e_stop_s5tund
+}

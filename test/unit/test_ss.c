@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/* Shadowsocks AEAD framing (core/socks5/ss_aead.c): known answers for the
+ * three methods, derived independently with python3-cryptography by
+ * ss/vectors.py (its output is the table below); the down stream's
+ * decoder on every split of a stream, and on streams cut short, with a
+ * length over 0x3FFF, with a bad tag, under a wrong password; the
+ * target a Shadowsocks upstream's stream starts with. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+
+#include "check.h"
+#define S5_OSSL_TABLE_ONLY /* the loader only: this file calls OpenSSL itself */
+#include "base/ossl.h"
+#include "socks5/ss_aead.h"
+#include "socks5/upstream.h"
+
+#define PASSWORD "known-answer password"
+#define PLAIN_LEN 20000 /* two chunks: 16383 + 3617 */
+
+static const struct {
+  const char *method, *key;
+  size_t len;
+  const char *head, *sha256; /* the first 18 bytes after the salt: the first length's seal */
+} vectors[] = {
+  /* python3 test/unit/ss/vectors.py */
+  {"chacha20-ietf-poly1305", "47957ea16b4d1663fc5da111a52c70f8da4808563a4a7390863ff8c7739a48ef", 20100,
+   "1b13a9a000e9f1c96985ffba0b78185a7c79",
+   "23b341fe5c1f1aa0360e19d0fbe19a19a436e28e93fcfe477316f5093b828626"},
+  {"aes-128-gcm", "47957ea16b4d1663fc5da111a52c70f8", 20084, "8d8e99a23c0f5aa4af6f6989705cd7c25b2a",
+   "fd0c5b9751df2aa697f6e49bff1eaa286cbc9a63f9202d7955dd17afcce1caf1"},
+  {"aes-256-gcm", "47957ea16b4d1663fc5da111a52c70f8da4808563a4a7390863ff8c7739a48ef", 20100,
+   "204f96934ee8e3f80486da66ff574b9fa55e",
+   "ea75c592286246e03fc2211b1c35270f78a8525487dd495581627a24095792b5"},
+};
+static const enum s5_ss_method methods[] = {S5_SS_CHACHA20_POLY1305, S5_SS_AES_128_GCM, S5_SS_AES_256_GCM};
+
+static uint8_t plain[PLAIN_LEN];
+
+static void hex(const uint8_t *b, size_t n, char *out) {
+  for (size_t i = 0; i < n; i++) sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+/* The stream as the client sends it: salt 00 01 02 .., then the chunks. */
+static size_t stream(enum s5_ss_method m, const char *password, uint8_t *out) {
+  uint8_t key[S5_SS_KEY_MAX];
+  size_t klen = s5_ss_key_len(m);
+  struct s5_ss_aead a;
+  for (size_t i = 0; i < klen; i++) out[i] = (uint8_t)i;
+  CHECK(s5_ss_password_key(m, password, key) == 0 && s5_ss_aead_init(&a, m, key, out) == 0, "key, cipher");
+  long n = s5_ss_encode(&a, plain, sizeof plain, out + klen);
+  s5_ss_aead_free(&a);
+  CHECK(n == (long)s5_ss_sealed_len(sizeof plain), "sealed %ld bytes", n);
+  return klen + (size_t)(n > 0 ? n : 0);
+}
+
+/* The decoder fed s[len] step bytes at a time: 0 and the bytes opened, or the first failure. */
+static int decode(enum s5_ss_method m, const char *password, const uint8_t *s, size_t len, size_t step,
+                  uint8_t *out, size_t *got, int *partial) {
+  static struct s5_ss_dec d;
+  uint8_t key[S5_SS_KEY_MAX];
+  s5_ss_password_key(m, password, key);
+  s5_ss_dec_init(&d, m, key);
+  int st = S5_SS_OK;
+  *got = 0;
+  for (size_t off = 0; off < len && st == S5_SS_OK;) {
+    size_t take = len - off < step ? len - off : step;
+    if (take > sizeof d.in - d.in_len) take = sizeof d.in - d.in_len;
+    memcpy(d.in + d.in_len, s + off, take);
+    d.in_len += take, off += take;
+    size_t n;
+    do {
+      st = s5_ss_decode(&d, out + *got, S5_SS_PAYLOAD_MAX, &n);
+      *got += n;
+    } while (st == S5_SS_OK && n > 0);
+  }
+  *partial = s5_ss_dec_partial(&d);
+  s5_ss_dec_free(&d);
+  return st;
+}
+
+static void test_vectors(void) {
+  static uint8_t s[PLAIN_LEN + 200], back[PLAIN_LEN + S5_SS_PAYLOAD_MAX];
+  for (size_t v = 0; v < 3; v++) {
+    enum s5_ss_method m = methods[v];
+    uint8_t key[S5_SS_KEY_MAX], md[32];
+    char k[2 * S5_SS_KEY_MAX + 1], h[37], d[65];
+    size_t klen = s5_ss_key_len(m);
+    CHECK(s5_ss_password_key(m, PASSWORD, key) == 0, "%s: key", vectors[v].method);
+    hex(key, klen, k);
+    CHECK(strcmp(k, vectors[v].key) == 0, "%s: key %s, want %s", vectors[v].method, k, vectors[v].key);
+    size_t len = stream(m, PASSWORD, s);
+    unsigned mdlen = 0;
+    EVP_Digest(s, len, md, &mdlen, EVP_sha256(), NULL);
+    hex(s + klen, 18, h);
+    hex(md, 32, d);
+    CHECK(len == vectors[v].len && strcmp(h, vectors[v].head) == 0 && strcmp(d, vectors[v].sha256) == 0,
+          "%s: %zu bytes, head %s, sha256 %s; want %zu, %s, %s", vectors[v].method, len, h, d, vectors[v].len,
+          vectors[v].head, vectors[v].sha256);
+
+    size_t steps[] = {1, 7, 18, 19, 4096, 16417, sizeof s};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+      size_t got;
+      int partial, st = decode(m, PASSWORD, s, len, steps[i], back, &got, &partial);
+      CHECK(st == S5_SS_OK && got == PLAIN_LEN && !partial && memcmp(back, plain, PLAIN_LEN) == 0,
+            "%s: decoded in steps of %zu: status %d, %zu bytes, partial %d", vectors[v].method, steps[i], st,
+            got, partial);
+    }
+    /* Cut anywhere inside the salt or a chunk: partial, and only whole chunks out. */
+    size_t cuts[] = {1, klen - 1, klen + 1, klen + 17, klen + 18, klen + 18 + 100, len - 16417 + 1, len - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+      size_t got;
+      int partial, st = decode(m, PASSWORD, s, cuts[i], 1000, back, &got, &partial);
+      CHECK(st == S5_SS_OK && partial && (got == 0 || got == 16383) && memcmp(back, plain, got) == 0,
+            "%s: cut at %zu: status %d, %zu bytes, partial %d", vectors[v].method, cuts[i], st, got, partial);
+    }
+    /* A flipped bit in the first length's tag, in the first payload, in the second chunk's length. */
+    size_t flips[] = {klen + 3, klen + 18 + 5, klen + 18 + 16383 + 16 + 1};
+    for (size_t i = 0; i < 3; i++) {
+      size_t got;
+      int partial;
+      s[flips[i]] ^= 0x10;
+      int st = decode(m, PASSWORD, s, len, 777, back, &got, &partial);
+      s[flips[i]] ^= 0x10;
+      CHECK(st == S5_SS_BAD_TAG && got == (i < 2 ? 0 : 16383), "%s: bit flipped at %zu: status %d, %zu bytes",
+            vectors[v].method, flips[i], st, got);
+    }
+    size_t got;
+    int partial, st = decode(m, "another password", s, len, 4096, back, &got, &partial);
+    CHECK(st == S5_SS_BAD_TAG && got == 0, "%s: a wrong password: status %d (%s)", vectors[v].method, st,
+          s5_ss_status_text(st));
+  }
+}
+
+/* A length of 0x4000, sealed right: refused before any payload is awaited. */
+static void test_oversize(void) {
+  enum s5_ss_method m = S5_SS_AES_256_GCM;
+  uint8_t key[S5_SS_KEY_MAX], s[32 + 18], back[16];
+  struct s5_ss_aead a;
+  for (size_t i = 0; i < 32; i++) s[i] = (uint8_t)(0xa0 + i);
+  s5_ss_password_key(m, PASSWORD, key);
+  CHECK(s5_ss_aead_init(&a, m, key, s) == 0, "cipher");
+  uint8_t l[2] = {0x40, 0x00};
+  CHECK(s5_ss_seal(&a, l, 2, s + 32) == 0, "seal");
+  s5_ss_aead_free(&a);
+  size_t got;
+  int partial, st = decode(m, PASSWORD, s, sizeof s, sizeof s, back, &got, &partial);
+  CHECK(st == S5_SS_OVERSIZE && got == 0, "length 0x4000: status %d", st);
+  l[0] = 0x3f, l[1] = 0xff; /* the largest allowed: awaits its payload */
+  s5_ss_aead_init(&a, m, key, s);
+  s5_ss_seal(&a, l, 2, s + 32);
+  s5_ss_aead_free(&a);
+  st = decode(m, PASSWORD, s, sizeof s, sizeof s, back, &got, &partial);
+  CHECK(st == S5_SS_OK && got == 0 && partial, "length 0x3FFF: status %d, partial %d", st, partial);
+}
+
+/* The stream's first bytes: SOCKS5's ATYP, address and port, nothing before. */
+static void test_target(void) {
+  struct s5_upstream_cfg up = {.type = S5_UPSTREAM_SHADOWSOCKS};
+  struct s5_target t;
+  memset(&t, 0, sizeof t);
+  struct sockaddr_in *in = (struct sockaddr_in *)&t.addr;
+  in->sin_family = AF_INET, in->sin_port = htons(443), in->sin_addr.s_addr = htonl(0x0a000001);
+  uint8_t buf[S5_HTTP_REQUEST_MAX];
+  const char *why;
+  int n = s5_upstream_write_connect(&up, &t, buf, sizeof buf, &why);
+  CHECK(n == 7 && memcmp(buf, "\x01\x0a\x00\x00\x01\x01\xbb", 7) == 0, "IPv4 target: %d bytes", n);
+  snprintf(t.name, sizeof t.name, "example.test");
+  n = s5_upstream_write_connect(&up, &t, buf, sizeof buf, &why);
+  CHECK(
+    n == 1 + 1 + 12 + 2 && buf[0] == 3 && buf[1] == 12 && memcmp(buf + 2, "example.test\x01\xbb", 14) == 0,
+    "a name: %d bytes", n);
+}
+
+int main(void) {
+  char e[200];
+  if (s5_ossl_load(S5_OSSL_CRYPTO, e, sizeof e) != 0) { /* as the daemon at start */
+    fprintf(stderr, "%s\n", e);
+    return 1;
+  }
+  for (size_t i = 0; i < sizeof plain; i++) plain[i] = (uint8_t)(i * 7 + 3);
+  test_vectors();
+  test_oversize();
+  test_target();
+  return check_done();
+}
