@@ -17,8 +17,8 @@
 #include "base/log.h"
 #include "ini/config.h"
 #include "ini/sockaddr.h"
-#include "shared/uptab.h"
 #include "socks5/tls_ctx.h"
+#include "socks5/tls_seen.h"
 
 #define TLS_UP 16384   /* one TLS record's plaintext, from the pair */
 #define TLS_DOWN 32768 /* two records' from the proxy: one write to the pair for both */
@@ -34,9 +34,9 @@ struct s5_tls {
   s5_tls_done *done; /* until the handshake ends; NULL once detached */
   void *arg;
   char up_name[32];
-  unsigned slot; /* the upstream's row in the shared table */
-  int handles;   /* polls open */
-  unsigned pair_eof : 1, net_eof : 1, want_write : 1;
+  unsigned slot;                                                 /* the upstream's row in the shared table */
+  int handles;                                                   /* polls open */
+  unsigned pair_eof : 1, net_eof : 1, want_write : 1, heard : 1; /* heard: data from the proxy */
   size_t up_len;             /* plaintext from the pair, not yet taken by SSL_write */
   size_t down_off, down_len; /* plaintext from the proxy, not yet written to the pair */
   uint8_t up[TLS_UP], down[TLS_DOWN];
@@ -73,18 +73,6 @@ static void tls_close(struct s5_tls *t) {
   uv_close((uv_handle_t *)&t->pair_poll, tls_freed);
 }
 
-/* Why the handshake failed: the certificate check's verdict, else OpenSSL's (an alert, a protocol error). */
-static void tls_why(struct s5_tls *t, int err, char *why, size_t cap) {
-  long v = SSL_get_verify_result(t->ssl);
-  char e[200];
-  if (v != X509_V_OK) snprintf(e, sizeof e, "certificate refused: %s", X509_verify_cert_error_string(v));
-  else if (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
-    snprintf(e, sizeof e, "the proxy closed the connection (%s)", errno != 0 ? strerror(errno) : "EOF");
-  else s5_tls_error_text(e, sizeof e);
-  ERR_clear_error();
-  snprintf(why, cap, "TLS handshake with upstream %s failed: %s", t->up_name, e);
-}
-
 static void tls_report(struct s5_tls *t, int status, const char *why) {
   s5_tls_done *done = t->done;
   t->done = NULL;
@@ -116,8 +104,7 @@ static void tls_handshake(struct s5_tls *t) {
   int r = SSL_connect(t->ssl);
   if (r == 1) {
     struct s5_tls_ctx *c = SSL_CTX_get_app_data(SSL_get_SSL_CTX(t->ssl));
-    if (c != NULL) s5_tls_ctx_handshaken(c, t->ssl);
-    if (s5_uptab() != NULL) s5_uptab_count_tls(s5_uptab(), t->slot, SSL_session_reused(t->ssl));
+    s5_tls_seen_ok(c, t->ssl, t->slot);
     t->state = TLS_OPEN;
     t->want_write = 0;
     tls_poll(t);
@@ -131,7 +118,7 @@ static void tls_handshake(struct s5_tls *t) {
     return;
   }
   char why[400];
-  tls_why(t, err, why, sizeof why);
+  s5_tls_seen_failed(t->ssl, t->slot, t->up_name, err, errno, why, sizeof why);
   tls_report(t, 1, why);
 }
 
@@ -142,10 +129,7 @@ static int tls_wait(struct s5_tls *t, int r) {
   if (err == SSL_ERROR_WANT_WRITE) t->want_write = 1;
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return 0;
   if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && r == 0)) return 1;
-  char e[200];
-  s5_tls_error_text(e, sizeof e);
-  s5_debug("upstream %s: TLS connection ended: %s", t->up_name,
-           err == SSL_ERROR_SYSCALL ? strerror(errno) : e);
+  s5_tls_seen_ended(t->ssl, t->slot, t->up_name, err, errno, !t->heard);
   return -1;
 }
 
@@ -173,7 +157,7 @@ static int tls_pump_once(struct s5_tls *t, int *moved) {
     ERR_clear_error();
     int r = SSL_read(t->ssl, t->down, sizeof t->down);
     if (r > 0) {
-      t->down_off = 0, t->down_len = (size_t)r, *moved = 1;
+      t->down_off = 0, t->down_len = (size_t)r, *moved = t->heard = 1;
       while (t->down_len + TLS_UP <= sizeof t->down) { /* room for another record */
         int r2 = SSL_read(t->ssl, t->down + t->down_len, (int)(sizeof t->down - t->down_len));
         if (r2 <= 0) {
