@@ -85,7 +85,9 @@ static const char *alert_fix(int alert) {
     case SSL_AD_ACCESS_DENIED:
       return "the proxy wants a client certificate it trusts: set tls-cert-file and tls-key-file";
     case SSL_AD_UNRECOGNIZED_NAME: return "set tls-server-name to a name the proxy serves";
-    case SSL_AD_HANDSHAKE_FAILURE:
+    case SSL_AD_HANDSHAKE_FAILURE: /* TLS 1.2's word for a missing client certificate too */
+      return "the proxy wants a client certificate (tls-cert-file, tls-key-file), or has no cipher suite in "
+             "common: see its log";
     case SSL_AD_INSUFFICIENT_SECURITY:
       return "no cipher suite or group in common: see the proxy's TLS settings";
     default: return "see the proxy's log";
@@ -96,7 +98,8 @@ static const char *alert_fix(int alert) {
  * verdict, the alert received, OpenSSL's reason or the socket's error. */
 static enum s5_tls_cause classify(SSL *ssl, int err, int sys_errno, char *what, size_t cap,
                                   const char **fix) {
-  long v = SSL_get_verify_result(ssl);
+  /* the chain's verdict is kept with tls-verify = false too: then it refused nothing */
+  long v = SSL_get_verify_mode(ssl) != SSL_VERIFY_NONE ? SSL_get_verify_result(ssl) : X509_V_OK;
   unsigned long first;
   int reason, alert = alert_received(&first, &reason);
   static const char *const fixes[S5_TLS_CAUSES] = {
