@@ -34,9 +34,9 @@ struct s5_tls {
   s5_tls_done *done; /* until the handshake ends; NULL once detached */
   void *arg;
   char up_name[32];
-  unsigned slot;                                                 /* the upstream's row in the shared table */
-  int handles;                                                   /* polls open */
-  unsigned pair_eof : 1, net_eof : 1, want_write : 1, heard : 1; /* heard: data from the proxy */
+  unsigned slot; /* the upstream's row in the shared table */
+  int handles;   /* polls open */
+  unsigned pair_eof : 1, net_eof : 1, want_write : 1, spoke : 1, heard : 1; /* data to, from the proxy */
   size_t up_len;             /* plaintext from the pair, not yet taken by SSL_write */
   size_t down_off, down_len; /* plaintext from the proxy, not yet written to the pair */
   uint8_t up[TLS_UP], down[TLS_DOWN];
@@ -129,7 +129,7 @@ static int tls_wait(struct s5_tls *t, int r) {
   if (err == SSL_ERROR_WANT_WRITE) t->want_write = 1;
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return 0;
   if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && r == 0)) return 1;
-  s5_tls_seen_ended(t->ssl, t->slot, t->up_name, err, errno, !t->heard);
+  s5_tls_seen_ended(t->ssl, t->slot, t->up_name, err, errno, !t->heard ? 1 + t->spoke : 0);
   return -1;
 }
 
@@ -150,7 +150,7 @@ static int tls_pump_once(struct s5_tls *t, int *moved) {
     int r = SSL_write(t->ssl, t->up, (int)t->up_len);
     if (r > 0) {
       memmove(t->up, t->up + r, t->up_len - (size_t)r); /* partial writes are on */
-      t->up_len -= (size_t)r, *moved = 1;
+      t->up_len -= (size_t)r, *moved = t->spoke = 1;
     } else if (tls_wait(t, r) != 0) return -1;
   }
   if (t->down_len == 0 && !t->net_eof) { /* the proxy -> the pair */

@@ -160,7 +160,7 @@ int s5_tls_seen_ended(SSL *ssl, unsigned slot, const char *up_name, int err, int
   char what[200], why[400];
   const char *fix;
   enum s5_tls_cause c = classify(ssl, err, sys_errno, what, sizeof what, &fix);
-  if (!fresh || (c != S5_TLS_ALERT && c != S5_TLS_VERSION && c != S5_TLS_RESET)) {
+  if (!fresh || (c != S5_TLS_ALERT && c != S5_TLS_VERSION && (c != S5_TLS_RESET || fresh < 2))) {
     s5_debug("upstream %s: TLS connection ended: %s", up_name, what);
     return 0;
   }

@@ -22,10 +22,12 @@ void s5_tls_seen_ok(struct s5_tls_ctx *c, SSL *ssl, unsigned slot);
 void s5_tls_seen_failed(SSL *ssl, unsigned slot, const char *up_name, int err, int sys_errno, char *why,
                         size_t cap);
 
-/* An open connection ended in an error. fresh: nothing came from the
- * proxy yet; then an alert or a reset is a refusal (TLS 1.3: the proxy
+/* An open connection ended in an error. fresh: 0 once the proxy sent
+ * data; 1 before, 2 before and after we sent some. Fresh, an alert (2: or
+ * a reset, the answer to our bytes) is a refusal (TLS 1.3: the proxy
  * checks our certificate after our handshake ended), counted like a failed
- * handshake (1); anything else is a debug line (0). */
+ * handshake (1); anything else is a debug line (0): an idle connection's
+ * reset is no refusal. */
 int s5_tls_seen_ended(SSL *ssl, unsigned slot, const char *up_name, int err, int sys_errno, int fresh);
 
 #endif

@@ -127,6 +127,10 @@ static void refused_after(void) {
   uint64_t before = s5_uptab()->u[0].tls_failed[S5_TLS_ALERT];
   CHECK(s5_tls_seen_ended(cl, 0, "up", err, errno, 1) == 1, "the alert after the handshake: a refusal");
   CHECK(s5_tls_seen_ended(cl, 0, "up", SSL_ERROR_SYSCALL, ECONNRESET, 0) == 0, "a reset after data: not one");
+  CHECK(s5_tls_seen_ended(cl, 0, "up", SSL_ERROR_SYSCALL, ECONNRESET, 1) == 0,
+        "an idle connection's reset: not one");
+  CHECK(s5_tls_seen_ended(cl, 0, "up", SSL_ERROR_SYSCALL, ECONNRESET, 2) == 1,
+        "a reset answering our bytes: one");
   CHECK(s5_uptab()->u[0].tls_failed[S5_TLS_ALERT] == before + 1, "counted as alert");
   SSL_free(cl);
   SSL_free(sv);
