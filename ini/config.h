@@ -406,6 +406,12 @@ enum s5_args_result s5_args_load(struct s5_config *cfg, int argc, char **argv);
  * --check-config go to out, the one error message to err. For tests. */
 enum s5_args_result s5_args_load_io(struct s5_config *cfg, int argc, char **argv, FILE *out, FILE *err);
 
+/* Set by the daemon before s5_args_load (ini/ does not link OpenSSL):
+ * whether a TLS upstream's tls-cert-file and tls-key-file belong together;
+ * 0, or -1 with what is wrong in err (blamed on tls-key-file). NULL: not
+ * checked before the first connection. */
+extern int (*s5_config_tls_pair_check)(const char *cert, const char *key, char *err, size_t errlen);
+
 /* Built-in defaults (queues resolved to the online CPU count). */
 void s5_config_defaults(struct s5_config *cfg);
 

@@ -155,6 +155,8 @@ static int check_upstream(const struct s5_config *cfg, unsigned i, int *key, int
   return 0;
 }
 
+int (*s5_config_tls_pair_check)(const char *cert, const char *key, char *err, size_t errlen);
+
 /* TLS: the types that carry it, the files it reads (refused here rather
  * than at a session's first connection), a client key with its certificate. */
 static int check_tls(const struct s5_config *cfg, unsigned i, int *key, int *up, char *err, size_t errlen) {
@@ -178,6 +180,11 @@ static int check_tls(const struct s5_config *cfg, unsigned i, int *key, int *up,
     if (files[f][0] == '\0' || access(files[f], R_OK) == 0) continue;
     blame(cfg, i, names[f], key, up);
     snprintf(err, errlen, "%s: %s", files[f], strerror(errno));
+    return -1;
+  }
+  if (u->tls_cert_file[0] != '\0' && s5_config_tls_pair_check != NULL &&
+      s5_config_tls_pair_check(u->tls_cert_file, u->tls_key_file, err, errlen) != 0) {
+    blame(cfg, i, "tls-key-file", key, up);
     return -1;
   }
   return 0;

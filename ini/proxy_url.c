@@ -140,8 +140,10 @@ static int authority(struct s5_config *cfg, int up, const char *a, int ss, char 
     if (colon != NULL &&
         decode(colon + 1, (size_t)(at - colon - 1), pass, sizeof pass, "password", err, errlen))
       return -1;
-    if (set(cfg, up, "username", user, err, errlen) != 0 || set(cfg, up, "password", pass, err, errlen) != 0)
-      return -1;
+    int r =
+      set(cfg, up, "username", user, err, errlen) != 0 || set(cfg, up, "password", pass, err, errlen) != 0;
+    explicit_bzero(pass, sizeof pass); /* the configuration's copy is the one kept */
+    if (r) return -1;
     a = at + 1;
   }
   const char *port;

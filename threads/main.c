@@ -35,6 +35,7 @@
 #include "shared/uptab.h"
 #include "threads/ctl/stats_server.h"
 #include "socks5/upstream.h"
+#include "socks5/tls_ctx.h"
 
 /* What a configuration needs to run at all, in open files of one process
  * (thread mode holds everything in one; process mode's supervisor holds
@@ -131,7 +132,8 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "exec") == 0) return s5_exec_command(argc, argv);
   s5_memtrim_setup(); /* before any thread or worker; refused (a sanitizer), the default holds */
 
-  static struct s5_config cfg; /* read-only once loaded; every worker reads it */
+  static struct s5_config cfg;                  /* read-only once loaded; every worker reads it */
+  s5_config_tls_pair_check = s5_tls_pair_check; /* a client key checked with its certificate */
   switch (s5_args_load(&cfg, argc, argv)) {
     case S5_ARGS_RUN: break;
     case S5_ARGS_EXIT_OK: return 0;

@@ -43,6 +43,21 @@ enum s5_up_cause {
   S5_UP_NONE,
 };
 
+/* Why a TLS handshake with the proxy failed (shared/uptls.h names them;
+ * each is also a failed[CONNECT] or [HANDSHAKE] of the set-up). */
+enum s5_tls_cause {
+  S5_TLS_NAME,    /* the certificate is for another name (tls-server-name) */
+  S5_TLS_CA,      /* signed by a CA we do not trust (tls-ca-file) */
+  S5_TLS_EXPIRED, /* the certificate expired or is not valid yet */
+  S5_TLS_CERT,    /* another certificate check */
+  S5_TLS_ALERT,   /* the proxy sent an alert (a client certificate it wants: tls-cert-file) */
+  S5_TLS_VERSION, /* the proxy offers only TLS below 1.2 */
+  S5_TLS_RESET,   /* the proxy reset or closed the connection in the handshake */
+  S5_TLS_NOT_TLS, /* the port does not speak TLS */
+  S5_TLS_OTHER,
+  S5_TLS_CAUSES,
+};
+
 /* Handshake time buckets (ms, upper bounds; +Inf after the last), for the
  * Prometheus histogram s5tund_upstream_handshake_seconds. */
 #define S5_UP_HS_BUCKETS 12
@@ -75,7 +90,10 @@ struct s5_up_slot {
                             * framing (a wrong password or method, tampering), or was cut short */
   uint64_t tls_handshakes; /* tls = true: TLS handshakes done with it (a refused one is failed[CONNECT]) */
   uint64_t tls_resumed;    /* of them, sessions resumed */
-  uint64_t bytes_up;       /* client to proxy, counted as sessions end */
+  uint64_t tls_failed[S5_TLS_CAUSES]; /* handshakes refused, by cause */
+  uint64_t tls_info;                  /* the last handshake's state (shared/uptls.h); 0 = none yet */
+  uint64_t tls_name[6];               /* the name it verified: 47 bytes and a NUL, word by word */
+  uint64_t bytes_up;                  /* client to proxy, counted as sessions end */
   uint64_t bytes_down;
   uint64_t hs_le[S5_UP_HS_BUCKETS + 1]; /* set-ups granted within each bucket (not cumulative) */
   uint64_t hs_sum_us;                   /* their handshake times, summed */

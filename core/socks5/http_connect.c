@@ -51,8 +51,10 @@ int s5_http_write_connect(uint8_t *buf, size_t cap, const char *host, const stru
     memcpy(auth, "Proxy-Authorization: Basic ", 27);
     size_t n = 27 + base64(cred, ul + 1 + pl, auth + 27);
     memcpy(auth + n, "\r\n", 3);
+    explicit_bzero(cred, sizeof cred);
   }
   int n = snprintf((char *)buf, cap, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", authority, authority, auth);
+  explicit_bzero(auth, sizeof auth); /* buf's copy: the caller's to clear once sent */
   return n < 0 || (size_t)n >= cap ? S5_SOCKS5_TOO_LONG : n;
 }
 

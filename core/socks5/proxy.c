@@ -101,11 +101,7 @@ static void proxy_granted(struct s5_proxy *p, const struct s5_socks5_addr *bnd) 
 
 /* ---------------------------------------------------------------- messages out */
 
-static int proxy_send(struct s5_proxy *p, const uint8_t *msg, int len) {
-  if (len < 0) return len;
-  uv_buf_t b = uv_buf_init((char *)msg, (unsigned)len);
-  return uv_try_write((uv_stream_t *)&p->sock, &b, 1) == len ? 0 : -1;
-}
+#define proxy_send s5_proxy_send
 
 static int proxy_put_auth(const struct s5_proxy *p, uint8_t *msg, size_t cap) {
   return s5_socks5_write_auth(msg, cap, p->up->username, p->up->password);
@@ -393,7 +389,7 @@ void s5_proxy_expired(uv_timer_t *timer) {
 int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
   uint8_t msg[S5_HTTP_REQUEST_MAX]; /* can it be written: a mapped name may have gone */
   if (p->target != NULL && p->ops->cmd != S5_PROXY_ASSOCIATE &&
-      proxy_request_text(p, msg, sizeof msg, why, cap) < 0)
+      s5_proxy_cleared(proxy_request_text(p, msg, sizeof msg, why, cap), msg, sizeof msg) < 0)
     return UV_EINVAL;
   s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, 0);
   if (p->up->type == S5_UPSTREAM_DIRECT) return proxy_direct(p, why, cap);

@@ -142,6 +142,11 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
  * cfg's (the first by default), and the destination (held by the owner;
  * NULL: its own request, ops->request). */
 void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up, const struct s5_target *target);
+/* Sends len bytes of msg (0, or -1 when not all went; len < 0 is
+ * returned as it is), then clears them: they may hold credentials. */
+int s5_proxy_send(struct s5_proxy *p, uint8_t *msg, int len);
+/* msg's cap bytes cleared (a request written only to check it); r returned. */
+int s5_proxy_cleared(int r, uint8_t *msg, size_t cap);
 
 /* Connects to the upstream's address, with SO_MARK. Returns 0, or a negative
  * libuv error with what failed in why (then nothing was reported and the

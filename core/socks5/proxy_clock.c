@@ -6,9 +6,11 @@
  * for an owner that can move on to another upstream (ops->slow). A black
  * hole (takes the TCP connection, never answers) costs handshake-timeout,
  * not connect-timeout. SOCKS5 answers first with its greeting; HTTP and
- * SOCKS4 have none, so for them it bounds the CONNECT's reply too. */
+ * SOCKS4 have none, so for them it bounds the CONNECT's reply too.
+ * And its messages' sending, which clears them (credentials). */
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ctx/wctx.h"
 #include "ini/config.h"
@@ -20,6 +22,19 @@ void s5_proxy_use(struct s5_proxy *p, const struct s5_upstream_cfg *up, const st
   p->up = up;
   p->target = target;
   p->pipeline = p->ops->cmd == S5_PROXY_CONNECT && up->type == S5_UPSTREAM_SOCKS5 && up->pipeline;
+}
+
+int s5_proxy_send(struct s5_proxy *p, uint8_t *msg, int len) {
+  if (len < 0) return len;
+  uv_buf_t b = uv_buf_init((char *)msg, (unsigned)len);
+  int sent = uv_try_write((uv_stream_t *)&p->sock, &b, 1);
+  explicit_bzero(msg, (size_t)len); /* no copy of a password left on the stack */
+  return sent == len ? 0 : -1;
+}
+
+int s5_proxy_cleared(int r, uint8_t *msg, size_t cap) {
+  explicit_bzero(msg, cap);
+  return r;
 }
 
 int s5_proxy_data_ok(struct s5_proxy *p) {

@@ -68,7 +68,8 @@ struct s5_pump {
   char up_name[32];
   unsigned slot; /* the upstream's row in the shared table */
   int handles;   /* polls open */
-  unsigned pair_eof : 1, net_eof : 1, want_write : 1;
+  unsigned pair_eof : 1, net_eof : 1, want_write : 1, spoke : 1,
+    heard : 1;               /* the codec's data to, from the proxy */
   size_t up_len;             /* plain bytes from the pair, not yet taken by the codec */
   size_t down_off, down_len; /* plain bytes from the proxy, not yet written to the pair */
   uint8_t up[S5_PUMP_UP], down[S5_PUMP_DOWN];

@@ -11,21 +11,9 @@
 
 #include "base/log.h"
 #include "ini/config.h"
-#include "shared/uptab.h"
 #include "socks5/pump.h"
 #include "socks5/tls_ctx.h"
-
-/* Why the handshake failed: the certificate check's verdict, else OpenSSL's (an alert, a protocol error). */
-static void tls_why(struct s5_pump *t, SSL *ssl, int err, char *why, size_t cap) {
-  long v = SSL_get_verify_result(ssl);
-  char e[200];
-  if (v != X509_V_OK) snprintf(e, sizeof e, "certificate refused: %s", X509_verify_cert_error_string(v));
-  else if (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0)
-    snprintf(e, sizeof e, "the proxy closed the connection (%s)", errno != 0 ? strerror(errno) : "EOF");
-  else s5_tls_error_text(e, sizeof e);
-  ERR_clear_error();
-  snprintf(why, cap, "TLS handshake with upstream %s failed: %s", t->up_name, e);
-}
+#include "socks5/tls_seen.h"
 
 static int tls_handshake(struct s5_pump *t, char *why, size_t cap) {
   SSL *ssl = t->cx;
@@ -37,8 +25,7 @@ static int tls_handshake(struct s5_pump *t, char *why, size_t cap) {
   int r = SSL_connect(ssl);
   if (r == 1) {
     struct s5_tls_ctx *c = SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
-    if (c != NULL) s5_tls_ctx_handshaken(c, ssl);
-    if (s5_uptab() != NULL) s5_uptab_count_tls(s5_uptab(), t->slot, SSL_session_reused(ssl));
+    s5_tls_seen_ok(c, ssl, t->slot);
     return 0;
   }
   int err = SSL_get_error(ssl, r);
@@ -46,7 +33,7 @@ static int tls_handshake(struct s5_pump *t, char *why, size_t cap) {
     t->want_write = err == SSL_ERROR_WANT_WRITE;
     return 1;
   }
-  tls_why(t, ssl, err, why, cap);
+  s5_tls_seen_failed(ssl, t->slot, t->up_name, err, errno, why, cap);
   return -1;
 }
 
@@ -58,17 +45,17 @@ static int tls_wait(struct s5_pump *t, int r) {
   if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return 0;
   if (err == SSL_ERROR_ZERO_RETURN || (err == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 && r == 0))
     return -S5_PUMP_EOF;
-  char e[200];
-  s5_tls_error_text(e, sizeof e);
-  s5_debug("upstream %s: TLS connection ended: %s", t->up_name,
-           err == SSL_ERROR_SYSCALL ? strerror(errno) : e);
+  s5_tls_seen_ended(t->cx, t->slot, t->up_name, err, errno, !t->heard ? 1 + t->spoke : 0);
   return -1;
 }
 
 static int tls_write(struct s5_pump *t, const uint8_t *buf, size_t len) {
   ERR_clear_error();
   int r = SSL_write(t->cx, buf, (int)len);
-  if (r > 0) return r;
+  if (r > 0) {
+    t->spoke = 1;
+    return r;
+  }
   r = tls_wait(t, r);
   return r == 0 ? 0 : -1;
 }
@@ -76,7 +63,10 @@ static int tls_write(struct s5_pump *t, const uint8_t *buf, size_t len) {
 static int tls_read(struct s5_pump *t, uint8_t *buf, size_t cap) {
   ERR_clear_error();
   int r = SSL_read(t->cx, buf, (int)cap);
-  if (r > 0) return r;
+  if (r > 0) {
+    t->heard = 1;
+    return r;
+  }
   return tls_wait(t, r);
 }
 

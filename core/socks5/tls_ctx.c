@@ -147,14 +147,20 @@ int s5_tls_ctx_ssl(struct s5_tls_ctx *c, const struct s5_upstream_cfg *up, SSL *
   return 0;
 }
 
-void s5_tls_ctx_handshaken(struct s5_tls_ctx *c, SSL *ssl) {
-  int resumed = SSL_session_reused(ssl);
-  c->handshakes++;
-  c->resumed += resumed != 0;
-  /* the state once per worker and context, then at debug */
-  enum s5_log_level level = c->handshakes == 1 ? S5_LOG_INFO : S5_LOG_DEBUG;
-  s5_log(level, "upstream %s: TLS %s %s, %s %s%s (%lu handshakes, %lu resumed)", c->up_name,
-         SSL_get_version(ssl), SSL_get_cipher_name(ssl),
-         SSL_get_verify_mode(ssl) == SSL_VERIFY_NONE ? "NOT verified (tls-verify = false):" : "verified",
-         c->name, resumed ? ", session resumed" : "", c->handshakes, c->resumed);
+int s5_tls_pair_check(const char *cert, const char *key, char *err, size_t errlen) {
+  SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+  const char *what = ctx == NULL                                                    ? "SSL_CTX_new"
+                     : SSL_CTX_use_certificate_chain_file(ctx, cert) != 1           ? "reading tls-cert-file"
+                     : SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ? "reading the key"
+                     : SSL_CTX_check_private_key(ctx) != 1
+                       ? "the key does not match tls-cert-file's certificate"
+                       : NULL;
+  SSL_CTX_free(ctx);
+  if (what == NULL) return 0;
+  if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH) /* reading it compares them */
+    what = "the key does not match tls-cert-file's certificate";
+  char e[200];
+  s5_tls_error_text(e, sizeof e);
+  snprintf(err, errlen, "%s: %s (%s)", key, what, e);
+  return -1;
 }

@@ -18,8 +18,8 @@ struct s5_tls_ctx {
   char up_name[32]; /* for the log */
   char name[256];   /* the name (or address) verified */
   SSL_CTX *ctx;
-  SSL_SESSION *sess; /* the last session given, or NULL */
-  unsigned long handshakes, resumed;
+  SSL_SESSION *sess;                 /* the last session given, or NULL */
+  unsigned long handshakes, resumed; /* this worker's (tls_seen.c) */
 };
 
 /* up's context on this thread, built if new. NULL with why (naming the
@@ -29,8 +29,10 @@ struct s5_tls_ctx *s5_tls_ctx_get(const struct s5_upstream_cfg *up, char *why, s
 /* A client SSL of c for up: the name to verify and send (SNI), the session to resume. */
 int s5_tls_ctx_ssl(struct s5_tls_ctx *c, const struct s5_upstream_cfg *up, SSL **out, char *why, size_t cap);
 
-/* A handshake done: counted; the first of c logged (version, cipher, name). */
-void s5_tls_ctx_handshaken(struct s5_tls_ctx *c, SSL *ssl);
+/* Whether the client certificate in cert and the key in key (PEM files)
+ * belong together: 0, or -1 with what is wrong (ini's
+ * s5_config_tls_pair_check, set by the daemon). */
+int s5_tls_pair_check(const char *cert, const char *key, char *err, size_t errlen);
 
 /* OpenSSL's first queued error as text (the queue cleared). */
 void s5_tls_error_text(char *out, size_t cap);

@@ -12,12 +12,20 @@
 #                 log), TLS resumed on the pool's next connections, the
 #                 warning about an upstream with tls-verify = false. A
 #                 capture on the veth holds neither the password nor the
-#                 destination's name.
+#                 destination's name. Seen: each refusal's cause in one
+#                 warn line with its fix and in --stats, Prometheus and
+#                 --stats' counters; the version, cipher and verified
+#                 name. A client certificate: stunnel with verify = 2
+#                 refuses the upstream without one (before squid in the
+#                 failover order) and takes dante's with one; a key that is
+#                 not the certificate's is a config error.
 
 TLS_GOOD=3129
 TLS_NAME=3130
 TLS_EXPIRED=3131
 STUNNEL_PORT=1443
+STUNNEL_CERT_PORT=1444 # verify = 2: a client certificate signed by the test CA, or refused
+METRICS_PORT=9554      # [stats] http, on the client namespace's loopback
 
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
@@ -52,6 +60,9 @@ make_pki() {
   tls_cert good "IP:$S_ADDR4,DNS:proxy.test"
   tls_cert name "DNS:other.test"
   tls_cert expired "IP:$S_ADDR4" -1
+  tls_cert client "DNS:client.test"
+  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$d/stray.key" 2>/dev/null ||
+    fail "openssl genpkey"
   openssl x509 -checkend 0 -noout -in "$d/expired.pem" >/dev/null && fail "the expired certificate is not"
   chmod 644 "$d"/*
   log "test CA and certificates made"
@@ -68,10 +79,18 @@ accept = $S_ADDR4:$STUNNEL_PORT
 connect = $S_ADDR4:$DANTE_PORT
 cert = $WORK/pki/good.pem
 key = $WORK/pki/good.key
+[socks-cert]
+accept = $S_ADDR4:$STUNNEL_CERT_PORT
+connect = $S_ADDR4:$DANTE_PORT
+cert = $WORK/pki/good.pem
+key = $WORK/pki/good.key
+verify = 2
+CAfile = $WORK/pki/ca.pem
 EOF
   E2E_LOGS+=("$WORK/stunnel.log")
   in_s stunnel4 "$WORK/stunnel.conf" >/dev/null 2>&1 &
   e2e_wait_listen "$STUNNEL_PORT" "$S_ADDR4" || fail "stunnel does not listen on $S_ADDR4:$STUNNEL_PORT"
+  e2e_wait_listen "$STUNNEL_CERT_PORT" "$S_ADDR4" || fail "stunnel does not listen on $S_ADDR4:$STUNNEL_CERT_PORT"
 }
 
 # holds FILE WHAT STRING...: until FILE holds every STRING (T_START).
@@ -165,6 +184,68 @@ no_libssl() {
   log "without libssl.so.3: $(grep -o 'tls = true needs.*' "$WORK/nolibssl.log"), exit 1"
 }
 
+# stats_json PY: PY's print over --stats --json (as u: the upstream named by $1 in PY's first line).
+up_json() {
+  "$S5TUND" --stats "$WORK/stats.sock" --json |
+    "$PY" -c "import json, sys; u = [u for u in json.load(sys.stdin)['upstreams'] if u['name'] == '$1'][0]; $2"
+}
+
+# The refusals of the first run, each seen: one warn line per upstream and
+# cause with its fix, the counter of its cause (--stats, Prometheus); the
+# good upstream's state (version, cipher, verified name) in both, and one
+# info line for it of all the workers' handshakes.
+tls_seen_refusals() {
+  local up cause fix n metrics
+  metrics=$(ip netns exec "$NS_C" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics") || fail "no metrics"
+  for up in wrongca:ca:"set tls-ca-file to the CA" wrongname:name:"set tls-server-name to a name it carries" \
+    expired:expired:"renew the proxy's certificate" nocert:alert:"tls-cert-file"; do
+    IFS=: read -r up cause fix <<<"$up"
+    # TLS 1.3: the proxy checks our certificate after our handshake; its alert, or its reset first
+    [[ $up == nocert ]] && ! grep -q "upstream nocert refused: .*\[alert\]" "$S5LOG" && cause=reset
+    n=$(grep -cE "warn  .*TLS (handshake|connection) with upstream $up (failed|refused): .*\[$cause\]: .*$fix" "$S5LOG" || true)
+    ((n == 1)) || fail "upstream $up: $n warn lines of cause $cause with its fix, want 1"
+    n=$(up_json "$up" "print(u['tls_failed_$cause'])")
+    ((n >= 1)) || fail "upstream $up: tls_failed_$cause is $n in --stats"
+    grep -qE "^s5tund_upstream_tls_failures_total\{upstream=\"$up\",cause=\"$cause\"\} [1-9]" <<<"$metrics" ||
+      fail "upstream $up: no s5tund_upstream_tls_failures_total of cause $cause"
+  done
+  grep -qE "TLS connection with upstream nocert refused: (the proxy sent alert certificate required|the proxy reset)" \
+    "$S5LOG" || fail "nocert: the proxy's refusal is not named"
+  grep -q "peer did not return a certificate" "$WORK/stunnel.log" ||
+    fail "stunnel (verify = 2) logged no connection refused for its missing certificate"
+  local bad
+  bad=$(e2e_s5_warns | grep -vE "TLS (handshake|connection) with upstream (wrongca|wrongname|expired|nocert) " || true)
+  [[ -z $bad ]] || fail "s5tund logged other errors or warnings: $(oneline "$bad")"
+  local state
+  state=$(up_json squid "print(u['tls_version'], u['tls_cipher'], u['tls_name'], u['tls_verified'])")
+  [[ $state =~ ^TLSv1\.[23]\ [A-Z0-9_-]+\ $S_ADDR4\ True$ ]] || fail "squid's TLS state in --stats: $state"
+  grep -qE "^s5tund_upstream_tls_info\{upstream=\"squid\",version=\"TLSv1\.[23]\",cipher=\"[A-Z0-9_-]+\",name=\"$S_ADDR4\",verified=\"true\"\} 1$" <<<"$metrics" ||
+    fail "no s5tund_upstream_tls_info of squid"
+  n=$(grep -cE "info  .*upstream squid: TLS TLSv" "$S5LOG" || true)
+  ((n == 1)) || fail "squid's TLS state: $n info lines, want 1 (the first handshake of all workers')"
+  [[ $("$S5TUND" --stats "$WORK/stats.sock") =~ $'\n'squid\ +TLSv1\.[23]\ [^$'\n']*\ yes\  ]] ||
+    fail "no TLS row of squid in --stats"
+  local b64 shown
+  b64=$(printf '%s:%s' "$SQUID_USER" "$SQUID_PASS" | base64)
+  ! grep -qF -e "$SQUID_PASS" -e "$b64" "$S5LOG" || fail "s5tund's log (debug) holds the password"
+  shown=$("$S5TUND" --config "$WORK/tls.ini" --check-config | grep -c "^password = \*\*\*$" || true)
+  ((shown == 4)) || fail "--check-config: $shown of the 4 passwords shown as ***"
+  ! "$S5TUND" --config "$WORK/tls.ini" --check-config | grep -qF "$SQUID_PASS" || fail "--check-config shows the password"
+  log "refusals: one warn line each with its fix, counted by cause; squid: $state; no password in the log"
+}
+
+# A client key that is not the certificate's: refused at start (exit 2, file, line, key).
+tls_key_mismatch() {
+  local ini=$WORK/mismatch.ini out rc=0
+  printf '%s\n' "[upstream a]" "type = socks5" "address = $S_ADDR4" "port = $STUNNEL_CERT_PORT" "tls = true" \
+    "tls-cert-file = $WORK/pki/client.pem" "tls-key-file = $WORK/pki/stray.key" >"$ini"
+  out=$("$S5TUND" --config "$ini" --check-config 2>&1) || rc=$?
+  ((rc == 2)) || fail "a key not the certificate's: exit $rc, want 2 ($out)"
+  [[ $out == *"mismatch.ini:7: [upstream a] tls-key-file: "*"does not match tls-cert-file"* ]] ||
+    fail "a key not the certificate's: $out"
+  log "a key not the certificate's: exit 2, $out"
+}
+
 case_upstream_tls() {
   make_pki
   local p=$WORK/pki
@@ -179,11 +260,12 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   local ini=$WORK/tls.ini
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
   {
-    printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" \
-      "network = $DNS_POOL" "" "[balance]" "fail-after = 100"
+    printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "http = 127.0.0.1:$METRICS_PORT" "" "[dns]" \
+      "address = $DNS_ADDR" "network = $DNS_POOL" "" "[balance]" "fail-after = 100"
     tls_up wrongca http $TLS_GOOD "tls-ca-file=$p/other.pem" "username=$SQUID_USER" "password=$SQUID_PASS"
     tls_up wrongname http $TLS_NAME "username=$SQUID_USER" "password=$SQUID_PASS"
     tls_up expired http $TLS_EXPIRED "username=$SQUID_USER" "password=$SQUID_PASS"
+    tls_up nocert socks5 $STUNNEL_CERT_PORT # the proxy wants a client certificate
     tls_up squid http $TLS_GOOD "username=$SQUID_USER" "password=$SQUID_PASS"
   } >>"$ini"
   no_libssl "$ini"
@@ -209,7 +291,7 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   grep -q "TCP_TUNNEL/200 .* CONNECT target\.test:$TGT_PORT $SQUID_USER " "$SQUID_LOG" ||
     fail "squid logged no CONNECT by name"
   log "squid over HTTPS: $tunnels CONNECTs; wrong CA, wrong name, expired refused and failed over"
-  e2e_s5_log_clean # each refusal a debug line of its session (the set-up went on); nothing at warn
+  tls_seen_refusals
   e2e_stop_s5tund
 
   # SOCKS5 inside TLS: stunnel in front of danted.
@@ -217,7 +299,7 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
   {
     printf '%s\n' "" "[stats]" "socket = $WORK/stats2.sock" "" "[dns]" "address = $DNS_ADDR" "network = $DNS_POOL"
-    tls_up dante socks5 $STUNNEL_PORT
+    tls_up dante socks5 $STUNNEL_CERT_PORT "tls-cert-file=$p/client.pem" "tls-key-file=$p/client.key"
     tls_up noverify socks5 $STUNNEL_PORT "tls-verify=false" # after dante: only warned about
   } >>"$ini"
   e2e_start_s5tund --config "$ini"
@@ -231,6 +313,8 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   # squid's https_port gives no session tickets; stunnel's OpenSSL does: the pool's refills resume
   e2e_wait_log "$S5LOG" "upstream dante: TLS .*session resumed" 5 >/dev/null
   grep -qE "tcp/connect \[.*$TGT4\.$TGT_PORT" "$WORK/danted.log" || fail "danted logged no CONNECT"
+  grep -q "Certificate accepted at depth=0: CN=client" "$WORK/stunnel.log" ||
+    fail "stunnel (verify = 2) logged no client certificate accepted"
   local hits tls # the pool's connections are handshaken (TLS) and greeted (SOCKS5): sessions took them
   hits=$("$S5TUND" --stats "$WORK/stats2.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"]["pool_hits"])')
   ((hits > 0)) || fail "no session took a pooled TLS connection (pool_hits $hits)"
@@ -251,6 +335,7 @@ print(u["tls_handshakes"], u["tls_resumed"])')
   [[ -z $bad ]] || fail "s5tund logged errors or warnings: $(oneline "$bad")"
   log "SOCKS5 in TLS: danted logged $(grep -cE 'tcp/connect \[' "$WORK/danted.log") CONNECTs, $hits from the pool; ${tls[0]} TLS handshakes, ${tls[1]} resumed"
   e2e_stop_s5tund
+  tls_key_mismatch
 
   kill "$dump" 2>/dev/null || true
   wait "$dump" 2>/dev/null || true

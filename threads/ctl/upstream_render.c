@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "shared/uptab.h"
+#include "shared/uptls.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 
@@ -40,6 +40,8 @@ struct up_copy {
   uint32_t state, down, why;
   uint64_t hs_le[S5_UP_HS_BUCKETS + 1], hs_sum_us;
   uint64_t since;
+  uint64_t tls_failed[S5_TLS_CAUSES];
+  struct s5_up_tls tls;
 #define S5_UP_FIELD(f, m, ty, h) uint64_t f;
   S5_UP_FIELDS(S5_UP_FIELD)
 #undef S5_UP_FIELD
@@ -68,6 +70,24 @@ static void up_read(const struct s5_up_slot *u, struct up_copy *c) {
   c->bytes_down = LOAD(&u->bytes_down);
   c->tls_handshakes = LOAD(&u->tls_handshakes);
   c->tls_resumed = LOAD(&u->tls_resumed);
+  for (unsigned k = 0; k < S5_TLS_CAUSES; k++) c->tls_failed[k] = LOAD(&u->tls_failed[k]);
+  s5_uptab_tls_read(u, &c->tls);
+}
+
+/* tls = true: the last handshake's state and the refusals by cause. */
+static size_t up_tls_json(const struct up_copy *c, char *buf, size_t cap, size_t at) {
+  char v[8], s[8];
+  at = s5_render_put(buf, cap, at, ",\"tls_version\":\"%s\",\"tls_cipher\":\"%s\",\"tls_name\":\"",
+                     s5_tls_version_name(c->tls.version, v, sizeof v),
+                     c->tls.version != 0 ? s5_tls_cipher_name(c->tls.cipher, s, sizeof s) : "");
+  for (const char *p = c->tls.name; *p != '\0'; p++) /* a name or an address: keep it JSON */
+    at =
+      s5_render_put(buf, cap, at, "%c", strchr("\"\\{}", *p) != NULL || (unsigned char)*p < 0x20 ? '?' : *p);
+  at = s5_render_put(buf, cap, at, "\",\"tls_verified\":%s", c->tls.verified ? "true" : "false");
+  for (unsigned k = 0; k < S5_TLS_CAUSES; k++)
+    at = s5_render_put(buf, cap, at, ",\"tls_failed_%s\":%" PRIu64, s5_tls_cause_name((enum s5_tls_cause)k),
+                       c->tls_failed[k]);
+  return at;
 }
 
 /* A slot worth showing: an upstream of the configuration, or one a reload
@@ -98,6 +118,7 @@ static size_t upstreams_json(char *buf, size_t cap, size_t at) {
 #define S5_UP_JSON(f, m, ty, h) at = s5_render_put(buf, cap, at, ",\"" #f "\":%" PRIu64, c.f);
     S5_UP_FIELDS(S5_UP_JSON)
 #undef S5_UP_JSON
+    at = up_tls_json(&c, buf, cap, at);
     at = s5_render_put(buf, cap, at, "}");
   }
   return s5_render_put(buf, cap, at, "]");
@@ -106,7 +127,44 @@ static size_t upstreams_json(char *buf, size_t cap, size_t at) {
 #define json_num s5_render_json_num
 #define json_str s5_render_json_str
 
-static void upstreams_table(FILE *out, const char *json) {
+/* tls = true: one line per upstream with a handshake or a refusal. */
+static void upstreams_tls_table(FILE *out, const char *p) {
+  int head = 0;
+  for (p = strchr(p, '{'); p != NULL; p = strchr(p + 1, '{')) {
+    const char *end = strchr(p, '}');
+    if (end == NULL) break;
+    char name[32], version[16], cipher[40], tname[48], refused[160] = "";
+    json_str(p, end, "name", name, sizeof name);
+    json_str(p, end, "tls_version", version, sizeof version);
+    json_str(p, end, "tls_cipher", cipher, sizeof cipher);
+    json_str(p, end, "tls_name", tname, sizeof tname);
+    size_t at = 0;
+    for (unsigned k = 0; k < S5_TLS_CAUSES; k++) {
+      char f[32];
+      snprintf(f, sizeof f, "tls_failed_%s", s5_tls_cause_name((enum s5_tls_cause)k));
+      uint64_t n = json_num(p, end, f);
+      if (n != 0 && at < sizeof refused)
+        at += (size_t)snprintf(refused + at, sizeof refused - at, "%s%s=%" PRIu64, at ? "," : "",
+                               s5_tls_cause_name((enum s5_tls_cause)k), n);
+    }
+    if (version[0] != '\0' || refused[0] != '\0') {
+      if (!head++)
+        fprintf(out, "\n%-16s %-8s %-30s %-24s %-8s %9s %9s %s\n", "TLS_of", "version", "cipher", "name",
+                "verified", "hshakes", "resumed", "refused");
+      const char *ver = strstr(p, "\"tls_verified\":true");
+      fprintf(out, "%-16s %-8s %-30s %-24s %-8s %9" PRIu64 " %9" PRIu64 " %s\n", name,
+              version[0] ? version : "-", cipher[0] ? cipher : "-", tname[0] ? tname : "-",
+              !version[0]        ? "-"
+              : ver && ver < end ? "yes"
+                                 : "NO",
+              json_num(p, end, "tls_handshakes"), json_num(p, end, "tls_resumed"),
+              refused[0] ? refused : "-");
+    }
+    if (end[1] == ']') break;
+  }
+}
+
+static void upstreams_health_table(FILE *out, const char *json) {
   const char *p = strstr(json, "\"upstreams\":[");
   /* One upstream: the table as it always was (the queue rows say it all). */
   if (p == NULL || strstr(p, "},{") == NULL) return;
@@ -137,6 +195,12 @@ static void upstreams_table(FILE *out, const char *json) {
   }
 }
 
+static void upstreams_table(FILE *out, const char *json) {
+  upstreams_health_table(out, json);
+  const char *p = strstr(json, "\"upstreams\":[");
+  if (p != NULL) upstreams_tls_table(out, p);
+}
+
 /* The handshake times: from the client's SYN to the upstream's grant,
  * over every upstream tried (a failover's detour counts). */
 static size_t up_prom_histogram(const struct up_copy *c, unsigned n, char *buf, size_t cap, size_t at) {
@@ -159,6 +223,41 @@ static size_t up_prom_histogram(const struct up_copy *c, unsigned n, char *buf, 
                        c[i].name, c[i].hs_sum_us / 1e6);
     at = s5_render_put(buf, cap, at, "s5tund_upstream_handshake_seconds_count{upstream=\"%s\"} %" PRIu64 "\n",
                        c[i].name, cum);
+  }
+  return at;
+}
+
+/* tls = true: refusals by cause; the last handshake's state as labels of a 1. */
+static size_t up_prom_tls(const struct up_copy *c, const struct s5_uptab *t, char *buf, size_t cap,
+                          size_t at) {
+  at = s5_render_put(buf, cap, at,
+                     "# HELP s5tund_upstream_tls_failures_total TLS connections to the upstream refused, by "
+                     "cause (name, ca, expired, certificate, alert, version, reset, not_tls, other).\n"
+                     "# TYPE s5tund_upstream_tls_failures_total counter\n");
+  for (unsigned i = 0; i < t->n; i++) {
+    uint64_t any = c[i].tls.version; /* an upstream with TLS: each cause, 0 or not */
+    for (unsigned k = 0; k < S5_TLS_CAUSES; k++) any |= c[i].tls_failed[k];
+    for (unsigned k = 0; shown(&c[i]) && any != 0 && k < S5_TLS_CAUSES; k++)
+      at = s5_render_put(buf, cap, at,
+                         "s5tund_upstream_tls_failures_total{upstream=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
+                         t->u[i].name, s5_tls_cause_name((enum s5_tls_cause)k), c[i].tls_failed[k]);
+  }
+  at = s5_render_put(buf, cap, at,
+                     "# HELP s5tund_upstream_tls_info The last TLS handshake with the upstream: version, "
+                     "cipher suite, the name verified (verified=\"false\": tls-verify = false).\n"
+                     "# TYPE s5tund_upstream_tls_info gauge\n");
+  for (unsigned i = 0; i < t->n; i++) {
+    if (!shown(&c[i]) || c[i].tls.version == 0) continue;
+    char v[8], s[8], name[sizeof c[i].tls.name];
+    snprintf(name, sizeof name, "%s", c[i].tls.name);
+    for (char *p = name; *p != '\0'; p++)
+      if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) *p = '?';
+    at = s5_render_put(buf, cap, at,
+                       "s5tund_upstream_tls_info{upstream=\"%s\",version=\"%s\",cipher=\"%s\",name=\"%s\","
+                       "verified=\"%s\"} 1\n",
+                       t->u[i].name, s5_tls_version_name(c[i].tls.version, v, sizeof v),
+                       s5_tls_cipher_name(c[i].tls.cipher, s, sizeof s), name,
+                       c[i].tls.verified ? "true" : "false");
   }
   return at;
 }
@@ -199,6 +298,7 @@ static size_t upstreams_prom(char *buf, size_t cap) {
                          "s5tund_upstream_failures_total{upstream=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
                          t->u[i].name, s5_up_cause_name((enum s5_up_cause)k), by[k]);
   }
+  at = up_prom_tls(c, t, buf, cap, at);
 #define S5_UP_PROM(f, m, ty, h)                                                                              \
   if (m != NULL) {                                                                                           \
     at = s5_render_put(buf, cap, at, "# HELP %s %s\n# TYPE %s %s\n", (const char *)m, (const char *)h,       \
