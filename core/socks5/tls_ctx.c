@@ -148,6 +148,11 @@ int s5_tls_ctx_ssl(struct s5_tls_ctx *c, const struct s5_upstream_cfg *up, SSL *
 }
 
 int s5_tls_pair_check(const char *cert, const char *key, char *err, size_t errlen) {
+  char e[200];
+  if (s5_ossl_load(S5_OSSL_SSL, e, sizeof e) != 0) { /* parsing comes before start's load */
+    snprintf(err, errlen, "%s: checking it needs %s (%s)", key, S5_OSSL_LIBSSL, e);
+    return -1;
+  }
   SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
   const char *what = ctx == NULL                                                    ? "SSL_CTX_new"
                      : SSL_CTX_use_certificate_chain_file(ctx, cert) != 1           ? "reading tls-cert-file"
@@ -159,7 +164,6 @@ int s5_tls_pair_check(const char *cert, const char *key, char *err, size_t errle
   if (what == NULL) return 0;
   if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH) /* reading it compares them */
     what = "the key does not match tls-cert-file's certificate";
-  char e[200];
   s5_tls_error_text(e, sizeof e);
   snprintf(err, errlen, "%s: %s (%s)", key, what, e);
   return -1;
