@@ -97,6 +97,7 @@ function(s5_blake3_fetch out_dir)
   endif()
 
   # Staged, then moved into place; the stamp is written last.
+  message(STATUS "BLAKE3: unpacking ${deb} and ${vec_deb}")
   set(staging "${_s5_blake3_root}/staging")
   file(REMOVE_RECURSE "${staging}")
   _s5_blake3_unpack_deb("${deb}" "${staging}/rust")
