@@ -3,22 +3,24 @@
 # third-party code that is never committed (third_party/lwip, third_party/
 # blake3) is fetched at configure time.
 #
-# s5_deb_fetch(OUT var ROOT dir NAME label KIND source|binary PACKAGE pkg
-#              FILE name SHA256 hash [SUITE suite] [ARCH arch])
+# s5_deb_fetch(OUT var ROOT dir NAME label KIND source|binary
+#              PACKAGES pkg... FILES name... SHA256S hash... [SUITE suite] [ARCH arch])
 #
-# Sets var to ROOT/download/FILE once its SHA-256 is HASH, or to "" (with a
-# message saying why) when it cannot be had. In order:
+# FILES[i] comes from PACKAGES[i] and must have SHA256S[i]. Sets var to the
+# list of ROOT/download/FILES[i] once each has its SHA-256, or to "" (with a
+# message saying why) when one cannot be had. In order, for each file:
 #   1. ROOT/download/FILE if it is there with the right SHA-256: an earlier
 #      configure's download, or a copy seeded by hand for an offline build;
-#   2. apt-get with a private sources.list and private state and cache
-#      directories under ROOT/apt (the system's apt configuration, lists,
-#      dpkg status and locks are not touched; it needs apt-get and the Debian
-#      archive keyring): KIND source runs `apt-get source --download-only
-#      PACKAGE` (FILE is one of the source package's files, its orig
-#      tarball), KIND binary runs `apt-get download PACKAGE` for ARCH
-#      (default amd64: the one pinned file whatever the build machine is;
-#      FILE is the .deb). A download with another SHA-256 stops the
-#      configure step. ROOT/apt is removed afterwards (~20 MB of lists).
+#   2. apt-get, once for all the files still missing, with a private
+#      sources.list and private state and cache directories under ROOT/apt
+#      (the system's apt configuration, lists, dpkg status and locks are not
+#      touched; it needs apt-get and the Debian archive keyring): KIND
+#      source runs `apt-get source --download-only PACKAGE` (FILE is one of
+#      the source package's files, its orig tarball), KIND binary runs
+#      `apt-get download PACKAGE...` for ARCH (default amd64: the one pinned
+#      file whatever the build machine is; FILE is the .deb). A download
+#      with another SHA-256 stops the configure step. ROOT/apt is removed
+#      afterwards (~20 MB of lists).
 include_guard(GLOBAL)
 
 set(S5_DEB_KEYRING /usr/share/keyrings/debian-archive-keyring.gpg)
@@ -36,12 +38,18 @@ function(s5_sha256_ok file expected out)
 endfunction()
 
 function(s5_deb_fetch)
-  cmake_parse_arguments(D "" "OUT;ROOT;NAME;KIND;PACKAGE;FILE;SHA256;SUITE;ARCH" "" ${ARGN})
-  foreach(req OUT ROOT NAME KIND PACKAGE FILE SHA256)
+  cmake_parse_arguments(D "" "OUT;ROOT;NAME;KIND;SUITE;ARCH" "PACKAGES;FILES;SHA256S" ${ARGN})
+  foreach(req OUT ROOT NAME KIND PACKAGES FILES SHA256S)
     if(NOT D_${req})
       message(FATAL_ERROR "s5_deb_fetch: ${req} missing")
     endif()
   endforeach()
+  list(LENGTH D_PACKAGES n)
+  list(LENGTH D_FILES nf)
+  list(LENGTH D_SHA256S nh)
+  if(NOT n EQUAL nf OR NOT n EQUAL nh)
+    message(FATAL_ERROR "s5_deb_fetch: PACKAGES, FILES and SHA256S differ in length")
+  endif()
   if(NOT D_SUITE)
     set(D_SUITE bookworm)
   endif()
@@ -50,10 +58,20 @@ function(s5_deb_fetch)
   endif()
   set(${D_OUT} "" PARENT_SCOPE)
   set(dl "${D_ROOT}/download")
-  set(file "${dl}/${D_FILE}")
-  s5_sha256_ok("${file}" "${D_SHA256}" ok)
-  if(ok)
-    set(${D_OUT} "${file}" PARENT_SCOPE)
+  set(paths "")
+  set(missing "")
+  math(EXPR last "${n} - 1")
+  foreach(i RANGE ${last})
+    list(GET D_FILES ${i} f)
+    list(GET D_SHA256S ${i} h)
+    list(APPEND paths "${dl}/${f}")
+    s5_sha256_ok("${dl}/${f}" "${h}" ok)
+    if(NOT ok)
+      list(APPEND missing ${i})
+    endif()
+  endforeach()
+  if("${missing}" STREQUAL "")  # not if(NOT missing): a list "0" is false
+    set(${D_OUT} "${paths}" PARENT_SCOPE)
     return()
   endif()
 
@@ -63,15 +81,19 @@ function(s5_deb_fetch)
     return()
   endif()
   set(apt "${D_ROOT}/apt")
-  file(MAKE_DIRECTORY "${apt}/state/lists/partial" "${apt}/cache/archives/partial"
-       "${apt}/etc" "${apt}/dl")
+  file(MAKE_DIRECTORY "${apt}/state/lists/partial" "${apt}/cache/archives/partial" "${apt}/etc")
   file(WRITE "${apt}/state/status" "")
+  set(pkgs "")
+  foreach(i IN LISTS missing)
+    list(GET D_PACKAGES ${i} p)
+    list(APPEND pkgs "${p}")
+  endforeach()
   if(D_KIND STREQUAL "source")
     set(line "deb-src [signed-by=${S5_DEB_KEYRING}] ${S5_DEB_MIRROR} ${D_SUITE} main")
-    set(cmd source --download-only "${D_PACKAGE}")
+    set(cmd source --download-only ${pkgs})
   elseif(D_KIND STREQUAL "binary")
     set(line "deb [arch=${D_ARCH} signed-by=${S5_DEB_KEYRING}] ${S5_DEB_MIRROR} ${D_SUITE} main")
-    set(cmd download "${D_PACKAGE}")
+    set(cmd download ${pkgs})
   else()
     message(FATAL_ERROR "s5_deb_fetch: KIND is source or binary, not '${D_KIND}'")
   endif()
@@ -88,7 +110,8 @@ function(s5_deb_fetch)
       -o "APT::Architectures=${D_ARCH}"
       -o "Debug::NoLocking=1"
       -o "APT::Sandbox::User=root")
-  message(STATUS "${D_NAME}: fetching Debian's ${D_PACKAGE} (${D_KIND}, ${D_SUITE})")
+  string(JOIN ", " shown ${pkgs})
+  message(STATUS "${D_NAME}: fetching Debian's ${shown} (${D_KIND}, ${D_SUITE})")
   execute_process(COMMAND "${S5_APT_GET}" ${opts} -q update
                   RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE log)
   if(rc EQUAL 0)
@@ -99,17 +122,20 @@ function(s5_deb_fetch)
                     RESULT_VARIABLE rc OUTPUT_VARIABLE log2 ERROR_VARIABLE log2)
     string(APPEND log "${log2}")
   endif()
-  if(NOT rc EQUAL 0 OR NOT EXISTS "${apt}/dl/${D_FILE}")
-    message(STATUS "${D_NAME}: Debian's ${D_FILE} not available (apt-get: ${rc}):\n${log}")
-    return()
-  endif()
-  s5_sha256_ok("${apt}/dl/${D_FILE}" "${D_SHA256}" ok)
-  if(NOT ok)
-    message(FATAL_ERROR "${D_NAME}: ${apt}/dl/${D_FILE} does not have the expected "
-                        "SHA-256 ${D_SHA256}")
-  endif()
-  file(MAKE_DIRECTORY "${dl}")
-  file(RENAME "${apt}/dl/${D_FILE}" "${file}")
+  foreach(i IN LISTS missing)
+    list(GET D_FILES ${i} f)
+    list(GET D_SHA256S ${i} h)
+    if(NOT rc EQUAL 0 OR NOT EXISTS "${apt}/dl/${f}")
+      message(STATUS "${D_NAME}: Debian's ${f} not available (apt-get: ${rc}):\n${log}")
+      return()
+    endif()
+    s5_sha256_ok("${apt}/dl/${f}" "${h}" ok)
+    if(NOT ok)
+      message(FATAL_ERROR "${D_NAME}: ${apt}/dl/${f} does not have the expected SHA-256 ${h}")
+    endif()
+    file(MAKE_DIRECTORY "${dl}")
+    file(RENAME "${apt}/dl/${f}" "${dl}/${f}")
+  endforeach()
   file(REMOVE_RECURSE "${apt}")
-  set(${D_OUT} "${file}" PARENT_SCOPE)
+  set(${D_OUT} "${paths}" PARENT_SCOPE)
 endfunction()

@@ -83,19 +83,19 @@ function(s5_blake3_fetch out_dir)
     endif()
   endif()
 
-  s5_deb_fetch(OUT deb ROOT "${_s5_blake3_root}" NAME BLAKE3 KIND binary
-               PACKAGE librust-blake3-dev FILE "${S5_BLAKE3_DEB}"
-               SHA256 "${S5_BLAKE3_DEB_SHA256}")
-  s5_deb_fetch(OUT vec_deb ROOT "${_s5_blake3_root}" NAME BLAKE3 KIND binary
-               PACKAGE golang-lukechampine-blake3-dev FILE "${S5_BLAKE3_VEC_DEB}"
-               SHA256 "${S5_BLAKE3_VEC_DEB_SHA256}")
-  if(NOT deb OR NOT vec_deb)
+  s5_deb_fetch(OUT debs ROOT "${_s5_blake3_root}" NAME BLAKE3 KIND binary
+               PACKAGES librust-blake3-dev golang-lukechampine-blake3-dev
+               FILES "${S5_BLAKE3_DEB}" "${S5_BLAKE3_VEC_DEB}"
+               SHA256S "${S5_BLAKE3_DEB_SHA256}" "${S5_BLAKE3_VEC_DEB_SHA256}")
+  if(NOT debs)
     message(FATAL_ERROR "BLAKE3: could not obtain Debian's ${S5_BLAKE3_DEB} and "
                         "${S5_BLAKE3_VEC_DEB} (see above). Put them (SHA-256 "
                         "${S5_BLAKE3_DEB_SHA256} and ${S5_BLAKE3_VEC_DEB_SHA256}) in "
                         "${_s5_blake3_root}/download, or pass -DBLAKE3_SOURCE_DIR=<tree>.")
   endif()
 
+  list(GET debs 0 deb)
+  list(GET debs 1 vec_deb)
   # Staged, then moved into place; the stamp is written last.
   message(STATUS "BLAKE3: unpacking ${deb} and ${vec_deb}")
   set(staging "${_s5_blake3_root}/staging")

@@ -73,8 +73,8 @@ endfunction()
 # apt-get source with private apt state; SHA-256 pinned). Sets out to the
 # verified tarball, or to "" (with a message) if unavailable.
 function(_s5_lwip_from_debian out)
-  s5_deb_fetch(OUT archive ROOT "${_s5_lwip_root}" NAME lwIP KIND source PACKAGE lwip
-               FILE "${S5_LWIP_DEB_ORIG}" SHA256 "${S5_LWIP_DEB_SHA256}"
+  s5_deb_fetch(OUT archive ROOT "${_s5_lwip_root}" NAME lwIP KIND source PACKAGES lwip
+               FILES "${S5_LWIP_DEB_ORIG}" SHA256S "${S5_LWIP_DEB_SHA256}"
                SUITE "${S5_LWIP_DEB_SUITE}")
   set(${out} "${archive}" PARENT_SCOPE)
 endfunction()
