@@ -16,8 +16,8 @@
 #      - librust-blake3-dev 1.3.1-1 (amd64; its files are the same on every
 #        architecture): the crate's c/ directory, the reference C code;
 #      - golang-lukechampine-blake3-dev 1.1.6-1 (all): testdata/vectors.json,
-#        upstream's test_vectors.json as that Go port copied it (22 of its
-#        cases, every output 131 bytes long; without the context string).
+#        that Go port's copy of upstream's test_vectors.json (22 cases,
+#        lengths 0 to 100000, 131-byte outputs; without the context string).
 #      The source package rust-blake3 would have test_vectors/ in one
 #      tarball, but the mirror answers 404 for its orig tarball.
 include_guard(GLOBAL)
