@@ -266,12 +266,15 @@ deps-sshd: deps
 deps-fuzz:
 	@$(MAKE) --no-print-directory deps DEPS="$(DEPS) $(FUZZ_DEPS)"
 
-# A new build directory starts from the lwIP tarball $(BUILD_DIR) already
-# downloaded (fetch.cmake checks its SHA-256 either way).
+# A new build directory starts from the lwIP tarball and the BLAKE3
+# packages $(BUILD_DIR) already downloaded (cmake/deb-fetch.cmake checks
+# their SHA-256 either way).
 define s5_seed_lwip
-	@if [ -d $(BUILD_DIR)/_lwip/download ] && [ ! -d $(1)/_lwip/download ]; then \
-	  mkdir -p $(1)/_lwip/download && cp $(BUILD_DIR)/_lwip/download/* $(1)/_lwip/download/ 2>/dev/null || true; \
-	fi
+	@for d in _lwip _blake3; do \
+	  if [ -d $(BUILD_DIR)/$$d/download ] && [ ! -d $(1)/$$d/download ]; then \
+	    mkdir -p $(1)/$$d/download && cp $(BUILD_DIR)/$$d/download/* $(1)/$$d/download/ 2>/dev/null || true; \
+	  fi; \
+	done
 endef
 
 fuzz-build: deps-fuzz

@@ -10,13 +10,18 @@
 #      tarball, unchanged (SHA-256 pinned in fetch.cmake): the one a build
 #      in BUILD_DIR already downloaded, else apt-get source fetches it
 #      (cmake/lwip-orig.cmake);
-#   3. the source tree as dpkg-source -x would unpack it (lwip/ from the
-#      second tarball, debian/ from the repository), and the source package
+#   3. s5tund_V.orig-blake3.tar.xz: BLAKE3 1.3.1's reference C code and
+#      test vectors (c/, LICENSE, test_vectors/) as third_party/blake3/
+#      fetch.cmake takes them from two pinned Debian packages (seeded from
+#      BUILD_DIR's download, else fetched; cmake/blake3-orig.cmake),
+#      repacked reproducibly;
+#   4. the source tree as dpkg-source -x would unpack it (lwip/ and blake3/
+#      from the other tarballs, debian/ from the repository), and the source package
 #      (.dsc) built from it: proves the multi-tarball format is consistent;
-#   4. dpkg-buildpackage -us -uc -b inside a network namespace of its own
+#   5. dpkg-buildpackage -us -uc -b inside a network namespace of its own
 #      (unshare -n) with only the loopback up (the fuzz seed replays relay
 #      UDP over it), so a build that tried the network fails here;
-#   5. lintian on the .changes and the .dsc: any error fails.
+#   6. lintian on the .changes and the .dsc: any error fails.
 # Results: DEB_DIR/s5tund_V-R_ARCH.deb (+ -dbgsym, .changes, .buildinfo,
 # .dsc, lintian.txt, build.log).
 set -euo pipefail
@@ -70,15 +75,30 @@ lwip=${log##*$'\n'}
 [ -f "$lwip" ] || { echo "$log" >&2; die "no lwIP orig tarball"; }
 cp "$lwip" "$out/s5tund_$ver.orig-lwip.tar.xz"
 
-# 3. The unpacked source tree, then the source package from it.
+# 3. BLAKE3: the same, then the tree a configure would use, repacked.
+fetch=$out/blake3-fetch
+mkdir -p "$fetch/_blake3/download"
+for f in "$build_dir"/_blake3/download/*.deb; do
+  [ -f "$f" ] && [ ! -f "$fetch/_blake3/download/${f##*/}" ] && cp "$f" "$fetch/_blake3/download/"
+done
+log=$(cd "$fetch" && cmake -P "$src/cmake/blake3-orig.cmake" 2>&1) ||
+  { echo "$log" >&2; die "no BLAKE3 tree"; }
+b3=${log##*$'\n'}
+[ -f "$b3/c/blake3.h" ] || { echo "$log" >&2; die "no BLAKE3 tree"; }
+tar -C "$b3" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$mtime" \
+    --transform "s,^\.,blake3-1.3.1," -cf - . |
+  xz -6 -T1 >"$out/s5tund_$ver.orig-blake3.tar.xz"
+
+# 4. The unpacked source tree, then the source package from it.
 tar -C "$out" -xJf "$out/s5tund_$ver.orig.tar.xz"
-mkdir "$tree/lwip"
+mkdir "$tree/lwip" "$tree/blake3"
 tar -C "$tree/lwip" --strip-components=1 -xJf "$out/s5tund_$ver.orig-lwip.tar.xz"
+tar -C "$tree/blake3" --strip-components=1 -xJf "$out/s5tund_$ver.orig-blake3.tar.xz"
 cp -a "$src/debian" "$tree/debian"
 (cd "$out" && dpkg-source -b "s5tund-$ver") >"$out/source.log" 2>&1 ||
   { cat "$out/source.log" >&2; die "dpkg-source -b failed"; }
 
-# 4. The binary package, offline.
+# 5. The binary package, offline.
 isolate=()
 if unshare -n true 2>/dev/null; then
   isolate=(unshare -n)
@@ -99,12 +119,16 @@ if ! (cd "$tree" && "${build[@]}") >"$out/build.log" 2>&1; then
 fi
 deb=$out/s5tund_${full}_$arch.deb
 [ -f "$deb" ] || die "dpkg-buildpackage made no $deb"
-# Belt and braces for when no namespace could be had: lwIP came from lwip/.
+# Belt and braces for when no namespace could be had: lwIP came from lwip/,
+# BLAKE3 from blake3/.
 grep -q 'lwIP: copying .*/lwip (LWIP_SOURCE_DIR)' "$out/build.log" &&
   ! grep -Eq 'lwIP: (fetching|downloading)' "$out/build.log" ||
   die "the package build did not take lwIP from lwip/ (see $out/build.log)"
+grep -q 'BLAKE3: using .*/blake3 (BLAKE3_SOURCE_DIR)' "$out/build.log" &&
+  ! grep -q 'BLAKE3: fetching' "$out/build.log" ||
+  die "the package build did not take BLAKE3 from blake3/ (see $out/build.log)"
 
-# 5. lintian: errors fail, the rest is listed.
+# 6. lintian: errors fail, the rest is listed.
 echo "deb.sh: lintian"
 lintian_rc=0
 lintian --fail-on error --display-info \

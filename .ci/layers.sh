@@ -11,7 +11,8 @@
 # floor's library links nothing above it. The build enforces the same for
 # .c files (test: lint.layers_build); this also covers headers, which are
 # not compiled alone. And no file of the four floors is over 500 lines, no
-# test script over 1,000.
+# test script over 1,000. Third-party libraries kept to some layers (RESTRICTED:
+# BLAKE3 to core/socks5) are linked and included there only.
 set -eu
 cd "$(dirname "$0")/.."
 exec python3 - "$@" <<'PY'
@@ -25,6 +26,21 @@ links = {}
 for m in re.finditer(r"s5_layer\((\w+) LINKS ([^)]*?) SOURCES", cm):
     links[m.group(1)] = [l[3:] for l in m.group(2).split() if l.startswith("s5_")]
 layers = set(links)
+
+# Third-party libraries only some layers may use: the library, its header,
+# the layers. Such a layer names it in PRIVATE_LINKS (so the layers above do
+# not see its header); no other layer or floor links it or includes it.
+RESTRICTED = {"blake3": ("blake3.h", {"socks5"})}
+private = {}
+for m in re.finditer(r"s5_layer\((\w+) LINKS ([^)]*?) SOURCES", cm):
+    toks = m.group(2).split()
+    private[m.group(1)] = toks[toks.index("PRIVATE_LINKS") + 1:] if "PRIVATE_LINKS" in toks else []
+    for lib, (_, allowed) in RESTRICTED.items():
+        if lib in toks and (m.group(1) not in allowed or lib not in private[m.group(1)]):
+            print(f"core/CMakeLists.txt: layer {m.group(1)} links {lib}: only "
+                  f"{', '.join(sorted(allowed))} may, in PRIVATE_LINKS")
+            sys.exit(1)
+restricted_headers = {h: lib for lib, (h, _) in RESTRICTED.items()}
 
 def below(f, seen=None):
     seen = set() if seen is None else seen
@@ -61,6 +77,13 @@ for fl in FLOORS:
         parts = path.split("/")
         layer = parts[1] if fl == "core" and len(parts) > 2 else None
         for i, line in enumerate(open(path), 1):
+            m = re.match(r'\s*#\s*include\s+[<"]([^">]+)[">]', line)
+            if m and m.group(1) in restricted_headers:
+                lib = restricted_headers[m.group(1)]
+                if lib not in private.get(layer, []):
+                    bad.append(f'{path}:{i}: "{m.group(1)}": only layer(s) '
+                               f"{', '.join(sorted(RESTRICTED[lib][1]))} may use {lib}")
+                continue
             m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
             if not m:
                 continue
@@ -90,6 +113,11 @@ for fl in FLOORS:
             for up in FLOORS[rank + 1:]:
                 if re.search(r"\b" + LIBS[up] + r"\b", m.group(0)):
                     bad.append(f"{cml}: links {LIBS[up]}, a floor above {fl}/")
+            if m.group(0).startswith("target_link_libraries"):
+                for lib in RESTRICTED:
+                    if re.search(r"\b" + lib + r"\b", m.group(0)):
+                        bad.append(f"{cml}: links {lib}, which only layer(s) "
+                                   f"{', '.join(sorted(RESTRICTED[lib][1]))} may")
 # the test scripts too, split by topic: none over 1,000 lines
 for dp, _, fs in os.walk("test"):
     for n in sorted(fs):

@@ -6,7 +6,8 @@
 #      the build tree first so that the user's tree is never modified;
 #   2. the patched copy an earlier configure left in ${CMAKE_BINARY_DIR}/_lwip,
 #      if its stamp names the same patches (same SHA-256) and preparation;
-#   3. Debian's source package: apt-get with a private sources.list and private
+#   3. Debian's source package (cmake/deb-fetch.cmake, shared with BLAKE3):
+#      apt-get with a private sources.list and private
 #      state/cache directories under _lwip/apt (the system's apt is untouched),
 #      orig tarball checked against a pinned SHA-256;
 #   4. the upstream release zip from savannah, which publishes no checksum:
@@ -21,12 +22,12 @@
 # stops the configure step naming it.
 
 include_guard(GLOBAL)
+include(${CMAKE_CURRENT_LIST_DIR}/../../cmake/deb-fetch.cmake)
 
 set(S5_LWIP_VERSION 2.1.3)
 set(S5_LWIP_DEB_SUITE bookworm)
 set(S5_LWIP_DEB_ORIG "lwip_2.1.3+dfsg1.orig.tar.xz")
 set(S5_LWIP_DEB_SHA256 0a8276d09fc4e97bbba2f953d74af2388fc2195ea156be9d7589e297a68fde24)
-set(S5_LWIP_DEB_KEYRING /usr/share/keyrings/debian-archive-keyring.gpg)
 set(S5_LWIP_UPSTREAM_URL "https://download.savannah.nongnu.org/releases/lwip/lwip-2.1.3.zip")
 # Bump when the preparation below changes in a way that changes the tree.
 set(S5_LWIP_PREP_VERSION "lf-v1")
@@ -68,72 +69,14 @@ function(_s5_lwip_check_tree dir what)
   endif()
 endfunction()
 
-function(_s5_lwip_sha256_ok file expected out)
-  set(ok FALSE)
-  if(EXISTS "${file}")
-    file(SHA256 "${file}" h)
-    if(h STREQUAL expected)
-      set(ok TRUE)
-    endif()
-  endif()
-  set(${out} ${ok} PARENT_SCOPE)
-endfunction()
-
-# Debian's orig tarball via apt-get source, using only private apt state.
-# Sets out to the verified tarball, or to "" (with a message) if unavailable.
+# Debian's orig tarball (cmake/deb-fetch.cmake: the download cache, then
+# apt-get source with private apt state; SHA-256 pinned). Sets out to the
+# verified tarball, or to "" (with a message) if unavailable.
 function(_s5_lwip_from_debian out)
-  set(${out} "" PARENT_SCOPE)
-  set(dl "${_s5_lwip_root}/download")
-  set(tarball "${dl}/${S5_LWIP_DEB_ORIG}")
-  _s5_lwip_sha256_ok("${tarball}" "${S5_LWIP_DEB_SHA256}" ok)
-  if(ok)
-    set(${out} "${tarball}" PARENT_SCOPE)
-    return()
-  endif()
-
-  find_program(S5_APT_GET apt-get)
-  if(NOT S5_APT_GET OR NOT EXISTS "${S5_LWIP_DEB_KEYRING}")
-    message(STATUS "lwIP: apt-get or the Debian archive keyring not found, skipping Debian")
-    return()
-  endif()
-  set(apt "${_s5_lwip_root}/apt")
-  file(MAKE_DIRECTORY "${apt}/state/lists/partial" "${apt}/cache/archives/partial"
-       "${apt}/etc" "${apt}/dl")
-  file(WRITE "${apt}/etc/sources.list"
-       "deb-src [signed-by=${S5_LWIP_DEB_KEYRING}] http://deb.debian.org/debian ${S5_LWIP_DEB_SUITE} main\n")
-  # Private everything: no lock on, and no change to, the system's apt state.
-  # The sandbox user (_apt) could not write into the build tree.
-  set(opts
-      -o "Dir::Etc::SourceList=${apt}/etc/sources.list"
-      -o "Dir::Etc::SourceParts=/nonexistent"
-      -o "Dir::State=${apt}/state"
-      -o "Dir::Cache=${apt}/cache"
-      -o "Debug::NoLocking=1"
-      -o "APT::Sandbox::User=root")
-  message(STATUS "lwIP: fetching the Debian source package (${S5_LWIP_DEB_SUITE})")
-  execute_process(COMMAND "${S5_APT_GET}" ${opts} -q update
-                  RESULT_VARIABLE rc OUTPUT_VARIABLE log ERROR_VARIABLE log)
-  if(rc EQUAL 0)
-    file(REMOVE_RECURSE "${apt}/dl")
-    file(MAKE_DIRECTORY "${apt}/dl")
-    execute_process(COMMAND "${S5_APT_GET}" ${opts} -q source --download-only lwip
-                    WORKING_DIRECTORY "${apt}/dl"
-                    RESULT_VARIABLE rc OUTPUT_VARIABLE log2 ERROR_VARIABLE log2)
-    string(APPEND log "${log2}")
-  endif()
-  if(NOT rc EQUAL 0 OR NOT EXISTS "${apt}/dl/${S5_LWIP_DEB_ORIG}")
-    message(STATUS "lwIP: Debian source package not available (apt-get: ${rc}):\n${log}")
-    return()
-  endif()
-  _s5_lwip_sha256_ok("${apt}/dl/${S5_LWIP_DEB_ORIG}" "${S5_LWIP_DEB_SHA256}" ok)
-  if(NOT ok)
-    message(FATAL_ERROR "lwIP: ${apt}/dl/${S5_LWIP_DEB_ORIG} does not have the expected "
-                        "SHA-256 ${S5_LWIP_DEB_SHA256}")
-  endif()
-  file(MAKE_DIRECTORY "${dl}")
-  file(RENAME "${apt}/dl/${S5_LWIP_DEB_ORIG}" "${tarball}")
-  file(REMOVE_RECURSE "${apt}")  # ~20 MB of package lists, not needed again
-  set(${out} "${tarball}" PARENT_SCOPE)
+  s5_deb_fetch(OUT archive ROOT "${_s5_lwip_root}" NAME lwIP KIND source PACKAGES lwip
+               FILES "${S5_LWIP_DEB_ORIG}" SHA256S "${S5_LWIP_DEB_SHA256}"
+               SUITE "${S5_LWIP_DEB_SUITE}")
+  set(${out} "${archive}" PARENT_SCOPE)
 endfunction()
 
 # The upstream release zip. Sets out to the archive, or "" if unavailable.
@@ -142,7 +85,7 @@ function(_s5_lwip_from_upstream out)
   set(zip "${_s5_lwip_root}/download/lwip-${S5_LWIP_VERSION}.zip")
   if(LWIP_UPSTREAM_SHA256)
     set(hash_args EXPECTED_HASH "SHA256=${LWIP_UPSTREAM_SHA256}")
-    _s5_lwip_sha256_ok("${zip}" "${LWIP_UPSTREAM_SHA256}" ok)
+    s5_sha256_ok("${zip}" "${LWIP_UPSTREAM_SHA256}" ok)
     if(ok)
       set(${out} "${zip}" PARENT_SCOPE)
       return()
