@@ -10,7 +10,7 @@
 rows: reads $OUT/raw/rows/{direct,MODE}/ (meta and client outputs, written
 by rows.sh), prints the tables and exits 1 when a row did not run (a TTFB
 variant the binary does not know is skipped with a note, not a failure).
-upstreams: reads $OUT/raw/up-{squid,squid-tls,socks5,failover}/ (rows_upstream.sh):
+upstreams: reads $OUT/raw/up-{squid,squid-tls,socks5,ss,ss-chain,failover}/ (rows_upstream.sh):
 squid and the SOCKS5 server side by side, then the failover row; exits 1
 when a row did not run.
 router: reads $OUT/raw/router-MODE/ (rows_router.sh): the LAN client
@@ -216,7 +216,7 @@ def upstream_tables(args):
     relay, _ = read_kv_line(os.path.join(args.out, "raw", "rows", "relay.out"))
     rt = num(relay.get("rtt_p50_ms"))
     cols = []
-    for name in ("squid", "squid-tls", "socks5"):
+    for name in ("squid", "squid-tls", "socks5", "ss", "ss-chain"):
         d = os.path.join(args.out, "raw", "up-" + name)
         meta = read_kv_file(os.path.join(d, "meta"))
         r = report.collect(args.out, "up-" + name, [1], args.clk_tck, tcp=False)  # its own connection row
@@ -225,11 +225,13 @@ def upstream_tables(args):
         if "case_rc" in meta:
             fails.append("%s: failed (exit %s)" % (name, meta["case_rc"]))
         title = {"squid": "squid (HTTP CONNECT, Basic)", "squid-tls": "the same squid over TLS (https_port)",
+                 "ss": "ss-server (aes-128-gcm), s5tund speaking Shadowsocks",
+                 "ss-chain": "the same ss-server through ss-local (SOCKS5)",
                  "dante": "danted (SOCKS5)",
                  "microsocks": "microsocks (SOCKS5)"}.get(meta.get("proxy", name), name)
         cols.append((name, title, d, meta, r))
     mode = cols[0][3].get("mode", "?")
-    lines = ["", "### Upstreams: an HTTP proxy and a SOCKS5 server side by side", "",
+    lines = ["", "### Upstreams side by side: HTTP, HTTPS, SOCKS5, Shadowsocks (and the ss-local chain)", "",
              "%s mode, one queue, each proxy the one `[upstream]`. Delay relay in front of the proxy for the "
              "time to first byte: %s ms each way, RT = %s ms (its measured round trip)." % (
                  mode, args.relay_delay_ms, fmt(rt, 1)), "",
@@ -280,6 +282,16 @@ def upstream_tables(args):
     row("CPU-s/GB down, s5tund", per_gb("down", "s5tund"))
     row("CPU-s/GB up, the proxy", per_gb("up", "proxy"))
     row("CPU-s/GB down, the proxy", per_gb("down", "proxy"))
+
+    def per_gb_all(direction):
+        def f(d, meta, r):
+            run = r.get("%s1" % direction) or {}
+            a, b = run.get("cpu_s_per_gb"), run.get("proxy_cpu_s_per_gb")
+            return (fmt(a + b, 3) if a is not None and b is not None else None), None
+        return f
+
+    row("CPU-s/GB up, all (s5tund and the proxy's processes)", per_gb_all("up"))
+    row("CPU-s/GB down, all", per_gb_all("down"))
 
     d = os.path.join(args.out, "raw", "up-failover")
     meta = read_kv_file(os.path.join(d, "meta"))

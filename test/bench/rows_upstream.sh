@@ -3,9 +3,12 @@
 # The upstream rows (sourced by run.sh; run after rows.sh's, in the first
 # mode of MODES, with one queue):
 #   - squid (HTTP CONNECT with Basic authentication), the same squid over
-#     TLS (its https_port, a test CA's certificate) and run.sh's SOCKS5
-#     server (--proxy: danted, or microsocks) side by side, each as the one
-#     [upstream] of s5tund: time to first byte through a delay relay
+#     TLS (its https_port, a test CA's certificate), run.sh's SOCKS5
+#     server (--proxy: danted, or microsocks), ss-server (aes-128-gcm)
+#     spoken to by s5tund itself, and the chain users run without it:
+#     s5tund -> ss-local (SOCKS5, on the client's loopback) -> the same
+#     ss-server; side by side, each as the one [upstream] of s5tund (the
+#     proxy's CPU: ss-server, or ss-local and ss-server): time to first byte through a delay relay
 #     RELAY_DELAY_MS away (no pool / pool / pool with optimistic), new connections per second, CPU-s/GB up and down (one
 #     iperf3 stream each way, s5tund's tree and the proxy's);
 #   - failover: two microsocks upstreams (strategy failover, check-interval
@@ -20,12 +23,18 @@
 #     names and 10,000 prefixes (none matching the target), against none:
 #     new connections per second and s5tund's CPU per connection, each
 #     twice in turn (without, with, without, with).
-# Each row in a subshell with its directory under $OUT/raw (up-squid, up-squid-tls,
+# Each row in a subshell with its directory under $OUT/raw (up-squid, up-squid-tls, up-ss, up-ss-chain,
 # up-socks5, up-failover, up-rules); report_rows.py upstreams renders them.
 
 RELAY_SQUID_PORT=1093 # delay relay -> squid (1080-1099: reserved in S, run.sh)
 RELAY_SQUID_TLS_PORT=1094 # delay relay -> squid's https_port
 SQUID_TLS_PORT=1095       # squid's https_port
+SS_PORT=1096              # ss-server
+RELAY_SS_PORT=1097        # delay relay -> ss-server
+SS_LOCAL_PORT=1098        # ss-local -> ss-server (client namespace, loopback)
+SS_LOCAL_RELAY_PORT=1099  # ss-local -> the delay relay -> ss-server
+SS_METHOD=aes-128-gcm
+SS_PASS=bench-ss-password
 UP_MS_A_PORT=1087     # the failover row's two microsocks (reserved in S too)
 UP_MS_B_PORT=1088
 UP_MS_A_BIND=10.200.0.11 # their outgoing addresses (S's lo): who carried what
@@ -52,6 +61,8 @@ up_config() {
 up_section() {   # up_section squid|dante|microsocks PORT EXTRA
   case $1 in
     squid) printf '%s' "[upstream squid]\ntype = http\naddress = $S_ADDR4\nport = $2\nusername = $SQUID_USER\npassword = \"$SQUID_PASS\"" ;;
+    ss) printf '%s' "[upstream ss]\ntype = shadowsocks\naddress = $S_ADDR4\nport = $2\nmethod = $SS_METHOD\npassword = $SS_PASS" ;;
+    ss-chain) printf '%s' "[upstream ss-local]\ntype = socks5\naddress = 127.0.0.1\nport = $2" ;;
     squid-tls) printf '%s' "[upstream squid]\ntype = http\naddress = $S_ADDR4\nport = $2\nusername = $SQUID_USER\npassword = \"$SQUID_PASS\"\ntls = true\ntls-ca-file = $WORK/tls/ca.pem\ntls-server-name = proxy.test" ;;
     dante|microsocks) printf '%s' "[upstream $1]\ntype = socks5\naddress = $S_ADDR4\nport = $2" ;;
   esac
@@ -81,6 +92,26 @@ up_tls_cert() {
   chmod 644 "$d"/*
 }
 
+# up_ss_start: ss-server in S (SS_SERVER_PID) and two ss-locals in C, one to
+# it and one to it through the delay relay (SS_LOCAL_PIDS).
+up_ss_start() {
+  ip netns exec "$NS_S" ss-server -s "$S_ADDR4" -p "$SS_PORT" -k "$SS_PASS" -m "$SS_METHOD" \
+    >>"$OUT/raw/ss-server.log" 2>&1 &
+  SS_SERVER_PID=$!
+  ip netns exec "$NS_C" ss-local -s "$S_ADDR4" -p "$SS_PORT" -b 127.0.0.1 -l "$SS_LOCAL_PORT" -k "$SS_PASS" \
+    -m "$SS_METHOD" >>"$OUT/raw/ss-local.log" 2>&1 &
+  SS_LOCAL_PIDS=$!
+  ip netns exec "$NS_C" ss-local -s "$S_ADDR4" -p "$RELAY_SS_PORT" -b 127.0.0.1 -l "$SS_LOCAL_RELAY_PORT" \
+    -k "$SS_PASS" -m "$SS_METHOD" >>"$OUT/raw/ss-local.log" 2>&1 &
+  SS_LOCAL_PIDS+=" $!"
+  e2e_wait_listen "$SS_PORT" "$S_ADDR4" || bench_die "ss-server does not listen on $S_ADDR4:$SS_PORT"
+  local p
+  for p in "$SS_LOCAL_PORT" "$SS_LOCAL_RELAY_PORT"; do
+    for _ in $(seq $((T_START * 10))); do in_c ss -Hltn "sport = :$p" | grep -q . && break; sleep 0.1; done
+    in_c ss -Hltn "sport = :$p" | grep -q . || bench_die "ss-local does not listen on 127.0.0.1:$p"
+  done
+}
+
 # One proxy: the rows of rows_upstream_proxy's comment.
 rows_upstream_proxy() {
   local p=$1 port relay cfg=$WORK/up-$1.ini v name extra
@@ -88,6 +119,8 @@ rows_upstream_proxy() {
   case $p in
     squid) port=$SQUID_PORT relay=$RELAY_SQUID_PORT ;;
     squid-tls) port=$SQUID_TLS_PORT relay=$RELAY_SQUID_TLS_PORT ;;
+    ss) port=$SS_PORT relay=$RELAY_SS_PORT ;;
+    ss-chain) port=$SS_LOCAL_PORT relay=$SS_LOCAL_RELAY_PORT ;;
     *) port=$PROXY_PORT relay=$RELAY_PROXY_PORT ;;
   esac
   trap 'case_exit' EXIT
@@ -220,16 +253,20 @@ run_upstream_rows() {
     e2e_start_squid >>"$OUT/raw/squid.log" 2>&1
   rows_relay_start "$RELAY_SQUID_PORT" "$S_ADDR4:$SQUID_PORT"
   rows_relay_start "$RELAY_SQUID_TLS_PORT" "$S_ADDR4:$SQUID_TLS_PORT"
-  for name in squid squid-tls socks5 failover rules; do
+  rows_relay_start "$RELAY_SS_PORT" "$S_ADDR4:$SS_PORT"
+  up_ss_start
+  for name in squid squid-tls socks5 ss ss-chain failover rules; do
     bench_log "upstream rows: $name"
     set -- "upstream rows $name" "$OUT/raw/up-$name" "$OUT/raw/up-$name.log"
     case $name in
       squid | squid-tls) rows_sub "$@" rows_upstream_proxy "$name" "$SQUID_PID" ;;
+      ss) rows_sub "$@" rows_upstream_proxy ss "$SS_SERVER_PID" ;;
+      ss-chain) rows_sub "$@" rows_upstream_proxy ss-chain "$SS_SERVER_PID $SS_LOCAL_PIDS" ;;
       socks5) rows_sub "$@" rows_upstream_proxy "$PROXY" "$PROXY_PID" ;;
       failover) rows_sub "$@" rows_upstream_failover ;;
       rules) rows_sub "$@" rows_upstream_rules ;;
     esac
   done
-  kill -TERM "$SQUID_PID" 2>/dev/null || true
-  wait "$SQUID_PID" 2>/dev/null || true
+  kill -TERM "$SQUID_PID" $SS_SERVER_PID $SS_LOCAL_PIDS 2>/dev/null || true
+  wait "$SQUID_PID" $SS_SERVER_PID $SS_LOCAL_PIDS 2>/dev/null || true
 }

@@ -229,8 +229,8 @@ proxy_pkg=dante-server
 [[ $PROXY == microsocks ]] && proxy_pkg=microsocks
 apt_install iperf3 "$proxy_pkg" iproute2 procps python3 coreutils gcc libc6-dev \
   || bench_die "could not install the packages the benchmark needs (iperf3 $proxy_pkg gcc ...)"
-[[ $ROWS == 1 && $UPSTREAMS == 1 ]] && { apt_install squid apache2-utils microsocks dante-server ||
-  bench_die "could not install the packages of the upstream rows (squid apache2-utils microsocks dante-server)"; }
+[[ $ROWS == 1 && $UPSTREAMS == 1 ]] && { apt_install squid apache2-utils microsocks dante-server shadowsocks-libev ||
+  bench_die "could not install the packages of the upstream rows (squid apache2-utils microsocks dante-server shadowsocks-libev)"; }
 HAVE_GNUPLOT=1
 apt_install gnuplot-nox || { HAVE_GNUPLOT=0; bench_log "warning: no gnuplot: no chart"; }
 command -v gnuplot >/dev/null 2>&1 || HAVE_GNUPLOT=0
@@ -474,10 +474,18 @@ say() {
   echo "$l" >&3 2>/dev/null || true
 }
 
+# The proxy's CPU ticks: the trees of PROXY_PID's words (a chain of proxies
+# is several processes).
+proxy_cpu() {
+  local p sum=0
+  for p in $PROXY_PID; do sum=$((sum + $(tree_cpu "$p"))); done
+  echo "$sum"
+}
+
 # measure_start / measure_end NAME: CPU ticks (s5tund's tree, the proxy's
 # tree) and TUN bytes around a run.
 measure_start() {
-  M_CPU0=0 M_TUN0=$(tun_bytes_sum) M_PCPU0=$(tree_cpu "$PROXY_PID")
+  M_CPU0=0 M_TUN0=$(tun_bytes_sum) M_PCPU0=$(proxy_cpu)
   if [[ -n $S5PID ]]; then
     M_CPU0=$(tree_cpu "$S5PID")
     sampler_start "$CASE_DIR/mem.samples"
@@ -490,7 +498,7 @@ measure_end() {
     meta "${name}_cpu_ticks" $(($(tree_cpu "$S5PID") - M_CPU0))
   fi
   meta "${name}_tun_bytes" $(($(tun_bytes_sum) - M_TUN0))
-  meta "${name}_proxy_cpu_ticks" $(($(tree_cpu "$PROXY_PID") - M_PCPU0))
+  meta "${name}_proxy_cpu_ticks" $(($(proxy_cpu) - M_PCPU0))
 }
 
 # iperf_run NAME STREAMS up|down [udp]: one iperf3 test, JSON in NAME.json.
