@@ -168,11 +168,70 @@ int s5_ss_decode(struct s5_ss_dec *d, uint8_t *out, size_t cap, size_t *n) {
 
 int s5_ss_dec_partial(const struct s5_ss_dec *d) { return d->in_len > 0 || d->plen >= 0; }
 
+/* ---------------------------------------------------------------- UDP */
+
+int s5_ss_udp_init(struct s5_ss_udp *u, enum s5_ss_method m, const char *password) {
+  memset(u, 0, sizeof *u);
+  u->method = m;
+  const EVP_CIPHER *c = ss_cipher(m);
+  if (c == NULL || s5_ss_password_key(m, password, u->key) != 0) return -1;
+  EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+  if (ctx == NULL || EVP_CipherInit_ex(ctx, c, NULL, NULL, NULL, 1) != 1) { /* the key per packet */
+    EVP_CIPHER_CTX_free(ctx);
+    explicit_bzero(u->key, sizeof u->key);
+    return -1;
+  }
+  u->ctx = ctx;
+  return 0;
+}
+
+void s5_ss_udp_free(struct s5_ss_udp *u) {
+  EVP_CIPHER_CTX_free(u->ctx);
+  u->ctx = NULL;
+  explicit_bzero(u->key, sizeof u->key);
+}
+
+long s5_ss_udp_seal(struct s5_ss_udp *u, const uint8_t *salt, uint8_t *pkt, size_t len) {
+  static const uint8_t zero[12];
+  size_t sl = s5_ss_key_len(u->method);
+  uint8_t sub[S5_SS_KEY_MAX];
+  int n = 0, f = 0;
+  if (salt != NULL) memcpy(pkt, salt, sl);
+  else if (RAND_bytes(pkt, (int)sl) != 1) return S5_SS_FAILED;
+  uint8_t *text = pkt + sl;
+  int ok = ss_subkey(u->key, pkt, sl, sub) == 0 && EVP_EncryptInit_ex(u->ctx, NULL, NULL, sub, zero) == 1 &&
+           (len == 0 || EVP_EncryptUpdate(u->ctx, text, &n, text, (int)len) == 1) &&
+           EVP_EncryptFinal_ex(u->ctx, text + n, &f) == 1 &&
+           EVP_CIPHER_CTX_ctrl(u->ctx, EVP_CTRL_AEAD_GET_TAG, S5_SS_TAG, text + len) == 1;
+  explicit_bzero(sub, sizeof sub);
+  return ok ? (long)(sl + len + S5_SS_TAG) : S5_SS_FAILED;
+}
+
+long s5_ss_udp_open(struct s5_ss_udp *u, uint8_t *pkt, size_t len) {
+  static const uint8_t zero[12];
+  size_t sl = s5_ss_key_len(u->method);
+  if (len < sl + S5_SS_TAG) return S5_SS_SHORT;
+  size_t tl = len - sl - S5_SS_TAG;
+  uint8_t sub[S5_SS_KEY_MAX], tag[S5_SS_TAG], *text = pkt + sl;
+  int n = 0, f = 0;
+  memcpy(tag, text + tl, sizeof tag);
+  if (ss_subkey(u->key, pkt, sl, sub) != 0 || EVP_DecryptInit_ex(u->ctx, NULL, NULL, sub, zero) != 1) {
+    explicit_bzero(sub, sizeof sub);
+    return S5_SS_FAILED;
+  }
+  explicit_bzero(sub, sizeof sub);
+  int ok = (tl == 0 || EVP_DecryptUpdate(u->ctx, text, &n, text, (int)tl) == 1) &&
+           EVP_CIPHER_CTX_ctrl(u->ctx, EVP_CTRL_AEAD_SET_TAG, S5_SS_TAG, tag) == 1 &&
+           EVP_DecryptFinal_ex(u->ctx, text + n, &f) == 1;
+  return ok ? (long)tl : S5_SS_BAD_TAG;
+}
+
 const char *s5_ss_status_text(int status) {
   switch (status) {
     case S5_SS_BAD_TAG: return "a chunk failed authentication";
     case S5_SS_OVERSIZE: return "a chunk's length is over 0x3FFF";
     case S5_SS_FAILED: return "OpenSSL failed";
+    case S5_SS_SHORT: return "a datagram shorter than its salt and tag";
     default: return "ok";
   }
 }
