@@ -85,13 +85,14 @@ int s5_ss_dec_partial(const struct s5_ss_dec *d);
 /* UDP (2017): each packet [salt][AEAD seal of the target address (ATYP,
  * address, port) and payload][tag], with the subkey from that packet's
  * salt and an all-zero nonce; the same form both ways. One per
- * association: the master key and one cipher context, re-keyed for every
- * packet (no allocation of ours per packet). A packet is at most
+ * association: the master key, one cipher context and one HMAC context,
+ * re-keyed for every packet (no allocation per packet). A packet is at most
  * S5_SS_UDP_MAX bytes (what one IPv4 UDP datagram carries). */
 #define S5_SS_UDP_MAX 65507
 struct s5_ss_udp {
   enum s5_ss_method method;
   void *ctx; /* EVP_CIPHER_CTX */
+  void *mac; /* EVP_MAC_CTX: HMAC-SHA1, re-keyed for each packet's subkey */
   uint8_t key[S5_SS_KEY_MAX];
 };
 
