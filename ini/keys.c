@@ -163,7 +163,8 @@ static const struct s5_key keys[] = {
   {"upstream", "optimistic", &s5_type_bool, UP(optimistic), .live = true, .def = "false",
    .doc = "answer a SYN at once and send the client's first bytes right behind the CONNECT"},
   {"upstream", "udp", &s5_type_enum, UP(udp), .words = udp_words, .live = true, .def = "associate",
-   .doc = "socks5: associate or off; other types never carry UDP"},
+   .doc =
+     "socks5 and shadowsocks: associate (shadowsocks: its UDP relay, ss-server -u) or off; other types never carry UDP"},
   {"upstream", "udp-address", &s5_type_addr, UP(udp_addr), .max = 0, .live = true, .def = "",
    .doc = "socks5: UDP relay address to use instead of the one the proxy returns"},
   {"upstream", "weight", &s5_type_uint, UP(weight), .min = 1, .max = 1000, .live = true, .def = "1",

@@ -393,6 +393,8 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap) {
     return UV_EINVAL;
   s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, 0);
   if (p->up->type == S5_UPSTREAM_DIRECT) return proxy_direct(p, why, cap);
+  if (p->up->type == S5_UPSTREAM_SHADOWSOCKS && p->ops->cmd == S5_PROXY_ASSOCIATE) /* UDP: no connection */
+    return s5_dial_resolve(&p->w->loop, p->cfg, &p->up->addr, "", 1, proxy_resolved, p, &p->lookup, why, cap);
   return proxy_connect(p, &p->up->addr, why, cap);
 }
 

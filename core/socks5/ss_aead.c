@@ -35,18 +35,29 @@ int s5_ss_password_key(enum s5_ss_method m, const char *password, uint8_t *key) 
   return 0;
 }
 
-/* HKDF-SHA1 (RFC 5869) of key with salt and info "ss-subkey", len bytes (<= 40). */
-static int ss_subkey(const uint8_t *key, const uint8_t *salt, size_t len, uint8_t *out) {
+/* HMAC-SHA1 of d with k into out (20 bytes): with mac (an EVP_MAC_CTX
+ * set to SHA1, re-keyed: no allocation per call), or NULL for the one-shot HMAC(). */
+static int ss_hmac(void *mac, const uint8_t *k, size_t kl, const uint8_t *d, size_t dl, uint8_t *out) {
+  unsigned n = 0;
+  size_t outl = 0;
+  if (mac == NULL) return HMAC(EVP_sha1(), k, (int)kl, d, dl, out, &n) != NULL && n == 20 ? 0 : -1;
+  return EVP_MAC_init(mac, k, kl, NULL) == 1 && EVP_MAC_update(mac, d, dl) == 1 &&
+             EVP_MAC_final(mac, out, &outl, 20) == 1 && outl == 20
+           ? 0
+           : -1;
+}
+
+/* HKDF-SHA1 (RFC 5869) of key with salt and info "ss-subkey", len bytes (<= 40); mac as ss_hmac's. */
+static int ss_subkey(void *mac, const uint8_t *key, const uint8_t *salt, size_t len, uint8_t *out) {
   static const char info[] = "ss-subkey";
   uint8_t prk[20], t[20 + sizeof info + 1];
-  unsigned n = 0;
-  if (HMAC(EVP_sha1(), salt, (int)len, key, len, prk, &n) == NULL) return -1;
+  if (ss_hmac(mac, salt, len, key, len, prk) != 0) return -1;
   size_t tlen = 0, have = 0;
   for (uint8_t i = 1; have < len; i++) {
     memcpy(t + tlen, info, sizeof info - 1);
     t[tlen + sizeof info - 1] = i;
     uint8_t block[20];
-    if (HMAC(EVP_sha1(), prk, sizeof prk, t, tlen + sizeof info, block, &n) == NULL) return -1;
+    if (ss_hmac(mac, prk, sizeof prk, t, tlen + sizeof info, block) != 0) return -1;
     size_t take = len - have < sizeof block ? len - have : sizeof block;
     memcpy(out + have, block, take);
     have += take;
@@ -60,7 +71,7 @@ int s5_ss_aead_init(struct s5_ss_aead *a, enum s5_ss_method m, const uint8_t *ke
   uint8_t sub[S5_SS_KEY_MAX];
   memset(a, 0, sizeof *a);
   const EVP_CIPHER *c = ss_cipher(m);
-  if (c == NULL || ss_subkey(key, salt, s5_ss_key_len(m), sub) != 0) return -1;
+  if (c == NULL || ss_subkey(NULL, key, salt, s5_ss_key_len(m), sub) != 0) return -1;
   EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
   /* The key set once; each seal or open sets its nonce (and the direction). */
   if (ctx == NULL || EVP_CipherInit_ex(ctx, c, NULL, sub, a->nonce, 1) != 1) {
@@ -168,11 +179,79 @@ int s5_ss_decode(struct s5_ss_dec *d, uint8_t *out, size_t cap, size_t *n) {
 
 int s5_ss_dec_partial(const struct s5_ss_dec *d) { return d->in_len > 0 || d->plen >= 0; }
 
+/* ---------------------------------------------------------------- UDP */
+
+int s5_ss_udp_init(struct s5_ss_udp *u, enum s5_ss_method m, const char *password) {
+  memset(u, 0, sizeof *u);
+  u->method = m;
+  const EVP_CIPHER *c = ss_cipher(m);
+  if (c == NULL || s5_ss_password_key(m, password, u->key) != 0) return -1;
+  EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+  EVP_MAC *hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+  EVP_MAC_CTX *mac = hmac != NULL ? EVP_MAC_CTX_new(hmac) : NULL;
+  EVP_MAC_free(hmac); /* the context holds its own reference */
+  char digest[] = "SHA1";
+  OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                         OSSL_PARAM_construct_end()};
+  u->ctx = ctx, u->mac = mac;
+  if (ctx == NULL || EVP_CipherInit_ex(ctx, c, NULL, NULL, NULL, 1) != 1 || /* the key per packet */
+      mac == NULL || EVP_MAC_CTX_set_params(mac, params) != 1) {
+    s5_ss_udp_free(u);
+    return -1;
+  }
+  return 0;
+}
+
+void s5_ss_udp_free(struct s5_ss_udp *u) {
+  EVP_CIPHER_CTX_free(u->ctx);
+  EVP_MAC_CTX_free(u->mac);
+  u->ctx = NULL, u->mac = NULL;
+  explicit_bzero(u->key, sizeof u->key);
+}
+
+long s5_ss_udp_seal(struct s5_ss_udp *u, const uint8_t *salt, uint8_t *pkt, size_t len) {
+  static const uint8_t zero[12];
+  size_t sl = s5_ss_key_len(u->method);
+  uint8_t sub[S5_SS_KEY_MAX];
+  int n = 0, f = 0;
+  if (salt != NULL) memcpy(pkt, salt, sl);
+  else if (RAND_bytes(pkt, (int)sl) != 1) return S5_SS_FAILED;
+  uint8_t *text = pkt + sl;
+  int ok = ss_subkey(u->mac, u->key, pkt, sl, sub) == 0 &&
+           EVP_EncryptInit_ex(u->ctx, NULL, NULL, sub, zero) == 1 &&
+           (len == 0 || EVP_EncryptUpdate(u->ctx, text, &n, text, (int)len) == 1) &&
+           EVP_EncryptFinal_ex(u->ctx, text + n, &f) == 1 &&
+           EVP_CIPHER_CTX_ctrl(u->ctx, EVP_CTRL_AEAD_GET_TAG, S5_SS_TAG, text + len) == 1;
+  explicit_bzero(sub, sizeof sub);
+  return ok ? (long)(sl + len + S5_SS_TAG) : S5_SS_FAILED;
+}
+
+long s5_ss_udp_open(struct s5_ss_udp *u, uint8_t *pkt, size_t len) {
+  static const uint8_t zero[12];
+  size_t sl = s5_ss_key_len(u->method);
+  if (len < sl + S5_SS_TAG) return S5_SS_SHORT;
+  size_t tl = len - sl - S5_SS_TAG;
+  uint8_t sub[S5_SS_KEY_MAX], tag[S5_SS_TAG], *text = pkt + sl;
+  int n = 0, f = 0;
+  memcpy(tag, text + tl, sizeof tag);
+  if (ss_subkey(u->mac, u->key, pkt, sl, sub) != 0 ||
+      EVP_DecryptInit_ex(u->ctx, NULL, NULL, sub, zero) != 1) {
+    explicit_bzero(sub, sizeof sub);
+    return S5_SS_FAILED;
+  }
+  explicit_bzero(sub, sizeof sub);
+  int ok = (tl == 0 || EVP_DecryptUpdate(u->ctx, text, &n, text, (int)tl) == 1) &&
+           EVP_CIPHER_CTX_ctrl(u->ctx, EVP_CTRL_AEAD_SET_TAG, S5_SS_TAG, tag) == 1 &&
+           EVP_DecryptFinal_ex(u->ctx, text + n, &f) == 1;
+  return ok ? (long)tl : S5_SS_BAD_TAG;
+}
+
 const char *s5_ss_status_text(int status) {
   switch (status) {
     case S5_SS_BAD_TAG: return "a chunk failed authentication";
     case S5_SS_OVERSIZE: return "a chunk's length is over 0x3FFF";
     case S5_SS_FAILED: return "OpenSSL failed";
+    case S5_SS_SHORT: return "a datagram shorter than its salt and tag";
     default: return "ok";
   }
 }

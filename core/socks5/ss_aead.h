@@ -67,6 +67,7 @@ enum s5_ss_status {
   S5_SS_BAD_TAG = -1,  /* a tag did not verify: a wrong password or method, or tampering */
   S5_SS_OVERSIZE = -2, /* a length beyond 0x3FFF */
   S5_SS_FAILED = -3,   /* OpenSSL failed (out of memory) */
+  S5_SS_SHORT = -4,    /* a UDP packet shorter than its salt and tag */
 };
 
 void s5_ss_dec_init(struct s5_ss_dec *d, enum s5_ss_method m, const uint8_t *key);
@@ -80,6 +81,35 @@ int s5_ss_decode(struct s5_ss_dec *d, uint8_t *out, size_t cap, size_t *n);
 
 /* 1 when in[] holds part of a chunk or of the salt: an end here truncates. */
 int s5_ss_dec_partial(const struct s5_ss_dec *d);
+
+/* UDP (2017): each packet [salt][AEAD seal of the target address (ATYP,
+ * address, port) and payload][tag], with the subkey from that packet's
+ * salt and an all-zero nonce; the same form both ways. One per
+ * association: the master key, one cipher context and one HMAC context,
+ * re-keyed for every packet (no allocation per packet). A packet is at most
+ * S5_SS_UDP_MAX bytes (what one IPv4 UDP datagram carries). */
+#define S5_SS_UDP_MAX 65507
+struct s5_ss_udp {
+  enum s5_ss_method method;
+  void *ctx; /* EVP_CIPHER_CTX */
+  void *mac; /* EVP_MAC_CTX: HMAC-SHA1, re-keyed for each packet's subkey */
+  uint8_t key[S5_SS_KEY_MAX];
+};
+
+/* 0, or -1 (out of memory, OpenSSL refused). */
+int s5_ss_udp_init(struct s5_ss_udp *u, enum s5_ss_method m, const char *password);
+/* Frees the context and clears the key (a zeroed one: nothing). */
+void s5_ss_udp_free(struct s5_ss_udp *u);
+
+/* Seals in place: pkt[salt length..+len) holds the plain text (address and
+ * payload); pkt[0..salt length) gets salt (random when NULL), the tag
+ * follows the text (room: salt length + len + S5_SS_TAG). Returns the
+ * packet's length, or S5_SS_FAILED. */
+long s5_ss_udp_seal(struct s5_ss_udp *u, const uint8_t *salt, uint8_t *pkt, size_t len);
+
+/* Opens pkt[len] in place: its plain text at pkt + salt length. Returns
+ * the text's length, or S5_SS_SHORT, S5_SS_BAD_TAG, S5_SS_FAILED. */
+long s5_ss_udp_open(struct s5_ss_udp *u, uint8_t *pkt, size_t len);
 
 /* Text of a status, for the log. */
 const char *s5_ss_status_text(int status);

@@ -82,6 +82,7 @@ const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg) {
 }
 
 int s5_upstream_udp(const struct s5_upstream_cfg *up) {
+  if (up->type == S5_UPSTREAM_SHADOWSOCKS) return up->udp;      /* each datagram sealed (core/udp/udp_ss.h) */
   return up->type == S5_UPSTREAM_SOCKS5 && up->udp && !up->tls; /* datagrams would go in clear */
 }
 
@@ -111,7 +112,7 @@ void s5_upstreams_log(const struct s5_config *cfg) {
   const struct s5_upstream_cfg *udp = s5_upstream_for_udp(cfg);
   if (udp == NULL)
     s5_info(
-      "UDP: no upstream carries it (only SOCKS5 ones with udp = associate): datagrams are answered with "
+      "UDP: no upstream carries it (only SOCKS5 and Shadowsocks ones with udp = associate): datagrams are answered with "
       "ICMP port unreachable");
   else if (cfg->n_upstreams > 1) {
     char names[S5_UPSTREAMS_MAX * 34] = "";

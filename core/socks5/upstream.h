@@ -45,10 +45,11 @@ int s5_upstream_broken(const struct s5_upstream_cfg *up, int status, uint8_t rep
 enum s5_up_cause s5_upstream_cause(const struct s5_upstream_cfg *up, int status, uint8_t rep, uint16_t http,
                                    int connecting, int *every);
 
-/* The first upstream that can carry UDP (SOCKS5 with udp = associate), NULL
+/* The first upstream that can carry UDP (SOCKS5 or Shadowsocks with udp = associate), NULL
  * when none can (datagrams then get ICMP port unreachable, unless [rules]
  * send them direct). Which one an association takes is its route's. */
-/* 1 if up carries UDP: SOCKS5 with udp = associate, not over TLS (its datagrams would be in clear). */
+/* 1 if up carries UDP: SOCKS5 with udp = associate, not over TLS (its datagrams would be in clear);
+ * Shadowsocks with udp = associate (its UDP relay, each datagram sealed). */
 int s5_upstream_udp(const struct s5_upstream_cfg *up);
 
 /* 1 if up's connection is a pump's plain end (pump.h): tls = true, or type = shadowsocks. */

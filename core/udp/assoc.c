@@ -91,6 +91,8 @@ void s5_assoc_end(struct s5_assoc *a, const char *why) {
   if (a->quic != NULL) s5_quic_sniff_free(a->quic);
   free(a->quic);
   a->quic = NULL;
+  if (a->ss_on) s5_ss_udp_free(&a->ss);
+  a->ss_on = 0;
   uv_timer_stop(&a->timer);
   uv_close((uv_handle_t *)&a->timer, assoc_handle_closed);
   s5_proxy_close(&a->proxy, 0);
@@ -166,7 +168,13 @@ int s5_assoc_failover(struct s5_assoc *a, const struct s5_proxy_result *r) {
    * upstream's path, and the client's next datagram makes a new one. */
   int move = left != 0 && !a->relay_open;
   const struct s5_upstream_cfg *next = s5_route_next(&a->route, r->cause, r->every, r->why, move);
-  if (next == NULL || s5_proxy_retry(&a->proxy, next, left) < 0) return -1;
+  /* Not between a Shadowsocks upstream and another kind: one has a control
+   * connection to retry on, the other none (the next association's route
+   * starts afresh). */
+  if (next == NULL ||
+      (next->type == S5_UPSTREAM_SHADOWSOCKS) != (a->proxy.up->type == S5_UPSTREAM_SHADOWSOCKS) ||
+      s5_proxy_retry(&a->proxy, next, left) < 0)
+    return -1;
   s5_debug("u%llu upstream %s failed (%s): trying %s", (unsigned long long)a->id, from, r->why, next->name);
   a->rec.upstream = next->name;
   return 0;

@@ -23,6 +23,7 @@
 #include "socks5/proxy.h"
 #include "ctx/sessionlog.h"
 #include "socks5/socks5_udp.h"
+#include "socks5/ss_aead.h"
 #include "udp/udp_io.h"
 
 #include "lwip/ip_addr.h"
@@ -79,6 +80,9 @@ struct s5_assoc {
   unsigned up_open : 1;  /* counted open at its upstream (core/shared/uptab.h) */
   unsigned direct : 1;   /* [rules] direct: the relay socket is connected to rec.dest's destination, no
                             SOCKS5 header either way, no control connection */
+  unsigned ss_on : 1;    /* a Shadowsocks upstream: the relay socket to the server, each datagram
+                            sealed with ss (core/udp/udp_ss.h), no control connection */
+  struct s5_ss_udp ss;
   uint64_t last_active;
 
   struct sockaddr_storage udp_local; /* our UDP socket, as told to the proxy */
@@ -119,6 +123,7 @@ struct s5_udp {
   unsigned held_next;               /* the slot of held[] the next new client takes */
   unsigned tun_ifindex;             /* the device's, for relay_loops() (udp.c); 0 = not looked up */
   struct s5_udp_held held[S5_UDP_HELD_CLIENTS];
+  uint8_t *ss_buf; /* Shadowsocks: the packet being sealed (udp_ss.c); NULL until the first */
   struct s5_assoc *buckets[S5_UDP_BUCKETS];
 };
 

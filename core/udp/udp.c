@@ -36,6 +36,7 @@
 #include "udp/udp_dest.h"
 #include "udp/udp_io.h"
 #include "udp/udp_sniff.h"
+#include "udp/udp_ss.h"
 #include "netif/udp_tun.h"
 #include "ctx/wctx.h"
 
@@ -94,7 +95,7 @@ int s5_udp_output(struct s5_wctx *w, const ip_addr_t *src, uint16_t sport, const
 /* Sends one datagram (hdr, then the chain p) to the relay: queued for the
  * end of this loop turn (core/udp/udp_io.c), where it is counted. */
 static void assoc_send(struct s5_assoc *a, const uint8_t *hdr, size_t hlen, struct pbuf *p) {
-  s5_udp_sock_send(&a->relay, hdr, hlen, p);
+  s5__udp_relay_send(a, hdr, hlen, p); /* Shadowsocks: sealed first (udp_ss.c) */
 }
 
 static void assoc_flush_queue(struct s5_assoc *a) {
@@ -174,7 +175,7 @@ static void relay_error(struct s5_udp_sock *s, int err) {
   else relay_unreachable(a, err);
 }
 
-static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) {
+static void relay_recv(struct s5_udp_sock *s, uint8_t *buf, size_t nread) {
   struct s5_assoc *a = s->poll.data;
   struct s5_wctx *w = a->u->w;
   if (a->state != S5_ASSOC_READY) return;
@@ -185,6 +186,8 @@ static void relay_recv(struct s5_udp_sock *s, const uint8_t *buf, size_t nread) 
     bad = "datagram larger than the buffer";
   } else if (a->direct) { /* from the one destination, as it is */
     src.port = a->rec.dest_port;
+  } else if (a->ss_on && s5__udp_ss_open(a, &buf, &nread) < 0) {
+    return; /* a bad tag: counted and said there */
   } else {
     hlen = s5_socks5_udp_header_parse(buf, nread, &src);
     if (hlen == S5_SOCKS5_FRAGMENTED) bad = "fragmented SOCKS5 datagram (FRAG != 0)";
@@ -222,8 +225,9 @@ static int relay_open(struct s5_assoc *a) {
   struct sockaddr_storage local;
   int len = sizeof local, r = 0;
   memset(&local, 0, sizeof local);
-  if (a->direct) { /* no control connection: any address of the destination's family */
-    local.ss_family = IP_IS_V6(&a->rec.dest) ? AF_INET6 : AF_INET;
+  if (a->direct || up->type == S5_UPSTREAM_SHADOWSOCKS) { /* no control connection: any address of the
+                                                             destination's (the server's) family */
+    local.ss_family = !a->direct ? up->addr.ss_family : IP_IS_V6(&a->rec.dest) ? AF_INET6 : AF_INET;
     len = (int)s5_sockaddr_len(&local);
   } else {
     r = uv_tcp_getsockname(&a->proxy.sock, (struct sockaddr *)&local, &len);
@@ -293,10 +297,14 @@ static void assoc_ready(struct s5_assoc *a, const struct s5_socks5_addr *bnd) {
     return;
   }
   if (relay_loops(a, &target)) return;
+  char why[160];
+  if (a->proxy.up->type == S5_UPSTREAM_SHADOWSOCKS && s5__udp_ss_init(a, why, sizeof why) < 0) {
+    s5_assoc_fail_at(a, S5_LOG_WARN, why);
+    return;
+  }
   int r = connect(a->relay.fd, (const struct sockaddr *)&target, s5_sockaddr_len(&target)) < 0 ? -errno : 0;
   if (r == 0) r = s5_udp_sock_start(&a->relay, relay_recv, relay_error);
   if (r < 0) {
-    char why[128];
     snprintf(why, sizeof why, "UDP relay socket: %s", uv_strerror(r));
     S5_STAT_ADD(a->u->w->stats, socks5_connect_failed, 1);
     s5_assoc_fail(a, why);
@@ -464,5 +472,6 @@ void s5_udp_stop(struct s5_udp *u) {
   u->netif->udp_tun = NULL;
   s5_udp_tun_stop(u->tun);
   s5_udp_io_stop(u->io);
+  s5__udp_ss_stop(u);
   free(u);
 }

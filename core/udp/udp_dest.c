@@ -3,6 +3,7 @@
  * name for a mapped address), cached per association for a plain one, and
  * a new association's route (core/outbound/route.h). */
 #include "udp/udp_dest.h"
+#include "udp/udp_ss.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -114,7 +115,7 @@ void s5__udp_datagram(struct s5_assoc *a, struct pbuf *p, const ip_addr_t *dst, 
   s5_assoc_touch(a);
   a->rec.bytes_up += p->tot_len;
   if (a->state == S5_ASSOC_READY) {
-    s5_udp_sock_send(&a->relay, hdr, (size_t)hlen, p);
+    s5__udp_relay_send(a, hdr, (size_t)hlen, p);
     pbuf_free(p);
     return;
   }

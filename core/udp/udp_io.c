@@ -134,7 +134,7 @@ static void send_now(struct s5_udp_io *io, struct s5_udp_sock *s, const uint8_t 
 
 void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, const struct pbuf *p) {
   struct s5_udp_io *io = s->io;
-  size_t len = hlen + p->tot_len;
+  size_t len = hlen + (p != NULL ? p->tot_len : 0);
   if (!io->batch) {
     send_now(io, s, hdr, hlen, p);
     return;
@@ -143,7 +143,7 @@ void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, co
   S5_ASSERT(io->used + len <= S5_UDPIO_ARENA && io->nents < S5_UDPIO_ENTS);
   uint8_t *d = io->arena + io->used;
   if (hlen > 0) memcpy(d, hdr, hlen); /* none for datagrams queued with theirs */
-  pbuf_copy_partial(p, d + hlen, p->tot_len, 0);
+  if (p != NULL) pbuf_copy_partial(p, d + hlen, p->tot_len, 0);
   int i = (int)io->nents++;
   io->ents[i] = (struct ent){(uint32_t)io->used, (uint32_t)len, -1};
   io->used += len;
@@ -259,7 +259,7 @@ void s5_udp_io_flush(struct s5_udp_io *io) {
 static void deliver(struct s5_udp_io *io, struct s5_udp_sock *s, unsigned k) {
   struct msghdr *h = &io->rmsg[k].msg_hdr;
   size_t len = io->rmsg[k].msg_len;
-  const uint8_t *buf = h->msg_iov[0].iov_base;
+  uint8_t *buf = h->msg_iov[0].iov_base;
   if (h->msg_flags & MSG_TRUNC) {
     s->on_recv(s, NULL, len);
     return;

@@ -33,8 +33,8 @@ struct pbuf;
 struct s5_udp_sock;
 
 /* A datagram read from the socket; buf is valid until the callback
- * returns. buf NULL: the datagram was larger than the buffer (len bytes). */
-typedef void (*s5_udp_sock_recv_cb)(struct s5_udp_sock *s, const uint8_t *buf, size_t len);
+ * returns; it may be changed in place (Shadowsocks opens there). buf NULL: the datagram was larger than the buffer (len bytes). */
+typedef void (*s5_udp_sock_recv_cb)(struct s5_udp_sock *s, uint8_t *buf, size_t len);
 /* A read failed (on a connected socket: an ICMP error for an earlier
  * send); err is a negative errno (= a libuv error code). */
 typedef void (*s5_udp_sock_err_cb)(struct s5_udp_sock *s, int err);
@@ -82,8 +82,8 @@ int s5_udp_sock_start(struct s5_udp_sock *s, s5_udp_sock_recv_cb on_recv, s5_udp
 /* Drops what is queued for s, closes the handle (cb as for uv_close) and the fd. */
 void s5_udp_sock_close(struct s5_udp_sock *s, uv_close_cb cb);
 
-/* Queues hdr (hlen bytes) followed by the chain p as one datagram (sent
- * now on the plain path). Counted in bytes_to_proxy when sent, drop_udp
+/* Queues hdr (hlen bytes) followed by the chain p (NULL: none) as one
+ * datagram (sent now on the plain path). Counted in bytes_to_proxy when sent, drop_udp
  * when lost (full socket buffer, an ICMP error). */
 void s5_udp_sock_send(struct s5_udp_sock *s, const uint8_t *hdr, size_t hlen, const struct pbuf *p);
 

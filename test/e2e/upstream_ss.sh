@@ -18,6 +18,15 @@
 #                its server started with a wrong password keeps it down (the
 #                check's HEAD through it is never answered), with the right
 #                one it is up again and carries TGT6.
+#                UDP (each datagram sealed straight to the server, ss-server
+#                -u): an echo (udptarget.py) and DNS (dig to dnsmasq in S)
+#                through chacha20 (IPv4 targets, server on IPv6), aes-128-gcm
+#                (IPv6 targets, by a proto:udp rule) and v2ray (network
+#                tcp,udp), bytes compared, each proven carried by the
+#                server's log ("[udp] cache miss" of ss-server -v; v2ray's
+#                "accepted udp:"); the wrong password's datagrams get no
+#                reply and cost nothing else; a server whose UDP answer does
+#                not open: dropped, one warning, counted in stream_bad.
 
 SS_PASS=e2e-ss-secret
 SS_CHACHA=8388
@@ -29,6 +38,7 @@ SS_TAMPER=8393 # a server of ours whose answer does not open
 SS_PORT2=7001 # a second target, for v2ray's flows
 SS_PORT3=7002 # the wrong password's rule
 SS_PORT4=7003 # the tampering server's rule
+SS_UDP=7010   # the UDP echo's port (udptarget.py, TGT4 and TGT6; 7001-7003 too, for the rules above)
 
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
@@ -70,6 +80,77 @@ ss_up() {
     "password = ${5:-$SS_PASS}"
 }
 
+# ss_udp_misses LOG HOST PORT: how many UDP relays to HOST:PORT ss-server -v logged.
+ss_udp_misses() { grep -cE "\[udp\] cache miss: \[?$2\]?:$3 " "$WORK/$1.log" || true; }
+
+# UDP through the three kinds of server: echoes byte for byte, DNS answers,
+# each carried by the server its rule names; the wrong password's get none.
+ss_udp() {
+  local ready=$WORK/udptarget.ready
+  E2E_LOGS+=("$WORK/udptarget.log" "$WORK/dnsmasq.log")
+  in_s "$PY" "$E2E_DIR/udptarget.py" --listen "$TGT4" --listen "$TGT6" --port $SS_UDP --port $SS_PORT2 \
+    --port $SS_PORT3 --port $SS_PORT4 --ready-file "$ready" >"$WORK/udptarget.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do [[ -s $ready ]] && break; sleep 0.1; done
+  [[ -s $ready ]] || fail "udptarget.py did not start"
+  start_dnsmasq
+  local l
+  for l in chacha aes128 aes256; do
+    grep -q "UDP relay enabled" "$WORK/$l.log" || fail "ss-server $l runs without its UDP relay (-u)"
+  done
+  # At most 1400 bytes: ss-server 3.3.5 reads datagrams into a 2.8 KB buffer
+  # and sends its replies with don't-fragment ("remote_recv_sendto: Message
+  # too long" over the link's MTU); s5tund itself seals up to 65507 bytes.
+  uclient echo --host "$TGT4" --port $SS_UDP --sizes 1,100,1400 --sources 2 --rounds 2 --retry-for "$T_START"
+  uclient echo --host "$TGT6" --port $SS_UDP --sizes 1,100,1400 --sources 2 --rounds 2 --retry-for "$T_START"
+  uclient echo --host "$TGT4" --port $SS_PORT2 --sizes 1,100,1400 --sources 2 --retry-for "$T_START"
+  local a4 a6
+  a4=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" dig +time=5 +tries=2 +short "@$TGT4" www.example.test A)
+  a6=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" dig +time=5 +tries=2 +short "@$TGT6" www.example.test AAAA)
+  [[ $a4 == "$TGT4" && $a6 == "$TGT6" ]] || fail "dig through Shadowsocks: A '$a4' (want $TGT4), AAAA '$a6' (want $TGT6)"
+  local u4 u6 d4 d6
+  u4=$(ss_udp_misses chacha "$TGT4" $SS_UDP)
+  d4=$(ss_udp_misses chacha "$TGT4" 53)
+  u6=$(ss_udp_misses aes128 "$TGT6" $SS_UDP)
+  d6=$(ss_udp_misses aes128 "$TGT6" 53)
+  ((u4 >= 1 && d4 >= 1 && u6 >= 1 && d6 >= 1)) ||
+    fail "ss-server's UDP relays: chacha $u4 to $TGT4:$SS_UDP, $d4 to :53; aes128 $u6 to [$TGT6]:$SS_UDP, $d6 to :53"
+  grep -q "accepted udp:$TGT4:$SS_PORT2" "$WORK/v2ray-access.log" || fail "v2ray logged no UDP flow to $TGT4:$SS_PORT2"
+  grep -q "query\[A\] www.example.test" "$WORK/dnsmasq.log" || fail "dnsmasq logged no query"
+  log "UDP: echo and DNS through chacha20 ($u4, $d4), aes-128-gcm ($u6, $d6, IPv6), v2ray ($(grep -c 'accepted udp:' "$WORK/v2ray-access.log"))"
+
+  # The wrong password: ss-server cannot open the datagrams and drops them;
+  # the client hears nothing, and the right ones still go through after.
+  local out
+  out=$(CLIENT_T=20 uclient --timeout 2 echo --host "$TGT4" --port $SS_PORT3 --sizes 100 --tries 3 2>&1) &&
+    fail "an echo through the wrong password came back: $(oneline "$out")"
+  local sus
+  sus=$(grep -c "suspicious UDP packet" "$WORK/aes128.log" || true)
+  ((sus >= 3)) || fail "ss-server aes128 refused $sus of the wrong password's 3 datagrams"
+  uclient echo --host "$TGT4" --port $SS_UDP --sizes 100 --retry-for "$T_START"
+  log "UDP with a wrong password: ss-server refused them ($sus), no reply ($(oneline "$out" | tail -c 120)); s5tund goes on"
+}
+
+# A server whose UDP answer does not open (zeros): dropped, one warning
+# naming the upstream and the fix, counted in its stream_bad.
+ss_udp_tamper() {
+  in_s "$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+while True:
+    _, a = s.recvfrom(65535)
+    s.sendto(bytes(32 + 7 + 5 + 16), a)' "$S_ADDR4" $SS_TAMPER >/dev/null 2>&1 &
+  local out bad
+  out=$(CLIENT_T=20 uclient --timeout 2 echo --host "$TGT4" --port $SS_PORT4 --sizes 5 --tries 2 2>&1) &&
+    fail "an echo through the tampering server came back: $(oneline "$out")"
+  e2e_wait_log "$S5LOG" "warn  q[0-9] upstream tamper: Shadowsocks UDP datagram from the server dropped: its tag failed authentication: .*check \[upstream tamper\] password and method" 5 >/dev/null
+  bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]["stream_bad"])')
+  ((bad >= 2)) || fail "tamper's stream_bad is $bad after its UDP answers"
+  log "UDP answers that do not open: dropped, warned, counted (stream_bad $bad)"
+}
+
 # ss_connects LOG HOST PORT: how many "connect to HOST:PORT" ss-server logged.
 ss_connects() { grep -cF "connect to $2:$3" "$WORK/$1.log" || true; }
 
@@ -89,7 +170,7 @@ case_upstream_ss() {
     printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" \
       "network = $DNS_POOL" "" "[rules]" "default = chacha" "rule = domain:target.test -> aes256" \
       "rule = dst:$TGT4/32 port:$SS_PORT2 -> v2ray" "rule = dst:$TGT4/32 port:$SS_PORT3 -> wrongpw" \
-      "rule = dst:$TGT4/32 port:$SS_PORT4 -> tamper" \
+      "rule = dst:$TGT4/32 port:$SS_PORT4 -> tamper" "rule = dst:$TGT6/128 proto:udp -> aes128" \
       "rule = dst:$TGT6/128 -> g" "" "[group g]" "members = later, aes128" "" "[balance]" "fail-after = 1" \
       "check-interval = 1" "check-timeout = 2" "check-target = $TGT4:$TGT_PORT"
     ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
@@ -117,6 +198,8 @@ case_upstream_ss() {
   client --host "$addr" bulk --size 8M --upload-mode length >/dev/null
   client --host "$TGT4" --port $SS_PORT2 bulk --size 8M --upload-mode length >/dev/null
   client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+
+  ss_udp
 
   local c4 c6 cn
   c4=$(ss_connects chacha "$TGT4" "$TGT_PORT")
@@ -167,6 +250,7 @@ import json, sys
 print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]["stream_bad"])')
   ((bad == 1)) || fail "tamper's stream_bad is $bad"
   log "a stream that does not open: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
+  ss_udp_tamper
 
   e2e_wait_log "$S5LOG" "upstream later is down" 5 >/dev/null
   SS_PASS=not-the-password ss_server later-wrong "$S_ADDR4" $SS_LATER aes-128-gcm

@@ -530,6 +530,17 @@ def sniff_quic_seeds():
     return s
 
 
+def ss_udp_seeds():
+    """fuzz_ss_udp: [method][flags][text or raw packet] (see fuzz_ss_udp.c)."""
+    v4 = bytes([1, 10, 0, 2, 7, 0, 53]) + b"hello"
+    v6 = bytes([4]) + bytes(16) + bytes([0x1F, 0x90]) + b"x" * 100
+    name = bytes([3, 4]) + b"a.bc" + bytes([0, 53]) + b"q"
+    return {"aes128-v4": bytes([1, 0]) + v4, "chacha-v6": bytes([0, 0]) + v6,
+            "aes256-name": bytes([2, 0]) + name, "flip": bytes([1, 2 | 9 << 2]) + v4,
+            "cut": bytes([0, 4]) + v4, "raw": bytes([1, 1]) + bytes(40), "short": bytes([2, 1]) + bytes(10),
+            "empty": bytes([1, 0])}
+
+
 def write(corpus, target, seeds):
     d = os.path.join(corpus, target)
     os.makedirs(d, exist_ok=True)
@@ -554,6 +565,7 @@ def main():
     write(corpus, "fuzz_sniff_tls", sniff_tls_seeds())
     write(corpus, "fuzz_sniff_http", sniff_http_seeds())
     write(corpus, "fuzz_sniff_quic", sniff_quic_seeds())
+    write(corpus, "fuzz_ss_udp", ss_udp_seeds())
 
 
 if __name__ == "__main__":

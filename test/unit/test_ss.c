@@ -4,7 +4,8 @@
  * ss/vectors.py (its output is the table below); the down stream's
  * decoder on every split of a stream, and on streams cut short, with a
  * length over 0x3FFF, with a bad tag, under a wrong password; the
- * target a Shadowsocks upstream's stream starts with. */
+ * target a Shadowsocks upstream's stream starts with; UDP packets (known
+ * answers, bad tags, short packets). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
@@ -155,6 +156,74 @@ static void test_oversize(void) {
   CHECK(st == S5_SS_OK && got == 0 && partial, "length 0x3FFF: status %d, partial %d", st, partial);
 }
 
+/* UDP: one packet per datagram, salt a0 a1 .., target 192.0.2.7:53 and
+ * 100 bytes (python3 test/unit/ss/vectors.py, its UDP rows); opened back;
+ * a flipped bit anywhere, a wrong password and a packet shorter than its
+ * salt and tag refused. */
+static const struct {
+  size_t len;
+  const char *sha256;
+} udp_vectors[] = {
+  {155, "57feb66ce5065b7cbf0d06839f1be72f1e92a8994b7361ab5519a3ad25d91360"},
+  {139, "bec62a3481b26d03812022ce9240f4fc0a3e22c3766b8e72ca3a1b9cc5f78208"},
+  {155, "7ca890b5f9ba8624c6f3533f5c02874b9a9fc89a334a90a9202e5045622f304d"},
+};
+
+static void test_udp(void) {
+  static const uint8_t target[7] = {1, 192, 0, 2, 7, 0, 53};
+  for (size_t v = 0; v < 3; v++) {
+    enum s5_ss_method m = methods[v];
+    struct s5_ss_udp u, other;
+    uint8_t salt[S5_SS_KEY_MAX], pkt[256], md[32];
+    char d[65];
+    size_t sl = s5_ss_key_len(m), tl = sizeof target + 100;
+    for (size_t i = 0; i < sl; i++) salt[i] = (uint8_t)(0xa0 + i);
+    CHECK(s5_ss_udp_init(&u, m, PASSWORD) == 0 && s5_ss_udp_init(&other, m, "another password") == 0,
+          "%s: UDP init", vectors[v].method);
+    memcpy(pkt + sl, target, sizeof target);
+    memcpy(pkt + sl + sizeof target, plain, 100);
+    long n = s5_ss_udp_seal(&u, salt, pkt, tl);
+    unsigned mdlen = 0;
+    EVP_Digest(pkt, n > 0 ? (size_t)n : 0, md, &mdlen, EVP_sha256(), NULL);
+    hex(md, 32, d);
+    CHECK(n == (long)udp_vectors[v].len && strcmp(d, udp_vectors[v].sha256) == 0,
+          "%s: UDP packet %ld bytes, sha256 %s; want %zu, %s", vectors[v].method, n, d, udp_vectors[v].len,
+          udp_vectors[v].sha256);
+    uint8_t copy[256];
+    memcpy(copy, pkt, (size_t)n);
+    long t = s5_ss_udp_open(&u, copy, (size_t)n);
+    CHECK(t == (long)tl && memcmp(copy + sl, target, sizeof target) == 0 &&
+            memcmp(copy + sl + sizeof target, plain, 100) == 0,
+          "%s: UDP opened: %ld bytes", vectors[v].method, t);
+    size_t flips[] = {0, sl - 1, sl, sl + 50, (size_t)n - 1};
+    for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
+      memcpy(copy, pkt, (size_t)n);
+      copy[flips[i]] ^= 0x01;
+      t = s5_ss_udp_open(&u, copy, (size_t)n);
+      CHECK(t == S5_SS_BAD_TAG, "%s: UDP bit flipped at %zu: %ld", vectors[v].method, flips[i], t);
+    }
+    memcpy(copy, pkt, (size_t)n);
+    t = s5_ss_udp_open(&other, copy, (size_t)n);
+    CHECK(t == S5_SS_BAD_TAG, "%s: UDP under a wrong password: %ld", vectors[v].method, t);
+    CHECK(s5_ss_udp_open(&u, copy, sl + S5_SS_TAG - 1) == S5_SS_SHORT &&
+            s5_ss_udp_open(&u, copy, 0) == S5_SS_SHORT,
+          "%s: UDP packet shorter than salt and tag", vectors[v].method);
+    /* Salt and tag alone: an empty text, which authenticates (the caller finds no address in it). */
+    t = s5_ss_udp_seal(&u, NULL, pkt, 0);
+    CHECK(t == (long)(sl + S5_SS_TAG) && s5_ss_udp_open(&u, pkt, (size_t)t) == 0, "%s: UDP empty: %ld",
+          vectors[v].method, t);
+    /* Random salts: two seals of one text differ, both open. */
+    uint8_t a[64], b[64];
+    memcpy(a + sl, target, sizeof target), memcpy(b + sl, target, sizeof target);
+    long na = s5_ss_udp_seal(&u, NULL, a, sizeof target), nb = s5_ss_udp_seal(&u, NULL, b, sizeof target);
+    CHECK(na == nb && memcmp(a, b, (size_t)na) != 0 && s5_ss_udp_open(&u, a, (size_t)na) == 7 &&
+            s5_ss_udp_open(&u, b, (size_t)nb) == 7,
+          "%s: UDP random salts", vectors[v].method);
+    s5_ss_udp_free(&u);
+    s5_ss_udp_free(&other);
+  }
+}
+
 /* The stream's first bytes: SOCKS5's ATYP, address and port, nothing before. */
 static void test_target(void) {
   struct s5_upstream_cfg up = {.type = S5_UPSTREAM_SHADOWSOCKS};
@@ -183,5 +252,6 @@ int main(void) {
   test_vectors();
   test_oversize();
   test_target();
+  test_udp();
   return check_done();
 }

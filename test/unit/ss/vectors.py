@@ -46,3 +46,13 @@ for name, klen, aead in METHODS:
     key, out = stream(klen, aead)
     print('  {"%s", "%s", %d, "%s", "%s"},' % (name, key.hex(), len(out), out[klen:klen + 18].hex(),
                                                hashlib.sha256(out).hexdigest()))
+
+# UDP (2017): one packet [salt][seal(subkey(salt), nonce 0, target + payload)][tag]; the salt
+# 0xa0 0xa1 ..; the target 192.0.2.7:53 (ATYP 1), the payload 100 bytes of the same pattern.
+UDP_TEXT = bytes([1, 192, 0, 2, 7, 0, 53]) + PLAIN[:100]
+print("  /* UDP */")
+for name, klen, aead in METHODS:
+    salt = bytes(0xA0 + i for i in range(klen))
+    sub = HKDF(hashes.SHA1(), klen, salt, b"ss-subkey").derive(bytes_to_key(PASSWORD, klen))
+    pkt = salt + aead(sub).encrypt(bytes(12), UDP_TEXT, None)
+    print('  {"%s", %d, "%s"},' % (name, len(pkt), hashlib.sha256(pkt).hexdigest()))
