@@ -6,12 +6,16 @@
  * with fixed salt, timestamp, padding and payload byte for byte, a
  * server's response opened; then the response refused when its request
  * salt differs, its timestamp is 31 s off, its type is a client's, a byte
- * is changed; PSKs of the wrong length or not base64; the replay filter. */
+ * is changed; PSKs of the wrong length or not base64; the replay filter.
+ * The down stream's decoder (ss2022_dec.c) on the vector's response at
+ * every split, and on a longer stream (chunks of 0xFFFF, 0 and 3 bytes)
+ * at several splits and output sizes, cut short, tampered, replayed. */
 #include <stdlib.h>
 
 #include "check.h"
 #include "base/ossl.h"
 #include "socks5/ss2022.h"
+#include "socks5/ss2022_dec.h"
 
 #define NOW 1700000000u
 
@@ -178,6 +182,104 @@ static void test_replay(void) {
   CHECK(r.evicted_fresh > 0, "evicted while fresh: %llu", (unsigned long long)r.evicted_fresh);
 }
 
+/* Feeds s[len] step bytes at a time, reading cap bytes at most per call: the status, bytes into out. */
+static int feed(enum s5_ss_method m, const uint8_t *psk, const uint8_t *req_salt, struct s5_ss2022_replay *r,
+                const uint8_t *s, size_t len, size_t step, size_t cap, uint8_t *out, size_t *got,
+                int *partial) {
+  static struct s5_ss2022_dec d;
+  size_t fed = 0;
+  int st = S5_SS_OK;
+  *got = 0;
+  s5_ss2022_dec_init(&d, m, psk, req_salt);
+  for (;;) {
+    size_t n = 0;
+    st = s5_ss2022_decode(&d, r, NOW, out + *got, cap, &n);
+    *got += n;
+    if (st != S5_SS_OK) break;
+    if (n > 0) continue;
+    if (fed == len) break;
+    size_t take = len - fed < step ? len - fed : step, room = sizeof d.in - d.in_len;
+    if (room == 0) {
+      st = 99; /* the decoder waits with no room: a defect */
+      break;
+    }
+    if (take > room) take = room;
+    memcpy(d.in + d.in_len, s + fed, take);
+    d.in_len += take, fed += take;
+  }
+  *partial = s5_ss2022_dec_partial(&d);
+  s5_ss2022_dec_free(&d);
+  return st;
+}
+
+#define LONG_LEN (0xFFFF + 3)
+static void test_decoder(void) {
+  enum s5_ss_method m = S5_SS_2022_AES_256_GCM;
+  size_t klen = s5_ss_key_len(m), got = 0;
+  uint8_t psk[S5_SS_KEY_MAX], salt[S5_SS_KEY_MAX], r[512];
+  static uint8_t out[LONG_LEN + 16], s[2 * LONG_LEN], plain[LONG_LEN];
+  static struct s5_ss2022_replay filter;
+  int partial = 0;
+  for (size_t i = 0; i < klen; i++) salt[i] = (uint8_t)(0x40 + i);
+  CHECK(s5_ss2022_psk(m, vectors[1].psk, psk) == 0, "PSK");
+  size_t rlen = unhex(vectors[1].response, r);
+  for (size_t step = 1; step <= rlen; step++) {
+    memset(&filter, 0, sizeof filter);
+    int st = feed(m, psk, salt, &filter, r, rlen, step, 3, out, &got, &partial);
+    CHECK(st == S5_SS_OK && got == 5 && memcmp(out, "hello", 5) == 0 && !partial, "vector by %zu: %d, %zu",
+          step, st, got);
+  }
+  CHECK(feed(m, psk, salt, &filter, r, rlen, rlen, 100, out, &got, &partial) == S5_SS2022_REPLAY && got == 0,
+        "the same server salt again: replay");
+  for (size_t cut = 1; cut < rlen; cut++) {
+    memset(&filter, 0, sizeof filter);
+    int st = feed(m, psk, salt, &filter, r, cut, cut, 100, out, &got, &partial);
+    CHECK(st == S5_SS_OK && partial, "vector cut at %zu: partial", cut);
+  }
+  memset(&filter, 0, sizeof filter);
+  CHECK(feed(m, psk, salt, &filter, r, 0, 1, 100, out, &got, &partial) == S5_SS_OK && !partial,
+        "nothing: not partial");
+
+  /* A longer stream, sealed here: header (first chunk 0xFFFF), chunks of 0 and 3 bytes. */
+  for (size_t i = 0; i < sizeof plain; i++) plain[i] = (uint8_t)(i * 11 + 1);
+  struct s5_ss_aead a;
+  uint8_t h[1 + 8 + S5_SS_KEY_MAX + 2] = {1}, l[2] = {0, 0};
+  for (int i = 0; i < 8; i++) h[1 + i] = (uint8_t)((uint64_t)NOW >> (56 - 8 * i));
+  memcpy(h + 9, salt, klen);
+  h[9 + klen] = 0xFF, h[10 + klen] = 0xFF;
+  size_t w = klen;
+  memset(s, 0x77, klen);
+  int ok = s5_ss2022_aead_init(&a, m, psk, s) == 0 && s5_ss_seal(&a, h, 11 + klen, s + w) == 0;
+  w += 11 + klen + S5_SS_TAG;
+  ok = ok && s5_ss_seal(&a, plain, 0xFFFF, s + w) == 0;
+  w += 0xFFFF + S5_SS_TAG;
+  ok = ok && s5_ss_seal(&a, l, 2, s + w) == 0 && s5_ss_seal(&a, NULL, 0, s + w + 18) == 0;
+  w += 2 * S5_SS_TAG + 2;
+  l[1] = 3;
+  ok = ok && s5_ss_seal(&a, l, 2, s + w) == 0 && s5_ss_seal(&a, plain + 0xFFFF, 3, s + w + 18) == 0;
+  w += 2 * S5_SS_TAG + 2 + 3;
+  s5_ss_aead_free(&a);
+  CHECK(ok, "long stream sealed");
+  const size_t steps[] = {1, 1000, 16384, 70000, 200000}, caps[] = {1, 100, 16384, 0x10000};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+    for (size_t j = 0; j < sizeof caps / sizeof caps[0]; j++) {
+      if (steps[i] == 1 && caps[j] == 1) continue; /* slow, and covered by its neighbours */
+      memset(&filter, 0, sizeof filter);
+      memset(out, 0, sizeof out);
+      int st = feed(m, psk, salt, &filter, s, w, steps[i], caps[j], out, &got, &partial);
+      CHECK(st == S5_SS_OK && got == LONG_LEN && memcmp(out, plain, LONG_LEN) == 0 && !partial,
+            "long by %zu, out %zu: %d, %zu bytes", steps[i], caps[j], st, got);
+    }
+  memset(&filter, 0, sizeof filter);
+  CHECK(feed(m, psk, salt, &filter, s, w - 1, 5000, 16384, out, &got, &partial) == S5_SS_OK && partial &&
+          got == 0xFFFF,
+        "long cut before the last byte: partial, %zu bytes", got);
+  s[klen + 11 + klen + S5_SS_TAG + 0x8000] ^= 4;
+  memset(&filter, 0, sizeof filter);
+  CHECK(feed(m, psk, salt, &filter, s, w, 5000, 16384, out, &got, &partial) == S5_SS_BAD_TAG && got == 0,
+        "a payload byte changed: bad tag");
+}
+
 int main(void) {
   char e[200];
   if (s5_ossl_load(S5_OSSL_CRYPTO, e, sizeof e) != 0) { /* as the daemon at start */
@@ -187,5 +289,6 @@ int main(void) {
   test_vectors();
   test_limits();
   test_replay();
+  test_decoder();
   return check_done();
 }
