@@ -13,30 +13,8 @@ int s5_ss2022_is(enum s5_ss_method m) {
   return m == S5_SS_2022_AES_128_GCM || m == S5_SS_2022_AES_256_GCM || m == S5_SS_2022_CHACHA20_POLY1305;
 }
 
-static int b64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
 int s5_ss2022_psk(enum s5_ss_method m, const char *password, uint8_t *psk) {
-  size_t klen = s5_ss_key_len(m), plen = strlen(password), want = (klen + 2) / 3 * 4, n = 0;
-  if (plen != want) return -1;
-  size_t pad = klen % 3 == 0 ? 0 : 3 - klen % 3; /* '=' the text ends with */
-  for (size_t i = 0; i < plen; i += 4) {
-    uint32_t v = 0;
-    for (size_t j = 0; j < 4; j++) {
-      int tail = i + 4 == plen && j >= 4 - pad, d = tail ? 0 : b64_value(password[i + j]);
-      if (d < 0 || (tail && password[i + j] != '=')) return -1;
-      v = v << 6 | (uint32_t)d;
-    }
-    for (int s = 16; s >= 0 && n < klen; s -= 8) psk[n++] = (uint8_t)(v >> s);
-    if (i + 4 == plen && (v & ((1u << (8 * pad)) - 1)) != 0) return -1; /* bits past the key: not canonical */
-  }
-  return 0;
+  return s5_b64_key(password, s5_ss_key_len(m), psk); /* ini/'s: the configuration check's too */
 }
 
 void s5_ss2022_subkey(enum s5_ss_method m, const uint8_t *psk, const uint8_t *salt, uint8_t *sub) {
