@@ -125,14 +125,15 @@ static int ss_bad22(struct s5_pump *p, int st) {
   return -1;
 }
 
-static __thread struct s5_ss2022_replay *replay; /* the worker's server salts (ss2022.h) */
+/* The worker's server salts (ss2022.h): in its thread's storage, no allocation to leak at its end. */
+static __thread struct s5_ss2022_replay replay;
 
 static int ss_read(struct s5_pump *p, uint8_t *buf, size_t cap) {
   struct ss_cx *c = p->cx;
   struct s5_ss2022_dec *d22 = c->dec22;
   for (;;) {
     size_t n = 0;
-    int st = d22 != NULL ? s5_ss2022_decode(d22, replay, (uint64_t)time(NULL), buf, cap, &n)
+    int st = d22 != NULL ? s5_ss2022_decode(d22, &replay, (uint64_t)time(NULL), buf, cap, &n)
                          : s5_ss_decode(&c->dec, buf, cap, &n);
     if (st != S5_SS_OK) return d22 != NULL ? ss_bad22(p, st) : ss_bad(p, s5_ss_status_text(st));
     if (n > 0) return (int)n;
@@ -178,9 +179,8 @@ struct s5_pump *s5_ss_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
   uint8_t key[S5_SS_KEY_MAX];
   size_t klen = s5_ss_key_len(up->ss_method);
   int v22 = s5_ss2022_is(up->ss_method);
-  if (v22 && replay == NULL) replay = calloc(1, sizeof *replay); /* the worker's, for its life */
   if (c != NULL && v22) c->dec22 = calloc(1, sizeof *c->dec22);
-  if (c == NULL || (v22 && (replay == NULL || c->dec22 == NULL))) {
+  if (c == NULL || (v22 && c->dec22 == NULL)) {
     snprintf(why, cap, "Shadowsocks to upstream %s: out of memory", up->name);
     ss_free(c);
     return NULL;
