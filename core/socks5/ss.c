@@ -37,12 +37,14 @@ static int ss_handshake(struct s5_pump *p, char *why, size_t cap) {
 }
 
 /* The stream failed: one warning naming the upstream and the fix; counted. */
-static int ss_bad(struct s5_pump *p, const char *what) {
+static int ss_bad(struct s5_pump *p, const char *what, int status) {
   s5_warn(
     "upstream %s: Shadowsocks stream from the server: %s: a wrong password or method (check [upstream "
     "%s] password and method against the server's), or tampering; connection closed",
     p->up_name, what, p->up_name);
   if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
+  if (s5_uptab() != NULL && status == S5_SS_BAD_TAG)
+    s5_uptab_count_ss_bad(s5_uptab(), p->slot, S5_UP_SS_BAD_TAG);
   return -1;
 }
 
@@ -121,7 +123,12 @@ static int ss_bad22(struct s5_pump *p, int st) {
   snprintf(f, sizeof f, fix, p->up_name);
   s5_warn("upstream %s: Shadowsocks 2022 stream from the server: %s: %s; connection closed", p->up_name,
           s5_ss2022_status_text(st), f);
+  enum s5_up_ss_cause cause = st == S5_SS2022_CLOCK_SKEW                                ? S5_UP_SS_CLOCK_SKEW
+                              : st == S5_SS2022_REPLAY || st == S5_SS2022_SALT_MISMATCH ? S5_UP_SS_REPLAY
+                              : st == S5_SS_BAD_TAG                                     ? S5_UP_SS_BAD_TAG
+                                                                                        : S5_UP_SS_CAUSES;
   if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
+  if (s5_uptab() != NULL && cause != S5_UP_SS_CAUSES) s5_uptab_count_ss_bad(s5_uptab(), p->slot, cause);
   return -1;
 }
 
@@ -135,10 +142,10 @@ static int ss_read(struct s5_pump *p, uint8_t *buf, size_t cap) {
     size_t n = 0;
     int st = d22 != NULL ? s5_ss2022_decode(d22, &replay, (uint64_t)time(NULL), buf, cap, &n)
                          : s5_ss_decode(&c->dec, buf, cap, &n);
-    if (st != S5_SS_OK) return d22 != NULL ? ss_bad22(p, st) : ss_bad(p, s5_ss_status_text(st));
+    if (st != S5_SS_OK) return d22 != NULL ? ss_bad22(p, st) : ss_bad(p, s5_ss_status_text(st), st);
     if (n > 0) return (int)n;
     int partial = d22 != NULL ? s5_ss2022_dec_partial(d22) : s5_ss_dec_partial(&c->dec);
-    if (c->eof && partial) return ss_bad(p, "it ended inside a chunk");
+    if (c->eof && partial) return ss_bad(p, "it ended inside a chunk", S5_SS_OK);
     if (c->eof) return !c->heard && c->salt_sent ? ss_silent(p) : -S5_PUMP_EOF;
     uint8_t *in = d22 != NULL ? d22->in : c->dec.in;
     size_t *in_len = d22 != NULL ? &d22->in_len : &c->dec.in_len;

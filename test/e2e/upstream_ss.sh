@@ -195,8 +195,9 @@ while True:
   e2e_wait_log "$S5LOG" "warn  q[0-9] upstream tamper: Shadowsocks stream from the server: a chunk failed authentication: .*check \[upstream tamper\] password and method.*; connection closed" 5 >/dev/null
   bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
 import json, sys
-print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]["stream_bad"])')
-  ((bad == 1)) || fail "tamper's stream_bad is $bad"
+u = [u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]
+print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])')
+  [[ $bad == "1 1 0 0" ]] || fail "tamper's stream_bad, ss_bad_tag, ss_replay, ss_clock_skew: $bad"
   log "a stream that does not open: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
 
   # 2022: a server whose clock is 100 s ahead: one warning with the fix, counted.
@@ -205,8 +206,9 @@ print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]
   e2e_wait_log "$S5LOG" "warn  q[0-9] upstream ss22skew: Shadowsocks 2022 stream from the server: the response's timestamp is more than 30 s from this host's clock: set this host's clock .*; connection closed" 5 >/dev/null
   bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
 import json, sys
-print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "ss22skew"][0]["stream_bad"])')
-  ((bad == 1)) || fail "ss22skew's stream_bad is $bad"
+u = [u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "ss22skew"][0]
+print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])')
+  [[ $bad == "1 0 0 1" ]] || fail "ss22skew's stream_bad, ss_bad_tag, ss_replay, ss_clock_skew: $bad"
   log "2022 clock skew: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
 
   e2e_wait_log "$S5LOG" "upstream later is down" 5 >/dev/null
