@@ -39,13 +39,14 @@ CTEST_ARGS ?=
 # supervisor is killed (e2e.ops.supervise). python3-cryptography: the QUIC
 # client Initials the sniffer is tested against (unit.sniff_quic_split).
 # nginx-light: one address serving two names by SNI and Host (e2e.sniff).
-# shadowsocks-libev, v2ray: two independent Shadowsocks servers (e2e.upstream_ss).
+# shadowsocks-libev, v2ray: two independent Shadowsocks servers (e2e.upstream_ss);
+# b3sum: BLAKE3 for Shadowsocks 2022's vectors and the e2e's own 2022 server.
 DEPS := build-essential cmake pkg-config libuv1-dev libinih-dev libnftables-dev libssl-dev xz-utils \
         ca-certificates microsocks dante-server dnsmasq-base iproute2 python3 procps coreutils \
         openssh-client libwrap0 libpam0g libaudit1 libgssapi-krb5-2 libkrb5-3 libssl3 libsystemd0 \
         systemd man-db python3-prometheus-client iperf3 clang-format dnsutils nftables \
         apache2-utils curl squid-openssl tinyproxy strace stunnel4 tcpdump python3-cryptography nginx-light \
-        shadowsocks-libev v2ray
+        shadowsocks-libev v2ray b3sum
 
 SHELL := /bin/bash
 export DEBIAN_FRONTEND := noninteractive

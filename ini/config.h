@@ -104,8 +104,8 @@ enum s5_upstream_type {
   S5_UPSTREAM_DIRECT
 };
 
-/* Shadowsocks' method (the words of [upstream] method); the 2022 ones are
- * known only to be refused ("not supported yet") by the configuration check. */
+/* Shadowsocks' method (the words of [upstream] method): 2017's AEAD, and
+ * 2022's (SIP022, TCP only), whose password is base64 of the key. */
 enum s5_ss_method {
   S5_SS_CHACHA20_POLY1305,
   S5_SS_AES_128_GCM,
@@ -114,6 +114,13 @@ enum s5_ss_method {
   S5_SS_2022_AES_256_GCM,
   S5_SS_2022_CHACHA20_POLY1305
 };
+
+/* Shadowsocks 2022 (SIP022): TCP only so far; UDP goes to other upstreams. */
+static inline int s5_ss_method_2022(enum s5_ss_method m) { return m >= S5_SS_2022_AES_128_GCM; }
+
+/* A key of len bytes from text, base64 (RFC 4648, standard alphabet, its
+ * '=' padding, canonical): 0, or -1 when it is not or is another length. */
+int s5_b64_key(const char *text, size_t len, uint8_t *out);
 
 /* One upstream proxy: the keys of [socks5] and of an [upstream NAME]
  * section. Keys that a type has no use for (pipeline and udp beyond SOCKS5)

@@ -117,17 +117,22 @@ static int check_upstream(const struct s5_config *cfg, unsigned i, int *key, int
   if (i == 0 && cfg->socks5_section) snprintf(where, sizeof where, "[socks5]");
   else snprintf(where, sizeof where, "[upstream %s]", u->name);
   if (u->type == S5_UPSTREAM_SHADOWSOCKS) {
-    const char *k = u->ss_method >= S5_SS_2022_AES_128_GCM ? "method"
-                    : !pass                                ? "password"
-                    : user                                 ? "username"
-                                                           : NULL;
+    size_t klen = u->ss_method == S5_SS_2022_AES_128_GCM ? 16 : 32;
+    uint8_t psk[32];
+    bool v22 = s5_ss_method_2022(u->ss_method);
+    bool bad_psk = v22 && pass && s5_b64_key(u->password, klen, psk) != 0;
+    explicit_bzero(psk, sizeof psk);
+    const char *k = !pass || bad_psk ? "password" : user ? "username" : NULL;
     if (k == NULL) return 0;
     blame(cfg, i, k, key, up);
-    snprintf(err, errlen, "%s",
-             !strcmp(k, "method")
-               ? "2022-blake3-* is not supported yet: use chacha20-ietf-poly1305, aes-128-gcm "
-                 "or aes-256-gcm (the server must use the same)"
-             : !pass ? "empty: type = shadowsocks needs the server's password"
+    if (bad_psk)
+      snprintf(err, errlen,
+               "not a 2022 key: method 2022-blake3-* takes base64 of exactly %zu random bytes, the server's "
+               "(e.g. from `openssl rand -base64 %zu`)",
+               klen, klen);
+    else
+      snprintf(err, errlen, "%s",
+               !pass ? "empty: type = shadowsocks needs the server's password"
                      : "set for type = shadowsocks, which has none (password alone is the key's)");
     return -1;
   }

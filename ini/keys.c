@@ -152,8 +152,8 @@ static const struct s5_key keys[] = {
    .doc = "socks5 and http; shadowsocks: the key's (--check-config prints ***); socks4 has none"},
   {"upstream", "method", &s5_type_enum, UP(ss_method), .words = ss_words, .live = true,
    .def = "chacha20-ietf-poly1305",
-   .doc =
-     "shadowsocks: chacha20-ietf-poly1305, aes-128-gcm or aes-256-gcm (the 2022-blake3-* ones: not yet)"},
+   .doc = "shadowsocks: chacha20-ietf-poly1305, aes-128-gcm, aes-256-gcm; 2022-blake3-aes-128-gcm, "
+          "2022-blake3-aes-256-gcm, 2022-blake3-chacha20-poly1305 (TCP; password: base64 of the key)"},
   {"upstream", "mark", &s5_type_mark, UP(mark), .max = 4294967295ul, .def = "0",
    .doc = "SO_MARK on sockets to the proxy, decimal or 0x hex, 0 = none"},
   {"upstream", "pipeline", &s5_type_bool, UP(pipeline), .live = true, .def = "false",

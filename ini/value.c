@@ -381,3 +381,29 @@ int s5_parse_text(const char *text, size_t max, char *out, size_t outlen, char *
   memcpy(out, text, len + 1);
   return 0;
 }
+
+static int b64_value(char c) {
+  if (c >= 'A' && c <= 'Z') return c - 'A';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+  if (c >= '0' && c <= '9') return c - '0' + 52;
+  if (c == '+') return 62;
+  if (c == '/') return 63;
+  return -1;
+}
+
+int s5_b64_key(const char *text, size_t len, uint8_t *out) {
+  size_t tlen = strlen(text), n = 0;
+  if (len == 0 || tlen != (len + 2) / 3 * 4) return -1;
+  size_t pad = len % 3 == 0 ? 0 : 3 - len % 3; /* the '=' the text ends with */
+  for (size_t i = 0; i < tlen; i += 4) {
+    uint32_t v = 0;
+    for (size_t j = 0; j < 4; j++) {
+      int tail = i + 4 == tlen && j >= 4 - pad, d = tail ? 0 : b64_value(text[i + j]);
+      if (d < 0 || (tail && text[i + j] != '=')) return -1;
+      v = v << 6 | (uint32_t)d;
+    }
+    for (int s = 16; s >= 0 && n < len; s -= 8) out[n++] = (uint8_t)(v >> s);
+    if (i + 4 == tlen && (v & ((1u << (8 * pad)) - 1)) != 0) return -1; /* bits past the key: not canonical */
+  }
+  return 0;
+}

@@ -318,6 +318,9 @@ void s5_uptab_count_refused(struct s5_uptab *t, unsigned i) { ADD(&t->u[i].refus
 void s5_uptab_count_retried(struct s5_uptab *t, unsigned i) { ADD(&t->u[i].retried, 1); }
 void s5_uptab_count_no_upstream(struct s5_uptab *t) { ADD(&t->no_upstream, 1); }
 void s5_uptab_count_stream_bad(struct s5_uptab *t, unsigned i) { ADD(&t->u[i].stream_bad, 1); }
+void s5_uptab_count_ss_bad(struct s5_uptab *t, unsigned i, enum s5_up_ss_cause cause) {
+  ADD(&t->u[i].ss_bad[cause], 1);
+}
 
 void s5_uptab_count_tls(struct s5_uptab *t, unsigned i, int resumed) {
   ADD(&t->u[i].tls_handshakes, 1);

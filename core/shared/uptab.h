@@ -70,6 +70,14 @@ extern const unsigned s5_up_hs_bucket_ms[S5_UP_HS_BUCKETS];
 
 enum s5_up_state { S5_UP_FREE, S5_UP_ACTIVE, S5_UP_REMOVED };
 
+/* Shadowsocks streams refused, by cause (also counted in stream_bad). */
+enum s5_up_ss_cause {
+  S5_UP_SS_BAD_TAG,    /* a chunk or header did not open: a wrong password or method, tampering */
+  S5_UP_SS_REPLAY,     /* 2022: a server salt seen lately, or not our request's salt */
+  S5_UP_SS_CLOCK_SKEW, /* 2022: the server's timestamp more than 30 s off */
+  S5_UP_SS_CAUSES
+};
+
 struct s5_up_slot {
   char name[32];       /* the upstream's, for the renderers */
   uint32_t state;      /* enum s5_up_state */
@@ -84,10 +92,11 @@ struct s5_up_slot {
   uint64_t open;           /* sessions open now, all workers */
   uint64_t total;          /* sessions carried */
   uint64_t failed[S5_UP_CAUSES];
-  uint64_t refused;        /* CONNECTs the destination refused (not the upstream's fault) */
-  uint64_t retried;        /* set-ups that moved on from here to another upstream */
-  uint64_t stream_bad;     /* sessions its stream ended: shadowsocks, a chunk that failed authentication or
+  uint64_t refused;    /* CONNECTs the destination refused (not the upstream's fault) */
+  uint64_t retried;    /* set-ups that moved on from here to another upstream */
+  uint64_t stream_bad; /* sessions its stream ended: shadowsocks, a chunk that failed authentication or
                             * framing (a wrong password or method, tampering), or was cut short */
+  uint64_t ss_bad[S5_UP_SS_CAUSES]; /* of them, by cause (shadowsocks; enum s5_up_ss_cause) */
   uint64_t tls_handshakes; /* tls = true: TLS handshakes done with it (a refused one is failed[CONNECT]) */
   uint64_t tls_resumed;    /* of them, sessions resumed */
   uint64_t tls_failed[S5_TLS_CAUSES]; /* handshakes refused, by cause */
@@ -171,6 +180,8 @@ void s5_uptab_count_retried(struct s5_uptab *t, unsigned i);
 void s5_uptab_count_no_upstream(struct s5_uptab *t);
 /* A session through i ended by its stream's failure (stream_bad). */
 void s5_uptab_count_stream_bad(struct s5_uptab *t, unsigned i);
+/* Of those, one with a cause counted apart (ss_bad[cause]). */
+void s5_uptab_count_ss_bad(struct s5_uptab *t, unsigned i, enum s5_up_ss_cause cause);
 /* A TLS handshake with i done; resumed: its session was resumed. */
 void s5_uptab_count_tls(struct s5_uptab *t, unsigned i, int resumed);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 
 #include "base/clock.h"
@@ -14,6 +15,7 @@
 #include "base/log.h"
 #include "ini/config.h"
 #include "shared/uptab.h"
+#include "socks5/ss2022_dec.h"
 #include "socks5/ss_aead.h"
 
 struct ss_cx {
@@ -22,8 +24,10 @@ struct ss_cx {
   struct s5_ss_aead enc;
   uint8_t salt[S5_SS_KEY_MAX];
   size_t wire_off, wire_len, wire_for; /* sealed bytes not yet sent, and the plain ones they carry */
-  uint8_t wire[S5_SS_KEY_MAX + S5_PUMP_UP + 2 * (2 + 2 * S5_SS_TAG)];
+  uint8_t
+    wire[S5_SS_KEY_MAX + S5_PUMP_UP + 2 * (2 + 2 * S5_SS_TAG) + S5_SS2022_REQ_FIXED + 2 + S5_SS2022_PAD_MAX];
   struct s5_ss_dec dec;
+  struct s5_ss2022_dec *dec22; /* 2022: its down stream (dec unused) */
 };
 _Static_assert(S5_PUMP_UP <= 2 * S5_SS_PAYLOAD_MAX, "ss_cx.wire: a pump's write is at most two chunks");
 
@@ -33,12 +37,14 @@ static int ss_handshake(struct s5_pump *p, char *why, size_t cap) {
 }
 
 /* The stream failed: one warning naming the upstream and the fix; counted. */
-static int ss_bad(struct s5_pump *p, const char *what) {
+static int ss_bad(struct s5_pump *p, const char *what, int status) {
   s5_warn(
     "upstream %s: Shadowsocks stream from the server: %s: a wrong password or method (check [upstream "
     "%s] password and method against the server's), or tampering; connection closed",
     p->up_name, what, p->up_name);
   if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
+  if (s5_uptab() != NULL && status == S5_SS_BAD_TAG)
+    s5_uptab_count_ss_bad(s5_uptab(), p->slot, S5_UP_SS_BAD_TAG);
   return -1;
 }
 
@@ -60,12 +66,29 @@ static int ss_silent(struct s5_pump *p) {
   return -S5_PUMP_EOF;
 }
 
+/* 2022's first bytes: the target (SOCKS5's ATYP, address, port) that
+ * starts buf, with the rest as the first payload, or random padding when
+ * there is none, in the request's headers (ss2022.h). */
+static long ss_request(struct ss_cx *c, const uint8_t *buf, size_t len, uint8_t *out) {
+  size_t tlen = len < 2 ? 0 : buf[0] == 1 ? 7 : buf[0] == 4 ? 19 : buf[0] == 3 ? 4 + (size_t)buf[1] : 0;
+  if (tlen == 0 || tlen > len) return -1; /* the pair's first write is the whole target (upstream.c) */
+  uint8_t pad[S5_SS2022_PAD_MAX] = {0}, r[2];
+  size_t padlen = 0;
+  if (len == tlen) { /* no payload yet: 1..900 bytes of padding */
+    if (RAND_bytes(r, sizeof r) != 1) return -1;
+    padlen = 1 + (size_t)((r[0] << 8 | r[1]) % S5_SS2022_PAD_MAX);
+  }
+  return s5_ss2022_request(&c->enc, (uint64_t)time(NULL), buf, tlen, pad, padlen, buf + tlen, len - tlen,
+                           out);
+}
+
 static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
   struct ss_cx *c = p->cx;
   if (c->wire_len == 0) { /* seal the next bytes: the salt first, once */
     size_t off = c->salt_sent ? 0 : s5_ss_key_len(c->method);
     memcpy(c->wire, c->salt, off);
-    long n = s5_ss_encode(&c->enc, buf, len, c->wire + off);
+    long n = off > 0 && c->dec22 != NULL ? ss_request(c, buf, len, c->wire + off)
+                                         : s5_ss_encode(&c->enc, buf, len, c->wire + off);
     if (n < 0) {
       s5_warn("upstream %s: Shadowsocks: sealing failed (OpenSSL); connection closed", p->up_name);
       return -1;
@@ -89,17 +112,46 @@ static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
   return (int)c->wire_for;
 }
 
+/* 2022's failures by cause: one warning naming the upstream and the fix; counted. */
+static int ss_bad22(struct s5_pump *p, int st) {
+  const char *fix = st == S5_SS2022_CLOCK_SKEW ? "set this host's clock (and the server's) right, e.g. by NTP"
+                    : st == S5_SS2022_REPLAY || st == S5_SS2022_SALT_MISMATCH
+                      ? "a replay or tampering on the path, or a faulty server"
+                      : "a wrong password or method (check [upstream %s] password and method against the "
+                        "server's), or tampering";
+  char f[200];
+  snprintf(f, sizeof f, fix, p->up_name);
+  s5_warn("upstream %s: Shadowsocks 2022 stream from the server: %s: %s; connection closed", p->up_name,
+          s5_ss2022_status_text(st), f);
+  enum s5_up_ss_cause cause = st == S5_SS2022_CLOCK_SKEW                                ? S5_UP_SS_CLOCK_SKEW
+                              : st == S5_SS2022_REPLAY || st == S5_SS2022_SALT_MISMATCH ? S5_UP_SS_REPLAY
+                              : st == S5_SS_BAD_TAG                                     ? S5_UP_SS_BAD_TAG
+                                                                                        : S5_UP_SS_CAUSES;
+  if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
+  if (s5_uptab() != NULL && cause != S5_UP_SS_CAUSES) s5_uptab_count_ss_bad(s5_uptab(), p->slot, cause);
+  return -1;
+}
+
+/* The worker's server salts (ss2022.h): in its thread's storage, no allocation to leak at its end. */
+static __thread struct s5_ss2022_replay replay;
+
 static int ss_read(struct s5_pump *p, uint8_t *buf, size_t cap) {
   struct ss_cx *c = p->cx;
+  struct s5_ss2022_dec *d22 = c->dec22;
   for (;;) {
     size_t n = 0;
-    int st = s5_ss_decode(&c->dec, buf, cap, &n);
-    if (st != S5_SS_OK) return ss_bad(p, s5_ss_status_text(st));
+    int st = d22 != NULL ? s5_ss2022_decode(d22, &replay, (uint64_t)time(NULL), buf, cap, &n)
+                         : s5_ss_decode(&c->dec, buf, cap, &n);
+    if (st != S5_SS_OK) return d22 != NULL ? ss_bad22(p, st) : ss_bad(p, s5_ss_status_text(st), st);
     if (n > 0) return (int)n;
-    if (c->eof && s5_ss_dec_partial(&c->dec)) return ss_bad(p, "it ended inside a chunk");
+    int partial = d22 != NULL ? s5_ss2022_dec_partial(d22) : s5_ss_dec_partial(&c->dec);
+    if (c->eof && partial) return ss_bad(p, "it ended inside a chunk", S5_SS_OK);
     if (c->eof) return !c->heard && c->salt_sent ? ss_silent(p) : -S5_PUMP_EOF;
-    ssize_t r = recv(p->net, c->dec.in + c->dec.in_len, sizeof c->dec.in - c->dec.in_len, 0);
-    if (r > 0) c->dec.in_len += (size_t)r, c->heard = 1;
+    uint8_t *in = d22 != NULL ? d22->in : c->dec.in;
+    size_t *in_len = d22 != NULL ? &d22->in_len : &c->dec.in_len;
+    size_t room = (d22 != NULL ? sizeof d22->in : sizeof c->dec.in) - *in_len;
+    ssize_t r = recv(p->net, in + *in_len, room, 0);
+    if (r > 0) *in_len += (size_t)r, c->heard = 1;
     else if (r == 0) c->eof = 1;
     else if (errno == EAGAIN) return 0;
     else if (errno != EINTR) {
@@ -116,6 +168,8 @@ static void ss_free(void *cx) {
   if (c == NULL) return;
   s5_ss_aead_free(&c->enc);
   s5_ss_dec_free(&c->dec);
+  if (c->dec22 != NULL) s5_ss2022_dec_free(c->dec22);
+  free(c->dec22);
   free(c);
 }
 
@@ -131,15 +185,25 @@ struct s5_pump *s5_ss_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
   struct ss_cx *c = calloc(1, sizeof *c);
   uint8_t key[S5_SS_KEY_MAX];
   size_t klen = s5_ss_key_len(up->ss_method);
-  if (c == NULL || s5_ss_password_key(up->ss_method, up->password, key) != 0 ||
-      RAND_bytes(c->salt, (int)klen) != 1 || s5_ss_aead_init(&c->enc, up->ss_method, key, c->salt) != 0) {
-    snprintf(why, cap, "Shadowsocks to upstream %s: %s", up->name,
-             c == NULL ? "out of memory" : "OpenSSL failed (key, salt or cipher)");
+  int v22 = s5_ss2022_is(up->ss_method);
+  if (c != NULL && v22) c->dec22 = calloc(1, sizeof *c->dec22);
+  if (c == NULL || (v22 && c->dec22 == NULL)) {
+    snprintf(why, cap, "Shadowsocks to upstream %s: out of memory", up->name);
+    ss_free(c);
+    return NULL;
+  }
+  if ((v22 ? s5_ss2022_psk(up->ss_method, up->password, key)
+           : s5_ss_password_key(up->ss_method, up->password, key)) != 0 ||
+      RAND_bytes(c->salt, (int)klen) != 1 ||
+      (v22 ? s5_ss2022_aead_init(&c->enc, up->ss_method, key, c->salt)
+           : s5_ss_aead_init(&c->enc, up->ss_method, key, c->salt)) != 0) {
+    snprintf(why, cap, "Shadowsocks to upstream %s: OpenSSL failed (key, salt or cipher)", up->name);
     ss_free(c);
     return NULL;
   }
   c->method = up->ss_method;
-  s5_ss_dec_init(&c->dec, up->ss_method, key);
+  if (v22) s5_ss2022_dec_init(c->dec22, up->ss_method, key, c->salt);
+  else s5_ss_dec_init(&c->dec, up->ss_method, key);
   explicit_bzero(key, sizeof key);
   return s5_pump_start(loop, up, &ss_codec, c, done, arg, plain, why, cap);
 }

@@ -14,7 +14,9 @@ static const EVP_CIPHER *ss_cipher(enum s5_ss_method m) {
   }
 }
 
-size_t s5_ss_key_len(enum s5_ss_method m) { return m == S5_SS_AES_128_GCM ? 16 : 32; }
+size_t s5_ss_key_len(enum s5_ss_method m) {
+  return m == S5_SS_AES_128_GCM || m == S5_SS_2022_AES_128_GCM ? 16 : 32;
+}
 
 /* EVP_BytesToKey(MD5, no salt, 1 round): D1 = MD5(pw), Di = MD5(Di-1 || pw), the key their concatenation. */
 int s5_ss_password_key(enum s5_ss_method m, const char *password, uint8_t *key) {

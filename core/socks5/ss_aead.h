@@ -21,7 +21,7 @@
 /* A stream's input room: the salt and one chunk whole (what must be held at once). */
 #define S5_SS_DEC_IN (S5_SS_KEY_MAX + S5_SS_CHUNK_MAX)
 
-/* Key (and salt) length of the method: 16 for aes-128-gcm, else 32. */
+/* Key (and salt) length of the method: 16 for aes-128-gcm (2017 or 2022), else 32. */
 size_t s5_ss_key_len(enum s5_ss_method m);
 
 /* The master key from the password (key: s5_ss_key_len bytes). 0 or -1. */

@@ -27,6 +27,12 @@
 #                "accepted udp:"); the wrong password's datagrams get no
 #                reply and cost nothing else; a server whose UDP answer does
 #                not open: dropped, one warning, counted in stream_bad.
+#                Shadowsocks 2022
+#                (2022-blake3-aes-256-gcm, TGT4 port 7004) against a server
+#                of the tests' own (ss2022srv.py, from the spec: there is
+#                none in Debian): bulk with SHA-256 compared; one answering
+#                with a timestamp 100 s off (port 7005): one warning
+#                naming the upstream and the fix, counted.
 
 SS_PASS=e2e-ss-secret
 SS_CHACHA=8388
@@ -39,13 +45,19 @@ SS_PORT2=7001 # a second target, for v2ray's flows
 SS_PORT3=7002 # the wrong password's rule
 SS_PORT4=7003 # the tampering server's rule
 SS_UDP=7010   # the UDP echo's port (udptarget.py, TGT4 and TGT6; 7001-7003 too, for the rules above)
+SS_2022=8394
+SS_2022SKEW=8395
+SS_PORT5=7004 # Shadowsocks 2022's target
+SS_PORT6=7005 # the 2022 server whose clock is off
+SS_KEY22=BRIfLDlGU2BteoeUoa67yNXi7/wJFiMwPUpXZHF+i5g= # 32 bytes (aes-256-gcm)
+SS_KEY22S=BRIfLDlGU2BteoeUoa67yA==                    # 16 bytes (aes-128-gcm)
 
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
 
 setup_upstream_ss() {
   local t
-  for t in ss-server v2ray; do
+  for t in ss-server v2ray b3sum; do
     command -v "$t" >/dev/null 2>&1 || fail "missing tool: $t (run 'make deps')"
   done
   udp_install_exit # dnslib.sh: S's hosts file (target.test), removed on exit
@@ -163,6 +175,16 @@ case_upstream_ss() {
   E2E_LOGS+=("$WORK/target2.log")
   in_s "$PY" "$E2E_DIR/target.py" --listen "$TGT4" --port $SS_PORT2 --ready-file "$ready" >"$WORK/target2.log" 2>&1 &
   e2e_wait_listen $SS_PORT2 "$TGT4" || fail "the second target does not listen"
+  E2E_LOGS+=("$WORK/target3.log" "$WORK/ss2022.log" "$WORK/ss2022skew.log")
+  in_s "$PY" "$E2E_DIR/target.py" --listen "$TGT4" --port $SS_PORT5 --ready-file "$WORK/target3.ready" \
+    >"$WORK/target3.log" 2>&1 &
+  e2e_wait_listen $SS_PORT5 "$TGT4" || fail "the third target does not listen"
+  in_s "$PY" "$E2E_DIR/ss2022srv.py" --listen "$S_ADDR4" --port $SS_2022 --method 2022-blake3-aes-256-gcm \
+    --key "$SS_KEY22" >"$WORK/ss2022.log" 2>&1 &
+  e2e_wait_listen $SS_2022 "$S_ADDR4" || fail "the 2022 server does not listen"
+  in_s "$PY" "$E2E_DIR/ss2022srv.py" --listen "$S_ADDR4" --port $SS_2022SKEW --method 2022-blake3-aes-128-gcm \
+    --key "$SS_KEY22S" --skew 100 >"$WORK/ss2022skew.log" 2>&1 &
+  e2e_wait_listen $SS_2022SKEW "$S_ADDR4" || fail "the skewed 2022 server does not listen"
 
   local ini=$WORK/ss.ini
   CFG_MODE=$MODE CFG_QUEUES=$QUEUES CFG_LOG_LEVEL=debug e2e_write_config "$ini"
@@ -170,7 +192,8 @@ case_upstream_ss() {
     printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[dns]" "address = $DNS_ADDR" \
       "network = $DNS_POOL" "" "[rules]" "default = chacha" "rule = domain:target.test -> aes256" \
       "rule = dst:$TGT4/32 port:$SS_PORT2 -> v2ray" "rule = dst:$TGT4/32 port:$SS_PORT3 -> wrongpw" \
-      "rule = dst:$TGT4/32 port:$SS_PORT4 -> tamper" "rule = dst:$TGT6/128 proto:udp -> aes128" \
+      "rule = dst:$TGT4/32 port:$SS_PORT4 -> tamper" "rule = dst:$TGT4/32 port:$SS_PORT5 -> ss22" \
+      "rule = dst:$TGT4/32 port:$SS_PORT6 -> ss22skew" "rule = dst:$TGT6/128 proto:udp -> aes128" \
       "rule = dst:$TGT6/128 -> g" "" "[group g]" "members = later, aes128" "" "[balance]" "fail-after = 1" \
       "check-interval = 1" "check-timeout = 2" "check-target = $TGT4:$TGT_PORT"
     ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
@@ -180,6 +203,8 @@ case_upstream_ss() {
     ss_up wrongpw "$S_ADDR4" $SS_AES128 aes-128-gcm not-the-password
     ss_up later "$S_ADDR4" $SS_LATER aes-128-gcm
     ss_up tamper "$S_ADDR4" $SS_TAMPER aes-256-gcm
+    ss_up ss22 "$S_ADDR4" $SS_2022 2022-blake3-aes-256-gcm "$SS_KEY22"
+    ss_up ss22skew "$S_ADDR4" $SS_2022SKEW 2022-blake3-aes-128-gcm "$SS_KEY22S"
   } >>"$ini"
   "$S5TUND" --config "$ini" --check-config | grep -q "^password = \*\*\*$" ||
     fail "--check-config does not hide the password"
@@ -198,6 +223,13 @@ case_upstream_ss() {
   client --host "$addr" bulk --size 8M --upload-mode length >/dev/null
   client --host "$TGT4" --port $SS_PORT2 bulk --size 8M --upload-mode length >/dev/null
   client --host "$TGT4" concurrent 10 --rounds 1 >/dev/null
+  client --host "$TGT4" --port $SS_PORT5 echo --count 3 >/dev/null
+  client --host "$TGT4" --port $SS_PORT5 bulk --size 8M --upload-mode length >/dev/null
+  local c22
+  c22=$(grep -cF "connect to $TGT4:$SS_PORT5" "$WORK/ss2022.log" || true)
+  ((c22 >= 2)) || fail "the 2022 server logged $c22 connects to $TGT4:$SS_PORT5"
+  ! grep -q "session failed" "$WORK/ss2022.log" || fail "the 2022 server: $(oneline "$(cat "$WORK/ss2022.log")")"
+  log "Shadowsocks 2022 (aes-256-gcm): $c22 flows carried by the tests' own server, bulk SHA-256 equal"
 
   ss_udp
 
@@ -247,10 +279,22 @@ while True:
   e2e_wait_log "$S5LOG" "warn  q[0-9] upstream tamper: Shadowsocks stream from the server: a chunk failed authentication: .*check \[upstream tamper\] password and method.*; connection closed" 5 >/dev/null
   bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
 import json, sys
-print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]["stream_bad"])')
-  ((bad == 1)) || fail "tamper's stream_bad is $bad"
+u = [u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]
+print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])')
+  [[ $bad == "1 1 0 0" ]] || fail "tamper's stream_bad, ss_bad_tag, ss_replay, ss_clock_skew: $bad"
   log "a stream that does not open: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
   ss_udp_tamper
+
+  # 2022: a server whose clock is 100 s ahead: one warning with the fix, counted.
+  out=$(client --host "$TGT4" --port $SS_PORT6 echo --count 1 --timeout 5 2>&1 || true)
+  [[ $out != *TimeoutError* ]] || fail "the client's connection through a skewed 2022 stream did not end: $out"
+  e2e_wait_log "$S5LOG" "warn  q[0-9] upstream ss22skew: Shadowsocks 2022 stream from the server: the response's timestamp is more than 30 s from this host's clock: set this host's clock .*; connection closed" 5 >/dev/null
+  bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+u = [u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "ss22skew"][0]
+print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])')
+  [[ $bad == "1 0 0 1" ]] || fail "ss22skew's stream_bad, ss_bad_tag, ss_replay, ss_clock_skew: $bad"
+  log "2022 clock skew: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
 
   e2e_wait_log "$S5LOG" "upstream later is down" 5 >/dev/null
   SS_PASS=not-the-password ss_server later-wrong "$S_ADDR4" $SS_LATER aes-128-gcm

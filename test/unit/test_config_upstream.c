@@ -348,8 +348,23 @@ static void test_shadowsocks(void) {
   free(out);
   bad_file("[upstream a]\ntype = shadowsocks\n",
            "bad.ini:1: [upstream a] password: empty: type = shadowsocks needs");
-  bad_file("[upstream a]\ntype = shadowsocks\npassword = p\nmethod = 2022-blake3-aes-128-gcm\n",
-           "bad.ini:4: [upstream a] method: 2022-blake3-* is not supported yet");
+  bad_file(
+    "[upstream a]\ntype = shadowsocks\npassword = p\nmethod = 2022-blake3-aes-128-gcm\n",
+    "bad.ini:3: [upstream a] password: not a 2022 key: method 2022-blake3-* takes base64 of exactly 16");
+  bad_file(
+    "[upstream a]\ntype = shadowsocks\nmethod = 2022-blake3-aes-128-gcm\n"
+    "password = BRIfLDlGU2BteoeUoa67yNXi7/wJFiMwPUpXZHF+i5g=\n",
+    "bad.ini:4: [upstream a] password: not a 2022 key: method 2022-blake3-* takes base64 of exactly 16");
+  bad_file(
+    "[upstream a]\ntype = shadowsocks\nmethod = 2022-blake3-chacha20-poly1305\n"
+    "password = BRIfLDlGU2BteoeUoa67yA==\n",
+    "bad.ini:4: [upstream a] password: not a 2022 key: method 2022-blake3-* takes base64 of exactly 32");
+  const char *f22 = write_ini("ss22.ini",
+                              "[upstream a]\ntype = shadowsocks\nmethod = 2022-blake3-aes-256-gcm\n"
+                              "password = BRIfLDlGU2BteoeUoa67yNXi7/wJFiMwPUpXZHF+i5g=\n");
+  char *argv22[] = {"s5tund", "-c", (char *)f22, NULL};
+  CHECK(run(&c, argv22, err, sizeof err) == S5_ARGS_RUN && c.upstreams[0].ss_method == S5_SS_2022_AES_256_GCM,
+        "2022-blake3-aes-256-gcm with a 32-byte key: %s", err);
   bad_file("[upstream a]\ntype = shadowsocks\npassword = p\nmethod = rc4-md5\n",
            "bad.ini:4: [upstream a] method:");
   bad_file("[upstream a]\ntype = shadowsocks\nusername = u\npassword = p\n",
@@ -359,7 +374,7 @@ static void test_shadowsocks(void) {
   bad_url("ss://192.0.2.1:8388", "--proxy: no METHOD:PASSWORD");
   bad_url("ss://cmM0LW1kNTpzM2NyM3Q@192.0.2.1:8388", "--proxy: method:");
   bad_url("ss://MjAyMi1ibGFrZTMtYWVzLTEyOC1nY206czNjcjN0@192.0.2.1:8388",
-          "--proxy: [upstream proxy1] method: 2022-blake3-* is not supported yet");
+          "--proxy: [upstream proxy1] password: not a 2022 key");
   bad_url("ss://YWVzLTEyOC1nY21zM2NyM3Q@192.0.2.1:8388", "--proxy: userinfo: not METHOD:PASSWORD");
   bad_url("ss://a*b@192.0.2.1:8388", "--proxy: userinfo: neither base64 nor METHOD:PASSWORD");
 }

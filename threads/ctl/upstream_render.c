@@ -29,6 +29,9 @@
     "Set-ups that failed here and moved on to another upstream before the client's SYN-ACK.")     \
   X(stream_bad, "s5tund_upstream_stream_bad_total", "counter",                                    \
     "Sessions ended by a bad stream from the upstream (shadowsocks: wrong password or method, tampering, cut short).") \
+  X(ss_bad_tag, NULL, NULL, NULL)                                                                 \
+  X(ss_replay, NULL, NULL, NULL)                                                                  \
+  X(ss_clock_skew, NULL, NULL, NULL)                                                              \
   X(bytes_up, "s5tund_upstream_bytes_up_total", "counter", "Payload bytes to the upstream, counted as sessions end.") \
   X(bytes_down, "s5tund_upstream_bytes_down_total", "counter", "Payload bytes from the upstream, counted as sessions end.") \
   X(tls_handshakes, "s5tund_upstream_tls_handshakes_total", "counter", "TLS handshakes done with the upstream (tls = true).") \
@@ -66,6 +69,9 @@ static void up_read(const struct s5_up_slot *u, struct up_copy *c) {
   c->refused = LOAD(&u->refused);
   c->retried = LOAD(&u->retried);
   c->stream_bad = LOAD(&u->stream_bad);
+  c->ss_bad_tag = LOAD(&u->ss_bad[S5_UP_SS_BAD_TAG]);
+  c->ss_replay = LOAD(&u->ss_bad[S5_UP_SS_REPLAY]);
+  c->ss_clock_skew = LOAD(&u->ss_bad[S5_UP_SS_CLOCK_SKEW]);
   c->bytes_up = LOAD(&u->bytes_up);
   c->bytes_down = LOAD(&u->bytes_down);
   c->tls_handshakes = LOAD(&u->tls_handshakes);
