@@ -3,7 +3,6 @@
 #include "socks5/ss.h"
 
 #include <errno.h>
-#include "base/ossl.h" /* OpenSSL, loaded on demand */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "base/clock.h"
 #include "base/failure.h"
 #include "base/log.h"
+#include "base/ossl.h" /* OpenSSL, loaded on demand */
 #include "ini/config.h"
 #include "shared/uptab.h"
 #include "socks5/ss2022_dec.h"
@@ -114,13 +114,16 @@ static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
 
 /* 2022's failures by cause: one warning naming the upstream and the fix; counted. */
 static int ss_bad22(struct s5_pump *p, int st) {
-  const char *fix = st == S5_SS2022_CLOCK_SKEW ? "set this host's clock (and the server's) right, e.g. by NTP"
-                    : st == S5_SS2022_REPLAY || st == S5_SS2022_SALT_MISMATCH
-                      ? "a replay or tampering on the path, or a faulty server"
-                      : "a wrong password or method (check [upstream %s] password and method against the "
-                        "server's), or tampering";
   char f[200];
-  snprintf(f, sizeof f, fix, p->up_name);
+  if (st == S5_SS2022_CLOCK_SKEW)
+    snprintf(f, sizeof f, "set this host's clock (and the server's) right, e.g. by NTP");
+  else if (st == S5_SS2022_REPLAY || st == S5_SS2022_SALT_MISMATCH)
+    snprintf(f, sizeof f, "a replay or tampering on the path, or a faulty server");
+  else
+    snprintf(f, sizeof f,
+             "a wrong password or method (check [upstream %s] password and method against the server's), or "
+             "tampering",
+             p->up_name);
   s5_warn("upstream %s: Shadowsocks 2022 stream from the server: %s: %s; connection closed", p->up_name,
           s5_ss2022_status_text(st), f);
   enum s5_up_ss_cause cause = st == S5_SS2022_CLOCK_SKEW                                ? S5_UP_SS_CLOCK_SKEW

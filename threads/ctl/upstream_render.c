@@ -305,6 +305,20 @@ static size_t upstreams_prom(char *buf, size_t cap) {
                          t->u[i].name, s5_up_cause_name((enum s5_up_cause)k), by[k]);
   }
   at = up_prom_tls(c, t, buf, cap, at);
+  static const char *const ss_cause[S5_UP_SS_CAUSES] = {"bad_tag", "replay", "clock_skew"};
+  at =
+    s5_render_put(buf, cap, at,
+                  "# HELP s5tund_upstream_ss_failures_total Shadowsocks streams refused, by cause (bad_tag: "
+                  "a wrong password or method, or tampering; replay and clock_skew: 2022).\n"
+                  "# TYPE s5tund_upstream_ss_failures_total counter\n");
+  for (unsigned i = 0; i < t->n; i++) {
+    if (!shown(&c[i])) continue;
+    const uint64_t by[S5_UP_SS_CAUSES] = {c[i].ss_bad_tag, c[i].ss_replay, c[i].ss_clock_skew};
+    for (unsigned k = 0; k < S5_UP_SS_CAUSES; k++)
+      at = s5_render_put(buf, cap, at,
+                         "s5tund_upstream_ss_failures_total{upstream=\"%s\",cause=\"%s\"} %" PRIu64 "\n",
+                         t->u[i].name, ss_cause[k], by[k]);
+  }
 #define S5_UP_PROM(f, m, ty, h)                                                                              \
   if (m != NULL) {                                                                                           \
     at = s5_render_put(buf, cap, at, "# HELP %s %s\n# TYPE %s %s\n", (const char *)m, (const char *)h,       \
