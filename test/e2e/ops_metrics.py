@@ -30,7 +30,8 @@ EXTRA_FAMILIES = {"s5tund_info", "s5tund_queues", "s5tund_start_time_seconds", "
                   "s5tund_upstream_retried", "s5tund_upstream_stream_bad", "s5tund_upstream_bytes_up",
                   "s5tund_upstream_bytes_down",
                   "s5tund_upstream_handshake_seconds", "s5tund_upstream_tls_handshakes",
-                  "s5tund_upstream_tls_resumed", "s5tund_upstream_tls_failures", "s5tund_upstream_tls_info"}
+                  "s5tund_upstream_tls_resumed", "s5tund_upstream_tls_failures", "s5tund_upstream_tls_info",
+                  "s5tund_upstream_ss_failures"}
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
