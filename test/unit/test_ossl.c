@@ -59,6 +59,7 @@ int main(void) {
                                          (const unsigned char *)"0123456789ab", NULL) == 1,
         "EVP_EncryptInit_ex2 through the table");
   EVP_CIPHER_CTX_free(c);
+  EVP_CIPHER_free(gcm);
 
   /* A Shadowsocks upstream: libcrypto (its AEAD), the upstream named. */
   cfg.sniff.quic.n = 0;
