@@ -169,6 +169,14 @@ print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]
   log "UDP answers that do not open: dropped, warned, counted (stream_bad $bad)"
 }
 
+# ss_causes NAME: upstream NAME's "stream_bad ss_bad_tag ss_replay ss_clock_skew" (--stats --json).
+ss_causes() {
+  "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
+import json, sys
+u = [u for u in json.load(sys.stdin)["upstreams"] if u["name"] == sys.argv[1]][0]
+print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])' "$1"
+}
+
 # ss_connects LOG HOST PORT: how many "connect to HOST:PORT" ss-server logged.
 ss_connects() { grep -cF "connect to $2:$3" "$WORK/$1.log" || true; }
 
@@ -212,9 +220,10 @@ case_upstream_ss() {
     ss_up ss22 "$S_ADDR4" $SS_2022 2022-blake3-aes-256-gcm "$SS_KEY22"
     ss_up ss22skew "$S_ADDR4" $SS_2022SKEW 2022-blake3-aes-128-gcm "$SS_KEY22S"
   } >>"$ini"
-  "$S5TUND" --config "$ini" --check-config | grep -q "^password = \*\*\*$" ||
-    fail "--check-config does not hide the password"
-  ! "$S5TUND" --config "$ini" --check-config | grep -qF "$SS_PASS" || fail "--check-config shows the password"
+  local shown # whole, then matched: grep -q would end the pipe early (SIGPIPE, pipefail)
+  shown=$("$S5TUND" --config "$ini" --check-config) || fail "--check-config failed"
+  grep -q "^password = \*\*\*$" <<<"$shown" || fail "--check-config does not hide the password"
+  ! grep -qF "$SS_PASS" <<<"$shown" || fail "--check-config shows the password"
   e2e_start_s5tund --config "$ini"
   e2e_wait_device "$MODE" "$QUEUES"
   in_c ip route replace "$DNS_POOL" dev "$TUN"
@@ -283,10 +292,7 @@ while True:
   out=$(client --host "$TGT4" --port $SS_PORT4 echo --count 1 --timeout 5 2>&1 || true)
   [[ $out != *TimeoutError* ]] || fail "the client's connection through a tampered stream did not end: $out"
   e2e_wait_log "$S5LOG" "warn  q[0-9] upstream tamper: Shadowsocks stream from the server: a chunk failed authentication: .*check \[upstream tamper\] password and method.*; connection closed" 5 >/dev/null
-  bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
-import json, sys
-u = [u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "tamper"][0]
-print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])')
+  bad=$(ss_causes tamper)
   [[ $bad == "1 1 0 0" ]] || fail "tamper's stream_bad, ss_bad_tag, ss_replay, ss_clock_skew: $bad"
   log "a stream that does not open: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
   ss_udp_tamper
@@ -295,10 +301,7 @@ print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])')
   out=$(client --host "$TGT4" --port $SS_PORT6 echo --count 1 --timeout 5 2>&1 || true)
   [[ $out != *TimeoutError* ]] || fail "the client's connection through a skewed 2022 stream did not end: $out"
   e2e_wait_log "$S5LOG" "warn  q[0-9] upstream ss22skew: Shadowsocks 2022 stream from the server: the response's timestamp is more than 30 s from this host's clock: set this host's clock .*; connection closed" 5 >/dev/null
-  bad=$("$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c '
-import json, sys
-u = [u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "ss22skew"][0]
-print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])')
+  bad=$(ss_causes ss22skew)
   [[ $bad == "1 0 0 1" ]] || fail "ss22skew's stream_bad, ss_bad_tag, ss_replay, ss_clock_skew: $bad"
   local metrics
   metrics=$(ip netns exec "$NS_C" curl -sf "http://127.0.0.1:$SS_METRICS/metrics") || fail "no metrics"

@@ -230,7 +230,9 @@ tls_seen_refusals() {
   ! grep -qF -e "$SQUID_PASS" -e "$b64" "$S5LOG" || fail "s5tund's log (debug) holds the password"
   shown=$("$S5TUND" --config "$WORK/tls.ini" --check-config | grep -c "^password = \*\*\*$" || true)
   ((shown == 4)) || fail "--check-config: $shown of the 4 passwords shown as ***"
-  ! "$S5TUND" --config "$WORK/tls.ini" --check-config | grep -qF "$SQUID_PASS" || fail "--check-config shows the password"
+  local all # whole, then matched: grep -q ending the pipe early would hide a match (SIGPIPE, pipefail)
+  all=$("$S5TUND" --config "$WORK/tls.ini" --check-config) || fail "--check-config failed"
+  ! grep -qF "$SQUID_PASS" <<<"$all" || fail "--check-config shows the password"
   log "refusals: one warn line each with its fix, counted by cause; squid: $state; no password in the log"
 }
 
