@@ -105,7 +105,8 @@ enum s5_upstream_type {
 };
 
 /* Shadowsocks' method (the words of [upstream] method): 2017's AEAD, and
- * 2022's (SIP022, TCP only), whose password is base64 of the key. */
+ * 2022's (SIP022, TCP and UDP), whose password is base64 of the key, or
+ * of the identity keys then the user's, separated by ':' (SIP023). */
 enum s5_ss_method {
   S5_SS_CHACHA20_POLY1305,
   S5_SS_AES_128_GCM,
@@ -115,12 +116,18 @@ enum s5_ss_method {
   S5_SS_2022_CHACHA20_POLY1305
 };
 
-/* Shadowsocks 2022 (SIP022): TCP only so far; UDP goes to other upstreams. */
+/* Shadowsocks 2022 (SIP022). */
 static inline int s5_ss_method_2022(enum s5_ss_method m) { return m >= S5_SS_2022_AES_128_GCM; }
 
 /* A key of len bytes from text, base64 (RFC 4648, standard alphabet, its
  * '=' padding, canonical): 0, or -1 when it is not or is another length. */
 int s5_b64_key(const char *text, size_t len, uint8_t *out);
+
+/* A 2022 password's keys: at most S5_SS2022_KEYS_MAX parts separated by
+ * ':', each base64 of len bytes, into out[i * len] (room: max keys).
+ * The number of keys, or -1 (a part not a key, too many). */
+#define S5_SS2022_KEYS_MAX 4
+int s5_b64_key_chain(const char *text, size_t len, uint8_t *out, size_t max);
 
 /* One upstream proxy: the keys of [socks5] and of an [upstream NAME]
  * section. Keys that a type has no use for (pipeline and udp beyond SOCKS5)

@@ -118,18 +118,24 @@ static int check_upstream(const struct s5_config *cfg, unsigned i, int *key, int
   else snprintf(where, sizeof where, "[upstream %s]", u->name);
   if (u->type == S5_UPSTREAM_SHADOWSOCKS) {
     size_t klen = u->ss_method == S5_SS_2022_AES_128_GCM ? 16 : 32;
-    uint8_t psk[32];
+    uint8_t psk[S5_SS2022_KEYS_MAX * 32];
     bool v22 = s5_ss_method_2022(u->ss_method);
-    bool bad_psk = v22 && pass && s5_b64_key(u->password, klen, psk) != 0;
+    int keys = v22 && pass ? s5_b64_key_chain(u->password, klen, psk, S5_SS2022_KEYS_MAX) : 1;
     explicit_bzero(psk, sizeof psk);
-    const char *k = !pass || bad_psk ? "password" : user ? "username" : NULL;
+    bool bad_psk = keys<0, eih_chacha = keys> 1 && u->ss_method == S5_SS_2022_CHACHA20_POLY1305;
+    const char *k = !pass || bad_psk || eih_chacha ? "password" : user ? "username" : NULL;
     if (k == NULL) return 0;
     blame(cfg, i, k, key, up);
     if (bad_psk)
       snprintf(err, errlen,
                "not a 2022 key: method 2022-blake3-* takes base64 of exactly %zu random bytes, the server's "
-               "(e.g. from `openssl rand -base64 %zu`)",
-               klen, klen);
+               "(e.g. from `openssl rand -base64 %zu`); for a multi-user server, its identity keys then "
+               "the user's, separated by ':' (at most %d)",
+               klen, klen, S5_SS2022_KEYS_MAX);
+    else if (eih_chacha)
+      snprintf(err, errlen,
+               "identity keys (iPSK:uPSK) with method 2022-blake3-chacha20-poly1305: identity headers are "
+               "defined for the 2022-blake3-aes-* methods only");
     else
       snprintf(err, errlen, "%s",
                !pass ? "empty: type = shadowsocks needs the server's password"

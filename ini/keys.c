@@ -149,11 +149,13 @@ static const struct s5_key keys[] = {
   {"upstream", "username", &s5_type_text, UP(username), .live = true, .def = "",
    .doc = "socks5: RFC 1929 with password; socks4: the user id; http: Basic with password"},
   {"upstream", "password", &s5_type_secret, UP(password), .live = true, .def = "",
-   .doc = "socks5 and http; shadowsocks: the key's (--check-config prints ***); socks4 has none"},
+   .doc = "socks5 and http; shadowsocks: the key's, 2022: the key in base64, or iPSK:uPSK for a multi-user "
+          "server (--check-config prints ***); socks4 has none"},
   {"upstream", "method", &s5_type_enum, UP(ss_method), .words = ss_words, .live = true,
    .def = "chacha20-ietf-poly1305",
-   .doc = "shadowsocks: chacha20-ietf-poly1305, aes-128-gcm, aes-256-gcm; 2022-blake3-aes-128-gcm, "
-          "2022-blake3-aes-256-gcm, 2022-blake3-chacha20-poly1305 (TCP; password: base64 of the key)"},
+   .doc =
+     "shadowsocks: chacha20-ietf-poly1305, aes-128-gcm, aes-256-gcm; 2022-blake3-aes-128-gcm, "
+     "2022-blake3-aes-256-gcm, 2022-blake3-chacha20-poly1305 (TCP and UDP; password: base64 of the key)"},
   {"upstream", "mark", &s5_type_mark, UP(mark), .max = 4294967295ul, .def = "0",
    .doc = "SO_MARK on sockets to the proxy, decimal or 0x hex, 0 = none"},
   {"upstream", "pipeline", &s5_type_bool, UP(pipeline), .live = true, .def = "false",

@@ -407,3 +407,20 @@ int s5_b64_key(const char *text, size_t len, uint8_t *out) {
   }
   return 0;
 }
+
+int s5_b64_key_chain(const char *text, size_t len, uint8_t *out, size_t max) {
+  char part[256]; /* a password's room (struct s5_upstream_cfg) */
+  size_t n = 0;
+  for (const char *p = text;; n++) {
+    const char *end = strchr(p, ':');
+    size_t plen = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (n >= max || plen >= sizeof part) return -1;
+    memcpy(part, p, plen);
+    part[plen] = '\0';
+    int bad = s5_b64_key(part, len, out + n * len);
+    explicit_bzero(part, sizeof part);
+    if (bad != 0) return -1;
+    if (end == NULL) return (int)n + 1;
+    p = end + 1;
+  }
+}

@@ -73,13 +73,12 @@ static const struct s5_upstream_cfg *route_take(struct s5_route *r, int i) {
   return &r->cfg->upstreams[i];
 }
 
-/* UDP goes only through SOCKS5 and Shadowsocks 2017 upstreams with udp = associate. */
+/* UDP goes only through SOCKS5 and Shadowsocks upstreams with udp = associate. */
 static uint32_t route_cannot_udp(const struct s5_config *cfg) {
   uint32_t no = 0;
   for (unsigned i = 0; i < cfg->n_upstreams && i < S5_UPSTREAMS_MAX; i++) { /* as s5_upstream_udp says */
     const struct s5_upstream_cfg *u = &cfg->upstreams[i];
-    int ss =
-      u->type == S5_UPSTREAM_SHADOWSOCKS && !s5_ss_method_2022(u->ss_method); /* each datagram sealed */
+    int ss = u->type == S5_UPSTREAM_SHADOWSOCKS; /* each datagram sealed */
     if ((u->type != S5_UPSTREAM_SOCKS5 && !ss) || !u->udp || u->tls) no |= 1u << i;
   }
   return no;

@@ -16,6 +16,7 @@
 #include "ini/config.h"
 #include "shared/uptab.h"
 #include "socks5/ss2022_dec.h"
+#include "socks5/ss2022_udp.h"
 #include "socks5/ss_aead.h"
 
 struct ss_cx {
@@ -23,9 +24,11 @@ struct ss_cx {
   unsigned salt_sent : 1, eof : 1, heard : 1;
   struct s5_ss_aead enc;
   uint8_t salt[S5_SS_KEY_MAX];
+  uint8_t eih[16 * (S5_SS2022_KEYS_MAX - 1)]; /* 2022: identity headers after the salt (ss2022_udp.h) */
+  size_t eih_len;
   size_t wire_off, wire_len, wire_for; /* sealed bytes not yet sent, and the plain ones they carry */
-  uint8_t
-    wire[S5_SS_KEY_MAX + S5_PUMP_UP + 2 * (2 + 2 * S5_SS_TAG) + S5_SS2022_REQ_FIXED + 2 + S5_SS2022_PAD_MAX];
+  uint8_t wire[S5_SS_KEY_MAX + 16 * (S5_SS2022_KEYS_MAX - 1) + S5_PUMP_UP + 2 * (2 + 2 * S5_SS_TAG) +
+               S5_SS2022_REQ_FIXED + 2 + S5_SS2022_PAD_MAX];
   struct s5_ss_dec dec;
   struct s5_ss2022_dec *dec22; /* 2022: its down stream (dec unused) */
 };
@@ -87,6 +90,7 @@ static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
   if (c->wire_len == 0) { /* seal the next bytes: the salt first, once */
     size_t off = c->salt_sent ? 0 : s5_ss_key_len(c->method);
     memcpy(c->wire, c->salt, off);
+    if (off > 0 && c->eih_len > 0) memcpy(c->wire + off, c->eih, c->eih_len), off += c->eih_len;
     long n = off > 0 && c->dec22 != NULL ? ss_request(c, buf, len, c->wire + off)
                                          : s5_ss_encode(&c->enc, buf, len, c->wire + off);
     if (n < 0) {
@@ -205,6 +209,16 @@ struct s5_pump *s5_ss_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
     return NULL;
   }
   c->method = up->ss_method;
+  struct s5_ss2022_keys chain;
+  if (v22 && (s5_ss2022_keys(up->ss_method, up->password, &chain) != 0 ||
+              s5_ss2022_eih_tcp(&chain, c->salt, c->eih) != 0)) {
+    s5_ss2022_keys_clear(&chain);
+    snprintf(why, cap, "Shadowsocks to upstream %s: OpenSSL failed (identity headers)", up->name);
+    explicit_bzero(key, sizeof key);
+    ss_free(c);
+    return NULL;
+  }
+  if (v22) c->eih_len = 16 * (chain.n - 1), s5_ss2022_keys_clear(&chain);
   if (v22) s5_ss2022_dec_init(c->dec22, up->ss_method, key, c->salt);
   else s5_ss_dec_init(&c->dec, up->ss_method, key);
   explicit_bzero(key, sizeof key);

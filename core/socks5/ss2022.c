@@ -12,7 +12,12 @@ static const char subkey_context[] = "shadowsocks 2022 session subkey";
 int s5_ss2022_is(enum s5_ss_method m) { return s5_ss_method_2022(m); }
 
 int s5_ss2022_psk(enum s5_ss_method m, const char *password, uint8_t *psk) {
-  return s5_b64_key(password, s5_ss_key_len(m), psk); /* ini/'s: the configuration check's too */
+  size_t klen = s5_ss_key_len(m);
+  uint8_t raw[S5_SS2022_KEYS_MAX * S5_SS_KEY_MAX]; /* ini/'s: the configuration check's too */
+  int n = s5_b64_key_chain(password, klen, raw, S5_SS2022_KEYS_MAX);
+  if (n > 0) memcpy(psk, raw + (size_t)(n - 1) * klen, klen); /* the user's key: the last of a chain */
+  explicit_bzero(raw, sizeof raw);
+  return n > 0 ? 0 : -1;
 }
 
 void s5_ss2022_subkey(enum s5_ss_method m, const uint8_t *psk, const uint8_t *salt, uint8_t *sub) {

@@ -30,7 +30,8 @@
 int s5_ss2022_is(enum s5_ss_method m);
 
 /* The PSK from the password: base64 (RFC 4648, with its padding) of
- * exactly s5_ss_key_len(m) bytes into psk. 0, or -1 (not base64, or of
+ * exactly s5_ss_key_len(m) bytes into psk; of a chain `iPSK:...:uPSK`
+ * (ss2022_udp.h), the last, the user's. 0, or -1 (not base64, or of
  * another length). */
 int s5_ss2022_psk(enum s5_ss_method m, const char *password, uint8_t *psk);
 

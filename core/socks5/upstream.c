@@ -82,8 +82,7 @@ const struct s5_upstream_cfg *s5_upstream_for_udp(const struct s5_config *cfg) {
 }
 
 int s5_upstream_udp(const struct s5_upstream_cfg *up) {
-  if (up->type == S5_UPSTREAM_SHADOWSOCKS) /* each datagram sealed (core/udp/udp_ss.h); 2022: TCP only */
-    return up->udp && !s5_ss_method_2022(up->ss_method);
+  if (up->type == S5_UPSTREAM_SHADOWSOCKS) return up->udp;      /* each datagram sealed (core/udp/udp_ss.h) */
   return up->type == S5_UPSTREAM_SOCKS5 && up->udp && !up->tls; /* datagrams would go in clear */
 }
 

@@ -2,6 +2,7 @@
 /* A worker's UDP associations: the table and one association's life (see
  * assoc.h for the design). */
 #include "udp/assoc.h"
+#include "udp/udp_ss.h"
 
 #include <netinet/in.h>
 #include <stdio.h>
@@ -91,8 +92,7 @@ void s5_assoc_end(struct s5_assoc *a, const char *why) {
   if (a->quic != NULL) s5_quic_sniff_free(a->quic);
   free(a->quic);
   a->quic = NULL;
-  if (a->ss_on) s5_ss_udp_free(&a->ss);
-  a->ss_on = 0;
+  if (a->ss_on) s5__udp_ss_free(a);
   uv_timer_stop(&a->timer);
   uv_close((uv_handle_t *)&a->timer, assoc_handle_closed);
   s5_proxy_close(&a->proxy, 0);

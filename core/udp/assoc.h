@@ -23,6 +23,7 @@
 #include "socks5/proxy.h"
 #include "ctx/sessionlog.h"
 #include "socks5/socks5_udp.h"
+#include "socks5/ss2022_udp.h"
 #include "socks5/ss_aead.h"
 #include "udp/udp_io.h"
 
@@ -83,6 +84,7 @@ struct s5_assoc {
   unsigned ss_on : 1;    /* a Shadowsocks upstream: the relay socket to the server, each datagram
                             sealed with ss (core/udp/udp_ss.h), no control connection */
   struct s5_ss_udp ss;
+  struct s5_ss2022_udp *ss22; /* a 2022 method's session instead of ss (udp_ss.c), else NULL */
   uint64_t last_active;
 
   struct sockaddr_storage udp_local; /* our UDP socket, as told to the proxy */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Private to udp/: an association through a Shadowsocks upstream (2017
- * AEAD). No control connection and no ASSOCIATE: the relay socket is
+ * AEAD, or 2022: core/socks5/ss2022_udp.h). No control connection and no ASSOCIATE: the relay socket is
  * connected to the server's own address (its udp-address if set), and
  * each datagram crosses as one packet [salt][sealed target address and
  * payload][tag] (core/socks5/ss_aead.h), a fresh random salt each. The
@@ -32,6 +32,9 @@ void s5__udp_relay_send(struct s5_assoc *a, const uint8_t *hdr, size_t hlen, con
  * payload), or -1 when it failed its tag or was short (counted in the
  * upstream's stream_bad and drop_udp, one rate-limited warning). */
 int s5__udp_ss_open(struct s5_assoc *a, uint8_t **buf, size_t *len);
+
+/* The association's cipher freed, its keys cleared. */
+void s5__udp_ss_free(struct s5_assoc *a);
 
 /* The worker's sealing buffer (NULL: none yet), freed at stop. */
 void s5__udp_ss_stop(struct s5_udp *u);

@@ -33,6 +33,15 @@
 #                none in Debian): bulk with SHA-256 compared; one answering
 #                with a timestamp 100 s off (port 7005): one warning
 #                naming the upstream and the fix, counted.
+#                2022 UDP (udp = associate; the servers' --udp) and identity
+#                headers, to a third target address T22 (10.201.0.2, its own
+#                dnsmasq and echo): DNS (dig) and an echo through
+#                2022-blake3-aes-256-gcm; an echo through
+#                2022-blake3-chacha20-poly1305 (XChaCha20-Poly1305) whose
+#                server sends every answer twice (--dup: the second is a
+#                replay, dropped and counted in ss_replay); a multi-user
+#                server (aes-128, --users) with password iPSK:uPSK: TCP and
+#                UDP each proven by the server's "user 1" lines.
 
 SS_PASS=e2e-ss-secret
 SS_CHACHA=8388
@@ -52,6 +61,13 @@ SS_PORT5=7004 # Shadowsocks 2022's target
 SS_PORT6=7005 # the 2022 server whose clock is off
 SS_KEY22=BRIfLDlGU2BteoeUoa67yNXi7/wJFiMwPUpXZHF+i5g= # 32 bytes (aes-256-gcm)
 SS_KEY22S=BRIfLDlGU2BteoeUoa67yA==                    # 16 bytes (aes-128-gcm)
+SS_2022C=8396   # 2022-blake3-chacha20-poly1305, answers twice over UDP
+SS_2022EIH=8397 # a multi-user 2022 server (identity headers)
+T22=10.201.0.2  # the 2022 UDP cases' target address (in S; the TUN route 10.201.0.0/24 covers it)
+SS_PORT7=7011   # T22: through the chacha20 2022 server
+SS_PORT8=7012   # T22: through the multi-user server (TCP and UDP)
+SS_USER0=AAECAwQFBgcICQoLDA0ODw== # the multi-user server's users' keys (uPSK); SS_KEY22S is its iPSK
+SS_USER1=EBESExQVFhcYGRobHB0eHw==
 
 # shellcheck source=dnslib.sh
 source "$HERE/dnslib.sh"
@@ -129,11 +145,6 @@ ss_udp() {
     fail "ss-server's UDP relays: chacha $u4 to $TGT4:$SS_UDP, $d4 to :53; aes128 $u6 to [$TGT6]:$SS_UDP, $d6 to :53"
   grep -q "accepted udp:$TGT4:$SS_PORT2" "$WORK/v2ray-access.log" || fail "v2ray logged no UDP flow to $TGT4:$SS_PORT2"
   grep -q "query\[A\] www.example.test" "$WORK/dnsmasq.log" || fail "dnsmasq logged no query"
-  # A 2022 upstream carries no UDP (TCP only so far): the datagram its rule
-  # sends there is refused with the reason, never sealed the 2017 way.
-  in_c "$PY" -c 'import socket, sys; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", (sys.argv[1], int(sys.argv[2])))' \
-    "$TGT4" $SS_PORT5
-  e2e_wait_log "$S5LOG" "upstream ss22, which its rule names, cannot carry UDP" 5 >/dev/null
   log "UDP: echo and DNS through chacha20 ($u4, $d4), aes-128-gcm ($u6, $d6, IPv6), v2ray ($(grep -c 'accepted udp:' "$WORK/v2ray-access.log"))"
 
   # The wrong password: ss-server cannot open the datagrams and drops them;
@@ -146,6 +157,51 @@ ss_udp() {
   ((sus >= 3)) || fail "ss-server aes128 refused $sus of the wrong password's 3 datagrams"
   uclient echo --host "$TGT4" --port $SS_UDP --sizes 100 --retry-for "$T_START"
   log "UDP with a wrong password: ss-server refused them ($sus), no reply ($(oneline "$out" | tail -c 120)); s5tund goes on"
+}
+
+# ss22_count LOG WHAT: how many lines of the 2022 server log LOG are WHAT.
+ss22_count() { grep -cxF "$2" "$WORK/$1.log" || true; }
+
+# Shadowsocks 2022 over UDP and with identity headers, to T22 (its own
+# dnsmasq and echo): DNS and an echo through aes-256-gcm; an echo through
+# chacha20 (XChaCha20-Poly1305), its server answering twice (the second
+# dropped as a replay, counted); TCP and UDP through a multi-user server.
+ss22_udp() {
+  local ready=$WORK/udptarget22.ready
+  E2E_LOGS+=("$WORK/udptarget22.log" "$WORK/dnsmasq22.log")
+  in_s "$PY" "$E2E_DIR/udptarget.py" --listen "$T22" --port $SS_UDP --port $SS_PORT7 --port $SS_PORT8 \
+    --ready-file "$ready" >"$WORK/udptarget22.log" 2>&1 &
+  ip netns exec "$NS_S" dnsmasq --no-daemon --no-resolv --no-hosts --bind-interfaces --listen-address="$T22" \
+    --except-interface=veth0 --address=/example.test/"$T22" --pid-file="$WORK/dnsmasq22.pid" --log-queries \
+    --log-facility=- --user=root --group=root >"$WORK/dnsmasq22.log" 2>&1 &
+  for _ in $(seq $((T_START * 10))); do [[ -s $ready ]] && break; sleep 0.1; done
+  [[ -s $ready ]] || fail "udptarget.py on $T22 did not start"
+  uclient echo --host "$T22" --port $SS_UDP --sizes 1,100,1400,8000 --sources 2 --rounds 2 --retry-for "$T_START"
+  local a
+  a=$(bg_wait ip netns exec "$NS_C" timeout -k 5 "$T_STEP" dig +time=5 +tries=2 +short "@$T22" www.example.test A)
+  [[ $a == "$T22" ]] || fail "dig through Shadowsocks 2022: A '$a' (want $T22)"
+  uclient echo --host "$T22" --port $SS_PORT7 --sizes 1,100,1400 --sources 2 --rounds 2 --retry-for "$T_START"
+  uclient echo --host "$T22" --port $SS_PORT8 --sizes 1,100,1400 --sources 2 --retry-for "$T_START"
+  client --host "$T22" --port $SS_PORT8 echo --count 3 >/dev/null
+  client --host "$T22" --port $SS_PORT8 bulk --size 1M --upload-mode length >/dev/null
+  local u d c e t ut
+  u=$(ss22_count ss2022 "udp to $T22:$SS_UDP")
+  d=$(ss22_count ss2022 "udp to $T22:53")
+  c=$(ss22_count ss2022c "udp to $T22:$SS_PORT7")
+  e=$(ss22_count ss2022eih "udp to $T22:$SS_PORT8")
+  ut=$(ss22_count ss2022eih "udp user 1")
+  t=$(ss22_count ss2022eih "user 1")
+  ((u >= 1 && d >= 1 && c >= 1 && e >= 1 && ut >= 1 && t >= 2)) ||
+    fail "the 2022 servers: aes-256 $u to :$SS_UDP, $d to :53; chacha20 $c; multi-user $e (udp user 1: $ut, tcp user 1: $t)"
+  grep -q "query\[A\] www.example.test" "$WORK/dnsmasq22.log" || fail "dnsmasq on $T22 logged no query"
+  ! grep -q "refused\|failed\|no user" "$WORK/ss2022.log" "$WORK/ss2022c.log" "$WORK/ss2022eih.log" ||
+    fail "a 2022 server refused: $(oneline "$(grep -h "refused\|failed\|no user" "$WORK"/ss2022*.log)")"
+  local causes
+  causes=$(ss_causes ss22c)
+  [[ $causes =~ ^([0-9]+)\ 0\ ([0-9]+)\ 0$ && ${BASH_REMATCH[2]} -ge 1 ]] ||
+    fail "ss22c's stream_bad, ss_bad_tag, ss_replay, ss_clock_skew after duplicated answers: $causes"
+  e2e_wait_log "$S5LOG" "warn  q[0-9] upstream ss22c: Shadowsocks 2022 UDP datagram from the server dropped: its packet id was seen, or is too old \(a replay\)" 5 >/dev/null
+  log "2022 UDP: echo ($u) and DNS ($d) through aes-256-gcm, echo through chacha20 ($c; duplicates dropped: $causes), multi-user TCP ($t) and UDP ($e)"
 }
 
 # A server whose UDP answer does not open (zeros): dropped, one warning
@@ -193,9 +249,20 @@ case_upstream_ss() {
   in_s "$PY" "$E2E_DIR/target.py" --listen "$TGT4" --port $SS_PORT5 --ready-file "$WORK/target3.ready" \
     >"$WORK/target3.log" 2>&1 &
   e2e_wait_listen $SS_PORT5 "$TGT4" || fail "the third target does not listen"
+  in_s ip addr add "$T22/32" dev lo
+  E2E_LOGS+=("$WORK/ss2022c.log" "$WORK/ss2022eih.log" "$WORK/target22.log")
+  in_s "$PY" "$E2E_DIR/target.py" --listen "$T22" --port $SS_PORT8 --ready-file "$WORK/target22.ready" \
+    >"$WORK/target22.log" 2>&1 &
   in_s "$PY" "$E2E_DIR/ss2022srv.py" --listen "$S_ADDR4" --port $SS_2022 --method 2022-blake3-aes-256-gcm \
-    --key "$SS_KEY22" >"$WORK/ss2022.log" 2>&1 &
+    --key "$SS_KEY22" --udp >"$WORK/ss2022.log" 2>&1 &
+  in_s "$PY" "$E2E_DIR/ss2022srv.py" --listen "$S_ADDR4" --port $SS_2022C --method 2022-blake3-chacha20-poly1305 \
+    --key "$SS_KEY22" --udp --dup >"$WORK/ss2022c.log" 2>&1 &
+  in_s "$PY" "$E2E_DIR/ss2022srv.py" --listen "$S_ADDR4" --port $SS_2022EIH --method 2022-blake3-aes-128-gcm \
+    --key "$SS_KEY22S" --users "$SS_USER0,$SS_USER1" --udp >"$WORK/ss2022eih.log" 2>&1 &
   e2e_wait_listen $SS_2022 "$S_ADDR4" || fail "the 2022 server does not listen"
+  e2e_wait_listen $SS_2022C "$S_ADDR4" || fail "the chacha20 2022 server does not listen"
+  e2e_wait_listen $SS_2022EIH "$S_ADDR4" || fail "the multi-user 2022 server does not listen"
+  e2e_wait_listen $SS_PORT8 "$T22" || fail "the target on $T22 does not listen"
   in_s "$PY" "$E2E_DIR/ss2022srv.py" --listen "$S_ADDR4" --port $SS_2022SKEW --method 2022-blake3-aes-128-gcm \
     --key "$SS_KEY22S" --skew 100 >"$WORK/ss2022skew.log" 2>&1 &
   e2e_wait_listen $SS_2022SKEW "$S_ADDR4" || fail "the skewed 2022 server does not listen"
@@ -207,7 +274,8 @@ case_upstream_ss() {
       "network = $DNS_POOL" "" "[rules]" "default = chacha" "rule = domain:target.test -> aes256" \
       "rule = dst:$TGT4/32 port:$SS_PORT2 -> v2ray" "rule = dst:$TGT4/32 port:$SS_PORT3 -> wrongpw" \
       "rule = dst:$TGT4/32 port:$SS_PORT4 -> tamper" "rule = dst:$TGT4/32 port:$SS_PORT5 -> ss22" \
-      "rule = dst:$TGT4/32 port:$SS_PORT6 -> ss22skew" "rule = dst:$TGT6/128 proto:udp -> aes128" \
+      "rule = dst:$TGT4/32 port:$SS_PORT6 -> ss22skew" "rule = dst:$T22/32 port:$SS_PORT7 -> ss22c" \
+      "rule = dst:$T22/32 port:$SS_PORT8 -> ss22eih" "rule = dst:$T22/32 -> ss22" "rule = dst:$TGT6/128 proto:udp -> aes128" \
       "rule = dst:$TGT6/128 -> g" "" "[group g]" "members = later, aes128" "" "[balance]" "fail-after = 1" \
       "check-interval = 1" "check-timeout = 2" "check-target = $TGT4:$TGT_PORT"
     ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
@@ -219,6 +287,8 @@ case_upstream_ss() {
     ss_up tamper "$S_ADDR4" $SS_TAMPER aes-256-gcm
     ss_up ss22 "$S_ADDR4" $SS_2022 2022-blake3-aes-256-gcm "$SS_KEY22"
     ss_up ss22skew "$S_ADDR4" $SS_2022SKEW 2022-blake3-aes-128-gcm "$SS_KEY22S"
+    ss_up ss22c "$S_ADDR4" $SS_2022C 2022-blake3-chacha20-poly1305 "$SS_KEY22"
+    ss_up ss22eih "$S_ADDR4" $SS_2022EIH 2022-blake3-aes-128-gcm "$SS_KEY22S:$SS_USER1"
   } >>"$ini"
   local shown # whole, then matched: grep -q would end the pipe early (SIGPIPE, pipefail)
   shown=$("$S5TUND" --config "$ini" --check-config) || fail "--check-config failed"
@@ -247,6 +317,7 @@ case_upstream_ss() {
   log "Shadowsocks 2022 (aes-256-gcm): $c22 flows carried by the tests' own server, bulk SHA-256 equal"
 
   ss_udp
+  ss22_udp
 
   local c4 c6 cn
   c4=$(ss_connects chacha "$TGT4" "$TGT_PORT")
@@ -258,7 +329,8 @@ case_upstream_ss() {
   grep -q "accepted tcp:$TGT4:$SS_PORT2" "$WORK/v2ray-access.log" || fail "v2ray logged no flow to $TGT4:$SS_PORT2"
   log "ss-server carried chacha20 $c4, aes-128-gcm $c6 (IPv6 target), aes-256-gcm $cn (by name); v2ray $(grep -c accepted "$WORK/v2ray-access.log")"
   local warns # later's fall is expected (no server yet): nothing else at warn
-  warns=$(e2e_s5_warns | grep -v "upstream later is down: 1 set-ups failed in a row (connect" || true)
+  warns=$(e2e_s5_warns | grep -v "upstream later is down: 1 set-ups failed in a row (connect" |
+    grep -v "upstream ss22c: Shadowsocks 2022 UDP datagram from the server dropped: its packet id was seen" || true)
   [[ -z $warns ]] || fail "s5tund logged errors or warnings: $(oneline "$warns")"
 
   # The wrong password: ss-server cannot open our chunks and says nothing
