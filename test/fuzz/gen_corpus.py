@@ -541,6 +541,18 @@ def ss_udp_seeds():
             "empty": bytes([1, 0])}
 
 
+def ss2022_udp_seeds():
+    """fuzz_ss2022_udp: [method][flags][packet id][timestamp offset][text] or [method][1][raw packet]."""
+    v4 = bytes([1, 10, 0, 2, 7, 0, 53]) + b"hello"
+    name = bytes([3, 4]) + b"a.bc" + bytes([0, 53]) + b"q"
+    return {"aes128-v4": bytes([0, 0, 0, 0]) + v4, "aes256-name": bytes([1, 0, 7, 30]) + name,
+            "chacha-v4": bytes([2, 0, 3, 0xE2]) + v4, "skew": bytes([1, 0, 0, 31]) + v4,
+            "flip": bytes([0, 2 | 17 << 3, 1, 0]) + v4, "flip-chacha": bytes([2, 2 | 5 << 3, 1, 0]) + v4,
+            "cut": bytes([1, 4, 0, 0]) + v4, "raw": bytes([0, 1]) + bytes(60),
+            "raw-chacha": bytes([2, 1]) + bytes(80), "short": bytes([1, 1, 0, 0]) + bytes(10),
+            "empty": bytes([2, 0, 0, 0])}
+
+
 def write(corpus, target, seeds):
     d = os.path.join(corpus, target)
     os.makedirs(d, exist_ok=True)
@@ -566,6 +578,7 @@ def main():
     write(corpus, "fuzz_sniff_http", sniff_http_seeds())
     write(corpus, "fuzz_sniff_quic", sniff_quic_seeds())
     write(corpus, "fuzz_ss_udp", ss_udp_seeds())
+    write(corpus, "fuzz_ss2022_udp", ss2022_udp_seeds())
 
 
 if __name__ == "__main__":

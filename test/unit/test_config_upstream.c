@@ -365,6 +365,25 @@ static void test_shadowsocks(void) {
   char *argv22[] = {"s5tund", "-c", (char *)f22, NULL};
   CHECK(run(&c, argv22, err, sizeof err) == S5_ARGS_RUN && c.upstreams[0].ss_method == S5_SS_2022_AES_256_GCM,
         "2022-blake3-aes-256-gcm with a 32-byte key: %s", err);
+  /* identity keys (SIP023): iPSK:uPSK for the aes methods, at most four keys */
+  const char *feih = write_ini("ss22eih.ini",
+                               "[upstream a]\ntype = shadowsocks\nmethod = 2022-blake3-aes-128-gcm\n"
+                               "password = BRIfLDlGU2BteoeUoa67yA==:AAECAwQFBgcICQoLDA0ODw==\n");
+  char *argveih[] = {"s5tund", "-c", (char *)feih, NULL};
+  CHECK(run(&c, argveih, err, sizeof err) == S5_ARGS_RUN, "2022-blake3-aes-128-gcm with iPSK:uPSK: %s", err);
+  bad_file(
+    "[upstream a]\ntype = shadowsocks\nmethod = 2022-blake3-chacha20-poly1305\n"
+    "password = BRIfLDlGU2BteoeUoa67yNXi7/wJFiMwPUpXZHF+i5g=:BRIfLDlGU2BteoeUoa67yNXi7/wJFiMwPUpXZHF+i5g=\n",
+    "bad.ini:4: [upstream a] password: identity keys (iPSK:uPSK) with method 2022-blake3-chacha20-poly1305");
+  bad_file(
+    "[upstream a]\ntype = shadowsocks\nmethod = 2022-blake3-aes-128-gcm\n"
+    "password = BRIfLDlGU2BteoeUoa67yA==:BRIfLDlGU2BteoeUoa67yA==:BRIfLDlGU2BteoeUoa67yA==:"
+    "BRIfLDlGU2BteoeUoa67yA==:BRIfLDlGU2BteoeUoa67yA==\n",
+    "bad.ini:4: [upstream a] password: not a 2022 key: method 2022-blake3-* takes base64 of exactly 16");
+  bad_file(
+    "[upstream a]\ntype = shadowsocks\nmethod = 2022-blake3-aes-128-gcm\n"
+    "password = BRIfLDlGU2BteoeUoa67yA==:\n",
+    "bad.ini:4: [upstream a] password: not a 2022 key");
   bad_file("[upstream a]\ntype = shadowsocks\npassword = p\nmethod = rc4-md5\n",
            "bad.ini:4: [upstream a] method:");
   bad_file("[upstream a]\ntype = shadowsocks\nusername = u\npassword = p\n",
