@@ -109,7 +109,8 @@ static int xchacha(void *ctx, int enc, const uint8_t *key, const uint8_t *nonce,
   s5_hchacha20(key, nonce, sub);
   memcpy(n12 + 4, nonce + 16, 8);
   if (!enc) memcpy(tag, in + len, sizeof tag);
-  int ok = EVP_CipherInit_ex(ctx, EVP_chacha20_poly1305(), NULL, sub, n12, enc) == 1;
+  int ok =
+    EVP_CipherInit_ex(ctx, NULL, NULL, sub, n12, enc) == 1; /* the cipher set once: not fetched again */
   explicit_bzero(sub, sizeof sub);
   ok = ok && (adlen == 0 || EVP_CipherUpdate(ctx, NULL, &n, ad, (int)adlen) == 1) &&
        (len == 0 || EVP_CipherUpdate(ctx, out, &n, in, (int)len) == 1) &&

@@ -53,11 +53,12 @@ int s5_ss2022_udp_init(struct s5_ss2022_udp *u, enum s5_ss_method m, const char 
   if (sid != NULL) memcpy(u->sid, sid, sizeof u->sid);
   if (s5_ss2022_keys(m, password, &u->keys) != 0 || (sid == NULL && RAND_bytes(u->sid, sizeof u->sid) != 1))
     return -1;
-  int ok = (u->aead = EVP_CIPHER_CTX_new()) != NULL && (u->spare = EVP_CIPHER_CTX_new()) != NULL &&
-           (u->srv[0].aead = EVP_CIPHER_CTX_new()) != NULL && (u->srv[1].aead = EVP_CIPHER_CTX_new()) != NULL;
+  int ok = (u->aead = EVP_CIPHER_CTX_new()) != NULL; /* chacha20: the one context, re-keyed per packet */
   if (ok && chacha(u)) ok = EVP_CipherInit_ex(u->aead, EVP_chacha20_poly1305(), NULL, NULL, NULL, 1) == 1;
   if (ok && !chacha(u)) {
-    ok = gcm_key(u, u->aead, u->sid) == 0 && (u->ecb_dec = EVP_CIPHER_CTX_new()) != NULL &&
+    ok = (u->spare = EVP_CIPHER_CTX_new()) != NULL && (u->srv[0].aead = EVP_CIPHER_CTX_new()) != NULL &&
+         (u->srv[1].aead = EVP_CIPHER_CTX_new()) != NULL && gcm_key(u, u->aead, u->sid) == 0 &&
+         (u->ecb_dec = EVP_CIPHER_CTX_new()) != NULL &&
          EVP_DecryptInit_ex(u->ecb_dec, ecb(m), NULL, u->keys.k[u->keys.n - 1], NULL) == 1 &&
          EVP_CIPHER_CTX_set_padding(u->ecb_dec, 0) == 1;
     for (size_t i = 0; ok && i < u->keys.n; i++)

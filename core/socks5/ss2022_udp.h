@@ -55,7 +55,8 @@ int s5_ss2022_eih_tcp(const struct s5_ss2022_keys *k, const uint8_t *salt, uint8
 void s5_hchacha20(const uint8_t *key, const uint8_t *nonce, uint8_t *out);
 
 /* XChaCha20-Poly1305 with OpenSSL's ChaCha20-Poly1305 (ctx: an
- * EVP_CIPHER_CTX set up for it): in[len] to out (out may be in), the tag
+ * EVP_CIPHER_CTX set up for it once, EVP_CipherInit_ex with
+ * EVP_chacha20_poly1305() and no key; each call keys it): in[len] to out (out may be in), the tag
  * after it (seal) or checked (open; len counts the text without the tag).
  * 0, or -1 (a bad tag, OpenSSL failed). */
 int s5_xchacha_seal(void *ctx, const uint8_t *key, const uint8_t *nonce, const uint8_t *ad, size_t adlen,
@@ -79,7 +80,7 @@ struct s5_ss2022_udp {
   void *ecb[S5_SS2022_KEYS_MAX]; /* EVP_CIPHER_CTX, AES-ECB encrypting with keys.k[i] (aes methods) */
   void *ecb_dec;                 /* AES-ECB decrypting with the user's key: server packets */
   void *aead;                    /* our session's (aes: GCM with its subkey; chacha: re-keyed per packet) */
-  void *spare;                   /* a new server session's, until it proves itself */
+  void *spare;                   /* aes: a new server session's, until it proves itself */
   uint8_t sid[8];
   uint64_t pid; /* the next packet id */
   struct s5_ss2022_srv {

@@ -86,7 +86,8 @@ static void test_xchacha(void) {
     "97637da9768812f615c68b13b52ec0875924c1c7987947deafd8780acf49",
     exp);
   void *ctx = EVP_CIPHER_CTX_new();
-  CHECK(ctx != NULL, "a context");
+  CHECK(ctx != NULL && EVP_CipherInit_ex(ctx, EVP_chacha20_poly1305(), NULL, NULL, NULL, 1) == 1,
+        "a context");
   CHECK(s5_xchacha_seal(ctx, key, nonce, ad, sizeof ad, pt, n, ct) == 0 && memcmp(ct, exp, n + 16) == 0,
         "XChaCha20-Poly1305: draft-irtf-cfrg-xchacha-03 A.3.1, sealed");
   CHECK(s5_xchacha_open(ctx, key, nonce, ad, sizeof ad, exp, n, back) == 0 && memcmp(back, pt, n) == 0,
