@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Shadowsocks 2022 UDP and identity headers (core/socks5/ss2022_udp.c,
  * ss2022_keys.c): HChaCha20 and XChaCha20-Poly1305 against the vectors of
- * draft-irtf-cfrg-xchacha-03 (2.2.1, A.3.1); known answers derived
+ * draft-irtf-cfrg-xchacha-03 (2.2.1, A.3.1); a public implementation's
+ * session subkey vector; known answers derived
  * independently by ss/vectors2022_udp.py (python3-cryptography, b3sum,
  * the e2e server's own HChaCha20): client packets byte for byte (aes; a
  * chain of two and of three keys: identity headers), chacha20's body,
@@ -95,6 +96,19 @@ static void test_xchacha(void) {
   exp[n + 3] ^= 1;
   CHECK(s5_xchacha_open(ctx, key, nonce, ad, sizeof ad, exp, n, back) != 0, "XChaCha20-Poly1305: a bad tag");
   EVP_CIPHER_CTX_free(ctx);
+}
+
+/* A public implementation's documented vector (urban-spork's AEAD2022TestCase, Java with Bouncy Castle's
+ * BLAKE3): the session subkey of a 32-byte key and salt. Its identity-subkey vector is checked by
+ * ss/vectors2022_udp.py, whose identity headers the table below holds. */
+static void test_public_subkey(void) {
+  uint8_t key[32], salt[32], sub[32], want[32];
+  CHECK(s5_b64_key("Lc3tTx0BY6ZJ/fCwOx3JvF0I/anhwJBO5p2+FA5Vce4=", 32, key) == 0 &&
+          s5_b64_key("3oFO0VyLyGI4nFN0M9P+62vPND/L6v8IingaPJWTbJA=", 32, salt) == 0 &&
+          s5_b64_key("EdNE+4U8dVnHT0+poAFDK2bdlwfrHT61sUNr9WYPh+E=", 32, want) == 0,
+        "the vector's base64");
+  s5_ss2022_subkey(S5_SS_2022_AES_256_GCM, key, salt, sub);
+  CHECK(memcmp(sub, want, 32) == 0, "session subkey: a public implementation's vector");
 }
 
 static void test_keys(void) {
@@ -259,6 +273,7 @@ int main(void) {
     return 1;
   }
   test_xchacha();
+  test_public_subkey();
   test_keys();
   test_window();
   test_vectors();

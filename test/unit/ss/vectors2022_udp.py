@@ -36,6 +36,15 @@ CASES = [("2022-blake3-aes-128-gcm", K16[0]), ("2022-blake3-aes-256-gcm", K32[0]
          ("2022-blake3-aes-256-gcm", ":".join(K32))]
 
 
+# A public implementation's documented vectors (urban-spork's AEAD2022TestCase): b3sum's BLAKE3 and
+# the two contexts as spelled here give its identity subkey and session subkey.
+assert ss.b3(b"Personal search-enabled assistant for programmers", 32, "shadowsocks 2022 identity subkey") == \
+    base64.b64decode("nb91ZIjdNzFcPmGRS3Lg7m+muVqat549+RSDluyVN4c=")
+assert ss.subkey(base64.b64decode("Lc3tTx0BY6ZJ/fCwOx3JvF0I/anhwJBO5p2+FA5Vce4="),
+                 base64.b64decode("3oFO0VyLyGI4nFN0M9P+62vPND/L6v8IingaPJWTbJA=")) == \
+    base64.b64decode("EdNE+4U8dVnHT0+poAFDK2bdlwfrHT61sUNr9WYPh+E=")
+
+
 def client(method, password):
     keys = [base64.b64decode(k) for k in password.split(":")]
     sep = CSID + struct.pack(">Q", 5)
