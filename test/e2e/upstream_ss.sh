@@ -381,6 +381,8 @@ while True:
     fail "Prometheus: no clock_skew failure of ss22skew: $(grep ss_failures <<<"$metrics" | tr '\n' ' ')"
   grep -qx 's5tund_upstream_ss_failures_total{upstream="tamper",cause="bad_tag"} 1' <<<"$metrics" ||
     fail "Prometheus: no bad_tag failure of tamper: $(grep ss_failures <<<"$metrics" | tr '\n' ' ')"
+  grep -qE '^s5tund_upstream_ss_failures_total\{upstream="ss22c",cause="replay"\} [1-9][0-9]*$' <<<"$metrics" ||
+    fail "Prometheus: no replay failure of ss22c (2022 UDP): $(grep ss_failures <<<"$metrics" | tr '\n' ' ')"
   log "2022 clock skew: warned, counted, the client saw: $(oneline "$out" | tail -c 120)"
 
   e2e_wait_log "$S5LOG" "upstream later is down" 5 >/dev/null
