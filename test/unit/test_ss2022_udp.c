@@ -17,6 +17,7 @@
 #include "check.h"
 #include "base/ossl.h"
 #include "socks5/ss2022_udp.h"
+#include "socks5/upstream.h"
 
 #define NOW 1700000000u
 
@@ -266,6 +267,18 @@ static void test_checks(enum s5_ss_method m, const char *pw, const char *user) {
   s5_ss2022_udp_free(&s3);
 }
 
+/* A 2022 upstream with udp = associate carries UDP (it was refused before SIP022's UDP was done here). */
+static void test_upstream_udp(void) {
+  static const enum s5_ss_method ms[] = {S5_SS_2022_AES_128_GCM, S5_SS_2022_AES_256_GCM,
+                                         S5_SS_2022_CHACHA20_POLY1305};
+  for (size_t i = 0; i < 3; i++) {
+    struct s5_upstream_cfg up = {.type = S5_UPSTREAM_SHADOWSOCKS, .ss_method = ms[i], .udp = true};
+    CHECK(s5_upstream_udp(&up), "method %zu with udp = associate: carries UDP", i);
+    up.udp = false;
+    CHECK(!s5_upstream_udp(&up), "method %zu with udp = off: none", i);
+  }
+}
+
 int main(void) {
   char e[200];
   if (s5_ossl_load(S5_OSSL_CRYPTO, e, sizeof e) != 0) { /* as the daemon at start */
@@ -274,6 +287,7 @@ int main(void) {
   }
   test_xchacha();
   test_public_subkey();
+  test_upstream_udp();
   test_keys();
   test_window();
   test_vectors();
