@@ -8,7 +8,8 @@ variable header (target, padding, first payload), connects to the target
 and relays: up, length and payload chunks; down, its own salt, the fixed
 header (type 1, timestamp, the request's salt, the first chunk's length),
 that chunk, then length and payload chunks. Logs "connect to HOST:PORT"
-per request. --skew S: answers at once, without connecting, with a
+per request ("closed with nothing sent" for a connection that ended
+before its salt: a pooled one recycled). --skew S: answers at once, without connecting, with a
 timestamp S seconds off (the clock-skew case).
 """
 import argparse
@@ -84,7 +85,11 @@ def up(c, t, dec):
 
 def handle(c, args, psk, klen, cls):
     try:
-        salt = recv_exact(c, klen)
+        try:
+            salt = recv_exact(c, klen)
+        except EOFError:  # a client's warm pool closing one it held ready: nothing to answer
+            print("closed with nothing sent", flush=True)
+            return
         dec = Aead(cls, subkey(psk, salt))
         typ, ts, vlen = struct.unpack(">BQH", dec.open(recv_exact(c, 11 + 16)))
         if typ != 0 or abs(ts - time.time()) > 30:
