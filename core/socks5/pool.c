@@ -37,12 +37,13 @@ static uint64_t pool_jitter(struct s5_pool *pool, uint64_t max) {
 }
 
 /* Warm connections wanted for up (of the worker's configuration): its
- * pool, none while it is down (its checks decide when it is back). */
+ * pool, none while it is down (its checks decide when it is back). A
+ * Shadowsocks one is pooled connected with nothing sent (its salt and the
+ * target go with a session's first chunk). */
 static unsigned pool_target(const struct s5_pool *pool, const struct s5_upstream_cfg *up) {
   if (pool->stopped) return 0;
   if (s5_uptab() != NULL && __atomic_load_n(&s5_uptab()->u[up->slot].down, __ATOMIC_RELAXED)) return 0;
-  return up->type == S5_UPSTREAM_SHADOWSOCKS ? 0
-                                             : up->pool; /* its connection is its target's from the start */
+  return up->pool;
 }
 
 /* Connections to a and b are interchangeable: same proxy, same type, same
@@ -227,14 +228,15 @@ static int pool_conn_alive(const struct s5_pool_conn *c, uint64_t now) {
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-/* A ready entry for a session to up; the ones found dead are dropped. */
+/* A ready entry for a session to up; the ones to it found dead are
+ * dropped (other upstreams' are left alone). */
 static struct s5_pool_conn *pool_take(struct s5_pool *pool, const struct s5_upstream_cfg *up) {
   uint64_t now = pool_now(pool);
   struct s5_pool_conn *next;
   for (struct s5_pool_conn *c = pool->list; c != NULL; c = next) {
     next = c->next;
-    if (!c->ready) continue;
-    if (pool_same_proxy(c->proxy.up, up) && pool_conn_alive(c, now)) return c;
+    if (!c->ready || !pool_same_proxy(c->proxy.up, up)) continue;
+    if (pool_conn_alive(c, now)) return c;
     S5_STAT_ADD(pool->w->stats, pool_recycled, 1);
     pool_drop(c);
   }

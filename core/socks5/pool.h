@@ -3,7 +3,11 @@
  * [upstream NAME], N per upstream while it is up): each one
  * connected, greeted and authenticated ahead of time (proxy.c's steps,
  * stopping before the request), so that a new TCP session costs one round
- * trip to the proxy, its CONNECT, before the client's SYN-ACK.
+ * trip to the proxy, its CONNECT, before the client's SYN-ACK. A
+ * Shadowsocks one is connected with nothing sent (no salt yet: its pump
+ * makes one per connection, sent with the target in a session's first
+ * chunk), so such a session costs no round trip before its SYN-ACK; ss-server
+ * keeps an idle connection 60 s by default (-t), over our age.
  *
  * - Refilled in the background up to N, one worker's loop, no locks.
  * - Recycled after a jittered age (S5_POOL_AGE_MS plus up to

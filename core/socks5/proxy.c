@@ -432,7 +432,8 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, p->up->type == S5_UPSTREAM_SOCKS5);
   int r = proxy_sock_init(p, AF_UNSPEC, why, cap);
   if (r == 0) r = s5_dial_adopt(&p->sock, &warm->sock, why, cap);
-  if (r < 0) return r;
+  if (r < 0 || p->up->type == S5_UPSTREAM_SHADOWSOCKS) /* no reply: up as a fresh one is */
+    return s5_proxy_cleared(r < 0 ? r : s5_proxy_pump_adopted(p), msg, sizeof msg);
   p->pooled = 1;
   p->step = S5_PROXY_REPLY;
   if (uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read) < 0 ||

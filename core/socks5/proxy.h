@@ -156,8 +156,9 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap);
 /* Instead of s5_proxy_start: the CONNECT on a duplicate of warm's socket
  * (greeted and authenticated by the pool; the caller closes warm). If that
  * connection turns out dead before the reply, a fresh one is made, once,
- * and the client sees nothing of it. Returns 0, or < 0 with why (the
- * request cannot be made, or the socket not taken): nothing reported then. */
+ * and the client sees nothing of it (Shadowsocks has no reply: see
+ * s5_proxy_pump_adopted). Returns 0, or < 0 with why (the request cannot
+ * be made, or the socket not taken): nothing reported then. */
 int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap);
 
 /* From ops->result with a failure: the same exchange again on up, a fresh
@@ -197,5 +198,12 @@ void s5_proxy_expired(uv_timer_t *timer);
 int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap);
 void s5_proxy_up(struct s5_proxy *p, int status, const char *tls_why);
 void s5_proxy_pump_detach(struct s5_proxy *p);
+/* s5_proxy_adopt of a pooled Shadowsocks connection (connected, nothing
+ * sent): no reply comes, so there is nothing to retry on; s5_proxy_up
+ * follows on the loop's next turn (never inside the owner's start: a
+ * session's SYN is still lwIP's), which sends the target (the pump's
+ * first chunk, with this connection's own salt) and grants. Returns 0 or
+ * a libuv error. */
+int s5_proxy_pump_adopted(struct s5_proxy *p);
 
 #endif

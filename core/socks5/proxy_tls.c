@@ -2,7 +2,9 @@
 /* The proxy client over a pump (proxy.h, pump.h): its socket is the plain
  * end of a TLS connection (tls.c) or a Shadowsocks one (ss.c); the pump's
  * handshake's end is its connect's. */
+#include <stddef.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "socks5/proxy.h"
@@ -34,4 +36,26 @@ int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap) {
 void s5_proxy_pump_detach(struct s5_proxy *p) {
   if (p->pump != NULL) s5_pump_detach(p->pump);
   p->pump = NULL;
+}
+
+/* A pooled Shadowsocks connection's turn to be up: as a fresh one's is
+ * once its TCP connect succeeded (s5_proxy_up: the target, then granted).
+ * Unless its server hung up meanwhile (the pump passed its FIN on to our
+ * end): then a fresh connection, unseen, as for a pooled one whose reply
+ * never came, before a first chunk would go on it and its end be taken
+ * for a refusal (ss.c's silent server). */
+static void proxy_pump_adopted_up(uv_timer_t *timer) {
+  struct s5_proxy *p = (struct s5_proxy *)((char *)timer - offsetof(struct s5_proxy, timer));
+  uv_os_fd_t fd;
+  char b;
+  if (uv_fileno((const uv_handle_t *)&p->sock, &fd) == 0 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0 &&
+      s5_proxy_retry(p, p->up, 0) == 0) {
+    S5_STAT_ADD(p->w->stats, pool_retried, 1);
+    return;
+  }
+  s5_proxy_up(p, 0, NULL);
+}
+
+int s5_proxy_pump_adopted(struct s5_proxy *p) {
+  return uv_timer_start(&p->timer, proxy_pump_adopted_up, 0, 0);
 }

@@ -233,7 +233,13 @@ def upstream_tables(args):
     mode = cols[0][3].get("mode", "?")
     lines = ["", "### Upstreams side by side: HTTP, HTTPS, SOCKS5, Shadowsocks (and the ss-local chain)", "",
              "%s mode, one queue, each proxy the one `[upstream]`. Delay relay in front of the proxy for the "
-             "time to first byte: %s ms each way, RT = %s ms (its measured round trip)." % (
+             "time to first byte: %s ms each way, RT = %s ms (its measured round trip). Here it also charges "
+             "a new connection its TCP handshake, one RT (its first bytes held until one RT after its accept), "
+             "in every column, so a time-to-first-byte row counts each round trip a new flow waits for: the "
+             "TCP connect to the proxy (none on a pooled connection), the proxy's own handshake (SOCKS5's "
+             "greeting; Shadowsocks has none), the request (CONNECT; Shadowsocks sends the target with the "
+             "first bytes), then the data. The chain through ss-local pools connections to ss-local, not to "
+             "the server, whose connect it makes per flow." % (
                  mode, args.relay_delay_ms, fmt(rt, 1)), "",
              "| row | " + " | ".join(c[1] for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
 

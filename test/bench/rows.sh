@@ -28,13 +28,15 @@ TTFB_VARIANTS=(
   "pool+optimistic|pool = 4\noptimistic = true"
 )
 
-# rows_relay_start PORT UPSTREAM: a delay relay in the server namespace on
-# S_ADDR4:PORT, to UPSTREAM (ADDR:PORT).
+# rows_relay_start PORT UPSTREAM [OPTION...]: a delay relay in the server
+# namespace on S_ADDR4:PORT, to UPSTREAM (ADDR:PORT), with delayrelay.py's
+# OPTIONs (the upstream rows': --connect-round-trip).
 rows_relay_start() {
   local port=$1 up=$2
+  shift 2
   rm -f "$WORK/relay.$port.ready"
   ip netns exec "$NS_S" "$PY" "$BENCH_DIR/../e2e/delayrelay.py" --listen "$S_ADDR4" --port "$port" --to "$up" \
-    --delay-ms "$RELAY_DELAY_MS" --ready-file "$WORK/relay.$port.ready" >>"$OUT/raw/delayrelay.log" 2>&1 &
+    --delay-ms "$RELAY_DELAY_MS" --ready-file "$WORK/relay.$port.ready" "$@" >>"$OUT/raw/delayrelay.log" 2>&1 &
   RELAY_PIDS+=($!)
   for _ in $(seq $((T_START * 10))); do [[ -s $WORK/relay.$port.ready ]] && break; sleep 0.1; done
   [[ -s $WORK/relay.$port.ready ]] || bench_die "the delay relay on $port did not start ($OUT/raw/delayrelay.log)"

@@ -10,7 +10,12 @@
 #     ss-server; side by side, each as the one [upstream] of s5tund (the
 #     proxy's CPU: ss-server, or ss-local and ss-server): time to first byte through a delay relay
 #     RELAY_DELAY_MS away (no pool / pool / pool with optimistic), new connections per second, CPU-s/GB up and down (one
-#     iperf3 stream each way, s5tund's tree and the proxy's);
+#     iperf3 stream each way, s5tund's tree and the proxy's). The relays of
+#     this table charge a new connection its TCP handshake's round trip
+#     (delayrelay.py --connect-round-trip), every column alike, so that a
+#     row counts each round trip a far proxy costs: the connect, the
+#     proxy's own handshake, the request (rows.sh's relays do not: its
+#     figures stay comparable with earlier runs);
 #   - failover: two microsocks upstreams (strategy failover, check-interval
 #     1), process mode with two queues; ab (UP_AB_N requests, UP_AB_C at
 #     once, each a new connection) and the first upstream killed
@@ -33,6 +38,7 @@ SS_PORT=1096              # ss-server
 RELAY_SS_PORT=1097        # delay relay -> ss-server
 SS_LOCAL_PORT=1098        # ss-local -> ss-server (client namespace, loopback)
 SS_LOCAL_RELAY_PORT=1099  # ss-local -> the delay relay -> ss-server
+RELAY_UP_PROXY_PORT=1089  # delay relay -> the SOCKS5 server (this table's: it charges the connect)
 SS_METHOD=aes-128-gcm
 SS_PASS=bench-ss-password
 UP_MS_A_PORT=1087     # the failover row's two microsocks (reserved in S too)
@@ -121,7 +127,7 @@ rows_upstream_proxy() {
     squid-tls) port=$SQUID_TLS_PORT relay=$RELAY_SQUID_TLS_PORT ;;
     ss) port=$SS_PORT relay=$RELAY_SS_PORT ;;
     ss-chain) port=$SS_LOCAL_PORT relay=$SS_LOCAL_RELAY_PORT ;;
-    *) port=$PROXY_PORT relay=$RELAY_PROXY_PORT ;;
+    *) port=$PROXY_PORT relay=$RELAY_UP_PROXY_PORT ;;
   esac
   trap 'case_exit' EXIT
   meta kind tunnel
@@ -251,9 +257,10 @@ run_upstream_rows() {
   up_tls_cert
   SQUID_EXTRA="https_port $S_ADDR4:$SQUID_TLS_PORT tls-cert=$WORK/tls/proxy.pem tls-key=$WORK/tls/proxy.key" \
     e2e_start_squid >>"$OUT/raw/squid.log" 2>&1
-  rows_relay_start "$RELAY_SQUID_PORT" "$S_ADDR4:$SQUID_PORT"
-  rows_relay_start "$RELAY_SQUID_TLS_PORT" "$S_ADDR4:$SQUID_TLS_PORT"
-  rows_relay_start "$RELAY_SS_PORT" "$S_ADDR4:$SS_PORT"
+  rows_relay_start "$RELAY_SQUID_PORT" "$S_ADDR4:$SQUID_PORT" --connect-round-trip
+  rows_relay_start "$RELAY_SQUID_TLS_PORT" "$S_ADDR4:$SQUID_TLS_PORT" --connect-round-trip
+  rows_relay_start "$RELAY_UP_PROXY_PORT" "$S_ADDR4:$PROXY_PORT" --connect-round-trip
+  rows_relay_start "$RELAY_SS_PORT" "$S_ADDR4:$SS_PORT" --connect-round-trip # ss-local's too
   up_ss_start
   for name in squid squid-tls socks5 ss ss-chain failover rules; do
     bench_log "upstream rows: $name"

@@ -7,7 +7,8 @@ connect to --to HOST:PORT, and forward what each side sends --delay-ms
 later (order kept; a FIN and a reset too, each after what came before it).
 A round trip through it costs 2 x delay;
 tests measure that themselves and assert in round trips (the accept is
-local, so the upstream TCP handshake is not delayed). Backpressure: a
+local, so the upstream TCP handshake is not delayed, unless
+--connect-round-trip). Backpressure: a
 direction stops reading while more than --buffer bytes wait in it.
 SIGUSR1 closes the listening sockets (new connections are refused) and
 keeps relaying the open ones: a proxy that died with replies on their way.
@@ -15,9 +16,18 @@ keeps relaying the open ones: a proxy that died with replies on their way.
 whenever F changes (write another file and rename it over F), so that a
 test can move the proxy nearer or farther while it runs; each chunk takes
 the delay in force when it came.
+--connect-round-trip: a new connection costs one round trip more, as the
+TCP handshake to a proxy that far away does (SYN, SYN-ACK: the client's
+connect() returns 2 x delay after it began). The kernel's accept here is
+instant, so instead each direction's bytes count as sent no earlier than
+2 x delay after the accept: a chunk that came sooner waits until then and
+then takes its delay (the first bytes reach the far side 3 x delay after
+the connect began, as through a real handshake); later chunks, and
+connections opened ahead of time (a warm pool's, older than one round
+trip by their first bytes), are not held.
 
   delayrelay.py --listen 10.200.0.2 --port 1090 --to 10.200.0.2:1081 \
-      --delay-ms 25 [--ready-file F]
+      --delay-ms 25 [--connect-round-trip] [--ready-file F]
   delayrelay.py ... --delay-file F [--ready-file F]
 Stdlib only."""
 import argparse
@@ -57,9 +67,11 @@ class Delay:
         return self.seconds
 
 
-async def pump(reader, writer, delay, limit):
+async def pump(reader, writer, delay, limit, usable=0.0):
     """Forwards reader to writer, each chunk delay.now() seconds after it
-    came; a FIN as a FIN, a reset as a reset (after what came before it)."""
+    came, or after usable (the loop's time; --connect-round-trip) when it
+    came sooner; a FIN as a FIN, a reset as a reset (after what came
+    before it)."""
     loop = asyncio.get_running_loop()
     queue = asyncio.Queue()
     room = asyncio.Condition()
@@ -94,18 +106,20 @@ async def pump(reader, writer, delay, limit):
     try:
         while True:
             data = await reader.read(65536)
-            queue.put_nowait((loop.time() + delay.now(), data or None))
+            queue.put_nowait((max(loop.time(), usable) + delay.now(), data or None))
             if not data:
                 break
             async with room:
                 queued += len(data)
                 await room.wait_for(lambda: queued <= limit)
     except (ConnectionError, OSError):
-        queue.put_nowait((loop.time() + delay.now(), RESET))
+        queue.put_nowait((max(loop.time(), usable) + delay.now(), RESET))
     await task
 
 
 async def handle(creader, cwriter, args):
+    # --connect-round-trip: nothing crosses before the handshake's round trip
+    usable = asyncio.get_running_loop().time() + 2 * args.delay.now() if args.connect_round_trip else 0.0
     host, port = args.to.rsplit(":", 1)
     try:
         ureader, uwriter = await asyncio.open_connection(host.strip("[]"), int(port))
@@ -115,8 +129,8 @@ async def handle(creader, cwriter, args):
         return
     for w in (cwriter, uwriter):
         w.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    await asyncio.gather(pump(creader, uwriter, args.delay, args.buffer),
-                         pump(ureader, cwriter, args.delay, args.buffer))
+    await asyncio.gather(pump(creader, uwriter, args.delay, args.buffer, usable),
+                         pump(ureader, cwriter, args.delay, args.buffer, usable))
     for w in (cwriter, uwriter):
         w.close()
 
@@ -129,6 +143,8 @@ async def main():
     how = ap.add_mutually_exclusive_group(required=True)
     how.add_argument("--delay-ms", type=float, help="one-way delay, each direction")
     how.add_argument("--delay-file", help="a file holding the one-way delay in ms, read again as it changes")
+    ap.add_argument("--connect-round-trip", action="store_true",
+                    help="charge a new connection one round trip (2 x delay), as its TCP handshake would cost")
     ap.add_argument("--buffer", type=int, default=4 << 20, help="bytes a direction holds at most")
     ap.add_argument("--ready-file")
     args = ap.parse_args()

@@ -9,7 +9,8 @@ length), the variable header (target, padding, first payload), connects to
 the target and relays: up, length and payload chunks; down, its own salt,
 the fixed header (type 1, timestamp, the request's salt, the first chunk's
 length), that chunk, then length and payload chunks. Logs "connect to
-HOST:PORT" per request. --skew S: answers at once, without connecting,
+HOST:PORT" per request ("closed with nothing sent" for a connection that
+ended before its salt: a pooled one recycled). --skew S: answers at once, without connecting,
 with a timestamp S seconds off (the clock-skew case).
 
 --udp: the same port's UDP too (SIP022 3.2, 4.1): the separate header
@@ -157,7 +158,11 @@ def user_of(args, hash16):
 
 def handle(c, args, psk, klen, cls):
     try:
-        salt = recv_exact(c, klen)
+        try:
+            salt = recv_exact(c, klen)
+        except EOFError:  # a client's warm pool closing one it held ready: nothing to answer
+            print("closed with nothing sent", flush=True)
+            return
         if args.user_keys:  # the identity header: the user's key's hash under the identity subkey
             ik = b3(psk + salt, klen, "shadowsocks 2022 identity subkey")
             n, psk = user_of(args, ecb(ik, recv_exact(c, 16), enc=False))

@@ -8,7 +8,12 @@
 #                to one of them: TGT4 -> chacha20-ietf-poly1305 (its server
 #                on IPv6), TGT6 -> aes-128-gcm, target.test (a mapped name:
 #                the target as a domain) -> aes-256-gcm, TGT4 port 7001 ->
-#                v2ray. Bulk both ways with SHA-256 compared, each flow
+#                v2ray. The warm pool (chacha's, 3 per worker): its
+#                connections at ss-server before any flow with nothing
+#                sent, and a flow with new connections to that server
+#                dropped (nft in S) carried on one of them (pool_hits; the
+#                server's count of accepted ones unchanged), aes256's pooled
+#                connections left alone by it. Bulk both ways with SHA-256 compared, each flow
 #                proven carried by that server's own log ("connect to" of
 #                ss-server -v; v2ray's access log). A wrong password (port
 #                7002): one warning naming the upstream, counted, and the
@@ -50,6 +55,7 @@ SS_AES256=8390
 SS_V2RAY=8391
 SS_LATER=8392
 SS_TAMPER=8393 # a server of ours whose answer does not open
+SS_POOL=3     # chacha's warm pool, per worker (the others: the default)
 SS_PORT2=7001 # a second target, for v2ray's flows
 SS_PORT3=7002 # the wrong password's rule
 SS_PORT4=7003 # the tampering server's rule
@@ -236,6 +242,50 @@ print(u["stream_bad"], u["ss_bad_tag"], u["ss_replay"], u["ss_clock_skew"])' "$1
 # ss_connects LOG HOST PORT: how many "connect to HOST:PORT" ss-server logged.
 ss_connects() { grep -cF "connect to $2:$3" "$WORK/$1.log" || true; }
 
+# ss_accepted LOG: how many connections ss-server -v accepted.
+ss_accepted() { grep -c "new connection from client" "$WORK/$1.log" || true; }
+
+# The warm pool holds Shadowsocks connections: chacha's (pool = SS_POOL per
+# worker) are at ss-server before any flow, nothing sent on them (no
+# "connect to" yet: the salt and the target go with a flow's first chunk).
+# Then new connections to that server are dropped (its SYNs, in S) and a
+# flow still goes through: on a connection made before it, which ss-server
+# did not accept anew (its count of accepted ones unchanged), taken from
+# the pool (pool_hits). The pool's refills meanwhile wait; the rule goes.
+ss_pooled() {
+  local want=$((SS_POOL * QUEUES)) n=0 acc hits other
+  for _ in $(seq $((T_START * 10))); do # its log follows the kernel's accept
+    n=$(in_s ss -Htn state established "( sport = :$SS_CHACHA )" | grep -c . || true)
+    acc=$(ss_accepted chacha)
+    other=$(ss_accepted aes256) # its pool: the default, 4 per worker
+    ((n >= want && acc >= want && other >= 4 * QUEUES)) && break
+    sleep 0.1
+  done
+  ((n >= want && other >= 4 * QUEUES)) ||
+    fail "before any flow ss-server chacha holds $n connections (the pool's $want expected), aes256 accepted $other"
+  ((acc == n)) && ! grep -q "connect to" "$WORK/chacha.log" ||
+    fail "before any flow ss-server chacha accepted $acc connections ($n open) and logged: $(grep "connect to" "$WORK/chacha.log" | head -3)"
+  in_s nft -f - <<NFT || fail "nft: dropping new connections to ss-server chacha"
+table inet sspool {
+  chain input { type filter hook input priority 0; tcp dport $SS_CHACHA tcp flags & (syn | ack) == syn drop; }
+}
+NFT
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  hits=$(ss_counter pool_hits)
+  ((hits >= 1 && $(ss_accepted chacha) == acc && $(ss_connects chacha "$TGT4" "$TGT_PORT") >= 1)) ||
+    fail "a flow with new connections to chacha dropped: pool_hits $hits, ss-server accepted $(ss_accepted chacha) (before: $acc), connects $(ss_connects chacha "$TGT4" "$TGT_PORT")"
+  # The flow took chacha's and left the other upstreams' warm connections alone.
+  (($(ss_accepted aes256) == other)) ||
+    fail "a flow through chacha made aes256's pool reconnect: it accepted $(ss_accepted aes256), $other before"
+  in_s nft delete table inet sspool
+  log "warm pool: $n Shadowsocks connections at ss-server before any flow, none used; a flow with new ones dropped went on one of them (pool_hits $hits)"
+}
+
+# ss_counter NAME: s5tund's counter NAME over the queues (--stats --json).
+ss_counter() {
+  "$S5TUND" --stats "$WORK/stats.sock" --json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["totals"][sys.argv[1]])' "$1"
+}
+
 case_upstream_ss() {
   ss_server chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
   ss_server aes128 "$S_ADDR4" $SS_AES128 aes-128-gcm
@@ -279,6 +329,7 @@ case_upstream_ss() {
       "rule = dst:$TGT6/128 -> g" "" "[group g]" "members = later, aes128" "" "[balance]" "fail-after = 1" \
       "check-interval = 1" "check-timeout = 2" "check-target = $TGT4:$TGT_PORT"
     ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
+    echo "pool = $SS_POOL"
     ss_up aes128 "$S_ADDR4" $SS_AES128 aes-128-gcm
     ss_up aes256 "$S_ADDR4" $SS_AES256 aes-256-gcm
     ss_up v2ray "$S_ADDR4" $SS_V2RAY aes-256-gcm
@@ -298,8 +349,8 @@ case_upstream_ss() {
   e2e_wait_device "$MODE" "$QUEUES"
   in_c ip route replace "$DNS_POOL" dev "$TUN"
   e2e_wait_log "$S5LOG" "upstream chacha: Shadowsocks \[$S_ADDR6\]:$SS_CHACHA" 5 >/dev/null
+  ss_pooled
 
-  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
   client --host "$TGT4" bulk --size 8M --upload-mode length >/dev/null
   client --host "$TGT6" bulk --size 8M --upload-mode length >/dev/null
   local addr
@@ -353,13 +404,14 @@ print([u for u in json.load(sys.stdin)["upstreams"] if u["name"] == "wrongpw"][0
   # A server whose answer does not open (a salt and a chunk of zeros): one
   # warning naming the upstream and the fix, counted; the client's connection ends.
   in_s "$PY" -c '
-import socket, sys
+import socket, sys, threading
+def answer(c):  # each connection on its own: the warm pool holds some idle
+    if c.recv(4096):  # one the pool closed unused gets nothing
+        c.sendall(bytes(32 + 18 + 5 + 16))
+    c.close()
 s = socket.create_server((sys.argv[1], int(sys.argv[2])))
 while True:
-    c, _ = s.accept()
-    c.recv(4096)
-    c.sendall(bytes(32 + 18 + 5 + 16))
-    c.close()' "$S_ADDR4" $SS_TAMPER >/dev/null 2>&1 &
+    threading.Thread(target=answer, args=(s.accept()[0],), daemon=True).start()' "$S_ADDR4" $SS_TAMPER >/dev/null 2>&1 &
   e2e_wait_listen $SS_TAMPER "$S_ADDR4" || fail "the tampering server does not listen"
   out=$(client --host "$TGT4" --port $SS_PORT4 echo --count 1 --timeout 5 2>&1 || true)
   [[ $out != *TimeoutError* ]] || fail "the client's connection through a tampered stream did not end: $out"

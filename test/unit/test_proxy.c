@@ -8,15 +8,19 @@
  * loop closes cleanly). The pool's steps too: a WARM client greets and
  * authenticates and stops before the request; a session's client adopts
  * its socket and sends only the CONNECT; one that finds it dead retries
- * once on a fresh connection. Nothing leaves loopback. */
+ * once on a fresh connection; a Shadowsocks one (test_ss_warm). Nothing
+ * leaves loopback. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "check.h"
 #include "socks5/proxy.h"
+#include "socks5/pump.h"
 #include "ctx/wctx.h"
 
 /* One case: what the server answers to each message it reads (len 0: it
@@ -482,6 +486,87 @@ static void test_socks4(void) {
   cfg.socks5.type = S5_UPSTREAM_SOCKS5;
 }
 
+/* A Shadowsocks upstream's pooled connection (type = shadowsocks): the
+ * WARM client is ready once connected, with nothing sent; the adopter is
+ * granted on the loop's next turn, never inside s5_proxy_adopt (a
+ * session's SYN is still lwIP's then), and its target goes out as the
+ * first chunk behind this connection's own salt. One whose server hung up
+ * meanwhile is not used: a fresh connection instead (pool_retried). */
+static void ss_warm(struct run *r) {
+  char why[160];
+  server_start(r);
+  s5_proxy_init(&r->proxy, &w, &cfg, &target_warm_ops, r);
+  s5_proxy_use(&r->proxy, &cfg.socks5, owner_target());
+  CHECK(s5_proxy_start(&r->proxy, why, sizeof why) == 0, "warm start: %s", why);
+  while (r->results == 0) uv_run(L, UV_RUN_ONCE);
+  CHECK(r->last.outcome == S5_PROXY_GRANTED, "warm Shadowsocks: %d (%s)", r->last.outcome, r->why);
+  for (int i = 0; i < 20; i++) uv_run(L, UV_RUN_NOWAIT);
+  CHECK(r->conn_open && r->got_len == 0, "warm Shadowsocks: connected, nothing sent (%zu bytes)", r->got_len);
+}
+
+/* a adopts r's connection; runs until the server got the salt and the
+ * first chunk (16 + 2 + 16 + the target's 15 + 16 bytes, aes-128-gcm). */
+static void ss_adopt(struct run *r, struct run *a) {
+  char why[160];
+  s5_proxy_init(&a->proxy, &w, &cfg, &target_ops, a);
+  s5_proxy_use(&a->proxy, &cfg.socks5, owner_target());
+  CHECK(s5_proxy_adopt(&a->proxy, &r->proxy, why, sizeof why) == 0, "adopt: %s", why);
+  CHECK(a->results == 0, "granted inside s5_proxy_adopt");
+  s5_proxy_close(&r->proxy, 0); /* as the pool does */
+  while (a->results == 0) uv_run(L, UV_RUN_ONCE);
+  CHECK(a->last.outcome == S5_PROXY_GRANTED, "adopted Shadowsocks: %d (%s)", a->last.outcome, a->why);
+  for (int i = 0; i < 400 && r->got_len < 65; i++) { /* at most 2 s: nothing may come (a dead one) */
+    uv_run(L, UV_RUN_NOWAIT);
+    usleep(5000);
+  }
+  CHECK(r->got_len == 65, "the salt and the target's chunk on the pooled connection (%zu bytes)", r->got_len);
+}
+
+static void ss_end(struct run *r, struct run *a) {
+  s5_proxy_close(&a->proxy, 0);
+  if (r->conn_open) uv_close((uv_handle_t *)&r->conn, conn_closed);
+  r->conn_open = 0;
+  uv_close((uv_handle_t *)&r->server, NULL);
+  uv_run(L, UV_RUN_DEFAULT);
+  CHECK(r->closed == 1 && a->closed == 1, "ops->closed: warm %d, adopter %d", r->closed, a->closed);
+}
+
+static void test_ss_warm(void) {
+  cfg.socks5.type = S5_UPSTREAM_SHADOWSOCKS;
+  cfg.socks5.ss_method = S5_SS_AES_128_GCM;
+  snprintf(cfg.socks5.password, sizeof cfg.socks5.password, "pool-test");
+  memset(&st, 0, sizeof st);
+  struct run r1 = {0}, a1 = {0}, r2 = {0}, a2 = {0};
+  ss_warm(&r1);
+  ss_adopt(&r1, &a1);
+  ss_end(&r1, &a1);
+  ss_warm(&r2);
+  ss_adopt(&r2, &a2);
+  ss_end(&r2, &a2);
+  CHECK(memcmp(r1.got, r2.got, 16) != 0, "two pooled connections, one salt");
+  CHECK(st.pool_retried == 0, "pool_retried %llu", (unsigned long long)st.pool_retried);
+
+  /* The server closes the warm connection; the pump passes its end on. */
+  struct run r3 = {0}, a3 = {0};
+  ss_warm(&r3);
+  uv_read_stop((uv_stream_t *)&r3.proxy.sock); /* the pool would drop it at its EOF: adopted all the same */
+  uv_close((uv_handle_t *)&r3.conn, conn_closed);
+  r3.conn_open = 0;
+  uv_os_fd_t fd;
+  char b;
+  CHECK(uv_fileno((uv_handle_t *)&r3.proxy.sock, &fd) == 0, "the warm client's socket");
+  for (int i = 0; i < 200 && recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) != 0; i++) uv_run(L, UV_RUN_ONCE);
+  CHECK(recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0, "the server's end came through the pump");
+  ss_adopt(&r3, &a3); /* the fresh connection: the server's second */
+  CHECK(st.pool_retried == 1 && a3.results == 1,
+        "a dead pooled connection retried fresh, unseen: "
+        "pool_retried %llu, %d results",
+        (unsigned long long)st.pool_retried, a3.results);
+  ss_end(&r3, &a3);
+  cfg.socks5.password[0] = '\0';
+  cfg.socks5.type = S5_UPSTREAM_SOCKS5;
+}
+
 int main(void) {
   uv_loop_init(L);
   w.stats = &st;
@@ -499,6 +584,8 @@ int main(void) {
   test_http();
   test_http_warm();
   test_socks4();
+  test_ss_warm();
+  s5_pump_end();
   CHECK(uv_loop_close(L) == 0, "handles left open on the loop");
   return check_done();
 }
