@@ -12,7 +12,7 @@
 #       failover. ab -c 50 to a target through each group; the first of
 #       each pair is killed (SIGKILL) in the middle. No new flow fails (ab:
 #       no Connect error; those relayed through the killed one are cut:
-#       Length, Receive, Exceptions, at most the 50 in flight), every
+#       Length, Receive, Exceptions, each at most the 50 in flight), every
 #       session ends (tcp_active 0: none hangs), the first is marked down,
 #       and new flows land on the second by its own log (the CONNECTs danted
 #       took from that stunnel's connections; ss-server's "connect to"),
@@ -86,13 +86,14 @@ enc_ab() {
 # enc_ab_ok OUT WHAT: every request completed; none failed to connect (a
 # new flow that found no upstream: its SYN reset). Those relayed through
 # the killed one when it died are cut (ab: Length, or Receive and
-# Exceptions for a reset), at most the 50 in flight. Prints the cut count.
+# Exceptions for a reset; ab may count one request in two of them), each
+# at most the 50 in flight. Prints the cut count.
 enc_ab_ok() {
   local out kinds kc kr kl ke
   out=$(cat "$1")
   kinds=$(sed -nE 's/.*\(Connect: ([0-9]+), Receive: ([0-9]+), Length: ([0-9]+), Exceptions: ([0-9]+)\)/\1 \2 \3 \4/p' <<<"$out")
   read -r kc kr kl ke <<<"${kinds:-0 0 0 0}"
-  [[ $(awk '/^Complete requests:/ { print $3 }' <<<"$out") == "$ENC_N" ]] && ((kc == 0 && kr + kl + ke <= 50)) ||
+  [[ $(awk '/^Complete requests:/ { print $3 }' <<<"$out") == "$ENC_N" ]] && ((kc == 0 && kr <= 50 && kl <= 50 && ke <= 50)) ||
     fail "ab through $2 with its first upstream killed: $(grep -E '^(Complete|Failed) requests|\(Connect' <<<"$out" | tr '\n' ' ')"
   echo "$((kr + kl + ke))"
 }
@@ -119,8 +120,9 @@ case_upstream_enc_failover() {
     printf '%s\n' "" "[stats]" "socket = $WORK/stats.sock" "" "[rules]" "default = gtls" \
       "rule = dst:$TGT6/128 -> gss" "" "[group gtls]" "members = ta, tb" "strategy = failover" "" \
       "[group gss]" "members = sa, sb" "strategy = failover"
-    tls_up ta socks5 $ENC_TLS_A
-    tls_up tb socks5 $ENC_TLS_B
+    # stunnel's handshakes under ab on a loaded 2-core machine: slow, not failed
+    tls_up ta socks5 $ENC_TLS_A "handshake-timeout=10"
+    tls_up tb socks5 $ENC_TLS_B "handshake-timeout=10"
     ss_up sa "$S_ADDR4" $ENC_SS_A aes-128-gcm
     ss_up sb "$S_ADDR4" $ENC_SS_B aes-128-gcm
   } >>"$ini"
