@@ -27,13 +27,28 @@ comment_for() {
   esac
 }
 
+# Whether a file is a source file (comment_for's list, without a subshell).
+is_source() {
+  case $1 in
+    *.patch | */corpus/*) return 1 ;;
+    *.c | *.h | *.py | *.sh | *.cmake | */CMakeLists.txt | CMakeLists.txt | Makefile | */Makefile | debian/rules | *.in | *.8) return 0 ;;
+  esac
+  return 1
+}
+
 missing() {
-  # Tracked files, and new ones not yet added (but not ignored ones).
-  git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-    [ -f "$f" ] || continue
-    [ -n "$(comment_for "$f")" ] || continue
-    head -n 3 "$f" | grep -q 'SPDX-License-Identifier:' || printf '%s\n' "$f"
-  done
+  # Tracked files, and new ones not yet added (but not ignored ones); their
+  # first 3 lines read by one awk (a process or three per file took seconds).
+  local files=() f
+  while IFS= read -r -d '' f; do
+    [ -f "$f" ] && is_source "$f" && files+=("$f")
+  done < <(git ls-files -z --cached --others --exclude-standard)
+  ((${#files[@]} > 0)) || return 0
+  for f in "${files[@]}"; do [ -s "$f" ] || printf '%s\n' "$f"; done # empty: no line at all
+  awk 'FNR == 1 { if (name != "" && !ok) print name; name = FILENAME; ok = 0 }
+       /SPDX-License-Identifier:/ { ok = 1 }
+       FNR >= 3 { nextfile }
+       END { if (name != "" && !ok) print name }' "${files[@]}"
 }
 
 fix_one() {

@@ -165,10 +165,13 @@ static void pump_io(uv_poll_t *h, int status, int events) {
   (void)events;
   if (p->state == S5_PUMP_CLOSING) return;
   if (p->state == S5_PUMP_CONNECTING) pump_connected(p, status); /* a failure's cause: SO_ERROR */
-  else if (status < 0 && p->state != S5_PUMP_OPEN) {
+  else if (status < 0 && p->state != S5_PUMP_OPEN) { /* a reset in the handshake: SO_ERROR, not EBADF */
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(p->net, SOL_SOCKET, SO_ERROR, &err, &len) < 0) err = 0;
     char why[160];
-    snprintf(why, sizeof why, "proxy connection failed: %s", uv_strerror(status));
-    pump_report(p, status, why);
+    snprintf(why, sizeof why, "proxy connection failed: %s", err != 0 ? strerror(err) : uv_strerror(status));
+    pump_report(p, err != 0 ? uv_translate_sys_error(err) : status, why);
   } else if (status < 0) pump_close(p);
   else if (p->state == S5_PUMP_HANDSHAKE) pump_handshake(p);
   else pump_run(p);

@@ -7,16 +7,16 @@
 #   test/bench/run.sh [--short] [OPTIONS]
 #
 # Options (each also as an environment variable, the option wins):
-#   --short               the CI variant: 2 s per iperf3 run, two queues,
-#                         one stream, fewer connections and rounds; the router
-#                         rows in one mode (BENCH_SHORT=1)
+#   --short               the CI variant: 1 s per iperf3 run, two queues,
+#                         one stream, fewer connections and rounds, 2 s idle;
+#                         the rows and the router rows in one mode (BENCH_SHORT=1)
 #   --s5tund PATH         the binary (S5TUND; default $BUILD_DIR/s5tund, BUILD_DIR=build)
 #   --out DIR             results directory (BENCH_OUT; default $BUILD_DIR/bench)
 #   --proxy dante|microsocks   SOCKS5 server in the server namespace (BENCH_PROXY; dante)
 #   --modes "thread process"   (BENCH_MODES)
 #   --queues "1 2 4"      queue counts (BENCH_QUEUES)
 #   --streams "1 8"       iperf3 parallel streams (BENCH_STREAMS)
-#   --duration SECS       per iperf3 run (BENCH_DURATION; 8, short 2)
+#   --duration SECS       per iperf3 run (BENCH_DURATION; 8, short 1)
 #   --mtu N               TUN MTU (BENCH_MTU; 8500)
 #   --veth-mtu N          veth MTU (BENCH_VETH_MTU; default: the kernel's, 1500)
 #   --conntrack           connection tracking on in the client namespace, as
@@ -51,7 +51,7 @@
 #                         drops; both modes, two queues) (BENCH_ROUTER=0)
 #   --hold N              connections and UDP flows held for the memory rows
 #                         (BENCH_HOLD; 1000, short 200)
-#   --idle-secs SECS      idle time of the wake-up row (BENCH_IDLE_SECS; 20, short 5)
+#   --idle-secs SECS      idle time of the wake-up row (BENCH_IDLE_SECS; 20, short 2)
 #   --ttfb-secs SECS      sequential connections per TTFB variant (BENCH_TTFB_SECS; 3, short 1)
 #   --no-install          do not install missing Debian packages (BENCH_NO_INSTALL=1)
 #
@@ -142,8 +142,8 @@ while (($#)); do
 done
 
 if [[ $SHORT == 1 ]]; then
-  : "${QUEUES_LIST:=2}" "${STREAMS:=1}" "${DURATION:=2}" "${CONC:=8}" "${CONN_SECS:=1}" "${ROUNDS:=300}"
-  : "${UDP_RATE:=50M}" "${HOLD_N:=200}" "${IDLE_SECS:=5}" "${TTFB_SECS:=1}"
+  : "${QUEUES_LIST:=2}" "${STREAMS:=1}" "${DURATION:=1}" "${CONC:=8}" "${CONN_SECS:=1}" "${ROUNDS:=300}"
+  : "${UDP_RATE:=50M}" "${HOLD_N:=200}" "${IDLE_SECS:=2}" "${TTFB_SECS:=1}"
 else
   : "${QUEUES_LIST:=1 2 4 8}" "${STREAMS:=1 8}" "${DURATION:=8}" "${CONC:=32}" "${CONN_SECS:=5}" "${ROUNDS:=2000}"
   : "${UDP_RATE:=200M}" "${HOLD_N:=1000}" "${IDLE_SECS:=20}" "${TTFB_SECS:=3}"
@@ -724,7 +724,7 @@ if has_test tcp; then
     --clk-tck "$CLK_TCK" >>"$OUT/results.md" || report_rc=1
 fi
 if [[ $ROWS == 1 ]] && has_test tcp; then
-  "$PY" "$BENCH_DIR/report_rows.py" rows --out "$OUT" --modes "$MODES" --relay-delay-ms "$RELAY_DELAY_MS" \
+  "$PY" "$BENCH_DIR/report_rows.py" rows --out "$OUT" --modes "$(rows_modes)" --relay-delay-ms "$RELAY_DELAY_MS" \
     --hold "$HOLD_N" >>"$OUT/results.md" || report_rc=1
   if [[ $UPSTREAMS == 1 ]]; then
     "$PY" "$BENCH_DIR/report_rows.py" upstreams --out "$OUT" --relay-delay-ms "$RELAY_DELAY_MS" \

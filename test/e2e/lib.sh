@@ -485,7 +485,8 @@ e2e_pid_running() {   # true while $1 exists and is not a zombie
 # e2e_write_config FILE: an INI file from the variables CFG_MODE, CFG_QUEUES,
 # CFG_PROXY_ADDR, CFG_PROXY_PORT, CFG_USER, CFG_PASS, CFG_MARK, CFG_PERSIST,
 # CFG_IDLE_TIMEOUT, CFG_MAX_SESSIONS, CFG_POOL, CFG_OPTIMISTIC, CFG_LOG_SESSIONS (a
-# session log line each, for diagnosis) (empty ones are left out) and
+# session log line each, for diagnosis), CFG_DRAIN_TIMEOUT ([run]
+# drain-timeout; a [run] section of its own) (empty ones are left out) and
 # CFG_CONNECT_TIMEOUT (default 10). E2E_POOL, when set, is CFG_POOL's
 # default: E2E_POOL=0 runs any case without the warm pool of proxy
 # connections, E2E_POOL=8 with a bigger one.
@@ -523,6 +524,7 @@ e2e_write_config() {
     echo "[log]"
     echo "level = ${CFG_LOG_LEVEL:-info}"
     if [[ -n ${CFG_LOG_SESSIONS:-} ]]; then echo "sessions = true"; fi
+    if [[ -n ${CFG_DRAIN_TIMEOUT:-} ]]; then printf '%s\n' "" "[run]" "drain-timeout = $CFG_DRAIN_TIMEOUT"; fi
   } >"$f"
 }
 

@@ -399,7 +399,7 @@ case_drain() {
 case_drain_idle() {
   # A longer drain: a SYN nobody answers is only seen as such after a while
   # (each new connection gets drain-timeout / 2).
-  OPS_DRAIN_ARGS=--idle-queues OPS_DRAIN_TIMEOUT=20 case_drain
+  OPS_DRAIN_ARGS=--idle-queues OPS_DRAIN_TIMEOUT=12 case_drain
 }
 
 # drain_close: drain-timeout = 3600; the open sessions end during the drain

@@ -210,7 +210,8 @@ case_sigterm() {
   e2e_topology_up
   e2e_start_target
   e2e_start_microsocks
-  start_with_config "$S_ADDR4" "$MS_PORT"
+  # The live session is drained for 1 s, not the default 5: the same stop.
+  CFG_DRAIN_TIMEOUT=1 start_with_config "$S_ADDR4" "$MS_PORT"
   e2e_wait_ready "$MODE" "$QUEUES"
   workers=$(e2e_workers)
   # A live session while the signal arrives.
