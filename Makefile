@@ -210,7 +210,7 @@ FUZZ_SHORT_SECONDS ?= 5
 FUZZ_TARGETS ?=
 TSAN_TESTS ?= ^(unit\.|fuzz\.replay\.|e2e\.(echo|bulk|concurrent|udp_echo|dns|sigterm)\.thread\.q4$$|e2e\.ops\.(stats|log_reopen|reload|metrics)\.thread\.)
 FUZZ_BINS := fuzz_socks5 fuzz_socks5_udp fuzz_upstream fuzz_dns fuzz_ini fuzz_http fuzz_packet \
-             fuzz_sniff_tls fuzz_sniff_http fuzz_sniff_quic fuzz_ss fuzz_ss_udp fuzz_ss2022 fuzz_tls
+             fuzz_sniff_tls fuzz_sniff_http fuzz_sniff_quic fuzz_ss fuzz_ss_udp fuzz_ss2022 fuzz_ss2022_udp fuzz_tls
 # Under ASan the mode x queues matrix of the basic TCP and UDP cases runs
 # once per case, at its hard end (process mode, 4 queues: the supervisor,
 # the shared stats and flow tables, four workers), the short soak in

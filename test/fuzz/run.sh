@@ -20,7 +20,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ALL=(fuzz_socks5 fuzz_socks5_udp fuzz_upstream fuzz_dns fuzz_ini fuzz_http fuzz_packet fuzz_sniff_tls fuzz_sniff_http fuzz_sniff_quic fuzz_ss
-  fuzz_ss_udp fuzz_ss2022 fuzz_tls)
+  fuzz_ss_udp fuzz_ss2022 fuzz_ss2022_udp fuzz_tls)
 
 [[ $# -ge 1 ]] || { echo "usage: $0 BUILD_DIR [SECONDS [TARGET...]]" >&2; exit 2; }
 BUILD=$(cd "$1" && pwd)
