@@ -19,9 +19,11 @@
 #include "socks5/ss2022_udp.h"
 #include "socks5/ss_aead.h"
 
+/* One allocation per connection, not zeroed: the fields before wire set
+ * at the start, the buffers written before they are read. */
 struct ss_cx {
   enum s5_ss_method method;
-  unsigned salt_sent : 1, eof : 1, heard : 1;
+  unsigned salt_sent : 1, eof : 1, heard : 1, v22 : 1, dec_set : 1;
   struct s5_ss_aead enc;
   uint8_t salt[S5_SS_KEY_MAX];
   uint8_t eih[16 * (S5_SS2022_KEYS_MAX - 1)]; /* 2022: identity headers after the salt (ss2022_udp.h) */
@@ -29,8 +31,10 @@ struct ss_cx {
   size_t wire_off, wire_len, wire_for; /* sealed bytes not yet sent, and the plain ones they carry */
   uint8_t wire[S5_SS_KEY_MAX + 16 * (S5_SS2022_KEYS_MAX - 1) + S5_PUMP_UP + 2 * (2 + 2 * S5_SS_TAG) +
                S5_SS2022_REQ_FIXED + 2 + S5_SS2022_PAD_MAX];
-  struct s5_ss_dec dec;
-  struct s5_ss2022_dec *dec22; /* 2022: its down stream (dec unused) */
+  union {
+    struct s5_ss_dec dec;       /* 2017's down stream */
+    struct s5_ss2022_dec dec22; /* 2022's (v22) */
+  } down;
 };
 _Static_assert(S5_PUMP_UP <= 2 * S5_SS_PAYLOAD_MAX, "ss_cx.wire: a pump's write is at most two chunks");
 
@@ -74,8 +78,9 @@ static int ss_silent(struct s5_pump *p) {
  * there is none, in the request's headers (ss2022.h). */
 static long ss_request(struct ss_cx *c, const uint8_t *buf, size_t len, uint8_t *out) {
   size_t tlen = len < 2 ? 0 : buf[0] == 1 ? 7 : buf[0] == 4 ? 19 : buf[0] == 3 ? 4 + (size_t)buf[1] : 0;
-  if (tlen == 0 || tlen > len) return -1; /* the pair's first write is the whole target (upstream.c) */
-  uint8_t pad[S5_SS2022_PAD_MAX] = {0}, r[2];
+  if (tlen == 0 || tlen > len) return -1;      /* the pair's first write is the whole target (upstream.c) */
+  static const uint8_t pad[S5_SS2022_PAD_MAX]; /* zeros: sealed, they look random on the wire */
+  uint8_t r[2];
   size_t padlen = 0;
   if (len == tlen) { /* no payload yet: 1..900 bytes of padding */
     if (RAND_bytes(r, sizeof r) != 1) return -1;
@@ -91,8 +96,8 @@ static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
     size_t off = c->salt_sent ? 0 : s5_ss_key_len(c->method);
     memcpy(c->wire, c->salt, off);
     if (off > 0 && c->eih_len > 0) memcpy(c->wire + off, c->eih, c->eih_len), off += c->eih_len;
-    long n = off > 0 && c->dec22 != NULL ? ss_request(c, buf, len, c->wire + off)
-                                         : s5_ss_encode(&c->enc, buf, len, c->wire + off);
+    long n = off > 0 && c->v22 ? ss_request(c, buf, len, c->wire + off)
+                               : s5_ss_encode(&c->enc, buf, len, c->wire + off);
     if (n < 0) {
       s5_warn("upstream %s: Shadowsocks: sealing failed (OpenSSL); connection closed", p->up_name);
       return -1;
@@ -144,19 +149,23 @@ static __thread struct s5_ss2022_replay replay;
 
 static int ss_read(struct s5_pump *p, uint8_t *buf, size_t cap) {
   struct ss_cx *c = p->cx;
-  struct s5_ss2022_dec *d22 = c->dec22;
+  struct s5_ss2022_dec *d22 = c->v22 ? &c->down.dec22 : NULL;
+  struct s5_ss_dec *d = &c->down.dec;
   for (;;) {
     size_t n = 0;
     int st = d22 != NULL ? s5_ss2022_decode(d22, &replay, (uint64_t)time(NULL), buf, cap, &n)
-                         : s5_ss_decode(&c->dec, buf, cap, &n);
+                         : s5_ss_decode(d, buf, cap, &n);
     if (st != S5_SS_OK) return d22 != NULL ? ss_bad22(p, st) : ss_bad(p, s5_ss_status_text(st), st);
     if (n > 0) return (int)n;
-    int partial = d22 != NULL ? s5_ss2022_dec_partial(d22) : s5_ss_dec_partial(&c->dec);
+    int partial = d22 != NULL ? s5_ss2022_dec_partial(d22) : s5_ss_dec_partial(d);
     if (c->eof && partial) return ss_bad(p, "it ended inside a chunk", S5_SS_OK);
     if (c->eof) return !c->heard && c->salt_sent ? ss_silent(p) : -S5_PUMP_EOF;
-    uint8_t *in = d22 != NULL ? d22->in : c->dec.in;
-    size_t *in_len = d22 != NULL ? &d22->in_len : &c->dec.in_len;
-    size_t room = (d22 != NULL ? sizeof d22->in : sizeof c->dec.in) - *in_len;
+    uint8_t *in = d22 != NULL ? d22->in : d->in;
+    size_t *in_len = d22 != NULL ? &d22->in_len : &d->in_len;
+    /* 2017: as much as fits, up to what opens into buf whole (no chunk is
+     * left whole for a read the pump might not make) */
+    size_t room = d22 != NULL ? sizeof d22->in - *in_len : s5_ss_dec_room(d, cap);
+    if (room == 0) return 0; /* nothing to take now (never so at the pump's full cap) */
     ssize_t r = recv(p->net, in + *in_len, room, 0);
     if (r > 0) *in_len += (size_t)r, c->heard = 1;
     else if (r == 0) c->eof = 1;
@@ -174,9 +183,8 @@ static void ss_free(void *cx) {
   struct ss_cx *c = cx;
   if (c == NULL) return;
   s5_ss_aead_free(&c->enc);
-  s5_ss_dec_free(&c->dec);
-  if (c->dec22 != NULL) s5_ss2022_dec_free(c->dec22);
-  free(c->dec22);
+  if (c->dec_set && c->v22) s5_ss2022_dec_free(&c->down.dec22);
+  else if (c->dec_set) s5_ss_dec_free(&c->down.dec);
   free(c);
 }
 
@@ -189,38 +197,35 @@ struct s5_pump *s5_ss_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
     snprintf(why, cap, "Shadowsocks to upstream %s: %s", up->name, e);
     return NULL;
   }
-  struct ss_cx *c = calloc(1, sizeof *c);
+  struct ss_cx *c = malloc(sizeof *c);
+  if (c == NULL) {
+    snprintf(why, cap, "Shadowsocks to upstream %s: out of memory", up->name);
+    return NULL;
+  }
+  memset(c, 0, offsetof(struct ss_cx, wire));
   uint8_t key[S5_SS_KEY_MAX];
   size_t klen = s5_ss_key_len(up->ss_method);
-  int v22 = s5_ss2022_is(up->ss_method);
-  if (c != NULL && v22) c->dec22 = calloc(1, sizeof *c->dec22);
-  if (c == NULL || (v22 && c->dec22 == NULL)) {
-    snprintf(why, cap, "Shadowsocks to upstream %s: out of memory", up->name);
-    ss_free(c);
-    return NULL;
-  }
-  if ((v22 ? s5_ss2022_psk(up->ss_method, up->password, key)
-           : s5_ss_password_key(up->ss_method, up->password, key)) != 0 ||
-      RAND_bytes(c->salt, (int)klen) != 1 ||
-      (v22 ? s5_ss2022_aead_init(&c->enc, up->ss_method, key, c->salt)
-           : s5_ss_aead_init(&c->enc, up->ss_method, key, c->salt)) != 0) {
-    snprintf(why, cap, "Shadowsocks to upstream %s: OpenSSL failed (key, salt or cipher)", up->name);
-    ss_free(c);
-    return NULL;
-  }
   c->method = up->ss_method;
+  c->v22 = s5_ss2022_is(up->ss_method) != 0;
   struct s5_ss2022_keys chain;
-  if (v22 && (s5_ss2022_keys(up->ss_method, up->password, &chain) != 0 ||
-              s5_ss2022_eih_tcp(&chain, c->salt, c->eih) != 0)) {
-    s5_ss2022_keys_clear(&chain);
-    snprintf(why, cap, "Shadowsocks to upstream %s: OpenSSL failed (identity headers)", up->name);
+  int keyed = s5_ss_master_key(up->ss_method, up->password, key) == 0 &&
+              RAND_bytes(c->salt, (int)klen) == 1 &&
+              (c->v22 ? s5_ss2022_aead_init(&c->enc, up->ss_method, key, c->salt)
+                      : s5_ss_aead_init(&c->enc, up->ss_method, key, c->salt)) == 0;
+  int eih = !keyed || !c->v22 ||
+            (s5_ss2022_keys(up->ss_method, up->password, &chain) == 0 &&
+             s5_ss2022_eih_tcp(&chain, c->salt, c->eih) == 0 && (c->eih_len = 16 * (chain.n - 1), 1));
+  if (c->v22 && keyed) s5_ss2022_keys_clear(&chain);
+  if (!keyed || !eih) {
+    snprintf(why, cap, "Shadowsocks to upstream %s: OpenSSL failed (%s)", up->name,
+             keyed ? "identity headers" : "key, salt or cipher");
     explicit_bzero(key, sizeof key);
     ss_free(c);
     return NULL;
   }
-  if (v22) c->eih_len = 16 * (chain.n - 1), s5_ss2022_keys_clear(&chain);
-  if (v22) s5_ss2022_dec_init(c->dec22, up->ss_method, key, c->salt);
-  else s5_ss_dec_init(&c->dec, up->ss_method, key);
+  if (c->v22) s5_ss2022_dec_init(&c->down.dec22, up->ss_method, key, c->salt);
+  else s5_ss_dec_init(&c->down.dec, up->ss_method, key);
+  c->dec_set = 1;
   explicit_bzero(key, sizeof key);
   return s5_pump_start(loop, up, &ss_codec, c, done, arg, plain, why, cap);
 }

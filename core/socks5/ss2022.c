@@ -30,30 +30,12 @@ void s5_ss2022_subkey(enum s5_ss_method m, const uint8_t *psk, const uint8_t *sa
   explicit_bzero(&h, sizeof h);
 }
 
-static const EVP_CIPHER *cipher2022(enum s5_ss_method m) {
-  switch (m) {
-    case S5_SS_2022_AES_128_GCM: return EVP_aes_128_gcm();
-    case S5_SS_2022_AES_256_GCM: return EVP_aes_256_gcm();
-    case S5_SS_2022_CHACHA20_POLY1305: return EVP_chacha20_poly1305();
-    default: return NULL;
-  }
-}
-
 int s5_ss2022_aead_init(struct s5_ss_aead *a, enum s5_ss_method m, const uint8_t *psk, const uint8_t *salt) {
-  uint8_t sub[S5_SS_KEY_MAX];
+  uint8_t sub[S5_SS_KEY_MAX] = {0};
   memset(a, 0, sizeof *a);
-  const EVP_CIPHER *c = cipher2022(m);
-  if (c == NULL) return -1;
+  if (!s5_ss2022_is(m)) return -1;
   s5_ss2022_subkey(m, psk, salt, sub);
-  EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-  int ok = ctx != NULL && EVP_CipherInit_ex(ctx, c, NULL, sub, a->nonce, 1) == 1;
-  explicit_bzero(sub, sizeof sub);
-  if (!ok) {
-    EVP_CIPHER_CTX_free(ctx);
-    return -1;
-  }
-  a->ctx = ctx;
-  return 0;
+  return s5_ss_aead_subkey(a, m, sub); /* the thread's cipher; sub cleared */
 }
 
 size_t s5_ss2022_request_len(size_t tlen, size_t pad, size_t len) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 enum { SALT, FIXED, LENGTH, PAYLOAD };
+#define DEC_READ 16384 /* what is held moves to the front when less room than this is left behind it */
 
 void s5_ss2022_dec_init(struct s5_ss2022_dec *d, enum s5_ss_method m, const uint8_t *psk,
                         const uint8_t *req_salt) {
@@ -20,8 +21,10 @@ void s5_ss2022_dec_free(struct s5_ss2022_dec *d) {
   explicit_bzero(d->psk, sizeof d->psk);
 }
 
-/* One step from in[off] (avail bytes): 1 done (off moved), 0 more input needed, or a failure. */
-static int step(struct s5_ss2022_dec *d, struct s5_ss2022_replay *r, uint64_t now, size_t *off) {
+/* One step from in[off] (avail bytes), a payload into out[room] (*n
+ * bytes more) when it fits: 1 done (off moved), 0 more input needed, or a failure. */
+static int step(struct s5_ss2022_dec *d, struct s5_ss2022_replay *r, uint64_t now, size_t *off, uint8_t *out,
+                size_t room, size_t *n) {
   size_t klen = s5_ss_key_len(d->method), avail = d->in_len - *off;
   uint8_t *p = d->in + *off;
   switch (d->state) {
@@ -50,19 +53,35 @@ static int step(struct s5_ss2022_dec *d, struct s5_ss2022_replay *r, uint64_t no
       *off += 2 + S5_SS_TAG;
       return 1;
     }
-    default: /* PAYLOAD: opened in place, handed out by the caller */
+    default: /* PAYLOAD: opened into out when it fits, else in place and handed out by the caller */
       if (avail < d->plen + S5_SS_TAG) return 0;
-      if (s5_ss_open(&d->aead, p, d->plen, p) != 0) return S5_SS_BAD_TAG;
-      d->out_off = *off, d->out_len = d->plen;
+      if (d->plen <= room) {
+        if (s5_ss_open(&d->aead, p, d->plen, out) != 0) return S5_SS_BAD_TAG;
+        *n += d->plen;
+        *off += d->plen + S5_SS_TAG;
+      } else {
+        if (s5_ss_open(&d->aead, p, d->plen, p) != 0) return S5_SS_BAD_TAG;
+        d->out_off = *off, d->out_len = d->plen;
+      }
       d->state = LENGTH;
-      if (d->plen == 0) *off += S5_SS_TAG;
       return 1;
+  }
+}
+
+/* Bytes the next step takes whole from in_off (a payload held opened: none more). */
+static size_t need(const struct s5_ss2022_dec *d) {
+  size_t klen = s5_ss_key_len(d->method);
+  switch (d->state) {
+    case SALT: return klen;
+    case FIXED: return S5_SS2022_RESP_FIXED(klen);
+    case LENGTH: return d->out_len > 0 ? 0 : 2 + S5_SS_TAG;
+    default: return d->plen + S5_SS_TAG;
   }
 }
 
 int s5_ss2022_decode(struct s5_ss2022_dec *d, struct s5_ss2022_replay *r, uint64_t now, uint8_t *out,
                      size_t cap, size_t *n) {
-  size_t off = 0;
+  size_t off = d->in_off;
   int st = S5_SS_OK;
   *n = 0;
   for (;;) {
@@ -74,18 +93,24 @@ int s5_ss2022_decode(struct s5_ss2022_dec *d, struct s5_ss2022_replay *r, uint64
       off = d->out_off + S5_SS_TAG; /* the payload and its tag are spent */
       continue;
     }
-    int s = step(d, r, now, &off);
+    if (*n == cap) break; /* out is full: the next payload waits */
+    int s = step(d, r, now, &off, out + *n, cap - *n, n);
     if (s <= 0) {
       st = s;
       break;
     }
   }
-  memmove(d->in, d->in + off, d->in_len - off);
-  d->in_len -= off;
-  if (d->out_len > 0) d->out_off -= off;
+  d->in_off = off;
+  if (d->out_len == 0 && off == d->in_len) d->in_off = d->in_len = 0; /* all spent: nothing moved */
+  else if (st == S5_SS_OK && d->out_len == 0 &&
+           (off + need(d) > sizeof d->in || /* would not fit; or a read would be small, and the move is */
+            (sizeof d->in - d->in_len < DEC_READ && d->in_len - off <= DEC_READ))) { /* cheap: to the front */
+    memmove(d->in, d->in + off, d->in_len - off);
+    d->in_len -= off, d->in_off = 0;
+  }
   return st;
 }
 
 int s5_ss2022_dec_partial(const struct s5_ss2022_dec *d) {
-  return d->in_len > 0 || d->state == FIXED || d->state == PAYLOAD;
+  return d->in_len > d->in_off || d->state == FIXED || d->state == PAYLOAD;
 }

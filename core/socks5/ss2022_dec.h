@@ -3,10 +3,13 @@
  * fixed header checked (ss2022.h: tag, type, timestamp, our request's
  * salt; then the salt against the replay filter), the first payload chunk
  * (no length chunk before it), then length and payload chunks of up to
- * 0xFFFF bytes. A payload is opened in place and handed out in pieces of
- * the caller's size. The caller puts the bytes read at in + in_len (room:
+ * 0xFFFF bytes. A payload is opened straight into the caller's buffer
+ * when it fits there, else in place and handed out in pieces of the
+ * caller's size. The caller puts the bytes read at in + in_len (room:
  * sizeof in - in_len, never 0 while the decoder waits for more) and adds
- * to in_len. */
+ * to in_len; in[in_off..in_len) is not spent yet (moved to the front when
+ * what it must hold whole would not fit behind, or less than 16 KB is left
+ * there). */
 #ifndef S5_CORE_SOCKS5_SS2022_DEC_H
 #define S5_CORE_SOCKS5_SS2022_DEC_H
 
@@ -19,7 +22,7 @@ struct s5_ss2022_dec {
   size_t out_off, out_len; /* an opened payload's bytes in in[] not handed out yet */
   uint8_t psk[S5_SS_KEY_MAX], req_salt[S5_SS_KEY_MAX], srv_salt[S5_SS_KEY_MAX];
   struct s5_ss_aead aead;
-  size_t in_len;
+  size_t in_off, in_len;
   uint8_t in[S5_SS_KEY_MAX + S5_SS2022_RESP_FIXED(S5_SS_KEY_MAX) + 2 + S5_SS2022_PAYLOAD_MAX + S5_SS_TAG];
 };
 

@@ -18,14 +18,28 @@
 #define S5_SS_KEY_MAX 32
 #define S5_SS_PAYLOAD_MAX 0x3FFF
 #define S5_SS_CHUNK_MAX (2 + S5_SS_TAG + S5_SS_PAYLOAD_MAX + S5_SS_TAG)
-/* A stream's input room: the salt and one chunk whole (what must be held at once). */
-#define S5_SS_DEC_IN (S5_SS_KEY_MAX + S5_SS_CHUNK_MAX)
+/* A stream's input room: the salt and three chunks whole. A read takes
+ * what opens into the pump's 32 KB whole (two chunks, after the part of
+ * one held): at most S5_SS_DEC_READ bytes; what is held moves to the
+ * front when less than that is left behind it. */
+#define S5_SS_DEC_IN (S5_SS_KEY_MAX + 3 * S5_SS_CHUNK_MAX)
+#define S5_SS_DEC_READ (32768 + S5_SS_TAG + 3 * (2 + 2 * S5_SS_TAG))
 
 /* Key (and salt) length of the method: 16 for aes-128-gcm (2017 or 2022), else 32. */
 size_t s5_ss_key_len(enum s5_ss_method m);
 
 /* The master key from the password (key: s5_ss_key_len bytes). 0 or -1. */
 int s5_ss_password_key(enum s5_ss_method m, const char *password, uint8_t *key);
+
+/* The same, or 2022's PSK (base64 of the key), remembered by this thread
+ * for the next connection to the same upstream: derived once, not per
+ * connection. 0 or -1. */
+int s5_ss_master_key(enum s5_ss_method m, const char *password, uint8_t *key);
+
+/* This thread's OpenSSL objects (the ciphers fetched once, one HMAC-SHA1
+ * context re-keyed for each subkey) and remembered keys freed and
+ * cleared; made again at the next use. The worker calls it at its end. */
+void s5_ss_end(void);
 
 /* One direction's AEAD: the subkey's cipher and the nonce counter. */
 struct s5_ss_aead {
@@ -35,6 +49,8 @@ struct s5_ss_aead {
 
 /* From the master key and that direction's salt; 0 or -1 (out of memory, OpenSSL refused). */
 int s5_ss_aead_init(struct s5_ss_aead *a, enum s5_ss_method m, const uint8_t *key, const uint8_t *salt);
+/* From the subkey itself (2022's, ss2022.c); the subkey is cleared. 0 or -1. */
+int s5_ss_aead_subkey(struct s5_ss_aead *a, enum s5_ss_method m, uint8_t *sub);
 void s5_ss_aead_free(struct s5_ss_aead *a);
 
 /* One AEAD operation: in[len] into out[len + S5_SS_TAG] (seal) or
@@ -51,14 +67,16 @@ size_t s5_ss_sealed_len(size_t len);
 long s5_ss_encode(struct s5_ss_aead *a, const uint8_t *in, size_t len, uint8_t *out);
 
 /* The down direction: the salt, then chunks. The caller puts the bytes
- * read at in + in_len (room: sizeof in - in_len) and adds to in_len. */
+ * read at in + in_len (room: sizeof in - in_len, never 0 while the
+ * decoder waits for more) and adds to in_len; in[in_off..in_len) is not
+ * opened yet (moved to the front only when its chunk would not fit). */
 struct s5_ss_dec {
   enum s5_ss_method method;
   uint8_t key[S5_SS_KEY_MAX];
   int salted; /* the salt has come: aead is set */
   int plen;   /* a length opened whose payload has not come whole, else -1 */
   struct s5_ss_aead aead;
-  size_t in_len;
+  size_t in_off, in_len;
   uint8_t in[S5_SS_DEC_IN];
 };
 
@@ -82,17 +100,22 @@ int s5_ss_decode(struct s5_ss_dec *d, uint8_t *out, size_t cap, size_t *n);
 /* 1 when in[] holds part of a chunk or of the salt: an end here truncates. */
 int s5_ss_dec_partial(const struct s5_ss_dec *d);
 
+/* How many bytes a read may add so that every chunk whole in in[] then
+ * opens into cap bytes (nothing is left for a read that might not come):
+ * 0 when none. */
+size_t s5_ss_dec_room(const struct s5_ss_dec *d, size_t cap);
+
 /* UDP (2017): each packet [salt][AEAD seal of the target address (ATYP,
  * address, port) and payload][tag], with the subkey from that packet's
  * salt and an all-zero nonce; the same form both ways. One per
- * association: the master key, one cipher context and one HMAC context,
- * re-keyed for every packet (no allocation per packet). A packet is at most
- * S5_SS_UDP_MAX bytes (what one IPv4 UDP datagram carries). */
+ * association: the master key and one cipher context, re-keyed for every
+ * packet (no allocation per packet; the HMAC context is the thread's). A
+ * packet is at most S5_SS_UDP_MAX bytes (what one IPv4 UDP datagram
+ * carries). */
 #define S5_SS_UDP_MAX 65507
 struct s5_ss_udp {
   enum s5_ss_method method;
   void *ctx; /* EVP_CIPHER_CTX */
-  void *mac; /* EVP_MAC_CTX: HMAC-SHA1, re-keyed for each packet's subkey */
   uint8_t key[S5_SS_KEY_MAX];
 };
 

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/privileges.h"
 #include "ctx/sessionlog.h"
+#include "socks5/ss_aead.h"
 #include "socks5/tls.h"
 #include "tcp/handshake.h"
 #include "tun/tun.h"
@@ -352,6 +353,7 @@ int s5_worker_run(struct s5_worker *w, int handle_signals) {
   }
   uv_run(&ctx->loop, UV_RUN_DEFAULT);
   s5_tls_end(); /* TLS connections the stop's close of every handle ended, and the contexts */
+  s5_ss_end();  /* Shadowsocks' ciphers and keys of this thread */
   s5_info("stopped (%llu TCP sessions on this queue since start)", (unsigned long long)ctx->stats->tcp_total);
   return ok;
 }

@@ -134,6 +134,69 @@ static void test_vectors(void) {
   }
 }
 
+/* The pump's reads (core/socks5/ss.c): each takes s5_ss_dec_room(cap)
+ * bytes from the socket, then opens what came into the pump's 32 KB. A
+ * read takes two chunks (up to 32766 bytes out): half the reads of one
+ * chunk each; and none leaves a chunk whole behind it (the pump reads
+ * again only when the socket is readable: a chunk left whole would wait
+ * for bytes that may never come). */
+static void test_reads(void) {
+  enum { CAP = 32768, PLAIN = 6 * S5_SS_PAYLOAD_MAX + 100 };
+  static uint8_t s[S5_SS_KEY_MAX + PLAIN + 7 * 34], p[PLAIN], out[PLAIN + CAP], tmp[CAP];
+  static struct s5_ss_dec d;
+  enum s5_ss_method m = S5_SS_AES_128_GCM;
+  size_t klen = s5_ss_key_len(m), len = klen, fed = 0, got = 0, reads = 0, turns = 0;
+  uint8_t key[S5_SS_KEY_MAX];
+  struct s5_ss_aead a;
+  for (size_t i = 0; i < PLAIN; i++) p[i] = (uint8_t)(i * 11 + 5);
+  for (size_t i = 0; i < klen; i++) s[i] = (uint8_t)(i + 1);
+  CHECK(s5_ss_password_key(m, PASSWORD, key) == 0 && s5_ss_aead_init(&a, m, key, s) == 0, "key, cipher");
+  long w = s5_ss_encode(&a, p, PLAIN, s + klen);
+  s5_ss_aead_free(&a);
+  len += (size_t)(w > 0 ? w : 0);
+  s5_ss_dec_init(&d, m, key);
+  int st = S5_SS_OK;
+  while (got < PLAIN && st == S5_SS_OK && turns++ < 100) {
+    size_t n = 0, room = s5_ss_dec_room(&d, CAP), take = len - fed < room ? len - fed : room;
+    CHECK(room > 0, "no room for a read with %zu bytes held", d.in_len - d.in_off);
+    memcpy(d.in + d.in_len, s + fed, take);
+    d.in_len += take, fed += take, reads++;
+    st = s5_ss_decode(&d, out + got, CAP, &n);
+    got += n;
+    size_t left = 0;
+    if (st == S5_SS_OK) st = s5_ss_decode(&d, tmp, CAP, &left);
+    CHECK(left == 0, "read %zu: %zu bytes left whole for a read that may not come", reads, left);
+  }
+  CHECK(st == S5_SS_OK && got == PLAIN && memcmp(out, p, PLAIN) == 0 && !s5_ss_dec_partial(&d),
+        "status %d, %zu of %d bytes", st, got, PLAIN);
+  CHECK(reads <= (len + CAP - 1) / CAP, "%zu bytes in %zu reads: one chunk a read, not two", len, reads);
+  s5_ss_dec_free(&d);
+}
+
+/* The master key remembered per thread: the same as derived each time, per method and password; 2022's is its PSK. */
+static void test_master_key(void) {
+  for (int round = 0; round < 2; round++) {
+    for (size_t v = 0; v < 3; v++) {
+      uint8_t k1[S5_SS_KEY_MAX], k2[S5_SS_KEY_MAX], k3[S5_SS_KEY_MAX];
+      size_t klen = s5_ss_key_len(methods[v]);
+      CHECK(s5_ss_master_key(methods[v], PASSWORD, k1) == 0 &&
+              s5_ss_master_key(methods[v], PASSWORD, k2) == 0 &&
+              s5_ss_password_key(methods[v], PASSWORD, k3) == 0,
+            "%s: keys", vectors[v].method);
+      CHECK(memcmp(k1, k3, klen) == 0 && memcmp(k2, k3, klen) == 0, "%s: the remembered key differs",
+            vectors[v].method);
+      CHECK(s5_ss_master_key(methods[v], "another password", k1) == 0 && memcmp(k1, k3, klen) != 0,
+            "%s: another password, the same key", vectors[v].method);
+    }
+    uint8_t psk[16];
+    CHECK(s5_ss_master_key(S5_SS_2022_AES_128_GCM, "AAECAwQFBgcICQoLDA0ODw==", psk) == 0 && psk[0] == 0 &&
+            psk[15] == 15,
+          "2022: the PSK");
+    CHECK(s5_ss_master_key(S5_SS_2022_AES_128_GCM, "not base64", psk) != 0, "2022: a bad PSK taken");
+    s5_ss_end(); /* forgotten: the second round derives them again */
+  }
+}
+
 /* A length of 0x4000, sealed right: refused before any payload is awaited. */
 static void test_oversize(void) {
   enum s5_ss_method m = S5_SS_AES_256_GCM;
@@ -250,8 +313,11 @@ int main(void) {
   }
   for (size_t i = 0; i < sizeof plain; i++) plain[i] = (uint8_t)(i * 7 + 3);
   test_vectors();
+  test_reads();
+  test_master_key();
   test_oversize();
   test_target();
   test_udp();
+  s5_ss_end();
   return check_done();
 }
