@@ -2,6 +2,7 @@
 /* The proxy client over a pump (proxy.h, pump.h): its socket is the plain
  * end of a TLS connection (tls.c) or a Shadowsocks one (ss.c); the pump's
  * handshake's end is its connect's. */
+#include <stddef.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -12,9 +13,7 @@
 #include "socks5/tls.h"
 
 static void proxy_pump_done(void *arg, int status, const char *why) {
-  struct s5_proxy *p = arg;
-  p->pump = NULL; /* the pump's own from here */
-  s5_proxy_up(p, status > 0 ? UV_EPROTO : status, why);
+  s5_proxy_up(arg, status > 0 ? UV_EPROTO : status, why); /* p->pump stays ours until the close */
 }
 
 int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap) {
@@ -26,12 +25,24 @@ int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap) {
     snprintf(why, cap, "%s to upstream %s: opening its plain end: %s", ss ? "Shadowsocks" : "TLS",
              p->up->name, uv_strerror(r));
     close(fd);
-    s5_proxy_pump_detach(p);
+    s5_proxy_pump_detach(p, 0);
   }
   return r;
 }
 
-void s5_proxy_pump_detach(struct s5_proxy *p) {
-  if (p->pump != NULL) s5_pump_detach(p->pump);
+void s5_proxy_pump_detach(struct s5_proxy *p, int reset) {
+  if (p->pump != NULL) s5_pump_detach(p->pump, reset);
   p->pump = NULL;
+}
+
+static void proxy_sock_dropped(uv_handle_t *handle) {
+  struct s5_proxy *p = (struct s5_proxy *)(void *)((char *)handle - offsetof(struct s5_proxy, sock));
+  if (p->closing) s5_proxy_release(p);
+  else p->handles_open--;
+}
+
+void s5_proxy_sock_drop(struct s5_proxy *p) {
+  if (!p->sock_open || p->closing) return;
+  p->sock_open = 0;
+  uv_close((uv_handle_t *)&p->sock, proxy_sock_dropped);
 }

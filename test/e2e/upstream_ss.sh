@@ -211,6 +211,7 @@ case_upstream_ss() {
       "rule = dst:$TGT6/128 -> g" "" "[group g]" "members = later, aes128" "" "[balance]" "fail-after = 1" \
       "check-interval = 1" "check-timeout = 2" "check-target = $TGT4:$TGT_PORT"
     ss_up chacha "$S_ADDR6" $SS_CHACHA chacha20-ietf-poly1305
+    echo "pool = 0" # e2e_no_pair_held: no pooled connection with its pair
     ss_up aes128 "$S_ADDR4" $SS_AES128 aes-128-gcm
     ss_up aes256 "$S_ADDR4" $SS_AES256 aes-256-gcm
     ss_up v2ray "$S_ADDR4" $SS_V2RAY aes-256-gcm
@@ -230,6 +231,7 @@ case_upstream_ss() {
   e2e_wait_log "$S5LOG" "upstream chacha: Shadowsocks \[$S_ADDR6\]:$SS_CHACHA" 5 >/dev/null
 
   client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  e2e_no_pair_held 4 --host "$TGT4"
   client --host "$TGT4" bulk --size 8M --upload-mode length >/dev/null
   client --host "$TGT6" bulk --size 8M --upload-mode length >/dev/null
   local addr
