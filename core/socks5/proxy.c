@@ -37,7 +37,6 @@ static int with_auth(const struct s5_proxy *p) { return p->up->username[0] != '\
 #define PROXY_OF(ptr, member) ((struct s5_proxy *)((char *)(ptr)-offsetof(struct s5_proxy, member)))
 
 static int proxy_retry_fresh(struct s5_proxy *p);
-static void proxy_release(struct s5_proxy *p);
 static void proxy_connected(uv_connect_t *req, int status);
 
 /* ---------------------------------------------------------------- outcomes */
@@ -406,7 +405,7 @@ static void proxy_sock_reopen(uv_handle_t *handle) {
   struct s5_proxy *p = PROXY_OF(handle, sock);
   p->sock_open = p->retrying = 0;
   if (p->closing) {
-    proxy_release(p);
+    s5_proxy_release(p);
     return;
   }
   p->handles_open--;
@@ -424,7 +423,7 @@ static int proxy_retry_fresh(struct s5_proxy *p) {
   return s5_proxy_retry(p, p->up, 0) == 0;
 }
 
-int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap) {
+int s5_proxy_adopt(struct s5_proxy *p, struct s5_proxy *warm, char *why, size_t cap) {
   uint8_t msg[S5_HTTP_REQUEST_MAX];
   int len = proxy_request_text(p, msg, sizeof msg, why, cap);
   if (len < 0) return len;
@@ -432,8 +431,10 @@ int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, s
   s5_proxy_clock(p, p->cfg->session.connect_timeout * 1000ull, p->up->type == S5_UPSTREAM_SOCKS5);
   int r = proxy_sock_init(p, AF_UNSPEC, why, cap);
   if (r == 0) r = s5_dial_adopt(&p->sock, &warm->sock, why, cap);
-  if (r < 0 || p->up->type == S5_UPSTREAM_SHADOWSOCKS) /* no reply: up as a fresh one is */
-    return s5_proxy_cleared(r < 0 ? r : s5_proxy_pump_adopted(p), msg, sizeof msg);
+  if (r < 0) return s5_proxy_cleared(r, msg, sizeof msg);
+  p->pump = warm->pump, warm->pump = NULL; /* a pooled connection's pump (TLS, Shadowsocks) is ours */
+  if (p->up->type == S5_UPSTREAM_SHADOWSOCKS) /* no reply: up as a fresh one is */
+    return s5_proxy_cleared(s5_proxy_pump_adopted(p), msg, sizeof msg);
   p->pooled = 1;
   p->step = S5_PROXY_REPLY;
   if (uv_read_start((uv_stream_t *)&p->sock, proxy_alloc, proxy_read) < 0 ||
@@ -448,7 +449,7 @@ int s5_proxy_retry(struct s5_proxy *p, const struct s5_upstream_cfg *up, uint64_
   p->pooled = p->requested = p->in_len = p->expired = 0;
   s5_proxy_clock(p, ms, 0); /* a new connection: handshake-timeout again */
   p->retrying = 1;
-  s5_proxy_pump_detach(p);
+  s5_proxy_pump_detach(p, 0);
   p->step = S5_PROXY_CONNECTING; /* nothing reported until the fresh one answers */
   if (p->ops->withdrawn != NULL) p->ops->withdrawn(p->owner);
   uv_close((uv_handle_t *)&p->sock, proxy_sock_reopen);
@@ -473,21 +474,21 @@ void s5_proxy_init(struct s5_proxy *p, struct s5_wctx *w, const struct s5_config
 
 /* ---------------------------------------------------------------- closing */
 
-static void proxy_release(struct s5_proxy *p) {
+void s5_proxy_release(struct s5_proxy *p) {
   S5_ASSERT(p->closing && p->handles_open > 0);
   if (--p->handles_open == 0) p->ops->closed(p->owner);
 }
 
-static void proxy_timer_closed(uv_handle_t *handle) { proxy_release(PROXY_OF(handle, timer)); }
+static void proxy_timer_closed(uv_handle_t *handle) { s5_proxy_release(PROXY_OF(handle, timer)); }
 
-static void proxy_sock_closed(uv_handle_t *handle) { proxy_release(PROXY_OF(handle, sock)); }
+static void proxy_sock_closed(uv_handle_t *handle) { s5_proxy_release(PROXY_OF(handle, sock)); }
 
 void s5_proxy_close(struct s5_proxy *p, int reset) {
   if (p->closing) return;
   p->closing = 1;
   if (p->lookup != NULL) s5_dial_cancel(p->lookup);
   p->lookup = NULL;
-  s5_proxy_pump_detach(p);
+  s5_proxy_pump_detach(p, reset);
   p->step = S5_PROXY_ENDED;
   uv_timer_stop(&p->timer);
   uv_close((uv_handle_t *)&p->timer, proxy_timer_closed);

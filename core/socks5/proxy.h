@@ -130,7 +130,7 @@ struct s5_proxy {
   uint8_t in[S5_SOCKS5_MAX_MSG]; /* replies so far; after CONNECT, the target's first bytes */
   struct s5_http_reply http;     /* an HTTP upstream's response, read as it comes */
   struct s5_dial_lookup *lookup; /* [rules] direct: its destination being resolved (dial.c) */
-  struct s5_pump *pump;          /* tls = true, shadowsocks: its handshake under way (pump.h), else NULL */
+  struct s5_pump *pump; /* tls = true, shadowsocks: its pump (pump.h), ours until the close; else NULL */
 };
 _Static_assert(S5_SOCKS5_MAX_MSG <= UINT16_MAX, "struct s5_proxy: in_len counts in[] in 16 bits");
 
@@ -159,7 +159,7 @@ int s5_proxy_start(struct s5_proxy *p, char *why, size_t cap);
  * and the client sees nothing of it (Shadowsocks has no reply: see
  * s5_proxy_pump_adopted). Returns 0, or < 0 with why (the request cannot
  * be made, or the socket not taken): nothing reported then. */
-int s5_proxy_adopt(struct s5_proxy *p, const struct s5_proxy *warm, char *why, size_t cap);
+int s5_proxy_adopt(struct s5_proxy *p, struct s5_proxy *warm, char *why, size_t cap);
 
 /* From ops->result with a failure: the same exchange again on up, a fresh
  * connection once the old one closed ([balance]: the client has seen
@@ -193,11 +193,16 @@ void s5_proxy_expired(uv_timer_t *timer);
  * opens the plain end of a pump (pump.h: TLS, tls.c; Shadowsocks, ss.c)
  * to up, whose handshake ends in s5_proxy_up (proxy.c: the TCP connect's
  * outcome, status < 0 a failure with why, the pump's when tls_why is
- * set). s5_proxy_pump_detach: an unfinished handshake is abandoned
- * (closing, retrying). */
+ * set). s5_proxy_pump_detach: the pump let go (closing, retrying; pump.h
+ * says what becomes of it). s5_proxy_sock_drop: the relay carries the
+ * bytes through the pump itself now (s5_pump_direct): sock, the pair's
+ * end, closes before the client does. s5_proxy_release (proxy.c): one of
+ * a closing client's handles closed. */
 int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap);
 void s5_proxy_up(struct s5_proxy *p, int status, const char *tls_why);
-void s5_proxy_pump_detach(struct s5_proxy *p);
+void s5_proxy_pump_detach(struct s5_proxy *p, int reset);
+void s5_proxy_sock_drop(struct s5_proxy *p);
+void s5_proxy_release(struct s5_proxy *p);
 /* s5_proxy_adopt of a pooled Shadowsocks connection (connected, nothing
  * sent): no reply comes, so there is nothing to retry on; s5_proxy_up
  * follows on the loop's next turn (never inside the owner's start: a

@@ -14,9 +14,7 @@
 #include "socks5/tls.h"
 
 static void proxy_pump_done(void *arg, int status, const char *why) {
-  struct s5_proxy *p = arg;
-  p->pump = NULL; /* the pump's own from here */
-  s5_proxy_up(p, status > 0 ? UV_EPROTO : status, why);
+  s5_proxy_up(arg, status > 0 ? UV_EPROTO : status, why); /* p->pump stays ours until the close */
 }
 
 int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap) {
@@ -28,13 +26,13 @@ int s5_proxy_pump(struct s5_proxy *p, char *why, size_t cap) {
     snprintf(why, cap, "%s to upstream %s: opening its plain end: %s", ss ? "Shadowsocks" : "TLS",
              p->up->name, uv_strerror(r));
     close(fd);
-    s5_proxy_pump_detach(p);
+    s5_proxy_pump_detach(p, 0);
   }
   return r;
 }
 
-void s5_proxy_pump_detach(struct s5_proxy *p) {
-  if (p->pump != NULL) s5_pump_detach(p->pump);
+void s5_proxy_pump_detach(struct s5_proxy *p, int reset) {
+  if (p->pump != NULL) s5_pump_detach(p->pump, reset);
   p->pump = NULL;
 }
 
@@ -58,4 +56,16 @@ static void proxy_pump_adopted_up(uv_timer_t *timer) {
 
 int s5_proxy_pump_adopted(struct s5_proxy *p) {
   return uv_timer_start(&p->timer, proxy_pump_adopted_up, 0, 0);
+}
+
+static void proxy_sock_dropped(uv_handle_t *handle) {
+  struct s5_proxy *p = (struct s5_proxy *)(void *)((char *)handle - offsetof(struct s5_proxy, sock));
+  if (p->closing) s5_proxy_release(p);
+  else p->handles_open--;
+}
+
+void s5_proxy_sock_drop(struct s5_proxy *p) {
+  if (!p->sock_open || p->closing) return;
+  p->sock_open = 0;
+  uv_close((uv_handle_t *)&p->sock, proxy_sock_dropped);
 }

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "tcp/relay.h"
+#include "tcp/relay_buf.h"
 
 #include "base/assert.h"
 #include "base/log.h"
@@ -32,24 +33,6 @@
 
 /* iovecs per try_write; a client window of pbufs is rarely longer. */
 #define S5_RELAY_IOV 64
-/* Resume reading from the proxy only when a read of this size fits. */
-#define S5_RELAY_MIN_ROOM 4096
-/* Reads of at least this size go to lwIP in their buffer, without a copy. */
-#define S5_RELAY_REF_MIN (S5_RELAY_READ_BUF / 2)
-/* Unused read buffers a worker keeps (64 KiB each): freeing them to malloc
- * would have it return the pages to the kernel and fault them in again. */
-#define S5_RELAY_RBUF_CACHE 16
-
-struct s5_rbuf {
-  struct pbuf_custom pc; /* lwIP's free callback gets &pc.pbuf: relay_rbuf_free finds b from it */
-  struct s5_relay *r;
-  struct s5_rbuf *next; /* in r->rbuf_cache */
-  uint8_t data[S5_RELAY_READ_BUF];
-};
-
-/* lwIP's pbuf_free() hands a custom pbuf's free function the struct pbuf
- * that starts its struct pbuf_custom; relay_rbuf_free() finds b from it. */
-_Static_assert(offsetof(struct pbuf_custom, pbuf) == 0, "lwIP casts a custom pbuf to its pbuf_custom");
 
 static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf);
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
@@ -60,20 +43,6 @@ static int relay_client_owed(const struct s5_relay_conn *s);
  * relaxed store, as S5_STAT_ADD does (one writer, this thread). */
 static void relay_count(uint64_t *counter, uint64_t n) {
   if (counter != NULL) __atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
-}
-
-/* How many bytes lwIP can queue for the client right now. */
-static size_t relay_room(const struct s5_relay_conn *s) {
-  const struct tcp_pcb *pcb = s->pcb;
-  if (pcb == NULL) return 0;
-  size_t room = tcp_sndbuf(pcb);
-  /* A segment of referenced data takes two pbufs (headers, data), and a
-   * write may add one more piece to the last unsent segment. */
-  int segs = ((int)TCP_SND_QUEUELEN - (int)tcp_sndqueuelen(pcb) - 2) / 2;
-  size_t by_segs = segs > 0 ? (size_t)segs * tcp_mss(pcb) : 0;
-  if (room > by_segs) room = by_segs;
-  if (room > S5_RELAY_READ_BUF) room = S5_RELAY_READ_BUF;
-  return room;
 }
 
 /* Writes are deferred to the end of the loop iteration (the worker's
@@ -154,9 +123,24 @@ static void relay_written(uv_write_t *req, int status) {
 static err_t relay_half_close(struct s5_relay_conn *s) {
   S5_ASSERT(s->out == NULL && !s->writing);
   uv_os_fd_t fd;
-  if (!s->proxy_eof && (uv_fileno((const uv_handle_t *)s->sock, &fd) < 0 || shutdown(fd, SHUT_WR) < 0))
+  int r = s->io_up ? s->io->shutdown(s->io_cx) : 0; /* io: after what it holds; 1: ready follows */
+  if (s->io != NULL && !s->io_up) return ERR_OK;    /* the hand-over first (relay_io_up) */
+  if (r < 0 || (!s->io_up && !s->proxy_eof &&
+                (uv_fileno((const uv_handle_t *)s->sock, &fd) < 0 || shutdown(fd, SHUT_WR) < 0)))
     return s->ops->failed(s->owner, "half-closing the proxy connection failed");
-  s->proxy_shut = 1;
+  s->proxy_shut = r == 0;
+  return ERR_OK;
+}
+
+/* The hand-over to the io, writes: once nothing is queued on the socket,
+ * its half-close tells the io that the socket's bytes end there. */
+static err_t relay_io_up(struct s5_relay_conn *s) {
+  uv_os_fd_t fd;
+  if (s->writing || uv_stream_get_write_queue_size(s->sock) > 0) return ERR_OK;
+  if (!s->proxy_shut && (uv_fileno((const uv_handle_t *)s->sock, &fd) < 0 || shutdown(fd, SHUT_WR) < 0))
+    return s->ops->failed(s->owner, "handing the proxy connection over failed");
+  s->io_up = 1;
+  if (s->io_down && s->ops->handed != NULL) s->ops->handed(s->owner);
   return ERR_OK;
 }
 
@@ -173,10 +157,21 @@ static err_t relay_flush(struct s5_relay_conn *s) {
     s->early = S5_RELAY_EARLY_SENT;
     if (s->ops->sending != NULL) s->ops->sending(s->owner);
   }
+  if (s->io != NULL && !s->io_up && s->state == S5_RELAY_RUNNING) {
+    err_t r = relay_io_up(s);
+    if (r != ERR_OK || s->state == S5_RELAY_CLOSED) return r != ERR_OK ? r : ERR_ABRT;
+  }
   while (s->out != NULL && !s->writing) {
     uv_buf_t bufs[S5_RELAY_IOV];
     size_t total;
     int n = relay_bufs(s, bufs, S5_RELAY_IOV, &total);
+    if (s->io_up) { /* the io takes what it can; ready follows when it takes more */
+      long took = s->io->writev(s->io_cx, bufs, n);
+      if (took < 0) return s->ops->failed(s->owner, "writing to proxy failed");
+      if (took == 0) break;
+      relay_consume(s, (size_t)took);
+      continue;
+    }
     int r = uv_try_write(s->sock, bufs, (unsigned)n);
     if (r > 0) {
       relay_consume(s, (size_t)r);
@@ -232,102 +227,27 @@ static err_t relay_client_sent(void *arg, struct tcp_pcb *pcb, u16_t len) {
     if (!relay_client_owed(s)) relay_defer(s);
     return ERR_OK;
   }
-  if (!s->reading && !s->proxy_eof && s->state == S5_RELAY_RUNNING && relay_room(s) >= S5_RELAY_MIN_ROOM) {
-    if (uv_read_start(s->sock, relay_read_alloc, relay_read) == 0) s->reading = 1;
+  if (!s->reading && !s->proxy_eof && s->state == S5_RELAY_RUNNING && s5_relay_room(s) >= S5_RELAY_MIN_ROOM) {
+    if (s->io_down) { /* it may hold bytes already: read at the end of the turn */
+      s->reading = 1;
+      s->io->want(s->io_cx, 1);
+      s->io_pull = 1;
+      relay_defer(s);
+    } else if (uv_read_start(s->sock, relay_read_alloc, relay_read) == 0) s->reading = 1;
   }
   return ERR_OK;
-}
-
-/* lwIP freed the last piece of a read buffer (or the relay dropped its own
- * reference to one lwIP did not take): back to the relay's cache. */
-static void relay_rbuf_free(struct pbuf *p) {
-  struct s5_rbuf *b = (struct s5_rbuf *)(void *)((char *)p - offsetof(struct s5_rbuf, pc.pbuf));
-  struct s5_relay *r = b->r;
-  S5_ASSERT(r->rbuf_out > 0);
-  r->rbuf_out--;
-  if (r->rbuf_cached < S5_RELAY_RBUF_CACHE && !r->stopping) {
-    b->next = r->rbuf_cache;
-    r->rbuf_cache = b;
-    r->rbuf_cached++;
-  } else {
-    free(b);
-  }
-}
-
-/* The buffer for the next read: NULL when none can be allocated. */
-static struct s5_rbuf *relay_rbuf_current(struct s5_relay *r) {
-  struct s5_rbuf *b = r->rbuf_cur;
-  if (b != NULL) return b;
-  if (r->rbuf_cache != NULL) {
-    b = r->rbuf_cache;
-    r->rbuf_cache = b->next;
-    r->rbuf_cached--;
-  } else if ((b = malloc(sizeof *b)) == NULL) {
-    return NULL;
-  }
-  b->r = r;
-  b->next = NULL;
-  r->rbuf_out++;
-  r->rbuf_cur = b;
-  return b;
-}
-
-void s5_relay_init(struct s5_relay *r, uint64_t *to_proxy, uint64_t *from_proxy) {
-  memset(r, 0, offsetof(struct s5_relay, read_buf));
-  r->to_proxy = to_proxy;
-  r->from_proxy = from_proxy;
-}
-
-void s5_relay_drop_cache(struct s5_relay *r) {
-  /* Between turns the current buffer holds no data (a read is copied into
-   * lwIP's segments or handed over whole): it only waits for the next read,
-   * and would keep 64 KiB and the top of the thread's arena while idle. */
-  if (r->rbuf_cur != NULL) {
-    free(r->rbuf_cur);
-    r->rbuf_cur = NULL;
-    r->rbuf_out--;
-  }
-  while (r->rbuf_cache != NULL) {
-    struct s5_rbuf *b = r->rbuf_cache;
-    r->rbuf_cache = b->next;
-    free(b);
-  }
-  r->rbuf_cached = 0;
-}
-
-void s5_relay_stop(struct s5_relay *r) {
-  r->stopping = 1;
-  s5_relay_drop_cache(r);
-  /* Buffers lwIP still references are freed when it frees them. */
-  if (r->rbuf_out != 0) s5_warn("%u read buffers still held by lwIP at stop", r->rbuf_out);
 }
 
 /* libuv's alloc callback for proxy reads: the current read buffer, sized
  * to the room in lwIP's send queue. */
 static void relay_read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
   struct s5_relay_conn *s = handle->data;
-  struct s5_rbuf *b = relay_rbuf_current(s->relay);
-  *buf = uv_buf_init(b != NULL ? (char *)b->data : (char *)s->relay->read_buf, (unsigned)relay_room(s));
-}
-
-/* Queues n bytes the proxy sent, read into buf (relay_read_alloc's buffer). */
-static err_t relay_queue(struct s5_relay_conn *s, const uv_buf_t *buf, u16_t n) {
-  struct s5_relay *r = s->relay;
-  struct s5_rbuf *b = r->rbuf_cur;
-  if (b == NULL || buf->base != (char *)b->data || n < S5_RELAY_REF_MIN)
-    return tcp_write(s->pcb, buf->base, n, TCP_WRITE_FLAG_COPY);
-  /* The buffer becomes a pbuf of the n bytes; our reference is dropped
-   * right away, so that lwIP's pieces (if any) keep it alive alone. */
-  r->rbuf_cur = NULL;
-  b->pc.custom_free_function = relay_rbuf_free;
-  struct pbuf *p = pbuf_alloced_custom(PBUF_RAW, n, PBUF_REF, &b->pc, b->data, sizeof b->data);
-  err_t err = tcp_write_ref(s->pcb, b->data, n, 0, p);
-  pbuf_free(p);
-  return err;
+  *buf = uv_buf_init((char *)s5_relay_rbuf(s->relay), (unsigned)s5_relay_room(s));
 }
 
 static void relay_stop_reading(struct s5_relay_conn *s) {
-  uv_read_stop(s->sock);
+  if (s->io_down) s->io->want(s->io_cx, 0);
+  else uv_read_stop(s->sock);
   s->reading = 0;
 }
 
@@ -352,6 +272,31 @@ static void relay_proxy_reset(struct s5_relay_conn *s, const char *why) {
   tcp_output(s->pcb);
 }
 
+static void relay_proxy_eof(struct s5_relay_conn *s) {
+  s->proxy_eof = 1;
+  relay_stop_reading(s);
+  tcp_shutdown(s->pcb, 0, 1); /* FIN to the client after the queued data */
+  tcp_output(s->pcb);
+  relay_check_done(s);
+}
+
+/* n bytes from the proxy in buf (s5_relay_rbuf's) to the client: 0, or
+ * -1 when the connection failed. */
+static int relay_got(struct s5_relay_conn *s, const uint8_t *buf, size_t n) {
+  s->ops->touch(s->owner);
+  relay_count(s->relay->from_proxy, (uint64_t)n);
+  s->bytes_down += (uint64_t)n;
+  if (s5_relay_queue(s, buf, (u16_t)n) != ERR_OK) {
+    s->ops->failed(s->owner, "lwIP send queue refused data");
+    return -1;
+  }
+  relay_defer(s);
+  if (s5_relay_room(s) < S5_RELAY_MIN_ROOM) relay_stop_reading(s);
+  return 0;
+}
+
+static void relay_io_down(struct s5_relay_conn *s);
+
 static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   struct s5_relay_conn *s = stream->data;
   if (s->state == S5_RELAY_CLOSED || nread == 0) return;
@@ -372,26 +317,52 @@ static void relay_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) 
       relay_proxy_reset(s, err == ECONNRESET ? "proxy reset the connection" : "proxy connection failed");
       return;
     }
-    s->proxy_eof = 1;
-    relay_stop_reading(s);
-    tcp_shutdown(s->pcb, 0, 1); /* FIN to the client after the queued data */
-    tcp_output(s->pcb);
-    relay_check_done(s);
+    if (s->io != NULL) relay_io_down(s); /* the socket's bytes end here: the io's follow */
+    else relay_proxy_eof(s);
     return;
   }
   if (nread < 0) {
     relay_proxy_reset(s, nread == UV_ECONNRESET ? "proxy reset the connection" : "proxy connection failed");
     return;
   }
-  s->ops->touch(s->owner);
-  relay_count(s->relay->from_proxy, (uint64_t)nread);
-  s->bytes_down += (uint64_t)nread;
-  if (relay_queue(s, buf, (u16_t)nread) != ERR_OK) {
-    s->ops->failed(s->owner, "lwIP send queue refused data");
+  relay_got(s, (const uint8_t *)buf->base, (size_t)nread);
+}
+
+/* The io's reads, while room lasts, until it has no more. */
+static void relay_io_pull(struct s5_relay_conn *s) {
+  while (s->reading && s->state == S5_RELAY_RUNNING) {
+    uint8_t *buf = s5_relay_rbuf(s->relay);
+    size_t room = s5_relay_room(s);
+    int n = room >= S5_RELAY_MIN_ROOM ? s->io->read(s->io_cx, buf, room) : 0;
+    if (room < S5_RELAY_MIN_ROOM) relay_stop_reading(s);
+    else if (n == S5_RELAY_IO_EOF) relay_proxy_eof(s);
+    else if (n < 0) relay_proxy_reset(s, "proxy connection failed");
+    else if (n > 0 && relay_got(s, buf, (size_t)n) == 0) continue;
     return;
   }
-  relay_defer(s);
-  if (relay_room(s) < S5_RELAY_MIN_ROOM) relay_stop_reading(s);
+}
+
+/* The hand-over to the io, reads: the socket's EOF was its last byte. */
+static void relay_io_down(struct s5_relay_conn *s) {
+  uv_read_stop(s->sock);
+  s->io_down = 1;
+  s->io->want(s->io_cx, 1);
+  if (s->io_up && s->ops->handed != NULL) s->ops->handed(s->owner);
+  relay_io_pull(s);
+}
+
+void s5_relay_direct(struct s5_relay_conn *c, const struct s5_relay_io *io, void *cx) {
+  S5_ASSERT(c->state == S5_RELAY_RUNNING && c->io == NULL);
+  c->io = io;
+  c->io_cx = cx;
+  relay_defer(c); /* the writes' hand-over (relay_io_up) */
+}
+
+void s5_relay_ready(struct s5_relay_conn *c, int readable) {
+  if (c->state != S5_RELAY_RUNNING) return;
+  if (readable && c->io_down && c->reading) relay_io_pull(c);
+  if (c->state == S5_RELAY_RUNNING && (c->out != NULL || (c->client_eof && !c->proxy_shut) || !c->io_up))
+    relay_defer(c);
 }
 
 void s5_relay_attach(struct s5_relay_conn *c, struct s5_relay *r, struct tcp_pcb *pcb, uv_stream_t *sock,
@@ -442,7 +413,9 @@ void s5_relay_flush_pending(struct s5_relay *r) {
       s->ops->failed(s->owner, s->reset_why);
       continue;
     }
-    if (relay_flush(s) != ERR_OK || s->state == S5_RELAY_CLOSED) continue;
+    if (s->io_pull && s->reading) relay_io_pull(s); /* resumed: what the io holds */
+    s->io_pull = 0;
+    if (s->state == S5_RELAY_CLOSED || relay_flush(s) != ERR_OK || s->state == S5_RELAY_CLOSED) continue;
     if (s->pcb != NULL) tcp_output(s->pcb);
     relay_check_done(s);
   }

@@ -48,6 +48,27 @@ struct s5_relay_ops {
    * the owner may look at them (out) and kick. As failed, returns ERR_ABRT
    * when it aborted the pcb. May be NULL. */
   int (*held)(void *owner);
+  /* After s5_relay_direct: the socket is used no more (its EOF read, its
+   * half-close sent); the owner may close it. May be NULL. */
+  void (*handed)(void *owner);
+};
+
+/* The proxy connection's bytes through an io instead of the socket (an
+ * encrypted upstream's codec, s5_relay_direct), cx its own. */
+#define S5_RELAY_IO_EOF (-2)
+struct s5_relay_io {
+  /* Plain bytes from the proxy into buf: how many (> 0), 0 to wait
+   * (s5_relay_ready follows while reads are wanted), S5_RELAY_IO_EOF at
+   * the proxy's end, < 0 when the connection failed. */
+  int (*read)(void *cx, uint8_t *buf, size_t cap);
+  /* Reads wanted (1) or not (0). */
+  void (*want)(void *cx, int read);
+  /* Plain bytes to the proxy: how many it took (0: wait, s5_relay_ready
+   * follows), < 0 when the connection failed. */
+  long (*writev)(void *cx, const uv_buf_t *bufs, int n);
+  /* The client's FIN, after every byte taken: 0 sent, 1 to wait
+   * (s5_relay_ready follows), < 0 failed. */
+  int (*shutdown)(void *cx);
 };
 
 /* [socks5] optimistic: the client's first bytes against the proxy's
@@ -100,6 +121,11 @@ struct s5_relay_conn {
   unsigned proxy_shut : 1;          /* our FIN to the proxy is out */
   unsigned proxy_reset : 1;         /* proxy reset: client gets the rest, then a RST */
   const char *reset_why;            /* for the owner when that RST goes out */
+  const struct s5_relay_io *io;     /* s5_relay_direct's, else NULL */
+  void *io_cx;
+  unsigned io_down : 1; /* the socket's EOF was read: reads go through io */
+  unsigned io_up : 1;   /* the socket was half-closed for the hand-over: writes go through io */
+  unsigned io_pull : 1; /* reads resumed: io may hold bytes, read at the end of the turn */
 };
 
 struct s5_relay {
@@ -158,5 +184,13 @@ void s5_relay_granted(struct s5_relay_conn *c);
 /* Held, kicked or sent: the SYN was answered and the reply has not come. */
 int s5_relay_early(const struct s5_relay_conn *c);
 void s5_relay_release(struct s5_relay_conn *c);
+
+/* Started: the bytes go through io from the socket's end on, each way
+ * (the socket's EOF read, then io's reads; what was queued on the socket
+ * written, its half-close, then io's writes), ops->handed once both
+ * went. s5_relay_ready: io can go on (the owner's callback from io),
+ * readable: its reads too. */
+void s5_relay_direct(struct s5_relay_conn *c, const struct s5_relay_io *io, void *cx);
+void s5_relay_ready(struct s5_relay_conn *c, int readable);
 
 #endif

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "netif/netif.h"
 #include "tcp/pcb_tune.h"
+#include "tcp/relay_pump.h"
 #include "tcp/session.h"
 
 #include "lwip/tcp.h"
@@ -208,6 +209,7 @@ static void session_pcb_error(void *arg, err_t err) {
 static err_t session_relay_start(struct s5_session *s) {
   err_t r = s5_relay_start(&s->conn, s->proxy.in, s->proxy.in_len);
   s->proxy.in_len = 0; /* delivered (or the session is gone) */
+  if (r == ERR_OK && s->proxy.pump != NULL) s5_relay_pump(&s->conn, s->proxy.pump); /* TLS, Shadowsocks */
   return r;
 }
 
@@ -325,6 +327,9 @@ static void session_relay_sending(void *owner) {
 }
 
 /* Held bytes came (or the FIN): enough for a name? */
+/* The relay reads and writes through the pump: the pair's end closes. */
+static void session_relay_handed(void *owner) { s5_proxy_sock_drop(&((struct s5_session *)owner)->proxy); }
+
 static int session_relay_held(void *owner) {
   struct s5_session *s = owner;
   if (s->sniff == NULL || s->sniff->state != S5_SNIFFING_WAIT || !s5_sniffing_look(s)) return ERR_OK;
@@ -337,6 +342,7 @@ static const struct s5_relay_ops session_relay_ops = {
   .failed = session_relay_failed,
   .sending = session_relay_sending,
   .held = session_relay_held,
+  .handed = session_relay_handed,
 };
 
 static struct s5_session *session_new(struct s5_sessions *t, struct tcp_pcb *pcb) {

@@ -590,6 +590,66 @@ e2e_s5_log_clean() {
 # Worker processes of s5tund (its children), one pid a line.
 e2e_workers() { pgrep -P "$S5PID" 2>/dev/null || true; }
 
+# e2e_unix_sockets: how many AF_UNIX sockets the daemon's processes (the
+# supervisor and its workers) hold open (their descriptors whose inodes
+# are in their network namespace's /proc/PID/net/unix).
+e2e_unix_sockets() {
+  "$PY" - "$S5PID" $(e2e_workers) <<'PYEOF'
+import os, sys
+n = 0
+for pid in sys.argv[1:]:
+    try:
+        with open("/proc/%s/net/unix" % pid) as f:
+            unix = {w[6] for w in (line.split() for line in f.readlines()[1:]) if len(w) >= 7}
+        fds = os.listdir("/proc/%s/fd" % pid)
+    except OSError:
+        continue
+    for fd in fds:
+        try:
+            link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
+        except OSError:
+            continue
+        n += link.startswith("socket:[") and link[8:-1] in unix
+print(n)
+PYEOF
+}
+
+# The fewest of five counts 0.2 s apart: a warm pool's connection (its
+# pair until a session takes it) replaced at its age is a blip, not a hold.
+e2e_unix_sockets_min() {
+  local i c min=
+  for i in 1 2 3 4 5; do
+    c=$(e2e_unix_sockets)
+    if [[ -z $min ]] || ((c < min)); then min=$c; fi
+    sleep 0.2
+  done
+  echo "$min"
+}
+
+# e2e_no_pair_held N [CLIENT ARGS...]: N sessions through an encrypted
+# upstream (TLS, Shadowsocks; a pooled one taken is replaced by one with
+# its pair), each after one echo held open, add fewer than N AF_UNIX sockets to the daemon: their bulk phase goes
+# through the codec, the handshake's socket pair closed (with the pair
+# each held two).
+e2e_no_pair_held() {
+  local n=$1 before after i pids=()
+  shift
+  before=$(e2e_unix_sockets_min)
+  for i in $(seq "$n"); do
+    client "$@" hold --hold 60 >"$WORK/held$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in $(seq "$n"); do
+    e2e_wait_log "$WORK/held$i.log" "hold: connection to .* open" "$T_STEP" "session $i held open" >/dev/null
+  done
+  after=$(e2e_unix_sockets_min)
+  kill "${pids[@]}" 2>/dev/null || true
+  wait "${pids[@]}" 2>/dev/null || true
+  ((after - before < n)) ||
+    fail "$n held sessions: the daemon's AF_UNIX sockets went from $before to $after (a socket pair each)"
+  log "$n held sessions: AF_UNIX sockets $before before, $after during (no socket pair in the bulk phase)"
+}
+
 e2e_s5_alive() { e2e_pid_running "$S5PID"; }
 
 e2e_require_alive() {

@@ -351,6 +351,8 @@ case_upstream_ss() {
   e2e_wait_log "$S5LOG" "upstream chacha: Shadowsocks \[$S_ADDR6\]:$SS_CHACHA" 5 >/dev/null
   ss_pooled
 
+  client --host "$TGT4" echo --count 3 --retry-for "$T_START" --timeout 10 >/dev/null
+  e2e_no_pair_held 4 --host "$TGT4"
   client --host "$TGT4" bulk --size 8M --upload-mode length >/dev/null
   client --host "$TGT6" bulk --size 8M --upload-mode length >/dev/null
   local addr

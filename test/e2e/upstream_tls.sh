@@ -162,7 +162,7 @@ reload_to_tls() {
   client --host "$TGT4" echo --count 3 --timeout 10 >/dev/null
   e2e_wait_log "$S5LOG" "upstream dante: TLS TLSv1\.[23] .* verified $S_ADDR4" 5 >/dev/null
   n=$(n_libssl $(e2e_workers))
-  ((n >= 1 || MODE == thread)) || fail "the reload to tls = true: no worker process maps libssl.so.3"
+  ((n >= 1)) || [[ $MODE == thread ]] || fail "the reload to tls = true: no worker process maps libssl.so.3"
   log "reload to tls = true: libssl in the supervisor and $n of $(e2e_workers | wc -l) workers, none before"
   e2e_stop_s5tund
 }
@@ -248,6 +248,20 @@ tls_key_mismatch() {
   log "a key not the certificate's: exit 2, $out"
 }
 
+# The bulk phase through the codec, no socket pair (e2e_no_pair_held):
+# squid over TLS, not pooled (the pool's connections keep their pairs).
+tls_direct() {
+  local ini=$WORK/tls3.ini
+  CFG_MODE=$MODE CFG_QUEUES=$QUEUES e2e_write_config "$ini"
+  tls_up squid http $TLS_GOOD "username=$SQUID_USER" "password=$SQUID_PASS" "pool=0" >>"$ini"
+  e2e_start_s5tund --config "$ini"
+  e2e_wait_device "$MODE" "$QUEUES"
+  client --host "$TGT4" echo --count 1 --retry-for "$T_START" --timeout 10 >/dev/null
+  e2e_no_pair_held 4 --host "$TGT4"
+  client --host "$TGT4" bulk --size 4M --upload-mode length >/dev/null
+  e2e_stop_s5tund
+}
+
 case_upstream_tls() {
   make_pki
   local p=$WORK/pki
@@ -295,6 +309,7 @@ https_port $S_ADDR4:$TLS_EXPIRED tls-cert=$p/expired.pem tls-key=$p/expired.key"
   log "squid over HTTPS: $tunnels CONNECTs; wrong CA, wrong name, expired refused and failed over"
   tls_seen_refusals
   e2e_stop_s5tund
+  tls_direct
 
   # SOCKS5 inside TLS: stunnel in front of danted.
   ini=$WORK/tls2.ini
