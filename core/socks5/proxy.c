@@ -432,7 +432,7 @@ int s5_proxy_adopt(struct s5_proxy *p, struct s5_proxy *warm, char *why, size_t 
   int r = proxy_sock_init(p, AF_UNSPEC, why, cap);
   if (r == 0) r = s5_dial_adopt(&p->sock, &warm->sock, why, cap);
   if (r < 0) return s5_proxy_cleared(r, msg, sizeof msg);
-  p->pump = warm->pump, warm->pump = NULL; /* a pooled connection's pump (TLS, Shadowsocks) is ours */
+  p->pump = warm->pump, warm->pump = NULL;    /* a pooled connection's pump (TLS, Shadowsocks) is ours */
   if (p->up->type == S5_UPSTREAM_SHADOWSOCKS) /* no reply: up as a fresh one is */
     return s5_proxy_cleared(s5_proxy_pump_adopted(p), msg, sizeof msg);
   p->pooled = 1;
