@@ -270,8 +270,7 @@ void s5_pump_detach(struct s5_pump *p, int reset) {
     if (p->handles == 0) pump_free(p);
     return;
   }
-  if (p->state == S5_PUMP_OPEN && !p->direct) return; /* on its own until both directions ended */
-  struct linger lg = {1, 0};                          /* a RST: the proxy drops the far end at once */
+  struct linger lg = {1, 0}; /* a RST: the proxy drops the far end at once */
   if (reset && setsockopt(p->net, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) < 0)
     s5_debug("upstream %s: SO_LINGER for a reset: %s", p->up_name, strerror(errno));
   pump_close(p);

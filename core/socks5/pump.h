@@ -15,8 +15,9 @@
  * Lifecycle: s5_pump_start, then done() once (never inside the call)
  * unless s5_pump_detach came first. The caller owns the pump until it
  * detaches it: a pump that ended (both directions, or an error) closes
- * its sockets then, and is freed at the detach. Detached after a good
- * handshake, a pump on its pair lives on until both directions ended.
+ * its sockets then, and is freed at the detach. Detached, a pump closes,
+ * whatever its state: one on its pair no longer waits for the proxy's end
+ * (a proxy that stalls would hold it for good).
  *
  * The bulk phase goes without the pair (s5_pump_direct, a session's
  * relay once the CONNECT was answered): the pump stops filling the pair,
@@ -107,9 +108,8 @@ struct s5_pump *s5_pump_start(uv_loop_t *loop, const struct s5_upstream_cfg *up,
                               const struct s5_pump_codec *codec, void *cx, s5_pump_done *done, void *arg,
                               int *plain, char *why, size_t cap);
 
-/* The caller lets go: done() will not come. During the handshake, or
- * direct, the pump closes (reset: with a RST to the proxy); after it, on
- * its pair, it lives on until both directions end. */
+/* The caller lets go: done() will not come; the pump closes (reset: with
+ * a RST to the proxy). */
 void s5_pump_detach(struct s5_pump *p, int reset);
 
 /* The bulk phase without the pair (see above): -1 when the pump is not

@@ -255,8 +255,15 @@ enc_stall() {
   log "TLS stalled after the handshake ($st): $(oneline "$l1")"
   log "Shadowsocks stalled in a chunk ($ss_): $(oneline "$l2")"
   log "$n rounds of echoes through tb and sb on the same worker meanwhile"
-  # What the stalled servers still hold of s5tund (reported, not asserted:
-  # the pump waits for the proxy's end of the stream).
-  log "s5tund's sockets to the stalled servers now: $(in_c ss -Htn state all "( dport = :$ENC_TLS_STALL or dport = :$ENC_SS_STALL )" | wc -l)"
+  # Their sessions ended: s5tund holds nothing of them (a pump let go
+  # closes; it once waited for the stalled proxy's end, for good).
+  local held
+  for _ in $(seq 50); do
+    held=$(in_c ss -Htnp state all "( dport = :$ENC_TLS_STALL or dport = :$ENC_SS_STALL )")
+    held=$(grep -F 's5tund' <<<"$held" || true)
+    [[ -z $held ]] && break
+    sleep 0.1
+  done
+  [[ -z $held ]] || fail "s5tund still holds sockets to the stalled servers: $(oneline "$held")"
   e2e_stop_s5tund
 }
