@@ -326,10 +326,10 @@ static void session_relay_sending(void *owner) {
   s5_proxy_data_ok(&s->proxy);
 }
 
-/* Held bytes came (or the FIN): enough for a name? */
 /* The relay reads and writes through the pump: the pair's end closes. */
 static void session_relay_handed(void *owner) { s5_proxy_sock_drop(&((struct s5_session *)owner)->proxy); }
 
+/* Held bytes came (or the FIN): enough for a name? */
 static int session_relay_held(void *owner) {
   struct s5_session *s = owner;
   if (s->sniff == NULL || s->sniff->state != S5_SNIFFING_WAIT || !s5_sniffing_look(s)) return ERR_OK;
