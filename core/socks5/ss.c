@@ -66,7 +66,7 @@ static int ss_silent(struct s5_pump *p) {
   char what[320];
   snprintf(what, sizeof what,
            "upstream %s: Shadowsocks server hung up with no reply: a wrong password or method (check "
-           "[upstream %s] password and method), or the destination refused",
+           "[upstream %s] password and method), the destination refused, or the server stopped",
            p->up_name, p->up_name);
   s5_failures_note(&silent, s5_now_ms(), S5_LOG_WARN, what);
   if (s5_uptab() != NULL) s5_uptab_count_stream_bad(s5_uptab(), p->slot);
