@@ -152,6 +152,9 @@ def collect(out, case, streams, clk, tcp=True):
             pticks = num(meta.get(name + "_proxy_cpu_ticks"))
             if tunnel and pticks is not None and nbytes > 0:
                 run["proxy_cpu_s_per_gb"] = (pticks / clk) / (nbytes / GB)
+            cticks = num(meta.get(name + "_client_cpu_ticks"), 0)
+            if tunnel and nbytes > 0:
+                run["client_cpu_s_per_gb"] = (cticks / clk) / (nbytes / GB)
             ticks = num(meta.get(name + "_cpu_ticks"))
             if tunnel and ticks is not None and nbytes > 0:
                 run["cpu_s"] = ticks / clk

@@ -289,15 +289,17 @@ def upstream_tables(args):
     row("CPU-s/GB up, the proxy", per_gb("up", "proxy"))
     row("CPU-s/GB down, the proxy", per_gb("down", "proxy"))
 
-    def per_gb_all(direction):
+    def per_gb_with(direction, others):  # s5tund's and others' (proxy_cpu_s_per_gb, client_...)
         def f(d, meta, r):
             run = r.get("%s1" % direction) or {}
-            a, b = run.get("cpu_s_per_gb"), run.get("proxy_cpu_s_per_gb")
+            a, b = run.get("cpu_s_per_gb"), run.get(others)
             return (fmt(a + b, 3) if a is not None and b is not None else None), None
         return f
 
-    row("CPU-s/GB up, all (s5tund and the proxy's processes)", per_gb_all("up"))
-    row("CPU-s/GB down, all", per_gb_all("down"))
+    row("CPU-s/GB up, all (s5tund and the proxy's processes)", per_gb_with("up", "proxy_cpu_s_per_gb"))
+    row("CPU-s/GB down, all", per_gb_with("down", "proxy_cpu_s_per_gb"))
+    row("CPU-s/GB up, the client's host (s5tund, and the chain's ss-local)", per_gb_with("up", "client_cpu_s_per_gb"))
+    row("CPU-s/GB down, the client's host", per_gb_with("down", "client_cpu_s_per_gb"))
 
     d = os.path.join(args.out, "raw", "up-failover")
     meta = read_kv_file(os.path.join(d, "meta"))

@@ -122,6 +122,7 @@ up_ss_start() {
 rows_upstream_proxy() {
   local p=$1 port relay cfg=$WORK/up-$1.ini v name extra
   PROXY_PID=$2 # measure_end's proxy CPU: this proxy's
+  CLIENT_PIDS=${3:-} # and of them those on the client's host (the chain's ss-local)
   case $p in
     squid) port=$SQUID_PORT relay=$RELAY_SQUID_PORT ;;
     squid-tls) port=$SQUID_TLS_PORT relay=$RELAY_SQUID_TLS_PORT ;;
@@ -268,7 +269,7 @@ run_upstream_rows() {
     case $name in
       squid | squid-tls) rows_sub "$@" rows_upstream_proxy "$name" "$SQUID_PID" ;;
       ss) rows_sub "$@" rows_upstream_proxy ss "$SS_SERVER_PID" ;;
-      ss-chain) rows_sub "$@" rows_upstream_proxy ss-chain "$SS_SERVER_PID $SS_LOCAL_PIDS" ;;
+      ss-chain) rows_sub "$@" rows_upstream_proxy ss-chain "$SS_SERVER_PID $SS_LOCAL_PIDS" "$SS_LOCAL_PIDS" ;;
       socks5) rows_sub "$@" rows_upstream_proxy "$PROXY" "$PROXY_PID" ;;
       failover) rows_sub "$@" rows_upstream_failover ;;
       rules) rows_sub "$@" rows_upstream_rules ;;

@@ -482,10 +482,18 @@ proxy_cpu() {
   echo "$sum"
 }
 
+# The client side's other processes (CLIENT_PIDS: the ss-local of a chain,
+# beside s5tund on the same host): their CPU ticks, a share of proxy_cpu's.
+client_cpu() {
+  local p sum=0
+  for p in ${CLIENT_PIDS:-}; do sum=$((sum + $(tree_cpu "$p"))); done
+  echo "$sum"
+}
+
 # measure_start / measure_end NAME: CPU ticks (s5tund's tree, the proxy's
-# tree) and TUN bytes around a run.
+# tree, the client side's other processes) and TUN bytes around a run.
 measure_start() {
-  M_CPU0=0 M_TUN0=$(tun_bytes_sum) M_PCPU0=$(proxy_cpu)
+  M_CPU0=0 M_TUN0=$(tun_bytes_sum) M_PCPU0=$(proxy_cpu) M_CCPU0=$(client_cpu)
   if [[ -n $S5PID ]]; then
     M_CPU0=$(tree_cpu "$S5PID")
     sampler_start "$CASE_DIR/mem.samples"
@@ -499,6 +507,7 @@ measure_end() {
   fi
   meta "${name}_tun_bytes" $(($(tun_bytes_sum) - M_TUN0))
   meta "${name}_proxy_cpu_ticks" $(($(proxy_cpu) - M_PCPU0))
+  meta "${name}_client_cpu_ticks" $(($(client_cpu) - M_CCPU0))
 }
 
 # iperf_run NAME STREAMS up|down [udp]: one iperf3 test, JSON in NAME.json.
