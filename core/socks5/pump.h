@@ -42,7 +42,9 @@ struct s5_pump;
  * upstream and what went wrong). */
 typedef void s5_pump_done(void *arg, int status, const char *why);
 
-#define S5_PUMP_EOF 1 /* read: the proxy ended its stream */
+/* read: the proxy ended its stream (as -S5_PUMP_EOF: apart from -1, a
+ * failure, which the client sees as a reset, not as the stream's end) */
+#define S5_PUMP_EOF 3
 
 struct s5_pump_codec {
   /* After the TCP connect, then on each readiness until it ends: 0 done,

@@ -417,6 +417,7 @@ while True:
   e2e_wait_listen $SS_TAMPER "$S_ADDR4" || fail "the tampering server does not listen"
   out=$(client --host "$TGT4" --port $SS_PORT4 echo --count 1 --timeout 5 2>&1 || true)
   [[ $out != *TimeoutError* ]] || fail "the client's connection through a tampered stream did not end: $out"
+  [[ $out == *"reset by peer"* ]] || fail "a tampered stream ended for the client as a clean end, not a reset: $out"
   e2e_wait_log "$S5LOG" "warn  q[0-9] upstream tamper: Shadowsocks stream from the server: a chunk failed authentication: .*check \[upstream tamper\] password and method.*; connection closed" 5 >/dev/null
   bad=$(ss_causes tamper)
   [[ $bad == "1 1 0 0" ]] || fail "tamper's stream_bad, ss_bad_tag, ss_replay, ss_clock_skew: $bad"
