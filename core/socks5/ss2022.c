@@ -42,27 +42,17 @@ size_t s5_ss2022_request_len(size_t tlen, size_t pad, size_t len) {
   return S5_SS2022_REQ_FIXED + S5_SS_TAG + tlen + 2 + pad + len + S5_SS_TAG;
 }
 
-static void put_be(uint8_t *p, uint64_t v, size_t n) {
-  for (size_t i = n; i-- > 0; v >>= 8) p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be(const uint8_t *p, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; i++) v = v << 8 | p[i];
-  return v;
-}
-
 long s5_ss2022_request(struct s5_ss_aead *a, uint64_t now, const uint8_t *target, size_t tlen,
                        const uint8_t *pad, size_t padlen, const uint8_t *payload, size_t len, uint8_t *out) {
   size_t vlen = tlen + 2 + padlen + len;
   if (vlen > S5_SS2022_PAYLOAD_MAX || padlen > S5_SS2022_PAD_MAX) return -1;
   uint8_t fixed[S5_SS2022_REQ_FIXED];
   fixed[0] = 0; /* client stream */
-  put_be(fixed + 1, now, 8);
-  put_be(fixed + 9, vlen, 2);
+  s5_ss2022_put_be(fixed + 1, now, 8);
+  s5_ss2022_put_be(fixed + 9, vlen, 2);
   uint8_t *v = out + sizeof fixed + S5_SS_TAG; /* the variable header, sealed in place */
   memcpy(v, target, tlen);
-  put_be(v + tlen, padlen, 2);
+  s5_ss2022_put_be(v + tlen, padlen, 2);
   if (padlen > 0) memcpy(v + tlen + 2, pad, padlen);
   if (len > 0) memcpy(v + tlen + 2 + padlen, payload, len);
   if (s5_ss_seal(a, fixed, sizeof fixed, out) != 0 || s5_ss_seal(a, v, vlen, v) != 0) return -1;
@@ -75,10 +65,10 @@ int s5_ss2022_response(struct s5_ss_aead *a, enum s5_ss_method m, const uint8_t 
   uint8_t h[1 + 8 + S5_SS_KEY_MAX + 2];
   if (s5_ss_open(a, in, 1 + 8 + klen + 2, h) != 0) return S5_SS_BAD_TAG;
   if (h[0] != 1) return S5_SS2022_WRONG_TYPE;
-  uint64_t t = get_be(h + 1, 8);
+  uint64_t t = s5_ss2022_get_be(h + 1, 8);
   if (t > now + S5_SS2022_SKEW_S || now > t + S5_SS2022_SKEW_S) return S5_SS2022_CLOCK_SKEW;
   if (memcmp(h + 9, req_salt, klen) != 0) return S5_SS2022_SALT_MISMATCH;
-  *first = (size_t)get_be(h + 9 + klen, 2);
+  *first = (size_t)s5_ss2022_get_be(h + 9 + klen, 2);
   return S5_SS_OK;
 }
 

@@ -89,4 +89,16 @@ int s5_ss2022_replay_check(struct s5_ss2022_replay *r, const uint8_t *salt, size
 /* Text of a status (these and ss_aead.h's), for the log. */
 const char *s5_ss2022_status_text(int status);
 
+/* n bytes of v big-endian at p (the headers' timestamps, lengths, ids);
+ * and back. */
+static inline void s5_ss2022_put_be(uint8_t *p, uint64_t v, size_t n) {
+  for (size_t i = n; i-- > 0; v >>= 8) p[i] = (uint8_t)v;
+}
+
+static inline uint64_t s5_ss2022_get_be(const uint8_t *p, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) v = v << 8 | p[i];
+  return v;
+}
+
 #endif

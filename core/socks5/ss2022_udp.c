@@ -14,16 +14,6 @@
 
 static int chacha(const struct s5_ss2022_udp *u) { return u->keys.method == S5_SS_2022_CHACHA20_POLY1305; }
 
-static void put_be(uint8_t *p, uint64_t v, size_t n) {
-  for (size_t i = n; i-- > 0; v >>= 8) p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be(const uint8_t *p, size_t n) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; i++) v = v << 8 | p[i];
-  return v;
-}
-
 static const EVP_CIPHER *ecb(enum s5_ss_method m) {
   return m == S5_SS_2022_AES_128_GCM ? EVP_aes_128_ecb() : EVP_aes_256_ecb();
 }
@@ -108,14 +98,14 @@ long s5_ss2022_udp_seal_as(struct s5_ss2022_udp *u, const uint8_t *client_sid, u
   size_t mh = client_sid != NULL ? MAIN_S : MAIN_C;
   uint8_t sep[SEP];
   memcpy(sep, u->sid, 8);
-  put_be(sep + 8, u->pid++, 8);
+  s5_ss2022_put_be(sep + 8, u->pid++, 8);
   if (chacha(u)) {
     uint8_t *b = pkt + S5_SS2022_XNONCE, *m = b + SEP;
     memcpy(b, sep, SEP);
     m[0] = client_sid != NULL;
-    put_be(m + 1, now, 8);
+    s5_ss2022_put_be(m + 1, now, 8);
     if (client_sid != NULL) memcpy(m + 9, client_sid, 8);
-    put_be(m + mh - 2, 0, 2);
+    s5_ss2022_put_be(m + mh - 2, 0, 2);
     size_t blen = SEP + mh + len;
     if (RAND_bytes(pkt, S5_SS2022_XNONCE) != 1 ||
         s5_xchacha_seal(u->aead, u->keys.k[0], pkt, NULL, 0, b, blen, b) != 0)
@@ -125,9 +115,9 @@ long s5_ss2022_udp_seal_as(struct s5_ss2022_udp *u, const uint8_t *client_sid, u
   size_t eih = client_sid != NULL ? 0 : 16 * (u->keys.n - 1);
   uint8_t *m = pkt + SEP + eih;
   m[0] = client_sid != NULL;
-  put_be(m + 1, now, 8);
+  s5_ss2022_put_be(m + 1, now, 8);
   if (client_sid != NULL) memcpy(m + 9, client_sid, 8);
-  put_be(m + mh - 2, 0, 2);
+  s5_ss2022_put_be(m + mh - 2, 0, 2);
   for (size_t i = 0; i < eih / 16; i++) { /* each identity key hides the next one's hash */
     uint8_t x[16];
     for (int j = 0; j < 16; j++) x[j] = u->keys.next_hash[i][j] ^ sep[j];
@@ -187,7 +177,7 @@ long s5_ss2022_udp_open(struct s5_ss2022_udp *u, uint64_t now, uint8_t *pkt, siz
     body = SEP;
   }
   int slot = srv_slot(u, sep);
-  uint64_t pid = get_be(sep + 8, 8);
+  uint64_t pid = s5_ss2022_get_be(sep + 8, 8);
   if (slot >= 0 && s5_ss2022_window_check(&u->srv[slot].w, pid) != S5_SS_OK) return S5_SS2022_REPLAY;
   m = pkt + body;
   if (!chacha(u)) {
@@ -197,10 +187,10 @@ long s5_ss2022_udp_open(struct s5_ss2022_udp *u, uint64_t now, uint8_t *pkt, siz
   }
   size_t tl = len - body - S5_SS_TAG; /* the main header, address and payload */
   if (m[0] != 1) return S5_SS2022_WRONG_TYPE;
-  uint64_t t = get_be(m + 1, 8);
+  uint64_t t = s5_ss2022_get_be(m + 1, 8);
   if (t > now + S5_SS2022_SKEW_S || now > t + S5_SS2022_SKEW_S) return S5_SS2022_CLOCK_SKEW;
   if (memcmp(m + 9, u->sid, 8) != 0) return S5_SS2022_WRONG_SESSION;
-  size_t pad = (size_t)get_be(m + 17, 2);
+  size_t pad = (size_t)s5_ss2022_get_be(m + 17, 2);
   if (MAIN_S + pad > tl) return S5_SS_SHORT;
   if (slot < 0) {
     int st = srv_admit(u, sep, now);
