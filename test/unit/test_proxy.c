@@ -305,6 +305,16 @@ static void test_silent(void) {
 static const struct s5_proxy_ops warm_ops = {
   .cmd = S5_PROXY_WARM, .request = owner_request, .result = owner_result, .closed = owner_closed};
 
+/* The adopter closed, then the warm client's server: each closed once. */
+static void adopted_end(struct run *r, struct run *a) {
+  s5_proxy_close(&a->proxy, 0);
+  if (r->conn_open) uv_close((uv_handle_t *)&r->conn, conn_closed);
+  r->conn_open = 0;
+  uv_close((uv_handle_t *)&r->server, NULL);
+  uv_run(L, UV_RUN_DEFAULT);
+  CHECK(r->closed == 1 && a->closed == 1, "ops->closed: warm %d, adopter %d", r->closed, a->closed);
+}
+
 /* A WARM client greeted (and authenticated) on r's server, then adopted by
  * a CONNECT client in a; runs until a has its result. */
 static void warm_and_adopt(struct run *r, struct run *a) {
@@ -320,12 +330,7 @@ static void warm_and_adopt(struct run *r, struct run *a) {
   CHECK(s5_proxy_adopt(&a->proxy, &r->proxy, why, sizeof why) == 0, "adopt: %s", why);
   s5_proxy_close(&r->proxy, 0); /* as the pool does: the socket stays the adopter's */
   while (a->results == 0) uv_run(L, UV_RUN_ONCE);
-  s5_proxy_close(&a->proxy, 0);
-  if (r->conn_open) uv_close((uv_handle_t *)&r->conn, conn_closed);
-  r->conn_open = 0;
-  uv_close((uv_handle_t *)&r->server, NULL);
-  uv_run(L, UV_RUN_DEFAULT);
-  CHECK(r->closed == 1 && a->closed == 1, "ops->closed: warm %d, adopter %d", r->closed, a->closed);
+  adopted_end(r, a);
 }
 
 static void test_warm_adopted(void) {
@@ -522,15 +527,6 @@ static void ss_adopt(struct run *r, struct run *a) {
   CHECK(r->got_len == 65, "the salt and the target's chunk on the pooled connection (%zu bytes)", r->got_len);
 }
 
-static void ss_end(struct run *r, struct run *a) {
-  s5_proxy_close(&a->proxy, 0);
-  if (r->conn_open) uv_close((uv_handle_t *)&r->conn, conn_closed);
-  r->conn_open = 0;
-  uv_close((uv_handle_t *)&r->server, NULL);
-  uv_run(L, UV_RUN_DEFAULT);
-  CHECK(r->closed == 1 && a->closed == 1, "ops->closed: warm %d, adopter %d", r->closed, a->closed);
-}
-
 static void test_ss_warm(void) {
   cfg.socks5.type = S5_UPSTREAM_SHADOWSOCKS;
   cfg.socks5.ss_method = S5_SS_AES_128_GCM;
@@ -539,10 +535,10 @@ static void test_ss_warm(void) {
   struct run r1 = {0}, a1 = {0}, r2 = {0}, a2 = {0};
   ss_warm(&r1);
   ss_adopt(&r1, &a1);
-  ss_end(&r1, &a1);
+  adopted_end(&r1, &a1);
   ss_warm(&r2);
   ss_adopt(&r2, &a2);
-  ss_end(&r2, &a2);
+  adopted_end(&r2, &a2);
   CHECK(memcmp(r1.got, r2.got, 16) != 0, "two pooled connections, one salt");
   CHECK(st.pool_retried == 0, "pool_retried %llu", (unsigned long long)st.pool_retried);
 
@@ -562,7 +558,7 @@ static void test_ss_warm(void) {
         "a dead pooled connection retried fresh, unseen: "
         "pool_retried %llu, %d results",
         (unsigned long long)st.pool_retried, a3.results);
-  ss_end(&r3, &a3);
+  adopted_end(&r3, &a3);
   cfg.socks5.password[0] = '\0';
   cfg.socks5.type = S5_UPSTREAM_SOCKS5;
 }
