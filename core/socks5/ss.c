@@ -212,10 +212,13 @@ struct s5_pump *s5_ss_start(uv_loop_t *loop, const struct s5_upstream_cfg *up, s
               RAND_bytes(c->salt, (int)klen) == 1 &&
               (c->v22 ? s5_ss2022_aead_init(&c->enc, up->ss_method, key, c->salt)
                       : s5_ss_aead_init(&c->enc, up->ss_method, key, c->salt)) == 0;
-  int eih = !keyed || !c->v22 ||
-            (s5_ss2022_keys(up->ss_method, up->password, &chain) == 0 &&
-             s5_ss2022_eih_tcp(&chain, c->salt, c->eih) == 0 && (c->eih_len = 16 * (chain.n - 1), 1));
-  if (c->v22 && keyed) s5_ss2022_keys_clear(&chain);
+  int eih = 1; /* 2022: the identity headers of a key chain, after the salt */
+  if (keyed && c->v22) {
+    eih = s5_ss2022_keys(up->ss_method, up->password, &chain) == 0 &&
+          s5_ss2022_eih_tcp(&chain, c->salt, c->eih) == 0;
+    c->eih_len = eih ? 16 * (chain.n - 1) : 0;
+    s5_ss2022_keys_clear(&chain);
+  }
   if (!keyed || !eih) {
     snprintf(why, cap, "Shadowsocks to upstream %s: OpenSSL failed (%s)", up->name,
              keyed ? "identity headers" : "key, salt or cipher");
