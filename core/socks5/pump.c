@@ -59,6 +59,15 @@ static void pump_report(struct s5_pump *p, int status, const char *why) {
   if (done != NULL) done(p->arg, status, why);
 }
 
+/* A poll's events, changed only when they change: libuv's uv_poll_start
+ * takes the descriptor out of epoll and puts it back each time. */
+static void pump_watch(uv_poll_t *h, int *cur, int events) {
+  if (events == *cur) return;
+  *cur = events;
+  if (events != 0) uv_poll_start(h, events, pump_io);
+  else uv_poll_stop(h);
+}
+
 /* The polls as the state asks: each direction reads only with room to put it. */
 static void pump_poll(struct s5_pump *p) {
   int net = 0, pair = 0;
@@ -74,11 +83,8 @@ static void pump_poll(struct s5_pump *p) {
     if (p->up_len == 0 && !p->pair_eof) pair |= UV_READABLE;
     if (p->down_len > 0 && !p->down_handed) pair |= UV_WRITABLE;
   }
-  if (net != 0) uv_poll_start(&p->net_poll, net, pump_io);
-  else uv_poll_stop(&p->net_poll);
-  if (p->pair_gone) return;
-  if (pair != 0) uv_poll_start(&p->pair_poll, pair, pump_io);
-  else uv_poll_stop(&p->pair_poll);
+  pump_watch(&p->net_poll, &p->net_ev, net);
+  if (!p->pair_gone) pump_watch(&p->pair_poll, &p->pair_ev, pair);
 }
 
 static void pump_handshake(struct s5_pump *p) {
@@ -336,21 +342,11 @@ long s5_pump_writev(struct s5_pump *p, const uv_buf_t *bufs, int n) {
   if (p->state != S5_PUMP_OPEN) return -1;
   if (!p->pair_eof) return 0; /* the pair's rest first: ready follows its EOF */
   long taken = 0;
-  int i = 0;
+  int i = 0, fill = p->up_len == 0; /* held bytes go to the codec again as they were, until it takes them */
   size_t off = 0;
   for (;;) {
-    if (p->up_len > 0) { /* the codec is called again with the same bytes until it takes them */
-      int r = p->codec->write(p, p->up, p->up_len);
-      if (r < 0) {
-        pump_close(p);
-        return -1;
-      }
-      if (r == 0) break;
-      memmove(p->up, p->up + r, p->up_len - (size_t)r);
-      p->up_len -= (size_t)r;
-      continue;
-    }
-    for (; i < n && p->up_len < sizeof p->up; off = 0, i++) {
+    for (; fill && i < n && p->up_len < sizeof p->up;
+         off = 0, i++) { /* topped up: a codec may leave a tail */
       size_t k = bufs[i].len - off, room = sizeof p->up - p->up_len;
       if (k > room) k = room;
       memcpy(p->up + p->up_len, bufs[i].base + off, k);
@@ -358,6 +354,14 @@ long s5_pump_writev(struct s5_pump *p, const uv_buf_t *bufs, int n) {
       if ((off += k) < bufs[i].len) break;
     }
     if (p->up_len == 0) break;
+    int r = p->codec->write(p, p->up, p->up_len);
+    if (r < 0) {
+      pump_close(p);
+      return -1;
+    }
+    if (r == 0) break;
+    memmove(p->up, p->up + r, p->up_len - (size_t)r);
+    p->up_len -= (size_t)r, fill = 1;
   }
   pump_poll(p);
   return taken;

@@ -83,8 +83,9 @@ struct s5_pump {
   s5_pump_done *done; /* until the handshake ends; NULL once detached */
   void *arg;
   char up_name[32];
-  unsigned slot; /* the upstream's row in the shared table */
-  int handles;   /* polls open */
+  unsigned slot;       /* the upstream's row in the shared table */
+  int handles;         /* polls open */
+  int net_ev, pair_ev; /* the events each poll watches now */
   unsigned pair_eof : 1, net_eof : 1, want_write : 1, spoke : 1,
     heard : 1;              /* the codec's data to, from the proxy */
   unsigned owned : 1;       /* not detached yet */

@@ -21,6 +21,7 @@
 #include "check.h"
 #include "socks5/proxy.h"
 #include "socks5/pump.h"
+#include "socks5/ss_aead.h"
 #include "ctx/wctx.h"
 
 /* One case: what the server answers to each message it reads (len 0: it
@@ -35,7 +36,7 @@ struct run {
   unsigned nscript, next;
   uv_tcp_t server, conn;
   int conn_open;
-  uint8_t got[2048]; /* all the client sent */
+  uint8_t got[36864]; /* all the client sent */
   size_t got_len;
 
   struct s5_proxy proxy;
@@ -527,6 +528,52 @@ static void ss_adopt(struct run *r, struct run *a) {
   CHECK(r->got_len == 65, "the salt and the target's chunk on the pooled connection (%zu bytes)", r->got_len);
 }
 
+static void bulk_ready(void *arg, int readable) { (void)arg, (void)readable; }
+
+/* The bulk phase (s5_pump_direct, as the relay takes it over): 32,768
+ * bytes written in pieces of 8 KiB reach the server as two whole chunks
+ * and one of 2 bytes; not as a whole chunk and a chunk of 1 byte per
+ * 16 KiB the pump holds, each costing the server one more open. */
+static void ss_bulk(struct run *r, struct run *a) {
+  static uint8_t data[32768], plain[sizeof data + 64];
+  struct s5_pump *pu = a->proxy.pump;
+  uv_os_fd_t fd;
+  CHECK(uv_fileno((uv_handle_t *)&a->proxy.sock, &fd) == 0, "the pump's plain end");
+  uv_read_stop((uv_stream_t *)&a->proxy.sock);
+  CHECK(shutdown(fd, SHUT_WR) == 0, "the plain end's half-close");
+  CHECK(s5_pump_direct(pu, bulk_ready, NULL) == 0, "direct");
+  for (int i = 0; i < 200 && !pu->pair_eof; i++) uv_run(L, UV_RUN_ONCE);
+  for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)(i * 7);
+  size_t done = 0, want = r->got_len + sizeof data + 3 * (2 + 2 * S5_SS_TAG);
+  for (int i = 0; i < 4000 && r->got_len < want; i++) {
+    uv_buf_t b[4];
+    int n = 0;
+    for (size_t o = done; o < sizeof data && n < 4; n++, o += 8192 - o % 8192)
+      b[n] = uv_buf_init((char *)data + o, (unsigned)(8192 - o % 8192));
+    long t = n > 0 ? s5_pump_writev(pu, b, n) : 0;
+    CHECK(t >= 0, "s5_pump_writev");
+    done += (size_t)t;
+    uv_run(L, UV_RUN_NOWAIT);
+  }
+  CHECK(done == sizeof data && r->got_len == want, "the server got %zu bytes, %zu expected", r->got_len,
+        want);
+  static struct s5_ss_dec d;
+  uint8_t key[S5_SS_KEY_MAX];
+  s5_ss_password_key(S5_SS_AES_128_GCM, cfg.socks5.password, key);
+  s5_ss_dec_init(&d, S5_SS_AES_128_GCM, key);
+  memcpy(d.in, r->got, r->got_len);
+  d.in_len = r->got_len;
+  size_t sizes[8], k = 0, got = 0, n;
+  while (k < 8 && s5_ss_decode(&d, plain + got, S5_SS_PAYLOAD_MAX, &n) == S5_SS_OK && n > 0)
+    sizes[k++] = n, got += n;
+  s5_ss_dec_free(&d);
+  CHECK(k == 4 && sizes[1] == S5_SS_PAYLOAD_MAX && sizes[2] == S5_SS_PAYLOAD_MAX && sizes[3] == 2,
+        "chunks: %zu (%zu, %zu, %zu, %zu)", k, sizes[0], k > 1 ? sizes[1] : 0, k > 2 ? sizes[2] : 0,
+        k > 3 ? sizes[3] : 0);
+  CHECK(got == sizes[0] + sizeof data && memcmp(plain + sizes[0], data, sizeof data) == 0,
+        "the bytes, in order");
+}
+
 static void test_ss_warm(void) {
   cfg.socks5.type = S5_UPSTREAM_SHADOWSOCKS;
   cfg.socks5.ss_method = S5_SS_AES_128_GCM;
@@ -535,6 +582,7 @@ static void test_ss_warm(void) {
   struct run r1 = {0}, a1 = {0}, r2 = {0}, a2 = {0};
   ss_warm(&r1);
   ss_adopt(&r1, &a1);
+  ss_bulk(&r1, &a1);
   adopted_end(&r1, &a1);
   ss_warm(&r2);
   ss_adopt(&r2, &a2);
