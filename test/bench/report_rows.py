@@ -10,7 +10,7 @@
 rows: reads $OUT/raw/rows/{direct,MODE}/ (meta and client outputs, written
 by rows.sh), prints the tables and exits 1 when a row did not run (a TTFB
 variant the binary does not know is skipped with a note, not a failure).
-upstreams: reads $OUT/raw/up-{squid,squid-tls,socks5,ss,ss-chain,failover}/ (rows_upstream.sh):
+upstreams: reads $OUT/raw/up-{squid,squid-tls,socks5,ss,ss-chain,ss-chacha,ss-chacha-chain,failover}/ (rows_upstream.sh):
 squid and the SOCKS5 server side by side, then the failover row; exits 1
 when a row did not run.
 router: reads $OUT/raw/router-MODE/ (rows_router.sh): the LAN client
@@ -216,7 +216,7 @@ def upstream_tables(args):
     relay, _ = read_kv_line(os.path.join(args.out, "raw", "rows", "relay.out"))
     rt = num(relay.get("rtt_p50_ms"))
     cols = []
-    for name in ("squid", "squid-tls", "socks5", "ss", "ss-chain"):
+    for name in ("squid", "squid-tls", "socks5", "ss", "ss-chain", "ss-chacha", "ss-chacha-chain"):
         d = os.path.join(args.out, "raw", "up-" + name)
         meta = read_kv_file(os.path.join(d, "meta"))
         r = report.collect(args.out, "up-" + name, [1], args.clk_tck, tcp=False)  # its own connection row
@@ -227,6 +227,8 @@ def upstream_tables(args):
         title = {"squid": "squid (HTTP CONNECT, Basic)", "squid-tls": "the same squid over TLS (https_port)",
                  "ss": "ss-server (aes-128-gcm), s5tund speaking Shadowsocks",
                  "ss-chain": "the same ss-server through ss-local (SOCKS5)",
+                 "ss-chacha": "ss-server (chacha20-ietf-poly1305), s5tund speaking Shadowsocks",
+                 "ss-chacha-chain": "that ss-server through ss-local",
                  "dante": "danted (SOCKS5)",
                  "microsocks": "microsocks (SOCKS5)"}.get(meta.get("proxy", name), name)
         cols.append((name, title, d, meta, r))
@@ -247,6 +249,8 @@ def upstream_tables(args):
         cells = []
         for name, _, d, meta, r in cols:
             v, why = fn(d, meta, r)
+            if meta.get("light") == "1" and why == "not run":  # a second method: CPU rows only
+                v, why = None, None
             cells.append(v if v is not None else "–")
             if why:
                 fails.append("%s: %s: %s" % (name, title, why))
@@ -300,6 +304,21 @@ def upstream_tables(args):
     row("CPU-s/GB down, all", per_gb_with("down", "proxy_cpu_s_per_gb"))
     row("CPU-s/GB up, the client's host (s5tund, and the chain's ss-local)", per_gb_with("up", "client_cpu_s_per_gb"))
     row("CPU-s/GB down, the client's host", per_gb_with("down", "client_cpu_s_per_gb"))
+
+    by = {c[0]: c[4] for c in cols}
+
+    def ratio(a, b, direction, others):  # column a's CPU-s/GB over b's, s5tund's plus others'
+        va, vb = [((by.get(n) or {}).get("%s1" % direction) or {}) for n in (a, b)]
+        sa, sb = [[v.get("cpu_s_per_gb"), v.get(others)] for v in (va, vb)]
+        if None in sa or None in sb or not sum(sb):
+            return "–"
+        return "%s×" % fmt(sum(sa) / sum(sb), 2)
+
+    lines += ["", "Shadowsocks spoken by s5tund against the chain through ss-local, CPU-s/GB (ratio, up / down):", ""]
+    for a, b, method in (("ss", "ss-chain", "aes-128-gcm"), ("ss-chacha", "ss-chacha-chain", "chacha20-ietf-poly1305")):
+        lines.append("- %s: the client's host %s / %s; all processes %s / %s" % (
+            method, ratio(a, b, "up", "client_cpu_s_per_gb"), ratio(a, b, "down", "client_cpu_s_per_gb"),
+            ratio(a, b, "up", "proxy_cpu_s_per_gb"), ratio(a, b, "down", "proxy_cpu_s_per_gb")))
 
     d = os.path.join(args.out, "raw", "up-failover")
     meta = read_kv_file(os.path.join(d, "meta"))

@@ -7,7 +7,9 @@
 #     server (--proxy: danted, or microsocks), ss-server (aes-128-gcm)
 #     spoken to by s5tund itself, and the chain users run without it:
 #     s5tund -> ss-local (SOCKS5, on the client's loopback) -> the same
-#     ss-server; side by side, each as the one [upstream] of s5tund (the
+#     ss-server (and a second pair, ss-server with chacha20-ietf-poly1305
+#     spoken to and through ss-local: their CPU-s/GB rows only); side by
+#     side, each as the one [upstream] of s5tund (the
 #     proxy's CPU: ss-server, or ss-local and ss-server): time to first byte through a delay relay
 #     RELAY_DELAY_MS away (no pool / pool / pool with optimistic), new connections per second, CPU-s/GB up and down (one
 #     iperf3 stream each way, s5tund's tree and the proxy's). The relays of
@@ -29,6 +31,7 @@
 #     new connections per second and s5tund's CPU per connection, each
 #     twice in turn (without, with, without, with).
 # Each row in a subshell with its directory under $OUT/raw (up-squid, up-squid-tls, up-ss, up-ss-chain,
+# up-ss-chacha, up-ss-chacha-chain,
 # up-socks5, up-failover, up-rules); report_rows.py upstreams renders them.
 
 RELAY_SQUID_PORT=1093 # delay relay -> squid (1080-1099: reserved in S, run.sh)
@@ -40,6 +43,9 @@ SS_LOCAL_PORT=1098        # ss-local -> ss-server (client namespace, loopback)
 SS_LOCAL_RELAY_PORT=1099  # ss-local -> the delay relay -> ss-server
 RELAY_UP_PROXY_PORT=1089  # delay relay -> the SOCKS5 server (this table's: it charges the connect)
 SS_METHOD=aes-128-gcm
+SS_CHACHA_PORT=1086       # a second ss-server, chacha20-ietf-poly1305: CPU rows only
+SS_LOCAL_CHACHA_PORT=1085 # ss-local -> it (client namespace, loopback)
+SS_CHACHA=chacha20-ietf-poly1305
 SS_PASS=bench-ss-password
 UP_MS_A_PORT=1087     # the failover row's two microsocks (reserved in S too)
 UP_MS_B_PORT=1088
@@ -68,7 +74,8 @@ up_section() {   # up_section squid|dante|microsocks PORT EXTRA
   case $1 in
     squid) printf '%s' "[upstream squid]\ntype = http\naddress = $S_ADDR4\nport = $2\nusername = $SQUID_USER\npassword = \"$SQUID_PASS\"" ;;
     ss) printf '%s' "[upstream ss]\ntype = shadowsocks\naddress = $S_ADDR4\nport = $2\nmethod = $SS_METHOD\npassword = $SS_PASS" ;;
-    ss-chain) printf '%s' "[upstream ss-local]\ntype = socks5\naddress = 127.0.0.1\nport = $2" ;;
+    ss-chacha) printf '%s' "[upstream ss]\ntype = shadowsocks\naddress = $S_ADDR4\nport = $2\nmethod = $SS_CHACHA\npassword = $SS_PASS" ;;
+    ss-chain | ss-chacha-chain) printf '%s' "[upstream ss-local]\ntype = socks5\naddress = 127.0.0.1\nport = $2" ;;
     squid-tls) printf '%s' "[upstream squid]\ntype = http\naddress = $S_ADDR4\nport = $2\nusername = $SQUID_USER\npassword = \"$SQUID_PASS\"\ntls = true\ntls-ca-file = $WORK/tls/ca.pem\ntls-server-name = proxy.test" ;;
     dante|microsocks) printf '%s' "[upstream $1]\ntype = socks5\naddress = $S_ADDR4\nport = $2" ;;
   esac
@@ -99,11 +106,20 @@ up_tls_cert() {
 }
 
 # up_ss_start: ss-server in S (SS_SERVER_PID) and two ss-locals in C, one to
-# it and one to it through the delay relay (SS_LOCAL_PIDS).
+# it and one to it through the delay relay (SS_LOCAL_PIDS); a second
+# ss-server with chacha20 (SS_CHACHA_PID) and an ss-local to it
+# (SS_LOCAL_CHACHA_PID).
 up_ss_start() {
   ip netns exec "$NS_S" ss-server -s "$S_ADDR4" -p "$SS_PORT" -k "$SS_PASS" -m "$SS_METHOD" \
     >>"$OUT/raw/ss-server.log" 2>&1 &
   SS_SERVER_PID=$!
+  ip netns exec "$NS_S" ss-server -s "$S_ADDR4" -p "$SS_CHACHA_PORT" -k "$SS_PASS" -m "$SS_CHACHA" \
+    >>"$OUT/raw/ss-server.log" 2>&1 &
+  SS_CHACHA_PID=$!
+  ip netns exec "$NS_C" ss-local -s "$S_ADDR4" -p "$SS_CHACHA_PORT" -b 127.0.0.1 -l "$SS_LOCAL_CHACHA_PORT" \
+    -k "$SS_PASS" -m "$SS_CHACHA" >>"$OUT/raw/ss-local.log" 2>&1 &
+  SS_LOCAL_CHACHA_PID=$!
+  e2e_wait_listen "$SS_CHACHA_PORT" "$S_ADDR4" || bench_die "ss-server does not listen on $S_ADDR4:$SS_CHACHA_PORT"
   ip netns exec "$NS_C" ss-local -s "$S_ADDR4" -p "$SS_PORT" -b 127.0.0.1 -l "$SS_LOCAL_PORT" -k "$SS_PASS" \
     -m "$SS_METHOD" >>"$OUT/raw/ss-local.log" 2>&1 &
   SS_LOCAL_PIDS=$!
@@ -112,7 +128,7 @@ up_ss_start() {
   SS_LOCAL_PIDS+=" $!"
   e2e_wait_listen "$SS_PORT" "$S_ADDR4" || bench_die "ss-server does not listen on $S_ADDR4:$SS_PORT"
   local p
-  for p in "$SS_LOCAL_PORT" "$SS_LOCAL_RELAY_PORT"; do
+  for p in "$SS_LOCAL_PORT" "$SS_LOCAL_RELAY_PORT" "$SS_LOCAL_CHACHA_PORT"; do
     for _ in $(seq $((T_START * 10))); do in_c ss -Hltn "sport = :$p" | grep -q . && break; sleep 0.1; done
     in_c ss -Hltn "sport = :$p" | grep -q . || bench_die "ss-local does not listen on 127.0.0.1:$p"
   done
@@ -128,6 +144,8 @@ rows_upstream_proxy() {
     squid-tls) port=$SQUID_TLS_PORT relay=$RELAY_SQUID_TLS_PORT ;;
     ss) port=$SS_PORT relay=$RELAY_SS_PORT ;;
     ss-chain) port=$SS_LOCAL_PORT relay=$SS_LOCAL_RELAY_PORT ;;
+    ss-chacha) port=$SS_CHACHA_PORT relay= ;;
+    ss-chacha-chain) port=$SS_LOCAL_CHACHA_PORT relay= ;;
     *) port=$PROXY_PORT relay=$RELAY_UP_PROXY_PORT ;;
   esac
   trap 'case_exit' EXIT
@@ -140,6 +158,13 @@ rows_upstream_proxy() {
   meta setup ok
   iperf_run up1 1 up
   iperf_run down1 1 down
+  if [[ -z $relay ]]; then # a second method: its CPU per GB only
+    meta light 1
+    e2e_s5_alive || { meta died "during the $p rows"; exit 1; }
+    rows_stop
+    trap - EXIT
+    return 0
+  fi
   connrate_timed rr rr "$RR_PORT" "$CONC" "connections through $p"
   e2e_s5_alive || { meta died "during the $p rows"; exit 1; }
   rows_stop
@@ -263,18 +288,22 @@ run_upstream_rows() {
   rows_relay_start "$RELAY_UP_PROXY_PORT" "$S_ADDR4:$PROXY_PORT" --connect-round-trip
   rows_relay_start "$RELAY_SS_PORT" "$S_ADDR4:$SS_PORT" --connect-round-trip # ss-local's too
   up_ss_start
-  for name in squid squid-tls socks5 ss ss-chain failover rules; do
+  for name in squid squid-tls socks5 ss ss-chain ss-chacha ss-chacha-chain failover rules; do
     bench_log "upstream rows: $name"
     set -- "upstream rows $name" "$OUT/raw/up-$name" "$OUT/raw/up-$name.log"
     case $name in
       squid | squid-tls) rows_sub "$@" rows_upstream_proxy "$name" "$SQUID_PID" ;;
       ss) rows_sub "$@" rows_upstream_proxy ss "$SS_SERVER_PID" ;;
       ss-chain) rows_sub "$@" rows_upstream_proxy ss-chain "$SS_SERVER_PID $SS_LOCAL_PIDS" "$SS_LOCAL_PIDS" ;;
+      ss-chacha) rows_sub "$@" rows_upstream_proxy ss-chacha "$SS_CHACHA_PID" ;;
+      ss-chacha-chain)
+        rows_sub "$@" rows_upstream_proxy ss-chacha-chain "$SS_CHACHA_PID $SS_LOCAL_CHACHA_PID" "$SS_LOCAL_CHACHA_PID"
+        ;;
       socks5) rows_sub "$@" rows_upstream_proxy "$PROXY" "$PROXY_PID" ;;
       failover) rows_sub "$@" rows_upstream_failover ;;
       rules) rows_sub "$@" rows_upstream_rules ;;
     esac
   done
-  kill -TERM "$SQUID_PID" $SS_SERVER_PID $SS_LOCAL_PIDS 2>/dev/null || true
-  wait "$SQUID_PID" $SS_SERVER_PID $SS_LOCAL_PIDS 2>/dev/null || true
+  kill -TERM "$SQUID_PID" $SS_SERVER_PID $SS_LOCAL_PIDS $SS_CHACHA_PID $SS_LOCAL_CHACHA_PID 2>/dev/null || true
+  wait "$SQUID_PID" $SS_SERVER_PID $SS_LOCAL_PIDS $SS_CHACHA_PID $SS_LOCAL_CHACHA_PID 2>/dev/null || true
 }

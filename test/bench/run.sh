@@ -272,7 +272,7 @@ runs_per_case=$(($(wc -w <<<"$STREAMS") * 2 + 4))
 per_case=$((runs_per_case * (DURATION + 25) + 3 * ${CONN_SECS%.*} + 2 * T_START + 100))
 rows_secs=$(((IDLE_SECS + 3 * ${CONN_SECS%.*} + 4 * TTFB_SECS + HOLD_N / 50 + 6 * T_START + 120) * 2))
 # The upstream rows: two proxies (2 iperf3 runs, connections, 3 TTFB runs), the failover row.
-((UPSTREAMS == 1)) && rows_secs=$((rows_secs + 2 * (2 * DURATION + ${CONN_SECS%.*} + 3 * TTFB_SECS + 8 * T_START) + 400))
+((UPSTREAMS == 1)) && rows_secs=$((rows_secs + 2 * (2 * DURATION + ${CONN_SECS%.*} + 3 * TTFB_SECS + 8 * T_START) + 400 + 2 * (2 * DURATION + 2 * T_START)))
 : "${E2E_DEADLINE:=$((${#CASES[@]} * per_case + rows_secs + 300))}"
 export E2E_DEADLINE
 
