@@ -36,7 +36,7 @@ struct ss_cx {
     struct s5_ss2022_dec dec22; /* 2022's (v22) */
   } down;
 };
-_Static_assert(S5_PUMP_UP <= 2 * S5_SS_PAYLOAD_MAX, "ss_cx.wire: a pump's write is at most two chunks");
+_Static_assert(S5_PUMP_UP <= 2 * S5_SS_SEAL_MAX, "ss_cx.wire: a pump's write is at most two chunks");
 
 static int ss_handshake(struct s5_pump *p, char *why, size_t cap) {
   (void)p, (void)why, (void)cap;
@@ -92,8 +92,8 @@ static long ss_request(struct ss_cx *c, const uint8_t *buf, size_t len, uint8_t 
 
 static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
   struct ss_cx *c = p->cx;
-  if (c->wire_len == 0) { /* seal the next bytes: the salt first, once */
-    if (len > S5_SS_PAYLOAD_MAX) len -= len % S5_SS_PAYLOAD_MAX; /* whole chunks: the pump tops up the tail */
+  if (c->wire_len == 0) {                                  /* seal the next bytes: the salt first, once */
+    if (len > S5_SS_SEAL_MAX) len -= len % S5_SS_SEAL_MAX; /* whole chunks: the pump tops up the tail */
     size_t off = c->salt_sent ? 0 : s5_ss_key_len(c->method);
     memcpy(c->wire, c->salt, off);
     if (off > 0 && c->eih_len > 0) memcpy(c->wire + off, c->eih, c->eih_len), off += c->eih_len;

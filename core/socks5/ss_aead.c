@@ -202,14 +202,14 @@ int s5_ss_open(struct s5_ss_aead *a, const uint8_t *in, size_t len, uint8_t *out
 }
 
 size_t s5_ss_sealed_len(size_t len) {
-  size_t chunks = (len + S5_SS_PAYLOAD_MAX - 1) / S5_SS_PAYLOAD_MAX;
+  size_t chunks = (len + S5_SS_SEAL_MAX - 1) / S5_SS_SEAL_MAX;
   return len + chunks * (2 + 2 * S5_SS_TAG);
 }
 
 long s5_ss_encode(struct s5_ss_aead *a, const uint8_t *in, size_t len, uint8_t *out) {
   size_t w = 0;
   while (len > 0) {
-    size_t n = len < S5_SS_PAYLOAD_MAX ? len : S5_SS_PAYLOAD_MAX;
+    size_t n = len < S5_SS_SEAL_MAX ? len : S5_SS_SEAL_MAX;
     uint8_t l[2] = {(uint8_t)(n >> 8), (uint8_t)n};
     if (s5_ss_seal(a, l, 2, out + w) != 0 || s5_ss_seal(a, in, n, out + w + 2 + S5_SS_TAG) != 0) return -1;
     w += 2 + 2 * S5_SS_TAG + n;

@@ -532,8 +532,8 @@ static void bulk_ready(void *arg, int readable) { (void)arg, (void)readable; }
 
 /* The bulk phase (s5_pump_direct, as the relay takes it over): 32,768
  * bytes written in pieces of 8 KiB reach the server as two whole chunks
- * and one of 2 bytes; not as a whole chunk and a chunk of 1 byte per
- * 16 KiB the pump holds, each costing the server one more open. */
+ * and one of the rest (256 bytes); not as a whole chunk and a small one
+ * per 16 KiB the pump holds, each costing the server one more open. */
 static void ss_bulk(struct run *r, struct run *a) {
   static uint8_t data[32768], plain[sizeof data + 64];
   struct s5_pump *pu = a->proxy.pump;
@@ -564,10 +564,10 @@ static void ss_bulk(struct run *r, struct run *a) {
   memcpy(d.in, r->got, r->got_len);
   d.in_len = r->got_len;
   size_t sizes[8], k = 0, got = 0, n;
-  while (k < 8 && s5_ss_decode(&d, plain + got, S5_SS_PAYLOAD_MAX, &n) == S5_SS_OK && n > 0)
+  while (k < 8 && s5_ss_decode(&d, plain + got, S5_SS_SEAL_MAX, &n) == S5_SS_OK && n > 0) /* a chunk a call */
     sizes[k++] = n, got += n;
   s5_ss_dec_free(&d);
-  CHECK(k == 4 && sizes[1] == S5_SS_PAYLOAD_MAX && sizes[2] == S5_SS_PAYLOAD_MAX && sizes[3] == 2,
+  CHECK(k == 4 && sizes[1] == S5_SS_SEAL_MAX && sizes[2] == S5_SS_SEAL_MAX && sizes[3] == 256,
         "chunks: %zu (%zu, %zu, %zu, %zu)", k, sizes[0], k > 1 ? sizes[1] : 0, k > 2 ? sizes[2] : 0,
         k > 3 ? sizes[3] : 0);
   CHECK(got == sizes[0] + sizeof data && memcmp(plain + sizes[0], data, sizeof data) == 0,

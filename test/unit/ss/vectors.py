@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 PASSWORD = b"known-answer password"
 METHODS = [("chacha20-ietf-poly1305", 32, ChaCha20Poly1305),
            ("aes-128-gcm", 16, AESGCM), ("aes-256-gcm", 32, AESGCM)]
-PLAIN = bytes((i * 7 + 3) & 0xFF for i in range(20000))  # two chunks: 16383 + 3617
+PLAIN = bytes((i * 7 + 3) & 0xFF for i in range(20000))  # two chunks: 16256 + 3744
 
 
 def bytes_to_key(password, n):
@@ -35,7 +35,7 @@ def stream(klen, aead):
     sub = HKDF(hashes.SHA1(), klen, salt, b"ss-subkey").derive(key)
     a, n, out, p = aead(sub), 0, salt, PLAIN
     while p:
-        chunk, p = p[:0x3FFF], p[0x3FFF:]
+        chunk, p = p[:0x3F80], p[0x3F80:]  # s5tund's chunks carry at most 16,256 bytes
         for part in (len(chunk).to_bytes(2, "big"), chunk):
             out += a.encrypt(n.to_bytes(12, "little"), part, None)
             n += 1
