@@ -61,6 +61,11 @@ static int tls_write(struct s5_pump *t, const uint8_t *buf, size_t len) {
 }
 
 static int tls_read(struct s5_pump *t, uint8_t *buf, size_t cap) {
+  /* The bulk phase: a recv takes what the socket holds, up to the read
+   * buffer (tls_ctx.c), not a record's header and then its body. Records
+   * left whole in it are read when the relay reads next (it always tries
+   * before it waits). Not before: the pair's reader waits on the socket. */
+  if (t->direct) SSL_set_read_ahead(t->cx, 1);
   ERR_clear_error();
   int r = SSL_read(t->cx, buf, (int)cap);
   if (r > 0) {

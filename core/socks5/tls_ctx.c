@@ -15,6 +15,7 @@
 #include "ini/sockaddr.h"
 
 #define TLS_CTX_MAX 16
+#define TLS_READ_BUF (32 * 1024) /* two records per recv at most */
 
 static __thread struct s5_tls_ctx *cache[TLS_CTX_MAX];
 static __thread unsigned cache_next;
@@ -80,6 +81,7 @@ static int ctx_build(struct s5_tls_ctx *c, const struct s5_upstream_cfg *up, cha
   SSL_CTX_set_session_cache_mode(c->ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
   SSL_CTX_sess_set_new_cb(c->ctx, ctx_new_session);
   SSL_CTX_set_mode(c->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE);
+  SSL_CTX_set_default_read_buffer_len(c->ctx, TLS_READ_BUF); /* read-ahead's (tls.c) */
   /* AES-128-GCM first: as safe here, and cheaper than AES-256 on the bulk path. */
   if (SSL_CTX_set_ciphersuites(
         c->ctx, "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256") != 1)

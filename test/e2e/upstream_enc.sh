@@ -77,9 +77,10 @@ PY
 # How many flows ss-server NAME relayed.
 enc_ss_conns() { grep -c "connect to" "$WORK/$1.log" || true; }
 
-# enc_ab HOST OUT: ab -c 50 -n ENC_N through the tunnel, in the background (pid in ENC_AB).
+# enc_ab HOST OUT PATH: ab -c 50 -n ENC_N through the tunnel for /PATH (the
+# target logs it: each group's progress), in the background (pid in ENC_AB).
 enc_ab() {
-  ip netns exec "$NS_C" timeout -k 5 60 ab -r -q -s 20 -n $ENC_N -c 50 "http://$1:$TGT_PORT/" >"$2" 2>&1 &
+  ip netns exec "$NS_C" timeout -k 5 60 ab -r -q -s 20 -n $ENC_N -c 50 "http://$1:$TGT_PORT/$3" >"$2" 2>&1 &
   ENC_AB=$!
 }
 
@@ -136,15 +137,20 @@ case_upstream_enc_failover() {
   (($(enc_flows tlsb) == 0 && $(enc_ss_conns ssb) == 0)) ||
     fail "before the kill the seconds carried flows: tlsb $(enc_flows tlsb), ssb $(enc_ss_conns ssb)"
 
-  # Both groups under ab -c 50; the firsts killed once 300 requests went through.
-  local ab4=$WORK/ab4.out ab6=$WORK/ab6.out p4 p6 t0
-  t0=$(count_in "$WORK/target.log" " http /")
-  enc_ab "$TGT4" "$ab4"
+  # Both groups under ab -c 50; each first killed once 150 of its group's
+  # requests went through (each on its own: one group may be the faster).
+  local ab4=$WORK/ab4.out ab6=$WORK/ab6.out p4 p6 k4=0 k6=0
+  enc_ab "$TGT4" "$ab4" tls
   p4=$ENC_AB
-  enc_ab "[$TGT6]" "$ab6"
+  enc_ab "[$TGT6]" "$ab6" ss
   p6=$ENC_AB
-  for _ in $(seq $((T_START * 20))); do (($(count_in "$WORK/target.log" " http /") >= t0 + 300)) && break; sleep 0.05; done
-  kill -KILL "$tlsa" "$ssa"
+  for _ in $(seq $((T_START * 40))); do
+    ((k4 == 0 && $(count_in "$WORK/target.log" " http /tls") >= 150)) && kill -KILL "$tlsa" && k4=1
+    ((k6 == 0 && $(count_in "$WORK/target.log" " http /ss") >= 150)) && kill -KILL "$ssa" && k6=1
+    ((k4 && k6)) && break
+    sleep 0.02
+  done
+  ((k4 && k6)) || fail "ab did not reach 150 requests in each group: tls $(count_in "$WORK/target.log" " http /tls"), ss $(count_in "$WORK/target.log" " http /ss")"
   log "killed stunnel tlsa (pid $tlsa) and ss-server ssa (pid $ssa) under ab -c 50 through each"
   local b4 b6 cut4 cut6
   b4=$(enc_flows tlsb) b6=$(enc_ss_conns ssb)
