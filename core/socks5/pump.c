@@ -344,9 +344,8 @@ long s5_pump_writev(struct s5_pump *p, const uv_buf_t *bufs, int n) {
   long taken = 0;
   int i = 0, fill = p->up_len == 0; /* held bytes go to the codec again as they were, until it takes them */
   size_t off = 0;
-  for (;;) {
-    for (; fill && i < n && p->up_len < sizeof p->up;
-         off = 0, i++) { /* topped up: a codec may leave a tail */
+  for (;;) { /* topped up after each take: a codec may leave a tail (ss.c: whole chunks) */
+    for (; fill && i < n && p->up_len < sizeof p->up; off = 0, i++) {
       size_t k = bufs[i].len - off, room = sizeof p->up - p->up_len;
       if (k > room) k = room;
       memcpy(p->up + p->up_len, bufs[i].base + off, k);

@@ -53,7 +53,8 @@ struct s5_pump_codec {
   int (*handshake)(struct s5_pump *p, char *why, size_t cap);
   /* Plain bytes to the proxy: how many were taken (> 0), 0 to wait
    * (p->want_write set when for room), -1 to close. A codec that took
-   * nothing is called again with the same bytes. */
+   * nothing is called again with the same bytes; one that took fewer
+   * than len gets the rest again, topped up with the next. */
   int (*write)(struct s5_pump *p, const uint8_t *buf, size_t len);
   /* Plain bytes from the proxy into buf (cap >= S5_PUMP_UP): how many
    * (> 0), 0 to wait, -S5_PUMP_EOF at the proxy's end, -1 to close. */
