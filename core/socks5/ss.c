@@ -92,8 +92,9 @@ static long ss_request(struct ss_cx *c, const uint8_t *buf, size_t len, uint8_t 
 
 static int ss_write(struct s5_pump *p, const uint8_t *buf, size_t len) {
   struct ss_cx *c = p->cx;
-  if (c->wire_len == 0) {                                  /* seal the next bytes: the salt first, once */
-    if (len > S5_SS_SEAL_MAX) len -= len % S5_SS_SEAL_MAX; /* whole chunks: the pump tops up the tail */
+  if (c->wire_len == 0) { /* seal the next bytes: the salt first, once */
+    /* whole chunks when there is more than one: the pump tops up the tail */
+    if (len > S5_SS_SEAL_MAX) len -= len % S5_SS_SEAL_MAX;
     size_t off = c->salt_sent ? 0 : s5_ss_key_len(c->method);
     memcpy(c->wire, c->salt, off);
     if (off > 0 && c->eih_len > 0) memcpy(c->wire + off, c->eih, c->eih_len), off += c->eih_len;

@@ -158,17 +158,16 @@ rows_upstream_proxy() {
   meta setup ok
   iperf_run up1 1 up
   iperf_run down1 1 down
-  if [[ -z $relay ]]; then # a second method: its CPU per GB only
+  local variants=("${UP_TTFB_VARIANTS[@]}")
+  if [[ -n $relay ]]; then
+    connrate_timed rr rr "$RR_PORT" "$CONC" "connections through $p"
+  else # a second method, no relay: its CPU per GB only
     meta light 1
-    e2e_s5_alive || { meta died "during the $p rows"; exit 1; }
-    rows_stop
-    trap - EXIT
-    return 0
+    variants=()
   fi
-  connrate_timed rr rr "$RR_PORT" "$CONC" "connections through $p"
   e2e_s5_alive || { meta died "during the $p rows"; exit 1; }
   rows_stop
-  for v in "${UP_TTFB_VARIANTS[@]}"; do
+  for v in "${variants[@]}"; do
     name=${v%%|*} extra=${v#*|}
     up_config "$cfg" "$UP_MODE" 1 "$(up_section "$p" "$relay" "$extra")"
     up_start "$cfg" "$UP_MODE" 1
